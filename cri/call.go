@@ -1,0 +1,106 @@
+package cri
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// CallResult is what one probe learned about one call.
+type CallResult struct {
+	Method string
+	// Object is the sandbox or container ID of a per-object call.
+	Object string
+	Start  time.Time
+	// Duration is how long the call took, or, while it is in flight, how
+	// long it had been out when it was reported.
+	Duration time.Duration
+	Class    Class
+	// InFlight is true when the call had not returned when it was reported.
+	InFlight bool
+	// Err is the call's error text, empty on success.
+	Err           string
+	ResponseBytes int
+
+	resp proto.Message
+}
+
+// Observer receives what the prober sees. ObserveProbe is called once per
+// probed call when the caller stops waiting; ObserveCompletion when the call
+// really returns, which for a hung call may be much later.
+type Observer interface {
+	ObserveProbe(r CallResult)
+	ObserveCompletion(r CallResult)
+}
+
+type rpc func(ctx context.Context) (proto.Message, error)
+
+// invoke sends one call and waits for it at most the per-call timeout. A
+// call still out from an earlier cycle is not sent again: it is reported as
+// timed out with its current age.
+func (p *Prober) invoke(ctx context.Context, method, object string, call rpc) CallResult {
+	key := callKey{method: method, object: object}
+	start := p.clock.Now()
+	if !p.inflight.begin(key, start) {
+		age, _ := p.inflight.age(key)
+		return p.report(CallResult{Method: method, Object: object, Start: start.Add(-age),
+			Duration: age, Class: ClassTimeout, InFlight: true})
+	}
+	done := make(chan CallResult, 1)
+	go p.run(ctx, key, start, call, done)
+
+	timer := p.clock.NewTimer(p.cfg.Timeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return p.report(r)
+	case <-timer.C():
+	case <-ctx.Done():
+	}
+	select {
+	case r := <-done: // answered just as the wait ended
+		return p.report(r)
+	default:
+	}
+	class := ClassTimeout
+	if ctx.Err() != nil {
+		class = classifyError(ctx.Err())
+	}
+	return p.report(CallResult{Method: method, Object: object, Start: start,
+		Duration: p.clock.Since(start), Class: class, InFlight: true})
+}
+
+// run performs the call under its own lifetime and records its completion.
+func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc, done chan<- CallResult) {
+	callCtx, cancel := context.WithTimeout(ctx, p.cfg.CallLifetime)
+	defer cancel()
+	resp, err := call(callCtx)
+	p.inflight.end(key)
+	r := CallResult{Method: key.method, Object: key.object, Start: start, Duration: p.clock.Since(start), resp: resp}
+	r.Class = p.classify(r.Duration, err)
+	if err != nil {
+		r.Err = err.Error()
+	} else if resp != nil {
+		r.ResponseBytes = proto.Size(resp)
+	}
+	p.observer.ObserveCompletion(r)
+	done <- r
+}
+
+func (p *Prober) classify(d time.Duration, err error) Class {
+	switch {
+	case err != nil:
+		return classifyError(err)
+	case d > p.cfg.Timeout:
+		return ClassTimeout // answered, but only after the caller gave up
+	case d > p.cfg.SlowThreshold:
+		return ClassSlow
+	}
+	return ClassOK
+}
+
+func (p *Prober) report(r CallResult) CallResult {
+	p.observer.ObserveProbe(r)
+	return r
+}

@@ -1,0 +1,128 @@
+package cri
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// RuntimeInfo is what Version said.
+type RuntimeInfo struct {
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	APIVersion string `json:"apiVersion"`
+}
+
+// RuntimeCondition is one condition from the Status call.
+type RuntimeCondition struct {
+	Type    string `json:"type"`
+	Status  bool   `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Cycle is the result of one probe cycle.
+type Cycle struct {
+	Start    time.Time
+	Duration time.Duration
+	Calls    []CallResult
+	Runtime  RuntimeInfo
+	// Conditions are the runtime's own conditions, when Status answered.
+	Conditions []RuntimeCondition
+	// Sandboxes and Containers are the counts listed, -1 when unknown.
+	Sandboxes  int
+	Containers int
+}
+
+// Cycle runs one probe cycle. It returns within about two per-call
+// timeouts however the runtime behaves, sooner if ctx ends.
+func (p *Prober) Cycle(ctx context.Context) Cycle {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := Cycle{Start: p.clock.Now(), Sandboxes: -1, Containers: -1}
+	fixed := p.fixedCalls(ctx)
+	c.Calls = append(c.Calls, fixed...)
+	var pods []*runtimeapi.PodSandbox
+	var ctrs []*runtimeapi.Container
+	for _, r := range fixed {
+		if r.resp == nil {
+			continue
+		}
+		switch resp := r.resp.(type) {
+		case *runtimeapi.VersionResponse:
+			c.Runtime = RuntimeInfo{Name: resp.RuntimeName, Version: resp.RuntimeVersion, APIVersion: resp.RuntimeApiVersion}
+		case *runtimeapi.StatusResponse:
+			c.Conditions = runtimeConditions(resp)
+		case *runtimeapi.ListPodSandboxResponse:
+			pods = resp.Items
+			c.Sandboxes = len(pods)
+		case *runtimeapi.ListContainersResponse:
+			ctrs = resp.Containers
+			c.Containers = len(ctrs)
+		}
+	}
+	if c.Sandboxes >= 0 && c.Containers >= 0 && !anyTimeout(fixed) {
+		c.Calls = append(c.Calls, p.objectCalls(ctx, pods, ctrs)...)
+	}
+	c.Duration = p.clock.Since(c.Start)
+	return c
+}
+
+// fixedCalls runs the calls made once per cycle, all at once, so a frozen
+// runtime costs the caller one timeout, not five.
+func (p *Prober) fixedCalls(ctx context.Context) []CallResult {
+	calls := []struct {
+		method string
+		call   rpc
+	}{
+		{MethodVersion, func(ctx context.Context) (proto.Message, error) {
+			return p.runtime.Version(ctx, &runtimeapi.VersionRequest{})
+		}},
+		{MethodStatus, func(ctx context.Context) (proto.Message, error) {
+			return p.runtime.Status(ctx, &runtimeapi.StatusRequest{})
+		}},
+		{MethodListPodSandbox, func(ctx context.Context) (proto.Message, error) {
+			return p.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		}},
+		{MethodListContainers, func(ctx context.Context) (proto.Message, error) {
+			return p.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+		}},
+		{MethodImageFsInfo, func(ctx context.Context) (proto.Message, error) {
+			return p.image.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+		}},
+	}
+	results := make([]CallResult, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = p.invoke(ctx, c.method, "", c.call)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+func runtimeConditions(resp *runtimeapi.StatusResponse) []RuntimeCondition {
+	if resp.Status == nil {
+		return nil
+	}
+	out := make([]RuntimeCondition, 0, len(resp.Status.Conditions))
+	for _, c := range resp.Status.Conditions {
+		out = append(out, RuntimeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+	}
+	return out
+}
+
+func anyTimeout(rs []CallResult) bool {
+	for _, r := range rs {
+		if r.Class == ClassTimeout {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,90 @@
+package cri
+
+import (
+	"sync"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// The RPCs a probe cycle times, named as in the CRI.
+const (
+	MethodVersion          = "Version"
+	MethodStatus           = "Status"
+	MethodListPodSandbox   = "ListPodSandbox"
+	MethodListContainers   = "ListContainers"
+	MethodPodSandboxStatus = "PodSandboxStatus"
+	MethodContainerStatus  = "ContainerStatus"
+	MethodImageFsInfo      = "ImageFsInfo"
+)
+
+// Methods lists the probed RPCs in the order reports show them.
+var Methods = []string{MethodVersion, MethodStatus, MethodListPodSandbox, MethodListContainers,
+	MethodPodSandboxStatus, MethodContainerStatus, MethodImageFsInfo}
+
+// Config bounds what a Prober does.
+type Config struct {
+	// Timeout is how long the caller waits for one call (crictl's --timeout).
+	Timeout time.Duration
+	// CallLifetime is how long a call may stay out before it is cancelled;
+	// until then it is tracked as in flight and not sent again.
+	CallLifetime time.Duration
+	// SlowThreshold marks an answered call as slow.
+	SlowThreshold time.Duration
+	// SampleSize is the most sandboxes, and the most containers, whose
+	// status one cycle reads.
+	SampleSize int
+	// Concurrency is the most per-object calls out at once.
+	Concurrency int
+}
+
+// DefaultConfig returns crictl's 2 s timeout and a light sample.
+func DefaultConfig() Config {
+	return Config{Timeout: 2 * time.Second, CallLifetime: 2 * time.Second,
+		SlowThreshold: time.Second, SampleSize: 3, Concurrency: 2}
+}
+
+// Prober runs probe cycles against one runtime. Cycles run one at a time;
+// InFlight may be called concurrently with a cycle.
+type Prober struct {
+	runtime  runtimeapi.RuntimeServiceClient
+	image    runtimeapi.ImageServiceClient
+	cfg      Config
+	clock    clock.Clock
+	observer Observer
+	inflight *inflightTracker
+
+	mu         sync.Mutex
+	sandboxes  *sampler
+	containers *sampler
+}
+
+// NewProber returns a prober over the given clients; observer may be nil.
+func NewProber(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, cfg Config, clk clock.Clock, observer Observer) *Prober {
+	if observer == nil {
+		observer = nopObserver{}
+	}
+	if cfg.CallLifetime < cfg.Timeout {
+		cfg.CallLifetime = cfg.Timeout
+	}
+	if cfg.Concurrency < 1 {
+		cfg.Concurrency = 1
+	}
+	return &Prober{runtime: rt, image: img, cfg: cfg, clock: clk, observer: observer,
+		inflight: newInflightTracker(clk), sandboxes: newSampler(), containers: newSampler()}
+}
+
+// Config returns the prober's effective configuration.
+func (p *Prober) Config() Config { return p.cfg }
+
+// InFlight lists the calls that are out now, oldest first.
+func (p *Prober) InFlight() []InFlight { return p.inflight.snapshot() }
+
+// OldestInFlight returns the age of the oldest outstanding call per method.
+func (p *Prober) OldestInFlight() map[string]time.Duration { return p.inflight.oldestByMethod() }
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveProbe(CallResult)      {}
+func (nopObserver) ObserveCompletion(CallResult) {}
