@@ -77,12 +77,12 @@ func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc
 	defer cancel()
 	resp, err := call(callCtx)
 	p.inflight.end(key)
-	r := CallResult{Method: key.method, Object: key.object, Start: start, Duration: p.clock.Since(start), resp: resp}
+	r := CallResult{Method: key.method, Object: key.object, Start: start, Duration: p.clock.Since(start)}
 	r.Class = p.classify(r.Duration, err)
 	if err != nil {
-		r.Err = err.Error()
-	} else if resp != nil {
-		r.ResponseBytes = proto.Size(resp)
+		r.Err = err.Error() // resp is a typed nil here: keep r.resp a true nil
+	} else {
+		r.resp, r.ResponseBytes = resp, proto.Size(resp)
 	}
 	p.observer.ObserveCompletion(r)
 	done <- r

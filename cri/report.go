@@ -157,20 +157,13 @@ func verdict(cfg Config, byMethod map[string][]CallResult, r Report) (Verdict, [
 		}
 		reasons = append(reasons, reason)
 	}
-	total, unreachable := 0, 0
+	if err, ok := allUnreachable(byMethod); ok {
+		return VerdictUnreachable, []string{"no CRI call reached the runtime: " + err}
+	}
 	for _, m := range Methods {
 		for _, reason := range methodProblems(cfg, m, byMethod[m]) {
 			worse(reason.verdict, reason.text)
 		}
-		for _, c := range byMethod[m] {
-			total++
-			if c.Class == ClassUnreachable {
-				unreachable++
-			}
-		}
-	}
-	if total > 0 && unreachable == total {
-		return VerdictUnreachable, reasons
 	}
 	for _, c := range r.RuntimeConditions {
 		if !c.Status {
@@ -182,6 +175,20 @@ func verdict(cfg Config, byMethod map[string][]CallResult, r Report) (Verdict, [
 			r.LargestResponse.Method, r.LargestResponse.Bytes, 100*float64(r.LargestResponse.Bytes)/MaxMessageSize, MaxMessageSize))
 	}
 	return v, reasons
+}
+
+// allUnreachable reports whether every call was unreachable, with an error.
+func allUnreachable(byMethod map[string][]CallResult) (string, bool) {
+	last := ""
+	for _, calls := range byMethod {
+		for _, c := range calls {
+			if c.Class != ClassUnreachable {
+				return "", false
+			}
+			last = c.Err
+		}
+	}
+	return last, last != ""
 }
 
 func rank(v Verdict) int {
@@ -216,11 +223,7 @@ func methodProblems(cfg Config, method string, calls []CallResult) []problem {
 		if c.Object != "" {
 			what = fmt.Sprintf("%s of %s", method, shortID(c.Object))
 		}
-		state := "did not answer"
-		if c.InFlight {
-			state = "still in flight, did not answer"
-		}
-		out = append(out, problem{VerdictHung, fmt.Sprintf("%s %s within %v (%d of %d calls)", what, state, cfg.Timeout, n, len(calls))})
+		out = append(out, problem{VerdictHung, fmt.Sprintf("%s did not answer within %v (%d of %d calls)", what, cfg.Timeout, n, len(calls))})
 	}
 	for _, cl := range []Class{ClassUnreachable, ClassTooLarge, ClassError} {
 		if n := counts[cl]; n > 0 {

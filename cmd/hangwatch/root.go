@@ -1,0 +1,28 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+)
+
+func newRootCommand() *cobra.Command {
+	logCfg := logsapi.NewLoggingConfiguration()
+	root := &cobra.Command{
+		Use:   "hangwatch",
+		Short: "Catch container runtime, PLEG, kubelet and kernel hangs before the node goes NotReady",
+		Long: `hangwatch times the CRI calls the kubelet depends on, directly over the runtime's
+socket, and reports a call that hangs while it is still in flight.
+
+  hangwatch diag    one-shot check of the container runtime, crictl-style
+  hangwatch run     the daemon: probes continuously, serves /metrics and /conditions`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return logsapi.ValidateAndApply(logCfg, nil)
+		},
+	}
+	logsapi.AddFlags(logCfg, root.PersistentFlags())
+	root.AddCommand(newDiagCommand(), newRunCommand(), newVersionCommand())
+	return root
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/cri"
+)
+
+type runOptions struct {
+	rt           runtimeFlags
+	period       time.Duration
+	maxPeriod    time.Duration
+	callLifetime time.Duration
+	listen       string
+	raiseAfter   int
+	clearAfter   int
+}
+
+func newRunCommand() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Probe the container runtime continuously and export RuntimeHung, /metrics and /conditions",
+		Long: `run probes the container runtime every --period, reports a CRI call that has
+not answered within --timeout while it is still in flight, keeps RuntimeHung
+(True when a call is hung or the runtime is unreachable) and serves
+/metrics, /healthz and /conditions on --listen-address. SIGTERM or SIGINT
+stops it gracefully.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.Flags().Changed("timeout"))
+		},
+	}
+	o.rt.add(cmd.Flags())
+	fs := cmd.Flags()
+	fs.DurationVar(&o.period, "period", 10*time.Second, "time between probe cycles")
+	fs.DurationVar(&o.maxPeriod, "max-period", 60*time.Second, "longest time between cycles while backing off from a slow or hung runtime")
+	fs.DurationVar(&o.callLifetime, "call-lifetime", 2*time.Minute, "how long a hung call stays out (tracked in flight, not sent again) before it is cancelled; the kubelet waits 2m")
+	fs.StringVar(&o.listen, "listen-address", "127.0.0.1:9764", "address serving /metrics, /healthz and /conditions")
+	fs.IntVar(&o.raiseAfter, "runtime-hung-raise-after", 1, "consecutive hung cycles that make RuntimeHung True")
+	fs.IntVar(&o.clearAfter, "runtime-hung-clear-after", 2, "consecutive healthy cycles that make RuntimeHung False again")
+	return cmd
+}
+
+func (o *runOptions) validate() error {
+	switch {
+	case o.period <= 0:
+		return fieldError("--period", o.period, "must be positive")
+	case o.maxPeriod < o.period:
+		return fieldError("--max-period", o.maxPeriod, "must not be shorter than --period")
+	case o.raiseAfter < 1:
+		return fieldError("--runtime-hung-raise-after", o.raiseAfter, "must be at least 1")
+	case o.clearAfter < 1:
+		return fieldError("--runtime-hung-clear-after", o.clearAfter, "must be at least 1")
+	}
+	return o.rt.validate()
+}
+
+func (o *runOptions) run(ctx context.Context, timeoutSet bool) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	ep, err := o.rt.resolve(timeoutSet)
+	if err != nil {
+		return err
+	}
+	if o.callLifetime < ep.Timeout {
+		return fieldError("--call-lifetime", o.callLifetime, "must not be shorter than --timeout")
+	}
+	conn, err := cri.Dial(ep.Address)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	clk := clock.RealClock{}
+	reg := metrics.NewKubeRegistry()
+	registerBuildInfo(reg)
+	var prober *cri.Prober
+	criMetrics := cri.NewMetrics(reg, func() map[string]time.Duration { return prober.OldestInFlight() })
+	cfg := o.rt.proberConfig(ep)
+	cfg.CallLifetime = o.callLifetime
+	prober = cri.NewProber(conn.Runtime, conn.Image, cfg, clk, criMetrics)
+	conds := conditions.NewSet(reg, clk.Now(), map[string]conditions.Thresholds{
+		conditions.TypeRuntimeHung: {RaiseAfter: o.raiseAfter, ClearAfter: o.clearAfter}})
+	health := newLiveness(clk, o.maxPeriod+2*ep.Timeout+o.period)
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("--listen-address %s: %w", o.listen, err)}
+	}
+	srv := &http.Server{Handler: newMux(reg, conds, health), ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	klog.InfoS("hangwatch running", "endpoint", ep.Address, "endpointSource", ep.Source, "listen", ln.Addr().String(),
+		"period", o.period, "timeout", ep.Timeout)
+
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		prober.Run(ctx, o.period, o.maxPeriod, func(c cri.Cycle) {
+			criMetrics.ObserveCycle(c)
+			health.beat()
+			observeRuntimeHung(conds, c, ep.Timeout)
+		})
+	}()
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		stop()
+		<-loopDone
+		return &exitError{code: 1, err: fmt.Errorf("serve %s: %w", ln.Addr(), err)}
+	}
+	klog.InfoS("Shutting down")
+	<-loopDone
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return &exitError{code: 1, err: fmt.Errorf("shut down server: %w", err)}
+	}
+	return nil
+}
+
+// observeRuntimeHung feeds one cycle to the RuntimeHung rule and logs changes.
+func observeRuntimeHung(conds *conditions.Set, c cri.Cycle, timeout time.Duration) {
+	obs := conditions.RuntimeObservation{Timeout: timeout.String()}
+	for _, r := range c.Calls {
+		call := conditions.CallObservation{Method: r.Method, Object: r.Object, Result: string(r.Class)}
+		if r.InFlight {
+			call.InFlightSeconds = r.Duration.Seconds()
+		}
+		obs.Calls = append(obs.Calls, call)
+	}
+	cond, changed := conds.Update(conditions.TypeRuntimeHung, c.Start.Add(c.Duration), conditions.EvaluateRuntimeHung(obs))
+	if changed {
+		klog.InfoS("Condition changed", "type", cond.Type, "status", cond.Status, "reason", cond.Reason, "message", cond.Message)
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/conditions"
+)
+
+// liveness tells /healthz whether the probe loop is still cycling.
+type liveness struct {
+	clock   clock.PassiveClock
+	maxGap  time.Duration
+	mu      sync.Mutex
+	started time.Time
+	last    time.Time
+}
+
+func newLiveness(c clock.PassiveClock, maxGap time.Duration) *liveness {
+	return &liveness{clock: c, maxGap: maxGap, started: c.Now()}
+}
+
+func (l *liveness) beat() {
+	l.mu.Lock()
+	l.last = l.clock.Now()
+	l.mu.Unlock()
+}
+
+// check fails when no cycle has finished within maxGap.
+func (l *liveness) check() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	since := l.started
+	if !l.last.IsZero() {
+		since = l.last
+	}
+	if gap := l.clock.Since(since); gap > l.maxGap {
+		return fmt.Errorf("no probe cycle finished for %v (limit %v)", gap.Round(time.Second), l.maxGap)
+	}
+	return nil
+}
+
+func newMux(reg metrics.KubeRegistry, conds *conditions.Set, health *liveness) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.HandlerFor(reg, metrics.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := health.check(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/conditions", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"conditions": conds.Snapshot()})
+	})
+	return mux
+}

@@ -1,0 +1,88 @@
+package conditions
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Condition types hangwatch owns.
+const (
+	TypeRuntimeHung = "RuntimeHung"
+)
+
+// ReasonNoData is the reason of a condition whose inputs were not observed yet.
+const ReasonNoData = "NoDataYet"
+
+// Condition is one node condition as hangwatch holds it.
+type Condition struct {
+	Type               string                 `json:"type"`
+	Status             corev1.ConditionStatus `json:"status"`
+	Reason             string                 `json:"reason"`
+	Message            string                 `json:"message"`
+	LastTransitionTime time.Time              `json:"lastTransitionTime"`
+	LastProbeTime      time.Time              `json:"lastProbeTime"`
+}
+
+// Verdict is what one evaluation of a rule found.
+type Verdict struct {
+	Bad     bool
+	Reason  string
+	Message string
+}
+
+// Thresholds set the hysteresis of a condition: RaiseAfter consecutive bad
+// evaluations make it True, ClearAfter consecutive good ones make it False.
+type Thresholds struct {
+	RaiseAfter int
+	ClearAfter int
+}
+
+// Tracker holds one condition and applies hysteresis to verdicts.
+type Tracker struct {
+	cond       Condition
+	thresholds Thresholds
+	bad, good  int
+}
+
+// NewTracker starts a condition as Unknown.
+func NewTracker(condType string, th Thresholds, now time.Time) *Tracker {
+	if th.RaiseAfter < 1 {
+		th.RaiseAfter = 1
+	}
+	if th.ClearAfter < 1 {
+		th.ClearAfter = 1
+	}
+	return &Tracker{thresholds: th, cond: Condition{Type: condType, Status: corev1.ConditionUnknown,
+		Reason: ReasonNoData, Message: "hangwatch has not observed this yet", LastTransitionTime: now}}
+}
+
+// Condition returns the current condition.
+func (t *Tracker) Condition() Condition { return t.cond }
+
+// Update applies one verdict and reports whether status, reason or message
+// changed. From Unknown a good verdict clears at once, since there is no
+// problem to be sure has ended.
+func (t *Tracker) Update(now time.Time, v Verdict) bool {
+	t.cond.LastProbeTime = now
+	if v.Bad {
+		t.bad, t.good = t.bad+1, 0
+	} else {
+		t.good, t.bad = t.good+1, 0
+	}
+	status := t.cond.Status
+	switch {
+	case v.Bad && (status == corev1.ConditionTrue || t.bad >= t.thresholds.RaiseAfter):
+		status = corev1.ConditionTrue
+	case !v.Bad && (status != corev1.ConditionTrue || t.good >= t.thresholds.ClearAfter):
+		status = corev1.ConditionFalse
+	default:
+		return false // not enough evidence yet to move
+	}
+	changed := status != t.cond.Status || v.Reason != t.cond.Reason || v.Message != t.cond.Message
+	if status != t.cond.Status {
+		t.cond.LastTransitionTime = now
+	}
+	t.cond.Status, t.cond.Reason, t.cond.Message = status, v.Reason, v.Message
+	return changed
+}

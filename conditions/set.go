@@ -1,0 +1,71 @@
+package conditions
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics"
+)
+
+// Set holds hangwatch's conditions. It is safe for concurrent use.
+type Set struct {
+	mu       sync.Mutex
+	trackers map[string]*Tracker
+	gauge    *metrics.GaugeVec
+}
+
+// NewSet starts the given condition types as Unknown and, when reg is not
+// nil, exports them as hangwatch_node_condition.
+func NewSet(reg metrics.KubeRegistry, now time.Time, types map[string]Thresholds) *Set {
+	s := &Set{trackers: map[string]*Tracker{}, gauge: metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name: "hangwatch_node_condition", StabilityLevel: metrics.ALPHA,
+		Help: "hangwatch's node conditions: 1 for the status (true, false, unknown) each condition has now, 0 for the others.",
+	}, []string{"condition", "status"})}
+	if reg != nil {
+		reg.MustRegister(s.gauge)
+	}
+	for t, th := range types {
+		s.trackers[t] = NewTracker(t, th, now)
+		s.export(s.trackers[t].Condition())
+	}
+	return s
+}
+
+// Update applies a verdict to one condition and returns the condition and
+// whether it changed. Unknown types are ignored.
+func (s *Set) Update(condType string, now time.Time, v Verdict) (Condition, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.trackers[condType]
+	if !ok {
+		return Condition{}, false
+	}
+	changed := t.Update(now, v)
+	s.export(t.Condition())
+	return t.Condition(), changed
+}
+
+// Snapshot returns every condition, sorted by type.
+func (s *Set) Snapshot() []Condition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Condition, 0, len(s.trackers))
+	for _, t := range s.trackers {
+		out = append(out, t.Condition())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return out
+}
+
+func (s *Set) export(c Condition) {
+	for _, st := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown} {
+		v := 0.0
+		if c.Status == st {
+			v = 1
+		}
+		s.gauge.WithLabelValues(c.Type, strings.ToLower(string(st))).Set(v)
+	}
+}

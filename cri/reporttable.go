@@ -1,0 +1,65 @@
+package cri
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints a report the way crictl prints tables.
+func WriteTable(w io.Writer, r Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ENDPOINT\t%s (%s)\n", r.Endpoint, r.EndpointSource)
+	fmt.Fprintf(tw, "RUNTIME\t%s\n", runtimeText(r.Runtime))
+	fmt.Fprintf(tw, "OBJECTS\t%s sandboxes, %s containers\n", count(r.Sandboxes), count(r.Containers))
+	fmt.Fprintf(tw, "LARGEST RESPONSE\t%s\n", sizeText(r.LargestResponse))
+	fmt.Fprintf(tw, "SAMPLES\t%d (timeout %gs)\n\n", r.Samples, r.TimeoutSeconds)
+	fmt.Fprintln(tw, "METHOD\tCALLS\tP50\tP99\tMAX\tERRORS\tTIMEOUTS")
+	for _, c := range r.Calls {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\n", c.Method, c.Count,
+			ms(c.P50Seconds), ms(c.P99Seconds), ms(c.MaxSeconds), c.Errors, c.Timeouts)
+	}
+	if len(r.InFlight) > 0 {
+		fmt.Fprintln(tw, "\nIN FLIGHT\tOBJECT\tAGE")
+		for _, f := range r.InFlight {
+			fmt.Fprintf(tw, "%s\t%s\t%.1fs\n", f.Method, dash(shortID(f.Object)), f.AgeSeconds)
+		}
+	}
+	fmt.Fprintf(tw, "\nVERDICT\t%s\n", r.Verdict)
+	for _, reason := range r.Reasons {
+		fmt.Fprintf(tw, "  - %s\n", reason)
+	}
+	return tw.Flush()
+}
+
+func runtimeText(rt RuntimeInfo) string {
+	if rt.Name == "" {
+		return "unknown (Version did not answer)"
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s %s (CRI %s)", rt.Name, rt.Version, rt.APIVersion))
+}
+
+func sizeText(s ResponseSize) string {
+	if s.Bytes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s %d bytes (%.2f%% of the %d MiB limit)", s.Method, s.Bytes,
+		100*float64(s.Bytes)/float64(s.LimitBytes), s.LimitBytes>>20)
+}
+
+func count(n int) string {
+	if n < 0 {
+		return "?"
+	}
+	return fmt.Sprint(n)
+}
+
+func ms(seconds float64) string { return fmt.Sprintf("%.1fms", seconds*1000) }
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

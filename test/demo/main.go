@@ -1,0 +1,82 @@
+// Command demo brings up a real containerd with a few running pods from the
+// test harness and runs `hangwatch run` against it, standalone, so a person
+// on a machine without Kubernetes can watch RuntimeHung appear and clear.
+// It stops containerd, its pods and hangwatch when interrupted.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	bin := flag.String("hangwatch", "bin/hangwatch", "hangwatch binary to run")
+	pods := flag.Int("pods", 3, "pods to create, each with two containers")
+	listen := flag.String("listen-address", "127.0.0.1:9764", "hangwatch's --listen-address")
+	period := flag.Duration("period", 5*time.Second, "hangwatch's --period")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	fmt.Println("starting containerd (from the machine's packages) in a temp dir ...")
+	c, err := harness.StartContainerd(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 1
+	}
+	defer c.Stop()
+	if _, err := c.CreatePods(ctx, *pods, 2); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 1
+	}
+	printGuide(c, *pods, *listen)
+
+	cmd := exec.Command(*bin, "run", "-r", c.Endpoint, "--listen-address", *listen,
+		"--period", period.String(), "--max-period", (4 * *period).String())
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo: start hangwatch:", err)
+		return 1
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+	case err := <-exited:
+		fmt.Fprintln(os.Stderr, "demo: hangwatch exited:", err)
+		return 1
+	}
+	fmt.Println("\nstopping hangwatch, the pods and containerd ...")
+	return 0
+}
+
+func printGuide(c *harness.Containerd, pods int, listen string) {
+	fmt.Printf(`
+containerd pid %d is serving CRI on %s with %d pods (%d containers).
+hangwatch runs against it below. In another shell:
+
+  curl -s http://%[5]s/conditions          # RuntimeHung: False
+  curl -s http://%[5]s/metrics | grep hangwatch_cri_call_in_flight_seconds
+  bin/hangwatch diag -r %[2]s
+
+  kill -STOP %[1]d    # freeze the runtime: RuntimeHung turns True within period + timeout
+  kill -CONT %[1]d    # thaw it: RuntimeHung clears after two healthy cycles
+
+Press Ctrl-C here to stop everything.
+
+`, c.PID(), c.Endpoint, pods, 2*pods, listen)
+}
