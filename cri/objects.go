@@ -34,6 +34,9 @@ func (p *Prober) objectCalls(ctx context.Context, pods []*runtimeapi.PodSandbox,
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if stop.Load() {
+					continue // a call already timed out: send no more
+				}
 				results[i] = p.invoke(ctx, calls[i].method, calls[i].id, calls[i].call)
 				sent[i] = true
 				if results[i].Class == ClassTimeout {

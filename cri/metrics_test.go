@@ -1,0 +1,53 @@
+package cri
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+func TestMetricsAfterACycleAndLint(t *testing.T) {
+	reg := metrics.NewKubeRegistry()
+	f := newFakeRuntime(2, 2)
+	var p *Prober
+	m := NewMetrics(reg, func() map[string]time.Duration { return p.OldestInFlight() })
+	p, _, _ = newTestProber(f, testConfig())
+	p.observer = m
+	m.ObserveCycle(p.Cycle(context.Background()))
+
+	want := `
+# HELP hangwatch_cri_objects [ALPHA] Pod sandboxes and containers the runtime listed in the last cycle that listed them.
+# TYPE hangwatch_cri_objects gauge
+hangwatch_cri_objects{kind="container"} 2
+hangwatch_cri_objects{kind="sandbox"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hangwatch_cri_objects"); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range problems {
+		t.Errorf("lint: %s: %s", pr.Metric, pr.Text)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, n := range []string{"hangwatch_cri_call_duration_seconds", "hangwatch_cri_probes_total",
+		"hangwatch_cri_last_success_timestamp_seconds", "hangwatch_cri_response_size_bytes", "hangwatch_cri_call_in_flight_seconds"} {
+		if !names[n] {
+			t.Errorf("metric %s not exported", n)
+		}
+	}
+}
