@@ -1,0 +1,104 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+type diagJSON struct {
+	Verdict  string   `json:"verdict"`
+	Reasons  []string `json:"reasons"`
+	Endpoint string   `json:"endpoint"`
+	Runtime  struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"runtime"`
+	Calls []struct {
+		Method     string  `json:"method"`
+		Count      int     `json:"count"`
+		P50Seconds float64 `json:"p50Seconds"`
+		P99Seconds float64 `json:"p99Seconds"`
+		MaxSeconds float64 `json:"maxSeconds"`
+		Errors     int     `json:"errors"`
+		Timeouts   int     `json:"timeouts"`
+	} `json:"calls"`
+	Sandboxes  int `json:"sandboxes"`
+	Containers int `json:"containers"`
+}
+
+// runDiag runs `hangwatch diag -o json` and returns the report, exit code
+// and wall time.
+func runDiag(t *testing.T, endpoint string, extra ...string) (diagJSON, int, time.Duration) {
+	t.Helper()
+	args := append([]string{"diag", "-r", endpoint, "-t", probeTimeout.String(), "-o", "json"}, extra...)
+	cmd := exec.Command(hangwatchBin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	code := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run diag: %v", err)
+	}
+	var r diagJSON
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("diag output is not JSON: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	return r, code, elapsed
+}
+
+func TestDiagHealthyRuntime(t *testing.T) {
+	c := sharedContainerd(t)
+	r, code, elapsed := runDiag(t, c.Endpoint, "--samples", "3")
+	measure(t, "diag_healthy_3_samples", elapsed)
+	if code != 0 || r.Verdict != "Healthy" {
+		t.Fatalf("exit %d verdict %s (%v), want 0 Healthy", code, r.Verdict, r.Reasons)
+	}
+	if r.Sandboxes != sharedPods || r.Containers != sharedCtrs {
+		t.Fatalf("counts = %d sandboxes, %d containers; want %d, %d", r.Sandboxes, r.Containers, sharedPods, sharedCtrs)
+	}
+	if r.Runtime.Name != "containerd" || r.Runtime.Version == "" || r.Endpoint != c.Endpoint {
+		t.Fatalf("runtime %+v endpoint %s", r.Runtime, r.Endpoint)
+	}
+	seen := map[string]int{}
+	for _, call := range r.Calls {
+		seen[call.Method] = call.Count
+		if call.Errors != 0 || call.Timeouts != 0 || call.MaxSeconds <= 0 || call.P50Seconds > call.P99Seconds {
+			t.Errorf("%+v: want no errors or timeouts and ordered quantiles", call)
+		}
+	}
+	for _, m := range []string{"Version", "Status", "ListPodSandbox", "ListContainers", "ImageFsInfo"} {
+		if seen[m] != 3 {
+			t.Errorf("%s called %d times over 3 samples, want 3", m, seen[m])
+		}
+	}
+	if seen["PodSandboxStatus"] == 0 || seen["ContainerStatus"] == 0 {
+		t.Errorf("per-object calls missing: %v", seen)
+	}
+}
+
+func TestDiagFrozenRuntimeIsHung(t *testing.T) {
+	c := sharedContainerd(t)
+	freeze(t, c)
+	r, code, elapsed := runDiag(t, c.Endpoint)
+	measure(t, "diag_frozen_verdict", elapsed)
+	if code != 1 || r.Verdict != "Hung" {
+		t.Fatalf("exit %d verdict %s (%v), want 1 Hung", code, r.Verdict, r.Reasons)
+	}
+	if elapsed > probeTimeout+generousSlack {
+		t.Fatalf("diag took %v against a frozen runtime, want about %v", elapsed, probeTimeout+time.Second)
+	}
+	for _, call := range r.Calls {
+		if call.Timeouts != 1 {
+			t.Errorf("%s: %d timeouts, want 1", call.Method, call.Timeouts)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+// Package integration runs the hangwatch binary against a real containerd
+// started by the test harness.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+var (
+	hangwatchBin string
+	shared       struct {
+		once sync.Once
+		c    *harness.Containerd
+		err  error
+	}
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hw-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	hangwatchBin = filepath.Join(dir, "hangwatch")
+	build := exec.Command("go", "build", "-o", hangwatchBin, "./cmd/hangwatch")
+	build.Dir = harness.ModuleRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build hangwatch: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if shared.c != nil {
+		shared.c.Stop()
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Pods and containers in the shared containerd: 10 pods of 2 containers.
+const (
+	sharedPods    = 10
+	sharedPerPod  = 2
+	sharedCtrs    = sharedPods * sharedPerPod
+	probeTimeout  = 2 * time.Second
+	generousSlack = 5 * time.Second // shared 2-core machines: bounds are loose, numbers are logged
+)
+
+// sharedContainerd starts one containerd with 20 running containers for the
+// package; tests that freeze it thaw it before they end.
+func sharedContainerd(t *testing.T) *harness.Containerd {
+	t.Helper()
+	harness.RequireRealParts(t)
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		shared.c, shared.err = harness.StartContainerd(ctx)
+		if shared.err == nil {
+			_, shared.err = shared.c.CreatePods(ctx, sharedPods, sharedPerPod)
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("start containerd: %v", shared.err)
+	}
+	return shared.c
+}
+
+// freeze stops containerd until the test ends (or thaw is called).
+func freeze(t *testing.T, c *harness.Containerd) (thaw func()) {
+	t.Helper()
+	if err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	thaw = func() {
+		once.Do(func() {
+			if err := c.Thaw(); err != nil {
+				t.Errorf("thaw: %v", err)
+			}
+		})
+	}
+	t.Cleanup(thaw)
+	return thaw
+}
+
+// measure logs a figure in a form the benchmark command collects.
+func measure(t *testing.T, name string, d time.Duration) {
+	t.Helper()
+	t.Logf("MEASURE %s %.3fs", name, d.Seconds())
+}
