@@ -138,7 +138,7 @@ func (c *Containerd) waitReady(ctx context.Context) error {
 		case <-c.exited:
 			return fmt.Errorf("containerd exited early; see %s/containerd.log: %s", c.Dir, c.logTail())
 		case <-ctx.Done():
-			return fmt.Errorf("containerd not ready: %w (last: %v)", ctx.Err(), last)
+			return fmt.Errorf("containerd not ready: %w (last: %w)", ctx.Err(), last)
 		case <-tick.C:
 		}
 	}

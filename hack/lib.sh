@@ -1,0 +1,83 @@
+# Shared by hack/*.sh: install what hangwatch needs on a Debian/Ubuntu machine.
+# Everything fetched goes to the Debian archive or the Go module proxy; Go
+# tools and toolchains are cached under $HANGWATCH_CACHE.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HANGWATCH_CACHE=${HANGWATCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch}
+GO_VERSION=${GO_VERSION:-1.26.8}           # toolchain fetched when the machine's Go is older than go.mod's
+GOLANGCI_LINT_VERSION=v2.6.2
+APT_PACKAGES=(containerd runc containernetworking-plugins ca-certificates curl unzip git)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# ensure_packages installs the Debian packages that are missing.
+ensure_packages() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# go_ok tells whether `go` exists and is at least go.mod's version.
+go_ok() {
+  command -v go >/dev/null 2>&1 || return 1
+  local want have
+  want=$(awk '/^go /{print $2}' "$ROOT/go.mod")
+  have=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
+  [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -1)" = "$want" ]
+}
+
+# ensure_go puts a Go toolchain on PATH, fetching the official toolchain
+# module (golang.org/toolchain) from the Go module proxy when needed.
+ensure_go() {
+  export PATH="$PATH:/usr/local/go/bin"
+  go_ok && return 0
+  local arch dir proxy
+  arch=$(dpkg --print-architecture)
+  dir="$HANGWATCH_CACHE/go$GO_VERSION"
+  if [ ! -x "$dir/bin/go" ]; then
+    proxy=${GOPROXY:-https://proxy.golang.org}; proxy=${proxy%%,*}
+    log "fetching Go $GO_VERSION from the Go module proxy"
+    mkdir -p "$HANGWATCH_CACHE"
+    curl -fsSL -o "$HANGWATCH_CACHE/go.zip" "$proxy/golang.org/toolchain/@v/v0.0.1-go$GO_VERSION.linux-$arch.zip"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    unzip -q "$HANGWATCH_CACHE/go.zip" -d "$dir.tmp"
+    mv "$dir.tmp/golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-$arch" "$dir"
+    rm -rf "$dir.tmp" "$HANGWATCH_CACHE/go.zip"
+  fi
+  export PATH="$dir/bin:$PATH"
+  go_ok || { echo "Go at $dir is not usable" >&2; exit 1; }
+}
+
+# ensure_golangci_lint builds the pinned linter from the module proxy.
+ensure_golangci_lint() {
+  local bin="$HANGWATCH_CACHE/bin/golangci-lint-$GOLANGCI_LINT_VERSION"
+  if [ ! -x "$bin" ]; then
+    log "building golangci-lint $GOLANGCI_LINT_VERSION (once; cached in $HANGWATCH_CACHE)"
+    mkdir -p "$HANGWATCH_CACHE/bin"
+    (cd "$HANGWATCH_CACHE" && GOBIN="$HANGWATCH_CACHE/bin/tmp" GOFLAGS= go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION")
+    mv "$HANGWATCH_CACHE/bin/tmp/golangci-lint" "$bin"
+  fi
+  GOLANGCI_LINT=$bin
+}
+
+# build_hangwatch writes bin/hangwatch with version information.
+build_hangwatch() {
+  local v commit date pkg=k8s.io/component-base/version
+  v=$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+  case "$v" in v*) ;; *) v="v0.0.0-$v" ;; esac
+  commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo "")
+  date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o bin/hangwatch \
+    -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date" \
+    ./cmd/hangwatch)
+}
