@@ -55,7 +55,13 @@ func count(n int) string {
 	return fmt.Sprint(n)
 }
 
-func ms(seconds float64) string { return fmt.Sprintf("%.1fms", seconds*1000) }
+// ms prints a duration as crictl-like milliseconds, or seconds past one.
+func ms(seconds float64) string {
+	if seconds >= 1 {
+		return fmt.Sprintf("%.3fs", seconds)
+	}
+	return fmt.Sprintf("%.1fms", seconds*1000)
+}
 
 func dash(s string) string {
 	if s == "" {

@@ -23,7 +23,7 @@ type runtimeFlags struct {
 func (f *runtimeFlags) add(fs *pflag.FlagSet) {
 	d := cri.DefaultConfig()
 	fs.StringVarP(&f.endpoint, "runtime-endpoint", "r", "", "CRI endpoint (unix:///path); default: $CONTAINER_RUNTIME_ENDPOINT, crictl's config, the kubelet's config, then the containerd, CRI-O and cri-dockerd sockets")
-	fs.DurationVarP(&f.timeout, "timeout", "t", cri.DefaultTimeout, "how long to wait for each CRI call before reporting it hung (default from crictl's config, else 2s)")
+	fs.DurationVarP(&f.timeout, "timeout", "t", cri.DefaultTimeout, "how long to wait for each CRI call before reporting it hung; when not given, the timeout in crictl's config applies if set")
 	fs.StringVar(&f.crictlConfig, "crictl-config", "", "crictl config file (default $CRI_CONFIG_FILE or "+cri.DefaultCrictlConfig+")")
 	fs.StringVar(&f.kubeletConfig, "kubelet-config", cri.DefaultKubeletConfig, "kubelet config file whose containerRuntimeEndpoint is used when readable")
 	fs.DurationVar(&f.slow, "slow-threshold", d.SlowThreshold, "an answered call slower than this is slow")

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Run the benchmarks against a real containerd and print the figures that
+# BENCHMARKS.md records (needs root).
+#   sudo ./hack/bench.sh
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+[ "$(id -u)" -eq 0 ] || { echo "run as root (sudo): the benchmarks start containerd" >&2; exit 1; }
+ensure_packages
+ensure_go
+echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), containerd $(containerd --version | awk '{print $3}')"
+echo
+echo "\$ go test -run '^\$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/"
+go test -run '^$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/
+echo
+echo "\$ go test -count 3 -v -run 'TestDiag|TestRun' ./test/integration/ | grep MEASURE"
+go test -count 3 -v -run 'TestDiag|TestRun' ./test/integration/ | grep MEASURE | sed 's/^ *//'
