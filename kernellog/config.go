@@ -1,0 +1,188 @@
+package kernellog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Rule types, as in node-problem-detector.
+const (
+	TypeTemporary = "temporary" // an event
+	TypePermanent = "permanent" // sets a condition
+)
+
+// Duration is a JSON duration string such as "10m".
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"10m\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// ConditionSpec is a condition a rules file owns, with its healthy state.
+type ConditionSpec struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Rule is one rule of node-problem-detector's system-log-monitor format,
+// plus hangwatch's optional fields.
+type Rule struct {
+	Type      string `json:"type"`
+	Condition string `json:"condition,omitempty"`
+	Reason    string `json:"reason"`
+	Pattern   string `json:"pattern"`
+	// hangwatch's additions, all optional:
+	Name string `json:"name,omitempty"` // metric label; default "<source>/<index>"
+	// ClearAfter clears a permanent rule after this long without a match.
+	ClearAfter *Duration `json:"clearAfter,omitempty"`
+	// RecoveryPattern clears a permanent rule when a line matches it.
+	RecoveryPattern string `json:"recoveryPattern,omitempty"`
+	// MinCount matches within Window are needed before the rule fires.
+	MinCount int       `json:"minCount,omitempty"`
+	Window   *Duration `json:"window,omitempty"`
+}
+
+// RuleSet is one rules file: node-problem-detector's kernel-monitor.json
+// format, accepted unchanged.
+type RuleSet struct {
+	Plugin           string          `json:"plugin,omitempty"`
+	PluginConfig     json.RawMessage `json:"pluginConfig,omitempty"`
+	LogPath          string          `json:"logPath,omitempty"`
+	Lookback         string          `json:"lookback,omitempty"`
+	BufferSize       int             `json:"bufferSize,omitempty"`
+	Source           string          `json:"source"`
+	MetricsReporting *bool           `json:"metricsReporting,omitempty"`
+	Conditions       []ConditionSpec `json:"conditions"`
+	Rules            []Rule          `json:"rules"`
+}
+
+// DefaultBufferSize is node-problem-detector's default line buffer.
+const DefaultBufferSize = 10
+
+// LoadRuleSet reads and validates a rules file.
+func LoadRuleSet(path string) (*RuleSet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("rules file: %w", err)
+	}
+	rs, err := ParseRuleSet(data)
+	if err != nil {
+		return nil, fmt.Errorf("rules file %s: %w", path, err)
+	}
+	return rs, nil
+}
+
+// ParseRuleSet decodes strictly (unknown fields are errors) and validates,
+// reporting every problem at once.
+func ParseRuleSet(data []byte) (*RuleSet, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var rs RuleSet
+	if err := dec.Decode(&rs); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if rs.BufferSize == 0 {
+		rs.BufferSize = DefaultBufferSize
+	}
+	if rs.Source == "" {
+		rs.Source = "kernel-monitor"
+	}
+	for i := range rs.Rules {
+		if rs.Rules[i].Name == "" {
+			rs.Rules[i].Name = fmt.Sprintf("%s/%d", rs.Source, i)
+		}
+	}
+	return &rs, rs.validate()
+}
+
+func (rs *RuleSet) validate() error {
+	var errs []error
+	if rs.BufferSize < 1 {
+		errs = append(errs, fmt.Errorf("bufferSize %d: must be at least 1", rs.BufferSize))
+	}
+	if rs.Lookback != "" {
+		if _, err := time.ParseDuration(rs.Lookback); err != nil {
+			errs = append(errs, fmt.Errorf("lookback %q: %w", rs.Lookback, err))
+		}
+	}
+	conds := map[string]bool{}
+	for i, c := range rs.Conditions {
+		if c.Type == "" {
+			errs = append(errs, fmt.Errorf("conditions[%d]: type is empty", i))
+		}
+		conds[c.Type] = true
+	}
+	for i, r := range rs.Rules {
+		for _, e := range r.problems(conds) {
+			errs = append(errs, fmt.Errorf("rules[%d] (%s, reason %q): %s", i, r.Name, r.Reason, e))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// problems lists what is wrong with one rule.
+func (r Rule) problems(conds map[string]bool) []string {
+	var out []string
+	switch r.Type {
+	case TypeTemporary:
+		if r.ClearAfter != nil || r.RecoveryPattern != "" {
+			out = append(out, "clearAfter and recoveryPattern apply to permanent rules only")
+		}
+	case TypePermanent:
+		if !conds[r.Condition] {
+			out = append(out, fmt.Sprintf("condition %q is not in the file's conditions", r.Condition))
+		}
+	default:
+		out = append(out, fmt.Sprintf("type %q: must be %q or %q", r.Type, TypeTemporary, TypePermanent))
+	}
+	if r.Reason == "" {
+		out = append(out, "reason is empty")
+	}
+	if err := checkPattern("pattern", r.Pattern); err != "" {
+		out = append(out, err)
+	}
+	if r.RecoveryPattern != "" {
+		if err := checkPattern("recoveryPattern", r.RecoveryPattern); err != "" {
+			out = append(out, err)
+		}
+	}
+	if r.MinCount < 0 || (r.MinCount > 1 && r.Window == nil) {
+		out = append(out, fmt.Sprintf("minCount %d: must be at least 1, and above 1 only with a window", r.MinCount))
+	}
+	for name, d := range map[string]*Duration{"clearAfter": r.ClearAfter, "window": r.Window} {
+		if d != nil && d.Duration <= 0 {
+			out = append(out, fmt.Sprintf("%s %v: must be positive", name, d.Duration))
+		}
+	}
+	return out
+}
+
+func checkPattern(field, p string) string {
+	if strings.TrimSpace(p) == "" {
+		return field + " is empty"
+	}
+	if _, err := regexp.Compile(p); err != nil {
+		return fmt.Sprintf("%s %q does not compile: %v", field, p, err)
+	}
+	return ""
+}

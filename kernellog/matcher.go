@@ -1,0 +1,135 @@
+package kernellog
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Hit is one rule (or one rule's recovery pattern) matching.
+type Hit struct {
+	Index    int // index of the rule in its RuleSet
+	Rule     *Rule
+	Recovery bool
+	// Text is the line that matched, or for a multi-line pattern the
+	// matched text of the buffer.
+	Text string
+}
+
+type entry struct {
+	index    int
+	recovery bool
+	re       *regexp.Regexp
+	multi    bool
+	lits     []int32
+}
+
+// Matcher matches lines against one RuleSet with node-problem-detector's
+// semantics: each line is pushed into a buffer of the last bufferSize lines,
+// and a pattern matches when it matches the joined buffer up to its very end.
+// A pattern that cannot match a newline is tested against the last line only,
+// which is the same thing. It is not safe for concurrent use.
+type Matcher struct {
+	set     *RuleSet
+	ac      *automaton
+	entries []entry
+	seen    []int64 // per literal: the line number it was last seen on
+	lineNo  int64
+	buf     []string // ring of the last lines
+	mark    func(int32)
+}
+
+// NewMatcher compiles a validated RuleSet.
+func NewMatcher(set *RuleSet) (*Matcher, error) {
+	m := &Matcher{set: set, buf: make([]string, 0, set.BufferSize)}
+	var literals []string
+	add := func(index int, recovery bool, pattern string) error {
+		re, err := regexp.Compile(`(?:` + pattern + `)\z`)
+		if err != nil {
+			return err
+		}
+		e := entry{index: index, recovery: recovery, re: re, multi: canMatchNewline(pattern)}
+		for _, lit := range requiredLiterals(pattern) {
+			e.lits = append(e.lits, int32(len(literals)))
+			literals = append(literals, lit)
+		}
+		m.entries = append(m.entries, e)
+		return nil
+	}
+	for i, r := range set.Rules {
+		if err := add(i, false, r.Pattern); err != nil {
+			return nil, err
+		}
+		if r.RecoveryPattern != "" {
+			if err := add(i, true, r.RecoveryPattern); err != nil {
+				return nil, err
+			}
+		}
+	}
+	m.ac = newAutomaton(literals)
+	m.seen = make([]int64, len(literals))
+	m.mark = func(id int32) { m.seen[id] = m.lineNo }
+	return m, nil
+}
+
+// Feed matches one new line and calls hit for every rule that matches.
+func (m *Matcher) Feed(line string, hit func(Hit)) {
+	m.lineNo++
+	m.push(line)
+	m.ac.scan(line, m.mark)
+	joined := ""
+	for i := range m.entries {
+		e := &m.entries[i]
+		if !m.candidate(e) {
+			continue
+		}
+		text := line
+		if e.multi {
+			if joined == "" {
+				joined = strings.Join(m.ordered(), "\n")
+			}
+			text = joined
+		}
+		if !e.re.MatchString(text) {
+			continue
+		}
+		if e.multi {
+			text = e.re.FindString(text)
+		}
+		hit(Hit{Index: e.index, Rule: &m.set.Rules[e.index], Recovery: e.recovery, Text: text})
+	}
+}
+
+// candidate is the prefilter: a rule runs its regexp only if one of its
+// required literals is on this line (or, for a multi-line rule, in the buffer).
+func (m *Matcher) candidate(e *entry) bool {
+	if len(e.lits) == 0 {
+		return true
+	}
+	oldest := m.lineNo
+	if e.multi {
+		oldest = m.lineNo - int64(m.set.BufferSize) + 1
+	}
+	for _, id := range e.lits {
+		if m.seen[id] >= oldest && m.seen[id] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Matcher) push(line string) {
+	if len(m.buf) < cap(m.buf) {
+		m.buf = append(m.buf, line)
+		return
+	}
+	m.buf[int((m.lineNo-1)%int64(cap(m.buf)))] = line
+}
+
+// ordered returns the buffered lines, oldest first.
+func (m *Matcher) ordered() []string {
+	if len(m.buf) < cap(m.buf) {
+		return m.buf
+	}
+	start := int(m.lineNo % int64(cap(m.buf)))
+	return append(append([]string{}, m.buf[start:]...), m.buf[:start]...)
+}

@@ -1,0 +1,212 @@
+package kernellog
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Event is a temporary rule's match, rate-limited per rule: Count is the
+// number of matches it stands for (itself plus repeats held back since the
+// rule's last event).
+type Event struct {
+	Time    time.Time `json:"time"`
+	Source  string    `json:"source"`
+	Rule    string    `json:"rule"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Count   int       `json:"count"`
+}
+
+// ConditionState is a condition as the kernel rules see it.
+type ConditionState struct {
+	Type    string    `json:"type"`
+	Active  bool      `json:"active"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	First   time.Time `json:"firstMatch,omitempty"`
+	Last    time.Time `json:"lastMatch,omitempty"`
+	Count   int64     `json:"matches"`
+}
+
+// Event rate limit per rule: a burst, then one event per interval; matches
+// in between are counted into the next event.
+const (
+	eventBurst    = 5
+	eventInterval = 30 * time.Second
+)
+
+// Options are a Monitor's outputs; every field may be nil.
+type Options struct {
+	OnEvent     func(Event)
+	OnCondition func(ConditionState) // called when a condition's state changes
+	Metrics     *Metrics
+}
+
+// Monitor turns records into condition states and events. It is safe for
+// concurrent use.
+type Monitor struct {
+	clock clock.PassiveClock
+	opts  Options
+	mu    sync.Mutex
+	sets  []*setState
+	conds map[string]*condState
+	order []string
+}
+
+type setState struct {
+	set     *RuleSet
+	matcher *Matcher
+	rules   []*ruleState
+}
+
+type condState struct {
+	spec  ConditionSpec
+	rules []*ruleState
+	last  ConditionState
+}
+
+// NewMonitor compiles the rule sets. Condition types must not repeat across
+// sets.
+func NewMonitor(sets []*RuleSet, clk clock.PassiveClock, opts Options) (*Monitor, error) {
+	m := &Monitor{clock: clk, opts: opts, conds: map[string]*condState{}}
+	for _, set := range sets {
+		if err := m.add(set); err != nil {
+			return nil, fmt.Errorf("rules %s: %w", set.Source, err)
+		}
+	}
+	for _, t := range m.order {
+		c := m.conds[t]
+		c.last = c.state()
+	}
+	return m, nil
+}
+
+func (m *Monitor) add(set *RuleSet) error {
+	matcher, err := NewMatcher(set)
+	if err != nil {
+		return err
+	}
+	s := &setState{set: set, matcher: matcher}
+	for _, spec := range set.Conditions {
+		if _, dup := m.conds[spec.Type]; dup {
+			return fmt.Errorf("condition %q is owned by another rules file", spec.Type)
+		}
+		m.conds[spec.Type] = &condState{spec: spec}
+		m.order = append(m.order, spec.Type)
+	}
+	for i := range set.Rules {
+		rs := newRuleState(set, i, m.opts.Metrics)
+		s.rules = append(s.rules, rs)
+		if rs.rule.Type == TypePermanent {
+			c := m.conds[rs.rule.Condition]
+			c.rules = append(c.rules, rs)
+		}
+	}
+	m.sets = append(m.sets, s)
+	return nil
+}
+
+// ConditionTypes lists the conditions the rules own, with their healthy state.
+func (m *Monitor) ConditionTypes() []ConditionSpec {
+	out := make([]ConditionSpec, 0, len(m.order))
+	for _, t := range m.order {
+		out = append(out, m.conds[t].spec)
+	}
+	return out
+}
+
+// Handle matches one record.
+func (m *Monitor) Handle(r Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.sets {
+		s.matcher.Feed(r.Message, func(h Hit) { m.hit(s, h, r.Time) })
+	}
+	m.publish()
+}
+
+func (m *Monitor) hit(s *setState, h Hit, at time.Time) {
+	rs := s.rules[h.Index]
+	if h.Recovery {
+		rs.recover()
+		return
+	}
+	if ev, ok := rs.match(h.Text, at); ok && m.opts.OnEvent != nil {
+		m.opts.OnEvent(ev)
+	}
+}
+
+// Expire clears permanent rules whose quiet window has passed and sends the
+// repeats held back by the rate limit once it allows.
+func (m *Monitor) Expire() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	for _, s := range m.sets {
+		for _, rs := range s.rules {
+			rs.expire(now)
+			if ev, ok := rs.flush(now); ok && m.opts.OnEvent != nil {
+				m.opts.OnEvent(ev)
+			}
+		}
+	}
+	m.publish()
+}
+
+// publish reports conditions whose state changed.
+func (m *Monitor) publish() {
+	for _, t := range m.order {
+		c := m.conds[t]
+		st := c.state()
+		if st.Active == c.last.Active && st.Reason == c.last.Reason && st.Message == c.last.Message {
+			c.last = st
+			continue
+		}
+		c.last = st
+		if m.opts.OnCondition != nil {
+			m.opts.OnCondition(st)
+		}
+	}
+}
+
+// Conditions returns every condition's state, in rules-file order.
+func (m *Monitor) Conditions() []ConditionState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]ConditionState, 0, len(m.order))
+	for _, t := range m.order {
+		out = append(out, m.conds[t].state())
+	}
+	return out
+}
+
+// state derives the condition from its rules: active while any rule is,
+// with the reason and message of the rule active the longest.
+func (c *condState) state() ConditionState {
+	st := ConditionState{Type: c.spec.Type, Reason: c.spec.Reason, Message: c.spec.Message}
+	active := make([]*ruleState, 0, len(c.rules))
+	for _, rs := range c.rules {
+		if rs.active {
+			active = append(active, rs)
+		}
+	}
+	if len(active) == 0 {
+		return st
+	}
+	sort.SliceStable(active, func(i, j int) bool { return active[i].since.Before(active[j].since) })
+	st.Active, st.Reason, st.Message = true, active[0].rule.Reason, active[0].firstText
+	for _, rs := range active {
+		if st.First.IsZero() || rs.first.Before(st.First) {
+			st.First = rs.first
+		}
+		if rs.last.After(st.Last) {
+			st.Last = rs.last
+		}
+		st.Count += rs.count
+	}
+	return st
+}

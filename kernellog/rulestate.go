@@ -1,0 +1,135 @@
+package kernellog
+
+import (
+	"time"
+)
+
+// ruleState is what one rule has seen. Memory is bounded: repeats are
+// counted, never stored.
+type ruleState struct {
+	source string
+	rule   *Rule
+	metric counterInc
+
+	recent []time.Time // the last MinCount match times, for the window
+	active bool
+	since  time.Time // when it became active
+	first  time.Time
+	last   time.Time
+	count  int64
+	// firstText is the line that activated it, kept so the condition's
+	// message stays stable while it is active.
+	firstText string
+
+	tokens    float64
+	refilled  time.Time
+	held      int    // matches held back by the rate limit
+	heldText  string // the last of them
+	heldSince time.Time
+}
+
+type counterInc interface{ Inc() }
+
+type nopCounter struct{}
+
+func (nopCounter) Inc() {}
+
+func newRuleState(set *RuleSet, i int, metrics *Metrics) *ruleState {
+	rs := &ruleState{source: set.Source, rule: &set.Rules[i], tokens: eventBurst, metric: nopCounter{}}
+	if metrics != nil {
+		rs.metric = metrics.ruleCounter(rs.rule.Name, rs.rule.Reason)
+	}
+	return rs
+}
+
+// match records a match; it returns an event for a temporary rule when the
+// rate limit allows one.
+func (rs *ruleState) match(text string, at time.Time) (Event, bool) {
+	rs.metric.Inc()
+	if !rs.countReached(at) {
+		return Event{}, false
+	}
+	rs.count++
+	if rs.first.IsZero() {
+		rs.first = at
+	}
+	rs.last = at
+	if rs.rule.Type == TypePermanent {
+		if !rs.active {
+			rs.active, rs.since, rs.firstText = true, at, text
+		}
+		return Event{}, false
+	}
+	return rs.limit(text, at)
+}
+
+// countReached applies MinCount within Window.
+func (rs *ruleState) countReached(at time.Time) bool {
+	n := rs.rule.MinCount
+	if n <= 1 {
+		return true
+	}
+	rs.recent = append(rs.recent, at)
+	if len(rs.recent) > n {
+		rs.recent = rs.recent[len(rs.recent)-n:]
+	}
+	return len(rs.recent) == n && at.Sub(rs.recent[0]) <= rs.rule.Window.Duration
+}
+
+// limit is a token bucket per rule: eventBurst events, then one per
+// eventInterval; matches in between are counted into the next event.
+func (rs *ruleState) limit(text string, at time.Time) (Event, bool) {
+	rs.refill(at)
+	if rs.tokens < 1 {
+		if rs.held == 0 {
+			rs.heldSince = at
+		}
+		rs.held++
+		rs.heldText = text
+		return Event{}, false
+	}
+	rs.tokens--
+	ev := rs.event(at, text, 1+rs.held)
+	rs.held = 0
+	return ev, true
+}
+
+func (rs *ruleState) refill(at time.Time) {
+	if rs.refilled.IsZero() {
+		rs.refilled = at
+	}
+	if gained := at.Sub(rs.refilled).Seconds() / eventInterval.Seconds(); gained > 0 {
+		rs.tokens = min(eventBurst, rs.tokens+gained)
+		rs.refilled = at
+	}
+}
+
+// flush sends the held-back repeats once the rate limit allows.
+func (rs *ruleState) flush(now time.Time) (Event, bool) {
+	if rs.held == 0 {
+		return Event{}, false
+	}
+	rs.refill(now)
+	if rs.tokens < 1 {
+		return Event{}, false
+	}
+	rs.tokens--
+	ev := rs.event(now, rs.heldText, rs.held)
+	rs.held = 0
+	return ev, true
+}
+
+func (rs *ruleState) event(at time.Time, text string, count int) Event {
+	return Event{Time: at, Source: rs.source, Rule: rs.rule.Name, Reason: rs.rule.Reason, Message: text, Count: count}
+}
+
+// expire clears a permanent rule after its quiet window.
+func (rs *ruleState) expire(now time.Time) {
+	if rs.active && rs.rule.ClearAfter != nil && now.Sub(rs.last) >= rs.rule.ClearAfter.Duration {
+		rs.recover()
+	}
+}
+
+func (rs *ruleState) recover() {
+	rs.active, rs.firstText, rs.recent = false, "", rs.recent[:0]
+}
