@@ -2,18 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
@@ -27,6 +19,7 @@ type runOptions struct {
 	listen       string
 	raiseAfter   int
 	clearAfter   int
+	kernel       kernelFlags
 }
 
 func newRunCommand() *cobra.Command {
@@ -37,8 +30,10 @@ func newRunCommand() *cobra.Command {
 		Long: `run probes the container runtime every --period, reports a CRI call that has
 not answered within --timeout while it is still in flight, keeps RuntimeHung
 (True when a call is hung or the runtime is unreachable) and serves
-/metrics, /healthz and /conditions on --listen-address. SIGTERM or SIGINT
-stops it gracefully.`,
+/metrics, /healthz, /conditions and /events on --listen-address. With
+--kernel (the default) it also follows /dev/kmsg through the kernel rules:
+KernelDeadlock (or the conditions of the --kernel-rules files) and events.
+SIGTERM or SIGINT stops it gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd.Flags().Changed("timeout"))
@@ -52,6 +47,7 @@ stops it gracefully.`,
 	fs.StringVar(&o.listen, "listen-address", "127.0.0.1:9764", "address serving /metrics, /healthz and /conditions")
 	fs.IntVar(&o.raiseAfter, "runtime-hung-raise-after", 1, "consecutive hung cycles that make RuntimeHung True")
 	fs.IntVar(&o.clearAfter, "runtime-hung-clear-after", 2, "consecutive healthy cycles that make RuntimeHung False again")
+	o.kernel.add(fs)
 	return cmd
 }
 
@@ -80,60 +76,12 @@ func (o *runOptions) run(ctx context.Context, timeoutSet bool) error {
 	if o.callLifetime < ep.Timeout {
 		return fieldError("--call-lifetime", o.callLifetime, "must not be shorter than --timeout")
 	}
-	conn, err := cri.Dial(ep.Address)
+	d, err := o.newDaemon(ep)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-
-	clk := clock.RealClock{}
-	reg := metrics.NewKubeRegistry()
-	registerBuildInfo(reg)
-	var prober *cri.Prober
-	criMetrics := cri.NewMetrics(reg, func() map[string]time.Duration { return prober.OldestInFlight() })
-	cfg := o.rt.proberConfig(ep)
-	cfg.CallLifetime = o.callLifetime
-	prober = cri.NewProber(conn.Runtime, conn.Image, cfg, clk, criMetrics)
-	conds := conditions.NewSet(reg, clk.Now(), map[string]conditions.Thresholds{
-		conditions.TypeRuntimeHung: {RaiseAfter: o.raiseAfter, ClearAfter: o.clearAfter}})
-	health := newLiveness(clk, o.maxPeriod+2*ep.Timeout+o.period)
-
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("--listen-address %s: %w", o.listen, err)}
-	}
-	srv := &http.Server{Handler: newMux(reg, conds, health), ReadHeaderTimeout: 5 * time.Second}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	klog.InfoS("hangwatch running", "endpoint", ep.Address, "endpointSource", ep.Source, "listen", ln.Addr().String(),
-		"period", o.period, "timeout", ep.Timeout)
-
-	loopDone := make(chan struct{})
-	go func() {
-		defer close(loopDone)
-		prober.Run(ctx, o.period, o.maxPeriod, func(c cri.Cycle) {
-			criMetrics.ObserveCycle(c)
-			health.beat()
-			observeRuntimeHung(conds, c, ep.Timeout)
-		})
-	}()
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		stop()
-		<-loopDone
-		return &exitError{code: 1, err: fmt.Errorf("serve %s: %w", ln.Addr(), err)}
-	}
-	klog.InfoS("Shutting down")
-	<-loopDone
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return &exitError{code: 1, err: fmt.Errorf("shut down server: %w", err)}
-	}
-	return nil
+	defer d.close()
+	return d.serve(ctx)
 }
 
 // observeRuntimeHung feeds one cycle to the RuntimeHung rule and logs changes.

@@ -46,7 +46,7 @@ func (l *liveness) check() error {
 	return nil
 }
 
-func newMux(reg metrics.KubeRegistry, conds *conditions.Set, health *liveness) *http.ServeMux {
+func newMux(reg metrics.KubeRegistry, conds *conditions.Set, events *eventLog, health *liveness) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.HandlerFor(reg, metrics.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -61,6 +61,12 @@ func newMux(reg metrics.KubeRegistry, conds *conditions.Set, health *liveness) *
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(map[string]any{"conditions": conds.Snapshot()})
+	})
+	mux.HandleFunc("/events", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"events": events.snapshot()})
 	})
 	return mux
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/kernellog"
+)
+
+// daemon is `hangwatch run` wired together.
+type daemon struct {
+	o          *runOptions
+	ep         cri.Endpoint
+	clk        clock.Clock
+	conn       *cri.Conn
+	prober     *cri.Prober
+	criMetrics *cri.Metrics
+	conds      *conditions.Set
+	events     *eventLog
+	kernel     *kernelWatch // nil when the kernel log is not watched
+	health     *liveness
+	reg        metrics.KubeRegistry
+}
+
+func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
+	d := &daemon{o: o, ep: ep, clk: clock.RealClock{}, reg: metrics.NewKubeRegistry(), events: newEventLog(200)}
+	registerBuildInfo(d.reg)
+	types := map[string]conditions.Thresholds{conditions.TypeRuntimeHung: {RaiseAfter: o.raiseAfter, ClearAfter: o.clearAfter}}
+	var monitor *kernellog.Monitor
+	if o.kernel.enabled {
+		var err error
+		if monitor, err = d.newKernelMonitor(); err != nil {
+			return nil, err
+		}
+		for _, spec := range monitor.ConditionTypes() {
+			types[spec.Type] = conditions.Thresholds{RaiseAfter: 1, ClearAfter: 1}
+		}
+	}
+	d.conds = conditions.NewSet(d.reg, d.clk.Now(), types)
+	if monitor != nil {
+		d.openKernelLog(monitor)
+	}
+	var err error
+	if d.conn, err = cri.Dial(ep.Address); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.criMetrics = cri.NewMetrics(d.reg, func() map[string]time.Duration { return d.prober.OldestInFlight() })
+	cfg := o.rt.proberConfig(ep)
+	cfg.CallLifetime = o.callLifetime
+	d.prober = cri.NewProber(d.conn.Runtime, d.conn.Image, cfg, d.clk, d.criMetrics)
+	d.health = newLiveness(d.clk, o.maxPeriod+2*ep.Timeout+o.period)
+	return d, nil
+}
+
+func (d *daemon) newKernelMonitor() (*kernellog.Monitor, error) {
+	sets, err := d.o.kernel.ruleSets()
+	if err != nil {
+		return nil, err
+	}
+	km := kernellog.NewMetrics(d.reg)
+	mon, err := newKernelMonitor(sets, d.clk, func() *conditions.Set { return d.conds }, d.events, km)
+	if err != nil {
+		return nil, err
+	}
+	d.kernel = &kernelWatch{monitor: mon, metrics: km}
+	return mon, nil
+}
+
+// openKernelLog opens /dev/kmsg and replays the lookback window, so the
+// kernel conditions leave Unknown. Without a readable kernel log they stay
+// Unknown and the rest of hangwatch runs on.
+func (d *daemon) openKernelLog(mon *kernellog.Monitor) {
+	k, err := kernellog.OpenKmsg(d.o.kernel.kmsgPath, d.o.kernel.lookback, d.clk)
+	if err == nil {
+		err = k.ReadAvailable(mon.Handle)
+	}
+	if err != nil {
+		klog.ErrorS(err, "Kernel log not watched; its conditions stay Unknown", "path", d.o.kernel.kmsgPath)
+		d.kernel = nil
+		return
+	}
+	d.kernel.kmsg = k
+	for _, st := range mon.Conditions() {
+		d.conds.Update(st.Type, d.clk.Now(), conditions.EvaluateKernel(conditions.KernelObservation{
+			Active: st.Active, Reason: st.Reason, Message: st.Message}))
+	}
+	d.kernel.exportStats()
+}
+
+func (d *daemon) close() {
+	if d.conn != nil {
+		_ = d.conn.Close()
+	}
+	if d.kernel != nil && d.kernel.kmsg != nil {
+		_ = d.kernel.kmsg.Close()
+	}
+}
+
+// serve runs the HTTP server, the probe loop and the kernel watch until
+// SIGTERM or SIGINT.
+func (d *daemon) serve(ctx context.Context) error {
+	ln, err := net.Listen("tcp", d.o.listen)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("--listen-address %s: %w", d.o.listen, err)}
+	}
+	srv := &http.Server{Handler: newMux(d.reg, d.conds, d.events, d.health), ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	klog.InfoS("hangwatch running", "endpoint", d.ep.Address, "endpointSource", d.ep.Source, "listen", ln.Addr().String(),
+		"period", d.o.period, "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); d.probeLoop(ctx) }()
+	if d.kernel != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.kernel.follow(ctx) }()
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		err = &exitError{code: 1, err: fmt.Errorf("serve %s: %w", ln.Addr(), err)}
+		stop()
+	}
+	klog.InfoS("Shutting down")
+	wg.Wait()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = &exitError{code: 1, err: fmt.Errorf("shut down server: %w", serr)}
+	}
+	return err
+}
+
+func (d *daemon) probeLoop(ctx context.Context) {
+	d.prober.Run(ctx, d.o.period, d.o.maxPeriod, func(c cri.Cycle) {
+		d.criMetrics.ObserveCycle(c)
+		d.health.beat()
+		observeRuntimeHung(d.conds, c, d.ep.Timeout)
+	})
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/kernellog"
+)
+
+func newRulesCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rules",
+		Short: "Check kernel rules files and replay logs through them",
+	}
+	cmd.AddCommand(newRulesCheckCommand(), newRulesTestCommand())
+	return cmd
+}
+
+func newRulesCheckCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check FILE...",
+		Short: "Validate kernel rules files (node-problem-detector's format is accepted unchanged)",
+		Long:  "check validates each rules file and names every bad rule and what is wrong with it. Exit code 1 if any file is invalid.",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var bad []error
+			for _, path := range args {
+				rs, err := kernellog.LoadRuleSet(path)
+				if err == nil {
+					_, err = kernellog.NewMonitor([]*kernellog.RuleSet{rs}, clock.RealClock{}, kernellog.Options{})
+				}
+				if err != nil {
+					bad = append(bad, err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: source %s, %d rules, %d conditions\n", path, rs.Source, len(rs.Rules), len(rs.Conditions))
+			}
+			if len(bad) > 0 {
+				return &exitError{code: 1, err: errors.Join(bad...)}
+			}
+			return nil
+		},
+	}
+}
+
+// testMatch is one line of `rules test -o json`.
+type testMatch struct {
+	Line      string `json:"line"`
+	Seq       uint64 `json:"seq"` // kmsg sequence number, or the line number in other formats
+	Rule      string `json:"rule"`
+	Reason    string `json:"reason"`
+	Type      string `json:"type"`
+	Condition string `json:"condition,omitempty"`
+	Recovery  bool   `json:"recovery,omitempty"`
+}
+
+func newRulesTestCommand() *cobra.Command {
+	var kf kernelFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "test [--kernel-rules FILE]... LOGFILE",
+		Short: "Replay a saved kernel log through the rules and print every match",
+		Long: `test replays LOGFILE (kmsg records as 'cat /dev/kmsg' prints them, dmesg lines, or
+plain messages; - for standard input) through the rules (the built-in ones unless
+--kernel-rules is given) and prints one JSON object per match.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "json" {
+				return fieldError("--output", output, "must be json")
+			}
+			sets, err := kf.ruleSets()
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			return replayMatches(cmd.OutOrStdout(), args[0], sets)
+		},
+	}
+	kf.addRules(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "json", "output format: json (one object per line)")
+	return cmd
+}
+
+func replayMatches(w io.Writer, path string, sets []*kernellog.RuleSet) error {
+	in := os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		defer f.Close()
+		in = f
+	}
+	matchers := make([]*kernellog.Matcher, 0, len(sets))
+	for _, s := range sets {
+		m, err := kernellog.NewMatcher(s)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		matchers = append(matchers, m)
+	}
+	enc := json.NewEncoder(w)
+	var encErr error
+	_, err := kernellog.Replay(in, func(r kernellog.Record) {
+		for _, m := range matchers {
+			m.Feed(r.Message, func(h kernellog.Hit) {
+				if encErr == nil {
+					encErr = enc.Encode(testMatch{Line: h.Text, Seq: r.Seq, Rule: h.Rule.Name, Reason: h.Rule.Reason,
+						Type: h.Rule.Type, Condition: h.Rule.Condition, Recovery: h.Recovery})
+				}
+			})
+		}
+	})
+	if err = errors.Join(err, encErr); err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("replay %s: %w", path, err)}
+	}
+	return nil
+}
