@@ -5,19 +5,39 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/kernellog"
 )
 
 type diagOptions struct {
 	rt      runtimeFlags
+	kernel  kernelFlags
 	output  string
 	samples int
 }
+
+// diagOutput is the CRI report with the kernel log's matches beside it.
+type diagOutput struct {
+	cri.Report
+	Kernel *kernelSection `json:"kernel,omitempty"`
+}
+
+// kernelSection is the kernel log part of diag: matches in the lookback
+// window, or why the log could not be read. It does not change the verdict.
+type kernelSection struct {
+	kernellog.Scan
+	Error string `json:"error,omitempty"`
+}
+
+// maxDiagKernelMatches bounds the kernel matches diag prints.
+const maxDiagKernelMatches = 20
 
 func newDiagCommand() *cobra.Command {
 	o := &diagOptions{}
@@ -40,6 +60,7 @@ Exit codes: 0 Healthy, 1 Degraded, Hung or Unreachable, 2 usage error.`,
 		},
 	}
 	o.rt.add(cmd.Flags())
+	o.kernel.add(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	cmd.Flags().IntVar(&o.samples, "samples", 1, "probe cycles to run back to back")
 	return cmd
@@ -77,7 +98,11 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) err
 		cycles = append(cycles, p.Cycle(ctx))
 	}
 	report := cri.NewReport(ep, p.Config(), cycles, p.InFlight())
-	if err := writeReport(w, o.output, report); err != nil {
+	out := diagOutput{Report: report}
+	if o.kernel.enabled {
+		out.Kernel = o.scanKernel()
+	}
+	if err := writeReport(w, o.output, out); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("write report: %w", err)}
 	}
 	if report.Verdict != cri.VerdictHealthy {
@@ -86,7 +111,20 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) err
 	return nil
 }
 
-func writeReport(w io.Writer, format string, r cri.Report) error {
+// scanKernel reads the kernel log's lookback window through the rules.
+func (o *diagOptions) scanKernel() *kernelSection {
+	ks := &kernelSection{}
+	sets, err := o.kernel.ruleSets()
+	if err == nil {
+		ks.Scan, err = kernellog.ScanKmsg(o.kernel.kmsgPath, o.kernel.lookback, sets, clock.RealClock{}, maxDiagKernelMatches)
+	}
+	if err != nil {
+		ks.Error = err.Error()
+	}
+	return ks
+}
+
+func writeReport(w io.Writer, format string, r diagOutput) error {
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -100,5 +138,28 @@ func writeReport(w io.Writer, format string, r cri.Report) error {
 		_, err = w.Write(data)
 		return err
 	}
-	return cri.WriteTable(w, r)
+	if err := cri.WriteTable(w, r.Report); err != nil {
+		return err
+	}
+	if r.Kernel != nil {
+		return writeKernelTable(w, r.Kernel)
+	}
+	return nil
+}
+
+func writeKernelTable(w io.Writer, k *kernelSection) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if k.Error != "" {
+		fmt.Fprintf(tw, "\nKERNEL LOG\tnot read: %s\n", k.Error)
+		return tw.Flush()
+	}
+	fmt.Fprintf(tw, "\nKERNEL LOG\t%s, last %v: %d records, %d matches (kernel findings do not change the verdict)\n",
+		k.Source, time.Duration(k.LookbackSeconds*float64(time.Second)), k.Lines, k.TotalMatches)
+	if len(k.Matches) > 0 {
+		fmt.Fprintln(tw, "TIME\tREASON\tTYPE\tLINE")
+	}
+	for _, m := range k.Matches {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Time.Local().Format("15:04:05"), m.Reason, m.Type, m.Line)
+	}
+	return tw.Flush()
 }

@@ -1,0 +1,64 @@
+package kernellog
+
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// ScanMatch is one match found by a scan.
+type ScanMatch struct {
+	Time      time.Time `json:"time"`
+	Rule      string    `json:"rule"`
+	Reason    string    `json:"reason"`
+	Type      string    `json:"type"`
+	Condition string    `json:"condition,omitempty"`
+	Line      string    `json:"line"`
+}
+
+// Scan is what a one-shot read of the kernel log found.
+type Scan struct {
+	Source          string      `json:"source"`
+	LookbackSeconds float64     `json:"lookbackSeconds"`
+	Lines           uint64      `json:"linesRead"`
+	Lost            uint64      `json:"recordsLost"`
+	TotalMatches    int         `json:"totalMatches"`
+	Matches         []ScanMatch `json:"matches"` // the most recent, at most the scan's limit
+}
+
+// ScanKmsg reads the records of the lookback window that are in the kernel
+// log now, matches them and keeps the last max matches.
+func ScanKmsg(path string, lookback time.Duration, sets []*RuleSet, clk clock.PassiveClock, max int) (Scan, error) {
+	s := Scan{Source: path, LookbackSeconds: lookback.Seconds(), Matches: []ScanMatch{}}
+	matchers := make([]*Matcher, 0, len(sets))
+	for _, set := range sets {
+		m, err := NewMatcher(set)
+		if err != nil {
+			return s, err
+		}
+		matchers = append(matchers, m)
+	}
+	k, err := OpenKmsg(path, lookback, clk)
+	if err != nil {
+		return s, err
+	}
+	defer k.Close()
+	err = k.ReadAvailable(func(r Record) {
+		for _, m := range matchers {
+			m.Feed(r.Message, func(h Hit) {
+				if h.Recovery {
+					return
+				}
+				s.TotalMatches++
+				s.Matches = append(s.Matches, ScanMatch{Time: r.Time, Rule: h.Rule.Name, Reason: h.Rule.Reason,
+					Type: h.Rule.Type, Condition: h.Rule.Condition, Line: h.Text})
+				if len(s.Matches) > max {
+					s.Matches = s.Matches[1:]
+				}
+			})
+		}
+	})
+	st := k.Stats()
+	s.Lines, s.Lost = st.Lines, st.Lost
+	return s, err
+}
