@@ -124,3 +124,18 @@ func longestLinePiece(lit string) string {
 	}
 	return best
 }
+
+// withoutTrailingAny returns the pattern without a trailing `.*` (any
+// characters but newline), if it has one and something before it.
+func withoutTrailingAny(pattern string) (string, bool) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 2 {
+		return "", false
+	}
+	last := re.Sub[len(re.Sub)-1]
+	if last.Op != syntax.OpStar || last.Sub[0].Op != syntax.OpAnyCharNotNL {
+		return "", false
+	}
+	head := &syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags, Sub: re.Sub[:len(re.Sub)-1]}
+	return head.String(), true
+}

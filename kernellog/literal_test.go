@@ -3,6 +3,7 @@ package kernellog
 import (
 	"math/rand"
 	"reflect"
+	"regexp/syntax"
 	"sort"
 	"strings"
 	"testing"
@@ -66,4 +67,28 @@ func TestAutomatonAgreesWithContains(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestWithoutTrailingAny(t *testing.T) {
+	for pattern, want := range map[string]string{
+		`EXT4-fs error .*`:                  `EXT4-fs error `,
+		`Killed process \d+ \(.+?\) x:\d+.*`: `Killed process \d+ \(.+?\) x:\d+`,
+	} {
+		got, ok := withoutTrailingAny(pattern)
+		if !ok || !regexpEquivalentOnLine(got, want) {
+			t.Errorf("withoutTrailingAny(%q) = %q, %v; want %q", pattern, got, ok, want)
+		}
+	}
+	for _, pattern := range []string{`abc`, `.*`, `(?s)abc.*`} {
+		if got, ok := withoutTrailingAny(pattern); ok {
+			t.Errorf("withoutTrailingAny(%q) = %q, want no rewrite", pattern, got)
+		}
+	}
+}
+
+// regexpEquivalentOnLine compares two patterns by their canonical form.
+func regexpEquivalentOnLine(a, b string) bool {
+	pa, errA := syntax.Parse(a, syntax.Perl)
+	pb, errB := syntax.Parse(b, syntax.Perl)
+	return errA == nil && errB == nil && pa.Simplify().String() == pb.Simplify().String()
 }

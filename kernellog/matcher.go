@@ -18,9 +18,13 @@ type Hit struct {
 type entry struct {
 	index    int
 	recovery bool
-	re       *regexp.Regexp
-	multi    bool
-	lits     []int32
+	re       *regexp.Regexp // pattern + `\z`
+	// open is an equivalent unanchored regexp without the pattern's trailing
+	// `.*`, for lines without a newline (`X.*\z` matches such a line exactly
+	// when X occurs in it); nil when the pattern has no such tail.
+	open  *regexp.Regexp
+	multi bool
+	lits  []int32
 }
 
 // Matcher matches lines against one RuleSet with node-problem-detector's
@@ -48,6 +52,11 @@ func NewMatcher(set *RuleSet) (*Matcher, error) {
 			return err
 		}
 		e := entry{index: index, recovery: recovery, re: re, multi: canMatchNewline(pattern)}
+		if head, ok := withoutTrailingAny(pattern); ok && !e.multi {
+			if e.open, err = regexp.Compile(head); err != nil {
+				return err
+			}
+		}
 		for _, lit := range requiredLiterals(pattern) {
 			e.lits = append(e.lits, int32(len(literals)))
 			literals = append(literals, lit)
@@ -89,7 +98,7 @@ func (m *Matcher) Feed(line string, hit func(Hit)) {
 			}
 			text = joined
 		}
-		if !e.re.MatchString(text) {
+		if !e.matches(text) {
 			continue
 		}
 		if e.multi {
@@ -132,4 +141,11 @@ func (m *Matcher) ordered() []string {
 	}
 	start := int(m.lineNo % int64(cap(m.buf)))
 	return append(append([]string{}, m.buf[start:]...), m.buf[:start]...)
+}
+
+func (e *entry) matches(text string) bool {
+	if e.open != nil && strings.IndexByte(text, '\n') < 0 {
+		return e.open.MatchString(text)
+	}
+	return e.re.MatchString(text)
 }

@@ -55,12 +55,14 @@ type Monitor struct {
 	sets  []*setState
 	conds map[string]*condState
 	order []string
+	now   time.Time // the time of the record being handled
 }
 
 type setState struct {
 	set     *RuleSet
 	matcher *Matcher
 	rules   []*ruleState
+	onHit   func(Hit) // made once: no allocation per line
 }
 
 type condState struct {
@@ -91,6 +93,7 @@ func (m *Monitor) add(set *RuleSet) error {
 		return err
 	}
 	s := &setState{set: set, matcher: matcher}
+	s.onHit = func(h Hit) { m.hit(s, h, m.now) }
 	for _, spec := range set.Conditions {
 		if _, dup := m.conds[spec.Type]; dup {
 			return fmt.Errorf("condition %q is owned by another rules file", spec.Type)
@@ -123,8 +126,9 @@ func (m *Monitor) ConditionTypes() []ConditionSpec {
 func (m *Monitor) Handle(r Record) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.now = r.Time
 	for _, s := range m.sets {
-		s.matcher.Feed(r.Message, func(h Hit) { m.hit(s, h, r.Time) })
+		s.matcher.Feed(r.Message, s.onHit)
 	}
 	m.publish()
 }

@@ -1,0 +1,113 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// procStat reads a process's CPU time and resident memory from /proc.
+func procStat(t *testing.T, pid int) (cpu time.Duration, rssKiB, hwmKiB int) {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	utime, _ := strconv.Atoi(fields[11])
+	stime, _ := strconv.Atoi(fields[12])
+	cpu = time.Duration(utime+stime) * (time.Second / 100) // USER_HZ is 100 on Linux
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "VmRSS:" {
+			rssKiB, _ = strconv.Atoi(f[1])
+		}
+		if len(f) >= 2 && f[0] == "VmHWM:" {
+			hwmKiB, _ = strconv.Atoi(f[1])
+		}
+	}
+	return cpu, rssKiB, hwmKiB
+}
+
+// allowKmsgWrites lifts the kernel's rate limit on writes to /dev/kmsg for
+// the test (kernel.printk_devkmsg), restoring it after.
+func allowKmsgWrites(t *testing.T) {
+	const knob = "/proc/sys/kernel/printk_devkmsg"
+	old, err := os.ReadFile(knob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(knob, []byte("on\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(knob, old, 0o644) })
+}
+
+// floodKmsg writes OOM-kill lines at rate per second for d; it returns how
+// many it wrote.
+func floodKmsg(t *testing.T, rate int, d time.Duration) int {
+	t.Helper()
+	f, err := os.OpenFile("/dev/kmsg", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const tick = 10 * time.Millisecond
+	perTick := rate / int(time.Second/tick)
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	written := 0
+	for end := time.Now().Add(d); time.Now().Before(end); <-ticker.C {
+		for i := 0; i < perTick; i++ {
+			line := fmt.Sprintf("<6>Memory cgroup out of memory: Killed process %d (stress) total-vm:262144kB, anon-rss:256512kB, file-rss:1024kB, shmem-rss:0kB, UID:0 pgtables:560kB oom_score_adj:999\n", 100000+written)
+			if _, err := f.WriteString(line); err != nil {
+				t.Fatalf("write /dev/kmsg: %v", err)
+			}
+			written++
+		}
+	}
+	return written
+}
+
+// TestKmsgFloodFootprint floods the real /dev/kmsg with OOM-kill lines at
+// 100k lines/s and measures hangwatch's CPU and memory. It is part of the
+// benchmark command (HANGWATCH_BENCH=1), not of every test run.
+func TestKmsgFloodFootprint(t *testing.T) {
+	if os.Getenv("HANGWATCH_BENCH") == "" {
+		t.Skip("benchmark: run with HANGWATCH_BENCH=1 (sudo ./hack/bench.sh)")
+	}
+	c := sharedContainerd(t)
+	allowKmsgWrites(t)
+	d := startDaemon(t, c.Endpoint, "--kernel-lookback", "0s")
+	pid := d.cmd.Process.Pid
+	cpu0, rss0, _ := procStat(t, pid)
+	start := time.Now()
+	written := floodKmsg(t, 100000, 10*time.Second)
+	wall := time.Since(start)
+	cpu1, rss1, hwm := procStat(t, pid)
+	cores := (cpu1 - cpu0).Seconds() / wall.Seconds()
+	text, err := d.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := metricValue(text, "hangwatch_kernel_lines_read_total")
+	lost := metricValue(text, "hangwatch_kernel_records_lost_total")
+	events, _ := d.get("/events")
+	t.Logf("MEASURE flood_lines_written_per_second %.0f", float64(written)/wall.Seconds())
+	t.Logf("MEASURE flood_hangwatch_cores %.3f", cores)
+	t.Logf("MEASURE flood_rss_kib before=%d after=%d peak=%d", rss0, rss1, hwm)
+	t.Logf("MEASURE flood_lines_read=%.0f records_lost=%.0f oom_events=%d", read, lost, strings.Count(events, "OOMKilling"))
+	if cores > 0.5 {
+		t.Errorf("hangwatch used %.2f cores under the flood, goal at most 0.5", cores)
+	}
+	if rss1-rss0 > 20<<10 {
+		t.Errorf("RSS grew %d KiB under the flood, want it flat", rss1-rss0)
+	}
+}
