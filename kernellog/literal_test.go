@@ -71,7 +71,7 @@ func TestAutomatonAgreesWithContains(t *testing.T) {
 
 func TestWithoutTrailingAny(t *testing.T) {
 	for pattern, want := range map[string]string{
-		`EXT4-fs error .*`:                  `EXT4-fs error `,
+		`EXT4-fs error .*`:                   `EXT4-fs error `,
 		`Killed process \d+ \(.+?\) x:\d+.*`: `Killed process \d+ \(.+?\) x:\d+`,
 	} {
 		got, ok := withoutTrailingAny(pattern)

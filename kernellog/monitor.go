@@ -56,6 +56,7 @@ type Monitor struct {
 	conds map[string]*condState
 	order []string
 	now   time.Time // the time of the record being handled
+	dirty bool      // a permanent rule matched or cleared since the last publish
 }
 
 type setState struct {
@@ -135,6 +136,9 @@ func (m *Monitor) Handle(r Record) {
 
 func (m *Monitor) hit(s *setState, h Hit, at time.Time) {
 	rs := s.rules[h.Index]
+	if rs.rule.Type == TypePermanent {
+		m.dirty = true
+	}
 	if h.Recovery {
 		rs.recover()
 		return
@@ -152,7 +156,7 @@ func (m *Monitor) Expire() {
 	now := m.clock.Now()
 	for _, s := range m.sets {
 		for _, rs := range s.rules {
-			rs.expire(now)
+			m.dirty = rs.expire(now) || m.dirty
 			if ev, ok := rs.flush(now); ok && m.opts.OnEvent != nil {
 				m.opts.OnEvent(ev)
 			}
@@ -163,6 +167,10 @@ func (m *Monitor) Expire() {
 
 // publish reports conditions whose state changed.
 func (m *Monitor) publish() {
+	if !m.dirty {
+		return
+	}
+	m.dirty = false
 	for _, t := range m.order {
 		c := m.conds[t]
 		st := c.state()
@@ -192,7 +200,7 @@ func (m *Monitor) Conditions() []ConditionState {
 // with the reason and message of the rule active the longest.
 func (c *condState) state() ConditionState {
 	st := ConditionState{Type: c.spec.Type, Reason: c.spec.Reason, Message: c.spec.Message}
-	active := make([]*ruleState, 0, len(c.rules))
+	var active []*ruleState // allocated only while something is active
 	for _, rs := range c.rules {
 		if rs.active {
 			active = append(active, rs)

@@ -123,11 +123,14 @@ func (rs *ruleState) event(at time.Time, text string, count int) Event {
 	return Event{Time: at, Source: rs.source, Rule: rs.rule.Name, Reason: rs.rule.Reason, Message: text, Count: count}
 }
 
-// expire clears a permanent rule after its quiet window.
-func (rs *ruleState) expire(now time.Time) {
+// expire clears a permanent rule after its quiet window; it reports
+// whether it did.
+func (rs *ruleState) expire(now time.Time) bool {
 	if rs.active && rs.rule.ClearAfter != nil && now.Sub(rs.last) >= rs.rule.ClearAfter.Duration {
 		rs.recover()
+		return true
 	}
+	return false
 }
 
 func (rs *ruleState) recover() {
