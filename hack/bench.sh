@@ -12,5 +12,11 @@ echo
 echo "\$ go test -run '^\$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/"
 go test -run '^$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/
 echo
-echo "\$ go test -count 3 -v -run 'TestDiag|TestRun' ./test/integration/ | grep MEASURE"
-go test -count 3 -v -run 'TestDiag|TestRun' ./test/integration/ | grep MEASURE | sed 's/^ *//'
+echo "\$ go test -run '^\$' -bench 'BenchmarkMonitor|BenchmarkNPDWay' -benchtime 1000000x -count 3 ./kernellog/"
+go test -run '^$' -bench 'BenchmarkMonitor|BenchmarkNPDWay' -benchtime 1000000x -count 3 ./kernellog/
+echo
+echo "\$ go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | grep MEASURE"
+go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | grep MEASURE | sed 's/^ *//'
+echo
+echo "\$ HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE"
+HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE | sed 's/^ *//'
