@@ -3,10 +3,8 @@ package cri_test
 import (
 	"context"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"k8s.io/utils/clock"
 
@@ -14,36 +12,12 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-var bench struct {
-	once sync.Once
-	c    *harness.Containerd
-	err  error
-}
+var bench = harness.Shared{Pods: 100, PerPod: 1}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bench.c != nil {
-		bench.c.Stop()
-	}
+	bench.Stop()
 	os.Exit(code)
-}
-
-// benchContainerd starts, once per test binary, a real containerd with 100
-// pods of one running container each.
-func benchContainerd(b *testing.B) *harness.Containerd {
-	harness.RequireRealParts(b)
-	bench.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-		defer cancel()
-		bench.c, bench.err = harness.StartContainerd(ctx)
-		if bench.err == nil {
-			_, bench.err = bench.c.CreatePods(ctx, 100, 1)
-		}
-	})
-	if bench.err != nil {
-		b.Fatalf("start containerd with 100 containers: %v", bench.err)
-	}
-	return bench.c
 }
 
 type callCounter struct{ calls atomic.Int64 }
@@ -55,7 +29,7 @@ func (c *callCounter) ObserveCompletion(cri.CallResult) { c.calls.Add(1) }
 // holding 100 running containers in 100 sandboxes: wall time and
 // allocations per cycle, and the CRI calls each cycle sends.
 func BenchmarkProbeCycle(b *testing.B) {
-	c := benchContainerd(b)
+	c := bench.Get(b)
 	for _, tc := range []struct {
 		name   string
 		sample int

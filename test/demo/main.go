@@ -76,6 +76,10 @@ hangwatch runs against it below. In another shell:
   kill -STOP %[1]d    # freeze the runtime: RuntimeHung turns True within period + timeout
   kill -CONT %[1]d    # thaw it: RuntimeHung clears after two healthy cycles
 
+  echo '<6>INFO: task containerd:4242 blocked for more than 120 seconds.' > /dev/kmsg
+                      # KernelDeadlock turns True (it clears after 15 quiet minutes)
+  curl -s http://%[5]s/events              # kernel events such as TaskHung, OOMKilling
+
 Press Ctrl-C here to stop everything.
 
 `, c.PID(), c.Endpoint, pods, 2*pods, listen)

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 )
@@ -35,4 +36,38 @@ func StartContainerdT(t testing.TB, pods, perPod int) *Containerd {
 		t.Fatalf("create pods: %v\ncontainerd log:\n%s", err, c.logTail())
 	}
 	return c
+}
+
+// Shared is one containerd with Pods pods of PerPod containers, started on
+// first use and kept for the whole test binary; call Stop from TestMain.
+type Shared struct {
+	Pods, PerPod int
+	once         sync.Once
+	c            *Containerd
+	err          error
+}
+
+// Get starts the shared containerd once and returns it.
+func (s *Shared) Get(t testing.TB) *Containerd {
+	t.Helper()
+	RequireRealParts(t)
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		s.c, s.err = StartContainerd(ctx)
+		if s.err == nil {
+			_, s.err = s.c.CreatePods(ctx, s.Pods, s.PerPod)
+		}
+	})
+	if s.err != nil {
+		t.Fatalf("start containerd with %d pods of %d containers: %v", s.Pods, s.PerPod, s.err)
+	}
+	return s.c
+}
+
+// Stop stops the shared containerd if it was started.
+func (s *Shared) Stop() {
+	if s.c != nil {
+		s.c.Stop()
+	}
 }

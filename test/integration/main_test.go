@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,11 +16,7 @@ import (
 
 var (
 	hangwatchBin string
-	shared       struct {
-		once sync.Once
-		c    *harness.Containerd
-		err  error
-	}
+	shared       = harness.Shared{Pods: sharedPods, PerPod: sharedPerPod}
 )
 
 func TestMain(m *testing.M) {
@@ -38,9 +33,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	if shared.c != nil {
-		shared.c.Stop()
-	}
+	shared.Stop()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -54,24 +47,9 @@ const (
 	generousSlack = 5 * time.Second // shared 2-core machines: bounds are loose, numbers are logged
 )
 
-// sharedContainerd starts one containerd with 20 running containers for the
+// sharedContainerd is one containerd with 20 running containers for the
 // package; tests that freeze it thaw it before they end.
-func sharedContainerd(t *testing.T) *harness.Containerd {
-	t.Helper()
-	harness.RequireRealParts(t)
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		shared.c, shared.err = harness.StartContainerd(ctx)
-		if shared.err == nil {
-			_, shared.err = shared.c.CreatePods(ctx, sharedPods, sharedPerPod)
-		}
-	})
-	if shared.err != nil {
-		t.Fatalf("start containerd: %v", shared.err)
-	}
-	return shared.c
-}
+func sharedContainerd(t *testing.T) *harness.Containerd { return shared.Get(t) }
 
 // freeze stops containerd until the test ends (or thaw is called).
 func freeze(t *testing.T, c *harness.Containerd) (thaw func()) {
