@@ -18,11 +18,9 @@ type CallObservation struct {
 	Method string
 	// Object is the sandbox or container ID of a per-object call.
 	Object string
-	// Result is ok, slow, timeout, unreachable, too_large, error or canceled.
+	// Result is ok, slow, timeout, unreachable, too_large, error or canceled;
+	// a call still in flight past its timeout is a timeout.
 	Result string
-	// InFlightSeconds is how long the call had been out when observed, zero
-	// if it had returned.
-	InFlightSeconds float64
 }
 
 // RuntimeObservation is one probe cycle of the container runtime.

@@ -5,7 +5,7 @@ import "testing"
 func TestEvaluateRuntimeHung(t *testing.T) {
 	ok := func(m string) CallObservation { return CallObservation{Method: m, Result: "ok"} }
 	hung := func(m, obj string) CallObservation {
-		return CallObservation{Method: m, Object: obj, Result: "timeout", InFlightSeconds: 3}
+		return CallObservation{Method: m, Object: obj, Result: "timeout"}
 	}
 	cases := []struct {
 		name        string

@@ -44,8 +44,7 @@ func (p *Prober) invoke(ctx context.Context, method, object string, call rpc) Ca
 	start := p.clock.Now()
 	if !p.inflight.begin(key, start) {
 		age, _ := p.inflight.age(key)
-		return p.report(CallResult{Method: method, Object: object, Start: start.Add(-age),
-			Duration: age, Class: ClassTimeout, InFlight: true})
+		return p.report(stillOut(method, object, start, age))
 	}
 	done := make(chan CallResult, 1)
 	go p.run(ctx, key, start, call, done)
@@ -86,6 +85,11 @@ func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc
 	}
 	p.observer.ObserveCompletion(r)
 	done <- r
+}
+
+// stillOut is a call sent by an earlier cycle that has not answered yet.
+func stillOut(method, object string, now time.Time, age time.Duration) CallResult {
+	return CallResult{Method: method, Object: object, Start: now.Add(-age), Duration: age, Class: ClassTimeout, InFlight: true}
 }
 
 func (p *Prober) classify(d time.Duration, err error) Class {

@@ -70,8 +70,7 @@ func (p *Prober) stuckObjectCalls() []CallResult {
 		if c.Object == "" {
 			continue
 		}
-		out = append(out, p.report(CallResult{Method: c.Method, Object: c.Object, Start: now.Add(-c.Age),
-			Duration: c.Age, Class: ClassTimeout, InFlight: true}))
+		out = append(out, p.report(stillOut(c.Method, c.Object, now, c.Age)))
 	}
 	return out
 }

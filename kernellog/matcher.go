@@ -1,6 +1,7 @@
 package kernellog
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -148,4 +149,27 @@ func (e *entry) matches(text string) bool {
 		return e.open.MatchString(text)
 	}
 	return e.re.MatchString(text)
+}
+
+// Matchers matches lines against several rule sets, each with its own buffer.
+type Matchers []*Matcher
+
+// NewMatchers compiles validated rule sets.
+func NewMatchers(sets []*RuleSet) (Matchers, error) {
+	ms := make(Matchers, 0, len(sets))
+	for _, set := range sets {
+		m, err := NewMatcher(set)
+		if err != nil {
+			return nil, fmt.Errorf("rules %s: %w", set.Source, err)
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// Feed matches one line against every set.
+func (ms Matchers) Feed(line string, hit func(Hit)) {
+	for _, m := range ms {
+		m.Feed(line, hit)
+	}
 }

@@ -30,13 +30,9 @@ type Scan struct {
 // log now, matches them and keeps the last max matches.
 func ScanKmsg(path string, lookback time.Duration, sets []*RuleSet, clk clock.PassiveClock, max int) (Scan, error) {
 	s := Scan{Source: path, LookbackSeconds: lookback.Seconds(), Matches: []ScanMatch{}}
-	matchers := make([]*Matcher, 0, len(sets))
-	for _, set := range sets {
-		m, err := NewMatcher(set)
-		if err != nil {
-			return s, err
-		}
-		matchers = append(matchers, m)
+	matchers, err := NewMatchers(sets)
+	if err != nil {
+		return s, err
 	}
 	k, err := OpenKmsg(path, lookback, clk)
 	if err != nil {
@@ -44,19 +40,17 @@ func ScanKmsg(path string, lookback time.Duration, sets []*RuleSet, clk clock.Pa
 	}
 	defer k.Close()
 	err = k.ReadAvailable(func(r Record) {
-		for _, m := range matchers {
-			m.Feed(r.Message, func(h Hit) {
-				if h.Recovery {
-					return
-				}
-				s.TotalMatches++
-				s.Matches = append(s.Matches, ScanMatch{Time: r.Time, Rule: h.Rule.Name, Reason: h.Rule.Reason,
-					Type: h.Rule.Type, Condition: h.Rule.Condition, Line: h.Text})
-				if len(s.Matches) > max {
-					s.Matches = s.Matches[1:]
-				}
-			})
-		}
+		matchers.Feed(r.Message, func(h Hit) {
+			if h.Recovery {
+				return
+			}
+			s.TotalMatches++
+			s.Matches = append(s.Matches, ScanMatch{Time: r.Time, Rule: h.Rule.Name, Reason: h.Rule.Reason,
+				Type: h.Rule.Type, Condition: h.Rule.Condition, Line: h.Text})
+			if len(s.Matches) > max {
+				s.Matches = s.Matches[1:]
+			}
+		})
 	})
 	st := k.Stats()
 	s.Lines, s.Lost = st.Lines, st.Lost

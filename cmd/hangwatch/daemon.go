@@ -72,7 +72,7 @@ func (d *daemon) newKernelMonitor() (*kernellog.Monitor, error) {
 		return nil, err
 	}
 	km := kernellog.NewMetrics(d.reg)
-	mon, err := newKernelMonitor(sets, d.clk, func() *conditions.Set { return d.conds }, d.events, km)
+	mon, err := buildKernelMonitor(sets, d.clk, func() *conditions.Set { return d.conds }, d.events, km)
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,8 @@ type kernelWatch struct {
 	last    kernellog.KmsgStats
 }
 
-// newKernelMonitor compiles the rules; each condition change goes to conds.
-func newKernelMonitor(sets []*kernellog.RuleSet, clk clock.Clock, conds func() *conditions.Set,
+// buildKernelMonitor compiles the rules; each condition change goes to conds.
+func buildKernelMonitor(sets []*kernellog.RuleSet, clk clock.Clock, conds func() *conditions.Set,
 	events *eventLog, metrics *kernellog.Metrics) (*kernellog.Monitor, error) {
 	return kernellog.NewMonitor(sets, clk, kernellog.Options{
 		Metrics: metrics,

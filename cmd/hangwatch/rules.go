@@ -96,25 +96,19 @@ func replayMatches(w io.Writer, path string, sets []*kernellog.RuleSet) error {
 		defer f.Close()
 		in = f
 	}
-	matchers := make([]*kernellog.Matcher, 0, len(sets))
-	for _, s := range sets {
-		m, err := kernellog.NewMatcher(s)
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		matchers = append(matchers, m)
+	matchers, err := kernellog.NewMatchers(sets)
+	if err != nil {
+		return &exitError{code: 1, err: err}
 	}
 	enc := json.NewEncoder(w)
 	var encErr error
-	_, err := kernellog.Replay(in, func(r kernellog.Record) {
-		for _, m := range matchers {
-			m.Feed(r.Message, func(h kernellog.Hit) {
-				if encErr == nil {
-					encErr = enc.Encode(testMatch{Line: h.Text, Seq: r.Seq, Rule: h.Rule.Name, Reason: h.Rule.Reason,
-						Type: h.Rule.Type, Condition: h.Rule.Condition, Recovery: h.Recovery})
-				}
-			})
-		}
+	_, err = kernellog.Replay(in, func(r kernellog.Record) {
+		matchers.Feed(r.Message, func(h kernellog.Hit) {
+			if encErr == nil {
+				encErr = enc.Encode(testMatch{Line: h.Text, Seq: r.Seq, Rule: h.Rule.Name, Reason: h.Rule.Reason,
+					Type: h.Rule.Type, Condition: h.Rule.Condition, Recovery: h.Recovery})
+			}
+		})
 	})
 	if err = errors.Join(err, encErr); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("replay %s: %w", path, err)}

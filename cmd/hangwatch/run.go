@@ -88,11 +88,7 @@ func (o *runOptions) run(ctx context.Context, timeoutSet bool) error {
 func observeRuntimeHung(conds *conditions.Set, c cri.Cycle, timeout time.Duration) {
 	obs := conditions.RuntimeObservation{Timeout: timeout.String()}
 	for _, r := range c.Calls {
-		call := conditions.CallObservation{Method: r.Method, Object: r.Object, Result: string(r.Class)}
-		if r.InFlight {
-			call.InFlightSeconds = r.Duration.Seconds()
-		}
-		obs.Calls = append(obs.Calls, call)
+		obs.Calls = append(obs.Calls, conditions.CallObservation{Method: r.Method, Object: r.Object, Result: string(r.Class)})
 	}
 	cond, changed := conds.Update(conditions.TypeRuntimeHung, c.Start.Add(c.Duration), conditions.EvaluateRuntimeHung(obs))
 	if changed {
