@@ -6,9 +6,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Condition types hangwatch owns.
+// Condition types hangwatch owns by default.
 const (
-	TypeRuntimeHung = "RuntimeHung"
+	TypeRuntimeHung         = "RuntimeHung"
+	TypePLEGUnhealthy       = "PLEGUnhealthy"
+	TypeKernelDeadlock      = "KernelDeadlock"
+	TypeKubeletUnresponsive = "KubeletUnresponsive"
 )
 
 // ReasonNoData is the reason of a condition whose inputs were not observed yet.
@@ -33,9 +36,11 @@ type Verdict struct {
 
 // Thresholds set the hysteresis of a condition: RaiseAfter consecutive bad
 // evaluations make it True, ClearAfter consecutive good ones make it False.
+// With MinDuration the bad streak must also have lasted that long.
 type Thresholds struct {
-	RaiseAfter int
-	ClearAfter int
+	RaiseAfter  int
+	ClearAfter  int
+	MinDuration time.Duration
 }
 
 // Tracker holds one condition and applies hysteresis to verdicts.
@@ -43,6 +48,7 @@ type Tracker struct {
 	cond       Condition
 	thresholds Thresholds
 	bad, good  int
+	badSince   time.Time
 }
 
 // NewTracker starts a condition as Unknown.
@@ -66,13 +72,17 @@ func (t *Tracker) Condition() Condition { return t.cond }
 func (t *Tracker) Update(now time.Time, v Verdict) bool {
 	t.cond.LastProbeTime = now
 	if v.Bad {
+		if t.bad == 0 {
+			t.badSince = now
+		}
 		t.bad, t.good = t.bad+1, 0
 	} else {
 		t.good, t.bad = t.good+1, 0
 	}
 	status := t.cond.Status
+	raise := t.bad >= t.thresholds.RaiseAfter && now.Sub(t.badSince) >= t.thresholds.MinDuration
 	switch {
-	case v.Bad && (status == corev1.ConditionTrue || t.bad >= t.thresholds.RaiseAfter):
+	case v.Bad && (status == corev1.ConditionTrue || raise):
 		status = corev1.ConditionTrue
 	case !v.Bad && (status != corev1.ConditionTrue || t.good >= t.thresholds.ClearAfter):
 		status = corev1.ConditionFalse
@@ -85,4 +95,18 @@ func (t *Tracker) Update(now time.Time, v Verdict) bool {
 	}
 	t.cond.Status, t.cond.Reason, t.cond.Message = status, v.Reason, v.Message
 	return changed
+}
+
+// Restore carries on a condition read back from the Node, so a restart
+// never resets it: the streaks start again from the Node's status. A
+// condition already True from this process's own evidence is kept.
+func (t *Tracker) Restore(c Condition) bool {
+	if c.Type != t.cond.Type || t.cond.Status == corev1.ConditionTrue || c.Status == "" {
+		return false
+	}
+	probe := t.cond.LastProbeTime
+	t.cond = c
+	t.cond.LastProbeTime = probe
+	t.bad, t.good = 0, 0
+	return true
 }

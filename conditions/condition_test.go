@@ -10,7 +10,7 @@ import (
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func TestTrackerStartsUnknownAndAppliesHysteresis(t *testing.T) {
-	tr := NewTracker(TypeRuntimeHung, Thresholds{RaiseAfter: 2, ClearAfter: 2}, t0)
+	tr := NewTracker("RuntimeHung", Thresholds{RaiseAfter: 2, ClearAfter: 2}, t0)
 	if c := tr.Condition(); c.Status != corev1.ConditionUnknown || c.Reason != ReasonNoData {
 		t.Fatalf("initial = %+v, want Unknown/NoDataYet", c)
 	}
@@ -47,7 +47,7 @@ func TestTrackerStartsUnknownAndAppliesHysteresis(t *testing.T) {
 }
 
 func TestTrackerKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
-	tr := NewTracker(TypeRuntimeHung, Thresholds{RaiseAfter: 1, ClearAfter: 1}, t0)
+	tr := NewTracker("RuntimeHung", Thresholds{RaiseAfter: 1, ClearAfter: 1}, t0)
 	tr.Update(t0.Add(time.Second), Verdict{Bad: true, Reason: "ListPodSandboxHung", Message: "a"})
 	if !tr.Update(t0.Add(2*time.Second), Verdict{Bad: true, Reason: "RuntimeNotResponding", Message: "b"}) {
 		t.Fatal("a new reason must count as a change")

@@ -15,6 +15,7 @@ type Set struct {
 	mu       sync.Mutex
 	trackers map[string]*Tracker
 	gauge    *metrics.GaugeVec
+	changed  chan struct{}
 }
 
 // NewSet starts the given condition types as Unknown and, when reg is not
@@ -23,7 +24,7 @@ func NewSet(reg metrics.KubeRegistry, now time.Time, types map[string]Thresholds
 	s := &Set{trackers: map[string]*Tracker{}, gauge: metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name: "hangwatch_node_condition", StabilityLevel: metrics.ALPHA,
 		Help: "hangwatch's node conditions: 1 for the status (true, false, unknown) each condition has now, 0 for the others.",
-	}, []string{"condition", "status"})}
+	}, []string{"condition", "status"}), changed: make(chan struct{}, 1)}
 	if reg != nil {
 		reg.MustRegister(s.gauge)
 	}
@@ -34,18 +35,62 @@ func NewSet(reg metrics.KubeRegistry, now time.Time, types map[string]Thresholds
 	return s
 }
 
-// Update applies a verdict to one condition and returns the condition and
-// whether it changed. Unknown types are ignored.
-func (s *Set) Update(condType string, now time.Time, v Verdict) (Condition, bool) {
+// Update applies a verdict to one condition and returns the condition
+// before and after. Unknown types are ignored.
+func (s *Set) Update(condType string, now time.Time, v Verdict) (before, after Condition, changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.trackers[condType]
 	if !ok {
-		return Condition{}, false
+		return Condition{}, Condition{}, false
 	}
-	changed := t.Update(now, v)
-	s.export(t.Condition())
-	return t.Condition(), changed
+	before = t.Condition()
+	if changed = t.Update(now, v); changed {
+		s.export(t.Condition())
+		s.notify()
+	}
+	return before, t.Condition(), changed
+}
+
+// Restore carries on the conditions read back from the Node (see
+// Tracker.Restore) and returns the types it took.
+func (s *Set) Restore(conds []Condition) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var took []string
+	for _, c := range conds {
+		if t, ok := s.trackers[c.Type]; ok && t.Restore(c) {
+			took = append(took, c.Type)
+			s.export(t.Condition())
+		}
+	}
+	if len(took) > 0 {
+		s.notify()
+	}
+	return took
+}
+
+// Changed receives after any condition changed; several changes may come
+// as one receive.
+func (s *Set) Changed() <-chan struct{} { return s.changed }
+
+// Types returns the condition types the set holds, sorted.
+func (s *Set) Types() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.trackers))
+	for t := range s.trackers {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Set) notify() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Snapshot returns every condition, sorted by type.

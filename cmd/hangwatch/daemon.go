@@ -24,13 +24,15 @@ import (
 type daemon struct {
 	o          *runOptions
 	ep         cri.Endpoint
-	clk        clock.Clock
+	clk        clock.WithTicker
 	conn       *cri.Conn
 	prober     *cri.Prober
 	criMetrics *cri.Metrics
+	engine     *conditions.Engine
 	conds      *conditions.Set
 	events     *eventLog
 	kernel     *kernelWatch // nil when the kernel log is not watched
+	api        *apiReporting // nil when there is no API server
 	health     *liveness
 	reg        metrics.KubeRegistry
 }
@@ -38,22 +40,38 @@ type daemon struct {
 func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 	d := &daemon{o: o, ep: ep, clk: clock.RealClock{}, reg: metrics.NewKubeRegistry(), events: newEventLog(200)}
 	registerBuildInfo(d.reg)
-	types := map[string]conditions.Thresholds{conditions.TypeRuntimeHung: {RaiseAfter: o.raiseAfter, ClearAfter: o.clearAfter}}
+	specs, err := o.conds.specs()
+	if err != nil {
+		return nil, err
+	}
+	available := []string{"cri"}
 	var monitor *kernellog.Monitor
 	if o.kernel.enabled {
-		var err error
 		if monitor, err = d.newKernelMonitor(); err != nil {
 			return nil, err
 		}
+		available = append(available, "kernel")
 		for _, spec := range monitor.ConditionTypes() {
-			types[spec.Type] = conditions.Thresholds{RaiseAfter: 1, ClearAfter: 1}
+			if !conditions.HasSpec(specs, spec.Type) {
+				specs = append(specs, conditions.KernelSpec(spec.Type))
+			}
 		}
 	}
-	d.conds = conditions.NewSet(d.reg, d.clk.Now(), types)
+	if d.api, err = o.newAPIReporting(d.reg); err != nil {
+		return nil, err
+	}
+	if d.api != nil {
+		available = append(available, "lease")
+	}
+	d.engine, err = conditions.NewEngine(specs, d.clk, conditions.EngineOptions{
+		Available: available, Registry: d.reg, OnChange: d.api.transition})
+	if err != nil {
+		return nil, err
+	}
+	d.conds = d.engine.Set()
 	if monitor != nil {
 		d.openKernelLog(monitor)
 	}
-	var err error
 	if d.conn, err = cri.Dial(ep.Address); err != nil {
 		d.close()
 		return nil, err
@@ -72,11 +90,12 @@ func (d *daemon) newKernelMonitor() (*kernellog.Monitor, error) {
 		return nil, err
 	}
 	km := kernellog.NewMetrics(d.reg)
-	mon, err := buildKernelMonitor(sets, d.clk, func() *conditions.Set { return d.conds }, d.events, km)
+	d.kernel = &kernelWatch{metrics: km, states: map[string]any{}}
+	mon, err := buildKernelMonitor(sets, d.clk, d.kernel.observe(func(obs map[string]any) { d.engine.Observe("kernel", obs) }), d.events, km)
 	if err != nil {
 		return nil, err
 	}
-	d.kernel = &kernelWatch{monitor: mon, metrics: km}
+	d.kernel.monitor = mon
 	return mon, nil
 }
 
@@ -94,10 +113,7 @@ func (d *daemon) openKernelLog(mon *kernellog.Monitor) {
 		return
 	}
 	d.kernel.kmsg = k
-	for _, st := range mon.Conditions() {
-		d.conds.Update(st.Type, d.clk.Now(), conditions.EvaluateKernel(conditions.KernelObservation{
-			Active: st.Active, Reason: st.Reason, Message: st.Message}))
-	}
+	d.kernel.observeAll()
 	d.kernel.exportStats()
 }
 
@@ -123,13 +139,16 @@ func (d *daemon) serve(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	klog.InfoS("hangwatch running", "endpoint", d.ep.Address, "endpointSource", d.ep.Source, "listen", ln.Addr().String(),
-		"period", d.o.period, "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil)
+		"period", d.o.period, "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil, "node", d.api.nodeName(), "conditions", d.conds.Types())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); d.probeLoop(ctx) }()
 	if d.kernel != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); d.kernel.follow(ctx) }()
+	}
+	if d.api != nil {
+		d.api.start(ctx, &wg, d.conds, d.engine)
 	}
 	select {
 	case <-ctx.Done():
@@ -139,6 +158,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	}
 	klog.InfoS("Shutting down")
 	wg.Wait()
+	d.api.shutdown()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
@@ -151,6 +171,6 @@ func (d *daemon) probeLoop(ctx context.Context) {
 	d.prober.Run(ctx, d.o.period, d.o.maxPeriod, func(c cri.Cycle) {
 		d.criMetrics.ObserveCycle(c)
 		d.health.beat()
-		observeRuntimeHung(d.conds, c, d.ep.Timeout)
+		d.engine.Observe("cri", c.Observation(d.ep.Timeout))
 	})
 }

@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
@@ -18,22 +19,45 @@ type kernelWatch struct {
 	monitor *kernellog.Monitor
 	metrics *kernellog.Metrics
 	last    kernellog.KmsgStats
+	mu      sync.Mutex
+	states  map[string]any // the `kernel` input: condition type to its state
+	sink    func(map[string]any)
 }
 
-// buildKernelMonitor compiles the rules; each condition change goes to conds.
-func buildKernelMonitor(sets []*kernellog.RuleSet, clk clock.Clock, conds func() *conditions.Set,
+// buildKernelMonitor compiles the rules; each condition change goes to
+// onCondition.
+func buildKernelMonitor(sets []*kernellog.RuleSet, clk clock.PassiveClock, onCondition func(kernellog.ConditionState),
 	events *eventLog, metrics *kernellog.Metrics) (*kernellog.Monitor, error) {
-	return kernellog.NewMonitor(sets, clk, kernellog.Options{
-		Metrics: metrics,
-		OnEvent: events.add,
-		OnCondition: func(st kernellog.ConditionState) {
-			v := conditions.EvaluateKernel(conditions.KernelObservation{Active: st.Active, Reason: st.Reason, Message: st.Message})
-			cond, changed := conds().Update(st.Type, clk.Now(), v)
-			if changed {
-				klog.InfoS("Condition changed", "type", cond.Type, "status", cond.Status, "reason", cond.Reason, "message", cond.Message)
-			}
-		},
-	})
+	return kernellog.NewMonitor(sets, clk, kernellog.Options{Metrics: metrics, OnEvent: events.add, OnCondition: onCondition})
+}
+
+// observe returns the monitor's condition callback: it keeps the state of
+// every kernel condition and hands the whole `kernel` input to sink.
+func (k *kernelWatch) observe(sink func(map[string]any)) func(kernellog.ConditionState) {
+	k.sink = sink
+	return func(st kernellog.ConditionState) {
+		k.mu.Lock()
+		k.states[st.Type] = kernelFields(st)
+		obs := maps.Clone(k.states)
+		k.mu.Unlock()
+		sink(obs)
+	}
+}
+
+// observeAll hands on every condition's state, once the lookback is read.
+func (k *kernelWatch) observeAll() {
+	k.mu.Lock()
+	for _, st := range k.monitor.Conditions() {
+		k.states[st.Type] = kernelFields(st)
+	}
+	obs := maps.Clone(k.states)
+	k.mu.Unlock()
+	k.sink(obs)
+}
+
+// kernelFields is one condition of the `kernel` input.
+func kernelFields(st kernellog.ConditionState) map[string]any {
+	return map[string]any{"active": st.Active, "reason": st.Reason, "message": st.Message, "matches": st.Count}
 }
 
 // follow reads records as they are logged until ctx ends.

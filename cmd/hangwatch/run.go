@@ -5,10 +5,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
-
-	"github.com/hangwatch/hangwatch/conditions"
-	"github.com/hangwatch/hangwatch/cri"
 )
 
 type runOptions struct {
@@ -17,9 +13,9 @@ type runOptions struct {
 	maxPeriod    time.Duration
 	callLifetime time.Duration
 	listen       string
-	raiseAfter   int
-	clearAfter   int
 	kernel       kernelFlags
+	conds        conditionFlags
+	api          apiFlags
 }
 
 func newRunCommand() *cobra.Command {
@@ -36,6 +32,9 @@ KernelDeadlock (or the conditions of the --kernel-rules files) and events.
 SIGTERM or SIGINT stops it gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.conds.validate(cmd.Flags()); err != nil {
+				return err
+			}
 			return o.run(cmd.Context(), cmd.Flags().Changed("timeout"))
 		},
 	}
@@ -45,9 +44,9 @@ SIGTERM or SIGINT stops it gracefully.`,
 	fs.DurationVar(&o.maxPeriod, "max-period", 60*time.Second, "longest time between cycles while backing off from a slow or hung runtime")
 	fs.DurationVar(&o.callLifetime, "call-lifetime", 2*time.Minute, "how long a hung call stays out (tracked in flight, not sent again) before it is cancelled; the kubelet waits 2m")
 	fs.StringVar(&o.listen, "listen-address", "127.0.0.1:9764", "address serving /metrics, /healthz and /conditions")
-	fs.IntVar(&o.raiseAfter, "runtime-hung-raise-after", 1, "consecutive hung cycles that make RuntimeHung True")
-	fs.IntVar(&o.clearAfter, "runtime-hung-clear-after", 2, "consecutive healthy cycles that make RuntimeHung False again")
 	o.kernel.add(fs)
+	o.conds.add(fs)
+	o.api.add(fs)
 	return cmd
 }
 
@@ -57,10 +56,9 @@ func (o *runOptions) validate() error {
 		return fieldError("--period", o.period, "must be positive")
 	case o.maxPeriod < o.period:
 		return fieldError("--max-period", o.maxPeriod, "must not be shorter than --period")
-	case o.raiseAfter < 1:
-		return fieldError("--runtime-hung-raise-after", o.raiseAfter, "must be at least 1")
-	case o.clearAfter < 1:
-		return fieldError("--runtime-hung-clear-after", o.clearAfter, "must be at least 1")
+	}
+	if err := o.api.validate(); err != nil {
+		return err
 	}
 	return o.rt.validate()
 }
@@ -82,16 +80,4 @@ func (o *runOptions) run(ctx context.Context, timeoutSet bool) error {
 	}
 	defer d.close()
 	return d.serve(ctx)
-}
-
-// observeRuntimeHung feeds one cycle to the RuntimeHung rule and logs changes.
-func observeRuntimeHung(conds *conditions.Set, c cri.Cycle, timeout time.Duration) {
-	obs := conditions.RuntimeObservation{Timeout: timeout.String()}
-	for _, r := range c.Calls {
-		obs.Calls = append(obs.Calls, conditions.CallObservation{Method: r.Method, Object: r.Object, Result: string(r.Class)})
-	}
-	cond, changed := conds.Update(conditions.TypeRuntimeHung, c.Start.Add(c.Duration), conditions.EvaluateRuntimeHung(obs))
-	if changed {
-		klog.InfoS("Condition changed", "type", cond.Type, "status", cond.Status, "reason", cond.Reason, "message", cond.Message)
-	}
 }

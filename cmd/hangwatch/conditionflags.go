@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hangwatch/hangwatch/conditions"
+)
+
+// defaultHeartbeat matches the kubelet's nodeStatusReportFrequency.
+const defaultHeartbeat = 5 * time.Minute
+
+// conditionFlags shape the condition rules: the config file, then flags
+// that override single settings of the built-in rules.
+type conditionFlags struct {
+	config       string
+	raiseAfter   int
+	clearAfter   int
+	leaseShare   float64
+	heartbeat    time.Duration
+	changedRaise bool
+	changedClear bool
+}
+
+func (f *conditionFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.config, "config", "", "HangwatchConfiguration file ("+configAPIVersion+"); flags given override it")
+	fs.IntVar(&f.raiseAfter, "runtime-hung-raise-after", 1, "consecutive hung cycles that make RuntimeHung True")
+	fs.IntVar(&f.clearAfter, "runtime-hung-clear-after", 2, "consecutive healthy cycles that make RuntimeHung False again")
+	fs.Float64Var(&f.leaseShare, "kubelet-unresponsive-share", 0, "raise KubeletUnresponsive once the Lease has gone unrenewed for this share of the grace period (0 < share < 1); 0: after two missed renewals")
+	fs.DurationVar(&f.heartbeat, "status-heartbeat-period", defaultHeartbeat, "how often the conditions' lastHeartbeatTime is refreshed while nothing changes; changes are written at once")
+}
+
+func (f *conditionFlags) validate(fs *pflag.FlagSet) error {
+	f.changedRaise, f.changedClear = fs.Changed("runtime-hung-raise-after"), fs.Changed("runtime-hung-clear-after")
+	switch {
+	case f.raiseAfter < 1:
+		return fieldError("--runtime-hung-raise-after", f.raiseAfter, "must be at least 1")
+	case f.clearAfter < 1:
+		return fieldError("--runtime-hung-clear-after", f.clearAfter, "must be at least 1")
+	case f.leaseShare < 0 || f.leaseShare >= 1:
+		return fieldError("--kubelet-unresponsive-share", f.leaseShare, "must be 0 (two missed renewals) or between 0 and 1")
+	case f.heartbeat < 10*time.Second:
+		return fieldError("--status-heartbeat-period", f.heartbeat, "must be at least 10s")
+	}
+	return nil
+}
+
+// specs returns the built-in rules with the config file and flags applied.
+func (f *conditionFlags) specs() ([]conditions.Spec, error) {
+	specs := conditions.DefaultSpecs()
+	fromFile := map[string]bool{}
+	if f.config != "" {
+		c, err := loadConfig(f.config)
+		if err != nil {
+			return nil, err
+		}
+		specs = conditions.MergeSpecs(specs, c.Conditions)
+		for _, s := range c.Conditions {
+			fromFile[s.Type] = true
+		}
+	}
+	for i := range specs {
+		switch specs[i].Type {
+		case conditions.TypeRuntimeHung:
+			if f.changedRaise {
+				specs[i].RaiseAfter = f.raiseAfter
+			}
+			if f.changedClear {
+				specs[i].ClearAfter = f.clearAfter
+			}
+		case conditions.TypeKubeletUnresponsive:
+			if f.leaseShare > 0 && !fromFile[specs[i].Type] { // a rule from the file is the user's own
+				specs[i].Problems = []conditions.Problem{specs[i].Problems[0], leaseShareProblem(f.leaseShare)}
+			}
+		}
+	}
+	return specs, nil
+}
+
+func leaseShareProblem(share float64) conditions.Problem {
+	pct := strconv.FormatFloat(share*100, 'f', -1, 64)
+	return conditions.Problem{
+		When: fmt.Sprintf("lease.renewAgeSeconds >= %s * lease.graceSeconds", strconv.FormatFloat(share, 'f', -1, 64)),
+		Outcome: conditions.Outcome{Reason: "NodeLeaseNotRenewed", MessageExpression: `"the kubelet has not renewed its node Lease for ` + pct +
+			`% of the grace period; the node lifecycle controller marks the node Unknown " + string(lease.graceSeconds) + "s after the last renewal"`},
+	}
+}

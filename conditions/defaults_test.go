@@ -1,0 +1,109 @@
+package conditions_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/cri"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func newDefaultEngine(t *testing.T, available ...string) (*conditions.Engine, *testclock.FakeClock) {
+	t.Helper()
+	clk := testclock.NewFakeClock(t0)
+	e, err := conditions.NewEngine(conditions.DefaultSpecs(), clk, conditions.EngineOptions{Available: available})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, clk
+}
+
+func condition(t *testing.T, e *conditions.Engine, condType string) conditions.Condition {
+	t.Helper()
+	for _, c := range e.Set().Snapshot() {
+		if c.Type == condType {
+			return c
+		}
+	}
+	t.Fatalf("no condition %s in %v", condType, e.Set().Types())
+	return conditions.Condition{}
+}
+
+func TestDefaultRuntimeHungRule(t *testing.T) {
+	ok := func(m string) cri.CallResult { return cri.CallResult{Method: m, Class: cri.ClassOK} }
+	hung := func(m, obj string) cri.CallResult { return cri.CallResult{Method: m, Object: obj, Class: cri.ClassTimeout} }
+	cases := []struct {
+		name        string
+		calls       []cri.CallResult
+		status      corev1.ConditionStatus
+		reason, msg string
+	}{
+		{"all answered", []cri.CallResult{ok("Version"), ok("Status"), {Method: "Status", Class: cri.ClassSlow}}, corev1.ConditionFalse,
+			"RuntimeResponsive", "all probed CRI calls answered within 2s"},
+		{"one list hangs", []cri.CallResult{ok("Version"), ok("Status"), hung("ListPodSandbox", "")}, corev1.ConditionTrue,
+			"ListPodSandboxHung", "CRI calls not answered within 2s: ListPodSandbox"},
+		{"one container hangs", []cri.CallResult{ok("Version"), hung("ContainerStatus", "0123456789abcdef")}, corev1.ConditionTrue,
+			"ContainerStatusHung", "CRI calls not answered within 2s: ContainerStatus(0123456789abc)"},
+		{"everything hangs", []cri.CallResult{hung("Version", ""), hung("Status", ""), hung("ListContainers", "")}, corev1.ConditionTrue,
+			"RuntimeNotResponding", "CRI calls not answered within 2s: ListContainers, Status, Version"},
+		{"socket gone", []cri.CallResult{{Method: "Version", Class: cri.ClassUnreachable}, {Method: "Status", Class: cri.ClassUnreachable}},
+			corev1.ConditionTrue, "RuntimeUnreachable", "the container runtime's CRI socket does not accept calls"},
+		{"errors are not hangs", []cri.CallResult{ok("Version"), {Method: "ImageFsInfo", Class: cri.ClassError}}, corev1.ConditionFalse,
+			"RuntimeResponsive", "all probed CRI calls answered within 2s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newDefaultEngine(t, "cri")
+			e.Observe("cri", cri.Cycle{Calls: tc.calls}.Observation(2*time.Second))
+			c := condition(t, e, conditions.TypeRuntimeHung)
+			if c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.msg {
+				t.Fatalf("got %s %s %q, want %s %s %q", c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.msg)
+			}
+		})
+	}
+}
+
+func leaseObs(found bool, missed int) map[string]any {
+	return map[string]any{"found": found, "missedRenewals": missed, "renewIntervalSeconds": 10.0, "graceSeconds": 50.0}
+}
+
+func TestDefaultKubeletUnresponsiveRule(t *testing.T) {
+	e, _ := newDefaultEngine(t, "lease")
+	steps := []struct {
+		obs    map[string]any
+		status corev1.ConditionStatus
+		reason string
+	}{
+		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{leaseObs(true, 1), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{leaseObs(true, 2), corev1.ConditionTrue, "NodeLeaseNotRenewed"},
+		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{leaseObs(false, 0), corev1.ConditionTrue, "NodeLeaseMissing"},
+	}
+	for i, s := range steps {
+		e.Observe("lease", s.obs)
+		if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Status != s.status || c.Reason != s.reason {
+			t.Fatalf("step %d: %s %s, want %s %s", i, c.Status, c.Reason, s.status, s.reason)
+		}
+	}
+	want := "the kubelet missed 2 or more renewals of its node Lease (due every 10s); " +
+		"the node lifecycle controller marks the node Unknown 50s after the last one"
+	e.Observe("lease", leaseObs(true, 3))
+	if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Message != want {
+		t.Fatalf("message %q, want %q", c.Message, want)
+	}
+}
+
+func TestDefaultKernelRuleFollowsTheKernelMonitor(t *testing.T) {
+	e, _ := newDefaultEngine(t, "kernel")
+	active := map[string]any{"KernelDeadlock": map[string]any{"active": true, "reason": "ContainerRuntimeTaskBlocked", "message": "task containerd blocked"}}
+	e.Observe("kernel", active)
+	if c := condition(t, e, conditions.TypeKernelDeadlock); c.Status != corev1.ConditionTrue || c.Reason != "ContainerRuntimeTaskBlocked" {
+		t.Fatalf("got %+v", c)
+	}
+}

@@ -1,0 +1,122 @@
+package conditions
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Engine turns observations into conditions through the compiled rules.
+// It is safe for concurrent use.
+type Engine struct {
+	mu      sync.Mutex
+	clk     clock.PassiveClock
+	set     *Set
+	rules   []*rule
+	latest  map[string]any
+	lastErr map[string]string
+	errors  *metrics.CounterVec
+	onMove  func(before, after Condition)
+}
+
+// EngineOptions wire an engine.
+type EngineOptions struct {
+	// Available are the inputs that will be observed; a rule reading any
+	// other input is dropped, so hangwatch never owns a condition it cannot
+	// decide (KernelDeadlock without the kernel log, say).
+	Available []string
+	// Registry exports hangwatch_node_condition and rule errors when set.
+	Registry metrics.KubeRegistry
+	// OnChange is called, outside the engine's lock, for every change of a
+	// condition's status, reason or message.
+	OnChange func(before, after Condition)
+}
+
+// NewEngine compiles specs; each mistake is reported with its field path.
+func NewEngine(specs []Spec, clk clock.PassiveClock, opts EngineOptions) (*Engine, error) {
+	rules, err := compileAll(specs)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{clk: clk, latest: map[string]any{}, lastErr: map[string]string{}, onMove: opts.OnChange,
+		errors: metrics.NewCounterVec(&metrics.CounterOpts{
+			Name: "hangwatch_condition_rule_errors_total", StabilityLevel: metrics.ALPHA,
+			Help: "Evaluations of a condition rule that failed (an expression error); the condition keeps its state.",
+		}, []string{"condition"})}
+	types := map[string]Thresholds{}
+	for _, r := range rules {
+		if !subset(r.inputs, opts.Available) {
+			klog.InfoS("Condition not owned: one of its inputs is not observed", "type", r.spec.Type, "inputs", r.inputs)
+			continue
+		}
+		e.rules = append(e.rules, r)
+		types[r.spec.Type] = r.spec.thresholds()
+	}
+	if opts.Registry != nil {
+		opts.Registry.MustRegister(e.errors)
+	}
+	e.set = NewSet(opts.Registry, clk.Now(), types)
+	return e, nil
+}
+
+// Set returns the conditions the engine owns.
+func (e *Engine) Set() *Set { return e.set }
+
+// Observe records the latest observation of one input and evaluates the
+// rules that read it.
+func (e *Engine) Observe(input string, obs map[string]any) {
+	type move struct{ before, after Condition }
+	var moves []move
+	e.mu.Lock()
+	e.latest[input] = obs
+	now := e.clk.Now()
+	for _, r := range e.rules {
+		if !slices.Contains(r.inputs, input) {
+			continue
+		}
+		v, err := r.evaluate(e.latest)
+		if e.noteError(r.spec.Type, err) {
+			continue
+		}
+		if before, after, changed := e.set.Update(r.spec.Type, now, v); changed {
+			moves = append(moves, move{before, after})
+		}
+	}
+	e.mu.Unlock()
+	for _, m := range moves {
+		klog.InfoS("Condition changed", "type", m.after.Type, "status", m.after.Status, "reason", m.after.Reason, "message", m.after.Message)
+		if e.onMove != nil {
+			e.onMove(m.before, m.after)
+		}
+	}
+}
+
+// noteError counts and logs a failed evaluation, once per distinct error.
+func (e *Engine) noteError(condType string, err error) bool {
+	if err == nil {
+		delete(e.lastErr, condType)
+		return false
+	}
+	if errors.Is(err, errNoInput) {
+		return true
+	}
+	e.errors.WithLabelValues(condType).Inc()
+	if e.lastErr[condType] != err.Error() {
+		e.lastErr[condType] = err.Error()
+		klog.ErrorS(err, "Condition rule failed; the condition keeps its state", "type", condType)
+	}
+	return true
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}

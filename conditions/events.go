@@ -1,0 +1,67 @@
+package conditions
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+)
+
+// EventSource names hangwatch as the reporting component of its Events.
+const EventSource = "hangwatch"
+
+// Events records every transition of a condition as a core/v1 Event on the
+// Node (a node identity may create core/v1 Events but not events.k8s.io
+// ones). client-go's event correlator aggregates repeats and rate-limits
+// them per node (a burst of 25, then one per 5 minutes); the broadcaster
+// retries while the API server is away.
+type Events struct {
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	node        *corev1.ObjectReference
+	metrics     *ReporterMetrics
+}
+
+// NewEvents starts recording to the API server through sink.
+func NewEvents(sink corev1client.EventsGetter, node string, m *ReporterMetrics) *Events {
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: sink.Events("")})
+	// UID is the node's name, as the kubelet does, so `kubectl describe
+	// node` lists the events.
+	ref := &corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}
+	return &Events{broadcaster: b, node: ref, metrics: m,
+		recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource, Host: node})}
+}
+
+// Transition records a change of a condition, when it is one worth an
+// Event: any move to True, a new reason while True, and a clear from True.
+// Leaving Unknown for False at start is not news.
+func (e *Events) Transition(before, after Condition) {
+	eventType, ok := transitionType(before, after)
+	if !ok {
+		return
+	}
+	e.recorder.Event(e.node, eventType, after.Reason, EventMessage(after))
+	e.metrics.evented(after.Type, eventType)
+}
+
+// Shutdown stops recording, flushing what it can.
+func (e *Events) Shutdown() { e.broadcaster.Shutdown() }
+
+func transitionType(before, after Condition) (string, bool) {
+	switch {
+	case after.Status == corev1.ConditionTrue && (before.Status != corev1.ConditionTrue || before.Reason != after.Reason):
+		return corev1.EventTypeWarning, true
+	case after.Status == corev1.ConditionFalse && before.Status == corev1.ConditionTrue:
+		return corev1.EventTypeNormal, true
+	}
+	return "", false
+}
+
+// EventMessage is the text of a transition's Event.
+func EventMessage(c Condition) string {
+	return fmt.Sprintf("Node condition %s is now %s: %s", c.Type, c.Status, c.Message)
+}

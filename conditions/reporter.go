@@ -1,0 +1,168 @@
+package conditions
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// ReporterConfig sets how the Node's status is written.
+type ReporterConfig struct {
+	Node string
+	// Heartbeat is how often lastHeartbeatTime is refreshed while nothing
+	// changes (the kubelet's nodeStatusReportFrequency is 5m too).
+	Heartbeat time.Duration
+	// Coalesce gathers changes that come together into one write.
+	Coalesce time.Duration
+	// RetryMin and RetryMax bound the backoff after a failed request.
+	RetryMin, RetryMax time.Duration
+	// RequestTimeout bounds each request.
+	RequestTimeout time.Duration
+}
+
+// Reporter writes the conditions of a Set to the Node's status: only the
+// types it owns, with a strategic-merge patch keyed on type, so the
+// kubelet's conditions (Ready first of all) are never touched.
+type Reporter struct {
+	cfg      ReporterConfig
+	nodes    corev1client.NodesGetter
+	set      *Set
+	clk      clock.Clock
+	metrics  *ReporterMetrics
+	written  map[string]Condition // what the Node holds, as far as hangwatch knows
+	lastSent time.Time
+	failures int
+}
+
+// NewReporter returns a reporter for set; m may be nil.
+func NewReporter(nodes corev1client.NodesGetter, set *Set, cfg ReporterConfig, clk clock.Clock, m *ReporterMetrics) *Reporter {
+	return &Reporter{cfg: cfg, nodes: nodes, set: set, clk: clk, metrics: m, written: map[string]Condition{}}
+}
+
+// Run restores the Node's conditions, then writes every change and the
+// heartbeat until ctx ends. While the API server cannot be reached the
+// latest state is kept and written when it answers again.
+func (r *Reporter) Run(ctx context.Context) {
+	for r.failures = 0; ctx.Err() == nil; r.failures++ {
+		err := r.restore(ctx)
+		if err == nil {
+			break
+		}
+		if r.failures == 0 {
+			klog.ErrorS(err, "Reading the Node's conditions failed; retrying before the first status write", "node", r.cfg.Node)
+		}
+		r.wait(ctx, nil, r.clk.Now().Add(r.retryDelay()))
+	}
+	r.failures = 0
+	for ctx.Err() == nil {
+		next := r.flush(ctx)
+		if r.wait(ctx, r.set.Changed(), next) {
+			r.wait(ctx, nil, r.clk.Now().Add(r.cfg.Coalesce)) // let changes that come together go out as one write
+		}
+	}
+}
+
+// restore reads the Node (GET nodes/<name>: a node identity may not read
+// nodes/<name>/status) and carries on its conditions of the owned types.
+func (r *Reporter) restore(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
+	defer cancel()
+	node, err := r.nodes.Nodes().Get(rctx, r.cfg.Node, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", r.cfg.Node, err)
+	}
+	var found []Condition
+	for _, c := range node.Status.Conditions {
+		cond := Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
+			LastTransitionTime: c.LastTransitionTime.Time}
+		found = append(found, cond)
+		r.written[cond.Type] = cond
+	}
+	if took := r.set.Restore(found); len(took) > 0 {
+		klog.InfoS("Carrying on the Node's conditions", "node", r.cfg.Node, "types", took)
+	}
+	return nil
+}
+
+// flush writes the conditions when they differ from what the Node holds or
+// the heartbeat is due, and returns when to look again.
+func (r *Reporter) flush(ctx context.Context) time.Time {
+	now := r.clk.Now()
+	snap := r.set.Snapshot()
+	if !r.differs(snap) && now.Sub(r.lastSent) < r.cfg.Heartbeat {
+		return r.lastSent.Add(r.cfg.Heartbeat)
+	}
+	err := r.patch(ctx, snap, now)
+	r.metrics.patched(err)
+	if err != nil {
+		if r.failures == 0 {
+			klog.ErrorS(err, "Writing the Node's conditions failed; the latest state is kept and retried", "node", r.cfg.Node)
+		}
+		delay := r.retryDelay()
+		r.failures++
+		return now.Add(delay)
+	}
+	if r.failures > 0 {
+		klog.InfoS("Writing the Node's conditions works again", "node", r.cfg.Node, "failedAttempts", r.failures)
+	}
+	r.failures = 0
+	r.lastSent = now
+	for _, c := range snap {
+		r.written[c.Type] = c
+	}
+	return now.Add(r.cfg.Heartbeat)
+}
+
+func (r *Reporter) differs(snap []Condition) bool {
+	for _, c := range snap {
+		w, ok := r.written[c.Type]
+		if !ok || w.Status != c.Status || w.Reason != c.Reason || w.Message != c.Message ||
+			!w.LastTransitionTime.Equal(c.LastTransitionTime) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryDelay is an exponential backoff with jitter, so a fleet that lost
+// its API server does not come back in step.
+func (r *Reporter) retryDelay() time.Duration {
+	d := r.cfg.RetryMin << min(r.failures, 16)
+	if d <= 0 || d > r.cfg.RetryMax {
+		d = r.cfg.RetryMax
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1)) //nolint:gosec // jitter, not security
+}
+
+// wait returns true when changed fired, false at the deadline or when ctx
+// ends.
+func (r *Reporter) wait(ctx context.Context, changed <-chan struct{}, until time.Time) bool {
+	t := r.clk.NewTimer(until.Sub(r.clk.Now()))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-changed:
+		return true
+	case <-t.C():
+	}
+	return false
+}
+
+
+// nodeConditions renders the owned conditions for the patch.
+func nodeConditions(snap []Condition, now time.Time) []corev1.NodeCondition {
+	out := make([]corev1.NodeCondition, 0, len(snap))
+	for _, c := range snap {
+		out = append(out, corev1.NodeCondition{Type: corev1.NodeConditionType(c.Type), Status: c.Status,
+			Reason: c.Reason, Message: c.Message, LastHeartbeatTime: metav1.NewTime(now),
+			LastTransitionTime: metav1.NewTime(c.LastTransitionTime)})
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package conditions
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testclock "k8s.io/utils/clock/testing"
+)
+
+type reporterFixture struct {
+	t      *testing.T
+	client *fake.Clientset
+	clk    *testclock.FakeClock
+	set    *Set
+	r      *Reporter
+}
+
+func newReporterFixture(t *testing.T, existing ...corev1.NodeCondition) *reporterFixture {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: corev1.NodeStatus{Conditions: append(
+		[]corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}, existing...)}}
+	f := &reporterFixture{t: t, client: fake.NewClientset(node), clk: testclock.NewFakeClock(t0)}
+	f.set = NewSet(nil, t0, map[string]Thresholds{TypeRuntimeHung: {RaiseAfter: 1, ClearAfter: 2}})
+	f.r = NewReporter(f.client.CoreV1(), f.set, ReporterConfig{Node: "node-a", Heartbeat: 5 * time.Minute,
+		Coalesce: 100 * time.Millisecond, RetryMin: time.Second, RetryMax: 30 * time.Second, RequestTimeout: time.Second}, f.clk, nil)
+	return f
+}
+
+func (f *reporterFixture) node() *corev1.Node {
+	f.t.Helper()
+	n, err := f.client.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func (f *reporterFixture) patches() []string {
+	var out []string
+	for _, a := range f.client.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			out = append(out, a.GetSubresource()+" "+string(p.GetPatch()))
+		}
+	}
+	return out
+}
+
+func nodeCondition(n *corev1.Node, t string) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if string(n.Status.Conditions[i].Type) == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestReporterWritesOnlyItsConditionsAndOnlyOnChange(t *testing.T) {
+	f := newReporterFixture(t)
+	ctx := context.Background()
+	if err := f.r.restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.set.Update(TypeRuntimeHung, t0, Verdict{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
+	next := f.r.flush(ctx)
+	p := f.patches()
+	if len(p) != 1 || !strings.HasPrefix(p[0], "status ") || strings.Contains(p[0], "Ready") {
+		t.Fatalf("patches %q: want one status patch without Ready", p)
+	}
+	n := f.node()
+	if c := nodeCondition(n, TypeRuntimeHung); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "ListPodSandboxHung" {
+		t.Fatalf("node conditions %+v", n.Status.Conditions)
+	}
+	if c := nodeCondition(n, "Ready"); c == nil || c.Reason != "KubeletReady" {
+		t.Fatalf("Ready was touched: %+v", n.Status.Conditions)
+	}
+	if next != t0.Add(5*time.Minute) {
+		t.Fatalf("next look %v, want the heartbeat", next)
+	}
+	f.clk.Step(time.Minute)
+	f.set.Update(TypeRuntimeHung, f.clk.Now(), Verdict{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
+	f.r.flush(ctx)
+	if len(f.patches()) != 1 {
+		t.Fatal("an unchanged state was written again")
+	}
+	f.clk.Step(4 * time.Minute)
+	f.r.flush(ctx)
+	if len(f.patches()) != 2 {
+		t.Fatal("the heartbeat was not written")
+	}
+	if hb := nodeCondition(f.node(), TypeRuntimeHung).LastHeartbeatTime.Time; !hb.Equal(f.clk.Now()) {
+		t.Fatalf("heartbeat %v", hb)
+	}
+}
+
+func TestReporterCarriesOnTheNodesConditions(t *testing.T) {
+	ltt := metav1.NewTime(t0.Add(-time.Hour))
+	f := newReporterFixture(t, corev1.NodeCondition{Type: TypeRuntimeHung, Status: corev1.ConditionTrue,
+		Reason: "RuntimeNotResponding", Message: "before the restart", LastTransitionTime: ltt})
+	if err := f.r.restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.set.Update(TypeRuntimeHung, t0, Verdict{Reason: "RuntimeResponsive", Message: "fine"}) // one good cycle of two
+	f.r.flush(context.Background())
+	c := nodeCondition(f.node(), TypeRuntimeHung)
+	if c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(&ltt) {
+		t.Fatalf("after restart: %+v", c)
+	}
+}
+
+func TestReporterKeepsTheStateWhileTheAPIServerFails(t *testing.T) {
+	f := newReporterFixture(t)
+	ctx := context.Background()
+	_ = f.r.restore(ctx)
+	down := true
+	f.client.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if down {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	f.set.Update(TypeRuntimeHung, t0, Verdict{Bad: true, Reason: "StatusHung", Message: "hung"})
+	var delays []time.Duration
+	for range 6 {
+		next := f.r.flush(ctx)
+		delays = append(delays, next.Sub(f.clk.Now()))
+		f.clk.SetTime(next)
+	}
+	for i, d := range delays {
+		limit := min(time.Second<<i, 30*time.Second)
+		if d < limit/2 || d > limit {
+			t.Fatalf("retry %d after %v, want within [%v, %v]", i, d, limit/2, limit)
+		}
+	}
+	f.set.Update(TypeRuntimeHung, f.clk.Now(), Verdict{Bad: true, Reason: "RuntimeNotResponding", Message: "all hung"})
+	down = false
+	f.r.flush(ctx)
+	if c := nodeCondition(f.node(), TypeRuntimeHung); c == nil || c.Reason != "RuntimeNotResponding" {
+		t.Fatalf("the latest state was not flushed: %+v", c)
+	}
+}
+
+func TestTransitionsWorthAnEvent(t *testing.T) {
+	u := Condition{Status: corev1.ConditionUnknown, Reason: ReasonNoData}
+	ok := Condition{Status: corev1.ConditionFalse, Reason: "Fine"}
+	bad := Condition{Status: corev1.ConditionTrue, Reason: "StatusHung"}
+	worse := Condition{Status: corev1.ConditionTrue, Reason: "RuntimeNotResponding"}
+	for _, c := range []struct {
+		before, after Condition
+		want          string
+	}{{u, ok, ""}, {u, bad, "Warning"}, {ok, bad, "Warning"}, {bad, worse, "Warning"}, {bad, ok, "Normal"}, {bad, bad, ""}} {
+		got, _ := transitionType(c.before, c.after)
+		if got != c.want {
+			t.Errorf("%s/%s -> %s/%s: %q, want %q", c.before.Status, c.before.Reason, c.after.Status, c.after.Reason, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package conditions
+
+import "k8s.io/component-base/metrics"
+
+// ReporterMetrics count what hangwatch writes to the API server.
+type ReporterMetrics struct {
+	patches *metrics.CounterVec
+	events  *metrics.CounterVec
+}
+
+// NewReporterMetrics registers the write counters with reg.
+func NewReporterMetrics(reg metrics.KubeRegistry) *ReporterMetrics {
+	m := &ReporterMetrics{
+		patches: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_node_status_patches_total", StabilityLevel: metrics.ALPHA,
+			Help: "Patches of the Node's status by result: success or error."}, []string{"result"}),
+		events: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_node_events_total", StabilityLevel: metrics.ALPHA,
+			Help: "Events recorded on the Node for condition transitions, by condition and event type (before client-go's aggregation and rate limit)."},
+			[]string{"condition", "type"}),
+	}
+	reg.MustRegister(m.patches, m.events)
+	return m
+}
+
+func (m *ReporterMetrics) patched(err error) {
+	if m == nil {
+		return
+	}
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	m.patches.WithLabelValues(result).Inc()
+}
+
+func (m *ReporterMetrics) evented(condType, eventType string) {
+	if m != nil {
+		m.events.WithLabelValues(condType, eventType).Inc()
+	}
+}

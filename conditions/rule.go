@@ -1,0 +1,148 @@
+package conditions
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/cel-go/cel"
+)
+
+// rule is a compiled Spec.
+type rule struct {
+	spec     Spec
+	problems []problem
+	healthy  outcome
+	inputs   []string // every input the rule reads; it waits for all of them
+}
+
+type problem struct {
+	when *expr
+	outcome
+}
+
+type outcome struct{ reason, message text }
+
+// compileRule compiles every expression of a spec, reporting each mistake
+// with its field path.
+func compileRule(env *cel.Env, s Spec, path string) (*rule, []error) {
+	if errs := s.validate(path); len(errs) > 0 {
+		return nil, errs
+	}
+	r := &rule{spec: s}
+	var errs []error
+	for i, p := range s.Problems {
+		at := fmt.Sprintf("%s.problems[%d]", path, i)
+		when, err := compile(env, p.When, cel.BoolType)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.when: %w", at, err))
+			continue
+		}
+		o, oerrs := compileOutcome(env, p.Outcome, at)
+		errs = append(errs, oerrs...)
+		r.problems = append(r.problems, problem{when: when, outcome: o})
+		r.addInputs(when.inputs, o.reason.inputs(), o.message.inputs())
+	}
+	var oerrs []error
+	r.healthy, oerrs = compileOutcome(env, s.Healthy, path+".healthy")
+	errs = append(errs, oerrs...)
+	r.addInputs(r.healthy.reason.inputs(), r.healthy.message.inputs())
+	if len(errs) == 0 && len(r.inputs) == 0 {
+		errs = append(errs, fmt.Errorf("%s.problems: read no input (one of %v), so it could never change", path, Inputs))
+	}
+	return r, errs
+}
+
+func compileOutcome(env *cel.Env, o Outcome, path string) (outcome, []error) {
+	var out outcome
+	var errs []error
+	var err error
+	if out.reason, err = compileText(env, o.Reason, o.ReasonExpression, path+".reasonExpression"); err != nil {
+		errs = append(errs, err)
+	}
+	if out.message, err = compileText(env, o.Message, o.MessageExpression, path+".messageExpression"); err != nil {
+		errs = append(errs, err)
+	}
+	return out, errs
+}
+
+func (r *rule) addInputs(lists ...[]string) {
+	for _, l := range lists {
+		for _, in := range l {
+			if !slices.Contains(r.inputs, in) {
+				r.inputs = append(r.inputs, in)
+			}
+		}
+	}
+	slices.Sort(r.inputs)
+}
+
+// evaluate runs the rule over the latest observations; errNoInput when one
+// of its inputs has not been observed.
+func (r *rule) evaluate(obs map[string]any) (Verdict, error) {
+	for _, in := range r.inputs {
+		if _, ok := obs[in]; !ok {
+			return Verdict{}, errNoInput
+		}
+	}
+	for _, p := range r.problems {
+		bad, err := p.when.evalBool(obs)
+		if err != nil {
+			return Verdict{}, err
+		}
+		if bad {
+			return p.outcome.verdict(true, obs)
+		}
+	}
+	return r.healthy.verdict(false, obs)
+}
+
+func (o outcome) verdict(bad bool, obs map[string]any) (Verdict, error) {
+	reason, err := o.reason.eval(obs)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if !reasonRE.MatchString(reason) {
+		return Verdict{}, fmt.Errorf("reason %q is not CamelCase", reason)
+	}
+	msg, err := o.message.eval(obs)
+	if err != nil {
+		return Verdict{}, err
+	}
+	return Verdict{Bad: bad, Reason: reason, Message: msg}, nil
+}
+
+// CompileSpecs compiles specs and reports every mistake at once, each named
+// by its path under conditions.
+func CompileSpecs(specs []Spec) error {
+	_, err := compileAll(specs)
+	return err
+}
+
+func compileAll(specs []Spec) ([]*rule, error) {
+	env, err := newCELEnv()
+	if err != nil {
+		return nil, fmt.Errorf("CEL environment: %w", err)
+	}
+	var rules []*rule
+	var errs []error
+	seen := map[string]bool{}
+	for i, s := range specs {
+		path := fmt.Sprintf("conditions[%d]", i)
+		if seen[s.Type] {
+			errs = append(errs, fmt.Errorf("%s.type: %q appears twice", path, s.Type))
+			continue
+		}
+		seen[s.Type] = true
+		if s.Disabled {
+			errs = append(errs, s.validate(path)...)
+			continue
+		}
+		r, rerrs := compileRule(env, s, path)
+		errs = append(errs, rerrs...)
+		if len(rerrs) == 0 {
+			rules = append(rules, r)
+		}
+	}
+	return rules, errors.Join(errs...)
+}

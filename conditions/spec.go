@@ -1,0 +1,114 @@
+package conditions
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Spec is the rule of one condition, as data: CEL expressions over the
+// observations (see Inputs) decide when it is a problem and what it says.
+type Spec struct {
+	// Type is the NodeCondition type, CamelCase.
+	Type string `json:"type"`
+	// Disabled drops a built-in condition.
+	Disabled bool `json:"disabled,omitempty"`
+	// Problems are tried in order; the first whose `when` is true makes the
+	// evaluation bad and gives the reason and message.
+	Problems []Problem `json:"problems,omitempty"`
+	// Healthy is the reason and message while no problem holds.
+	Healthy Outcome `json:"healthy"`
+	// RaiseAfter consecutive bad evaluations make the condition True (default 1).
+	RaiseAfter int `json:"raiseAfter,omitempty"`
+	// ClearAfter consecutive good evaluations make it False again (default 1).
+	ClearAfter int `json:"clearAfter,omitempty"`
+	// MinDuration is how long the bad evaluations must also have lasted.
+	MinDuration metav1.Duration `json:"minDuration,omitempty"`
+}
+
+// Problem is one way a condition can be bad.
+type Problem struct {
+	// When is a CEL expression giving a bool.
+	When    string `json:"when"`
+	Outcome `json:",inline"`
+}
+
+// Outcome gives a reason and a message, each a literal or a CEL expression
+// giving a string (like a ValidatingAdmissionPolicy's message and
+// messageExpression). Messages must not tick (no durations that grow), or
+// every evaluation would cost a status write.
+type Outcome struct {
+	Reason            string `json:"reason,omitempty"`
+	ReasonExpression  string `json:"reasonExpression,omitempty"`
+	Message           string `json:"message,omitempty"`
+	MessageExpression string `json:"messageExpression,omitempty"`
+}
+
+// Inputs are the observations a rule may read, each a CEL variable.
+var Inputs = []string{"cri", "kernel", "lease", "pleg"}
+
+var (
+	typeRE   = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	reasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+)
+
+// validate checks what can be checked without compiling; path names the
+// spec in messages, such as conditions[2].
+func (s *Spec) validate(path string) []error {
+	var errs []error
+	bad := func(field string, value any, why string) {
+		errs = append(errs, fmt.Errorf("%s.%s: %q %s", path, field, fmt.Sprint(value), why))
+	}
+	if !typeRE.MatchString(s.Type) {
+		bad("type", s.Type, "must be CamelCase, starting with a capital letter")
+	}
+	if s.Type == "Ready" {
+		bad("type", s.Type, "is the kubelet's; hangwatch never writes it")
+	}
+	if s.Disabled {
+		return errs
+	}
+	if len(s.Problems) == 0 {
+		bad("problems", "", "must list at least one problem")
+	}
+	if s.RaiseAfter < 0 {
+		bad("raiseAfter", s.RaiseAfter, "must not be negative")
+	}
+	if s.ClearAfter < 0 {
+		bad("clearAfter", s.ClearAfter, "must not be negative")
+	}
+	if s.MinDuration.Duration < 0 {
+		bad("minDuration", s.MinDuration.Duration, "must not be negative")
+	}
+	for i, p := range s.Problems {
+		at := fmt.Sprintf("%s.problems[%d]", path, i)
+		if strings.TrimSpace(p.When) == "" {
+			errs = append(errs, fmt.Errorf("%s.when: must not be empty", at))
+		}
+		errs = append(errs, p.validate(at)...)
+	}
+	return append(errs, s.Healthy.validate(path+".healthy")...)
+}
+
+func (o *Outcome) validate(path string) []error {
+	var errs []error
+	switch {
+	case o.Reason != "" && o.ReasonExpression != "":
+		errs = append(errs, fmt.Errorf("%s: set reason or reasonExpression, not both", path))
+	case o.Reason == "" && o.ReasonExpression == "":
+		errs = append(errs, fmt.Errorf("%s.reason: must be set (or reasonExpression)", path))
+	case o.Reason != "" && !reasonRE.MatchString(o.Reason):
+		errs = append(errs, fmt.Errorf("%s.reason: %q must be CamelCase (letters, digits, '_', ',' or ':')", path, o.Reason))
+	}
+	if o.Message != "" && o.MessageExpression != "" {
+		errs = append(errs, fmt.Errorf("%s: set message or messageExpression, not both", path))
+	}
+	return errs
+}
+
+// thresholds returns the hysteresis with defaults applied.
+func (s *Spec) thresholds() Thresholds {
+	return Thresholds{RaiseAfter: max(1, s.RaiseAfter), ClearAfter: max(1, s.ClearAfter), MinDuration: s.MinDuration.Duration}
+}

@@ -1,0 +1,134 @@
+package leases
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+	testclock "k8s.io/utils/clock/testing"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+type fixture struct {
+	t      *testing.T
+	client *fake.Clientset
+	clk    *testclock.FakeClock
+	obs    *Observer
+}
+
+func newFixture(t *testing.T, durationSeconds int32) *fixture {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Namespace: Namespace},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-a"), LeaseDurationSeconds: ptr.To(durationSeconds),
+			RenewTime: &metav1.MicroTime{Time: t0.Add(-3 * time.Second)}}}
+	clk := testclock.NewFakeClock(t0)
+	client := fake.NewClientset(lease)
+	return &fixture{t: t, client: client, clk: clk,
+		obs: NewObserver(client.CoordinationV1(), Config{Node: "node-a", Grace: 50 * time.Second, Period: 2 * time.Second}, clk)}
+}
+
+func (f *fixture) renew() {
+	f.t.Helper()
+	l, err := f.client.CoordinationV1().Leases(Namespace).Get(context.Background(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	l.Spec.RenewTime = &metav1.MicroTime{Time: f.clk.Now()}
+	if _, err := f.client.CoordinationV1().Leases(Namespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) observe() Observation {
+	f.t.Helper()
+	o, err := f.obs.Observe(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return o
+}
+
+func TestRenewAgeFollowsChangesOfRenewTime(t *testing.T) {
+	f := newFixture(t, 40)
+	o := f.observe()
+	if !o.Found || o.Holder != "node-a" || o.RenewInterval != 10*time.Second || o.RenewAge != 3*time.Second {
+		t.Fatalf("first read: %+v (the first age comes from the node clock)", o)
+	}
+	f.clk.Step(2 * time.Second)
+	if o = f.observe(); o.RenewAge != 5*time.Second || o.MissedRenewals() != 0 {
+		t.Fatalf("unchanged: %+v", o)
+	}
+	f.clk.Step(5 * time.Second)
+	f.renew()
+	f.clk.Step(time.Second)
+	if o = f.observe(); o.RenewAge != time.Second {
+		t.Fatalf("after a renewal: age %v, want 1s", o.RenewAge)
+	}
+	f.clk.Step(21 * time.Second)
+	o = f.observe()
+	if o.MissedRenewals() != 2 || o.SecondsLeft() != 28 {
+		t.Fatalf("22s without renewal: missed %d, left %v", o.MissedRenewals(), o.SecondsLeft())
+	}
+	fields := o.Fields()
+	if fields["renewAgeSeconds"] != 22.0 || fields["graceSeconds"] != 50.0 || fields["leaseDurationSeconds"] != int64(40) {
+		t.Fatalf("fields %v", fields)
+	}
+}
+
+func TestAChangeSeenLateIsPlacedWithinTheReadPeriod(t *testing.T) {
+	f := newFixture(t, 40)
+	f.observe()
+	f.clk.Step(10 * time.Second)
+	f.renew()
+	// The node clock says the renewal was 0s ago, but suppose it runs
+	// 30s behind: the age is still bounded by the read period.
+	l, _ := f.client.CoordinationV1().Leases(Namespace).Get(context.Background(), "node-a", metav1.GetOptions{})
+	l.Spec.RenewTime = &metav1.MicroTime{Time: f.clk.Now().Add(-30 * time.Second)}
+	_, _ = f.client.CoordinationV1().Leases(Namespace).Update(context.Background(), l, metav1.UpdateOptions{})
+	if o := f.observe(); o.RenewAge != 2*time.Second {
+		t.Fatalf("age %v, want the read period (2s)", o.RenewAge)
+	}
+}
+
+func TestMissingLease(t *testing.T) {
+	f := newFixture(t, 40)
+	_ = f.client.CoordinationV1().Leases(Namespace).Delete(context.Background(), "node-a", metav1.DeleteOptions{})
+	if o := f.observe(); o.Found || o.Fields()["found"] != false {
+		t.Fatalf("got %+v", o)
+	}
+}
+
+func TestGraceByVersion(t *testing.T) {
+	for _, c := range []struct {
+		minor int
+		want  time.Duration
+	}{{31, 40 * time.Second}, {32, 50 * time.Second}, {34, 50 * time.Second}} {
+		if got := Grace(1, c.minor); got != c.want {
+			t.Errorf("1.%d: %v, want %v", c.minor, got, c.want)
+		}
+	}
+}
+
+func TestRunHandsOnReadingsEveryPeriod(t *testing.T) {
+	f := newFixture(t, 40)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan Observation, 10)
+	done := make(chan struct{})
+	go func() { defer close(done); f.obs.Run(ctx, nil, func(o Observation) { got <- o }) }()
+	first := <-got
+	for !f.clk.HasWaiters() {
+		runtime.Gosched() // until the loop blocks on the fake ticker
+	}
+	f.clk.Step(2 * time.Second)
+	second := <-got
+	cancel()
+	<-done
+	if second.RenewAge-first.RenewAge != 2*time.Second {
+		t.Fatalf("ages %v then %v", first.RenewAge, second.RenewAge)
+	}
+}
