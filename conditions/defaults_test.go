@@ -36,7 +36,9 @@ func condition(t *testing.T, e *conditions.Engine, condType string) conditions.C
 
 func TestDefaultRuntimeHungRule(t *testing.T) {
 	ok := func(m string) cri.CallResult { return cri.CallResult{Method: m, Class: cri.ClassOK} }
-	hung := func(m, obj string) cri.CallResult { return cri.CallResult{Method: m, Object: obj, Class: cri.ClassTimeout} }
+	hung := func(m, obj string) cri.CallResult {
+		return cri.CallResult{Method: m, Object: obj, Class: cri.ClassTimeout}
+	}
 	cases := []struct {
 		name        string
 		calls       []cri.CallResult

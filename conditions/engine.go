@@ -63,6 +63,16 @@ func NewEngine(specs []Spec, clk clock.PassiveClock, opts EngineOptions) (*Engin
 	return e, nil
 }
 
+// Reads tells whether an owned condition's rule reads input.
+func (e *Engine) Reads(input string) bool {
+	for _, r := range e.rules {
+		if slices.Contains(r.inputs, input) {
+			return true
+		}
+	}
+	return false
+}
+
 // Set returns the conditions the engine owns.
 func (e *Engine) Set() *Set { return e.set }
 

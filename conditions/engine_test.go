@@ -41,7 +41,9 @@ func TestUserConditionWithThresholdsAndMinDuration(t *testing.T) {
 	clk := testclock.NewFakeClock(t0)
 	var moves []string
 	e, err := conditions.NewEngine([]conditions.Spec{customSpec()}, clk, conditions.EngineOptions{Available: conditions.Inputs,
-		OnChange: func(before, after conditions.Condition) { moves = append(moves, string(before.Status)+">"+string(after.Status)) }})
+		OnChange: func(before, after conditions.Condition) {
+			moves = append(moves, string(before.Status)+">"+string(after.Status))
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

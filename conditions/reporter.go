@@ -155,7 +155,6 @@ func (r *Reporter) wait(ctx context.Context, changed <-chan struct{}, until time
 	return false
 }
 
-
 // nodeConditions renders the owned conditions for the patch.
 func nodeConditions(snap []Condition, now time.Time) []corev1.NodeCondition {
 	out := make([]corev1.NodeCondition, 0, len(snap))

@@ -91,7 +91,7 @@ func (r *rule) evaluate(obs map[string]any) (Verdict, error) {
 			return Verdict{}, err
 		}
 		if bad {
-			return p.outcome.verdict(true, obs)
+			return p.verdict(true, obs)
 		}
 	}
 	return r.healthy.verdict(false, obs)

@@ -7,7 +7,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HANGWATCH_CACHE=${HANGWATCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch}
 GO_VERSION=${GO_VERSION:-1.26.8}           # toolchain fetched when the machine's Go is older than go.mod's
 GOLANGCI_LINT_VERSION=v2.6.2
-APT_PACKAGES=(containerd runc containernetworking-plugins ca-certificates curl unzip git)
+KUBE_VERSION=v1.34.2                       # must match hack/kube/go.mod and test/harness.KubeVersion
+KUBE_BINARIES=(kube-apiserver kubectl)
+APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server ca-certificates curl unzip git)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -80,4 +82,28 @@ build_hangwatch() {
   (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o bin/hangwatch \
     -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date" \
     ./cmd/hangwatch)
+}
+
+# ensure_kube_binaries builds the pinned Kubernetes binaries the tests run
+# from the k8s.io/kubernetes module (hack/kube pins it and its staging
+# modules) into $HANGWATCH_CACHE/kube-<version>, once per machine: about
+# five minutes on two cores. Version ldflags as the release build sets them.
+ensure_kube_binaries() {
+  local dir="$HANGWATCH_CACHE/kube-$KUBE_VERSION" missing=() b
+  for b in "${KUBE_BINARIES[@]}"; do [ -x "$dir/$b" ] || missing+=("$b"); done
+  export HANGWATCH_KUBE_BIN="$dir"
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "building Kubernetes $KUBE_VERSION: ${missing[*]} (once; cached in $dir)"
+  local major minor pkgs=() v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version flags=""
+  major=$(echo "$KUBE_VERSION" | sed -E 's/^v([0-9]+)\..*/\1/')
+  minor=$(echo "$KUBE_VERSION" | sed -E 's/^v[0-9]+\.([0-9]+)\..*/\1/')
+  for p in $v $cv; do
+    flags="$flags -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+  mkdir -p "$dir.tmp"
+  (cd "$ROOT/hack/kube" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w$flags" -o "$dir.tmp/" "${pkgs[@]}")
+  mkdir -p "$dir"
+  for b in "${missing[@]}"; do mv "$dir.tmp/$b" "$dir/$b"; done
+  rmdir "$dir.tmp"
 }

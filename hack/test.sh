@@ -7,6 +7,7 @@ cd "$ROOT"
 ensure_packages
 ensure_go
 ensure_golangci_lint
+ensure_kube_binaries
 
 log "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

@@ -53,4 +53,3 @@ func Grace(major, minor int) time.Duration {
 	}
 	return 40 * time.Second
 }
-

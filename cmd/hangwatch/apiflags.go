@@ -31,12 +31,19 @@ type apiFlags struct {
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the API server; for the static pod, the kubelet's (/etc/kubernetes/kubelet.conf on kubeadm nodes), whose rotated client certificate is re-read; empty: the in-cluster ServiceAccount when run in a pod, else no API server")
-	fs.StringVar(&f.nodeName, "node-name", "", "this node's name (default $NODE_NAME, else the hostname)")
+	f.addIdentity(fs)
 	fs.Float32Var(&f.qps, "kube-api-qps", 5, "most API requests per second")
 	fs.IntVar(&f.burst, "kube-api-burst", 10, "most API requests in a burst")
-	fs.DurationVar(&f.grace, "node-monitor-grace-period", 0, "the controller manager's --node-monitor-grace-period; 0: its default for the API server's version (50s from 1.32, 40s before)")
 	fs.DurationVar(&f.leasePoll, "lease-period", 5*time.Second, "how often the node's Lease is read (a node identity may get it, not watch it)")
+}
+
+// addIdentity adds the flags that say which API server and node: all diag
+// needs.
+func (f *apiFlags) addIdentity(fs *pflag.FlagSet) {
+	f.qps, f.burst, f.leasePoll = 5, 10, 5*time.Second
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the API server; for the static pod, the kubelet's (/etc/kubernetes/kubelet.conf on kubeadm nodes), whose rotated client certificate is re-read; empty: the in-cluster ServiceAccount when run in a pod, else no API server")
+	fs.StringVar(&f.nodeName, "node-name", "", "this node's name (default $NODE_NAME, else the hostname)")
+	fs.DurationVar(&f.grace, "node-monitor-grace-period", 0, "the controller manager's --node-monitor-grace-period; 0: its default for the API server's version (50s from 1.32, 40s before)")
 }
 
 func (f *apiFlags) validate() error {

@@ -31,7 +31,7 @@ type daemon struct {
 	engine     *conditions.Engine
 	conds      *conditions.Set
 	events     *eventLog
-	kernel     *kernelWatch // nil when the kernel log is not watched
+	kernel     *kernelWatch  // nil when the kernel log is not watched
 	api        *apiReporting // nil when there is no API server
 	health     *liveness
 	reg        metrics.KubeRegistry

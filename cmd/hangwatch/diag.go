@@ -19,6 +19,7 @@ import (
 type diagOptions struct {
 	rt      runtimeFlags
 	kernel  kernelFlags
+	api     apiFlags
 	output  string
 	samples int
 }
@@ -27,6 +28,7 @@ type diagOptions struct {
 type diagOutput struct {
 	cri.Report
 	Kernel *kernelSection `json:"kernel,omitempty"`
+	Lease  *leaseSection  `json:"lease,omitempty"`
 }
 
 // kernelSection is the kernel log part of diag: matches in the lookback
@@ -53,7 +55,8 @@ per sample, even when the runtime is frozen.
 Exit codes: 0 Healthy, 1 Degraded, Hung or Unreachable, 2 usage error.`,
 		Example: `  hangwatch diag
   hangwatch diag -r unix:///run/containerd/containerd.sock -t 5s -o json
-  hangwatch diag --samples 5`,
+  hangwatch diag --samples 5
+  hangwatch diag --kubeconfig /etc/kubernetes/kubelet.conf   # adds the node Lease's age against the grace period`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.Flags().Changed("timeout"))
@@ -61,6 +64,7 @@ Exit codes: 0 Healthy, 1 Degraded, Hung or Unreachable, 2 usage error.`,
 	}
 	o.rt.add(cmd.Flags())
 	o.kernel.add(cmd.Flags())
+	o.api.addIdentity(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	cmd.Flags().IntVar(&o.samples, "samples", 1, "probe cycles to run back to back")
 	return cmd
@@ -102,6 +106,7 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) err
 	if o.kernel.enabled {
 		out.Kernel = o.scanKernel()
 	}
+	out.Lease = o.api.readLease(ctx)
 	if err := writeReport(w, o.output, out); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("write report: %w", err)}
 	}
@@ -142,7 +147,12 @@ func writeReport(w io.Writer, format string, r diagOutput) error {
 		return err
 	}
 	if r.Kernel != nil {
-		return writeKernelTable(w, r.Kernel)
+		if err := writeKernelTable(w, r.Kernel); err != nil {
+			return err
+		}
+	}
+	if r.Lease != nil {
+		return writeLeaseTable(w, r.Lease)
 	}
 	return nil
 }

@@ -52,10 +52,14 @@ func (o *runOptions) newAPIReporting(reg metrics.KubeRegistry) (*apiReporting, e
 func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, set *conditions.Set, engine *conditions.Engine) {
 	clk := clock.RealClock{}
 	r := conditions.NewReporter(a.client.CoreV1(), set, conditions.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
-		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 30 * time.Second,
+		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 8 * time.Second,
 		RequestTimeout: 10 * time.Second}, clk, a.metrics)
-	wg.Add(2)
+	wg.Add(1)
 	go func() { defer wg.Done(); r.Run(ctx) }()
+	if !engine.Reads("lease") {
+		return // no owned condition looks at the Lease: spare the API server the reads
+	}
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		grace := a.flags.graceFor(ctx, a.client)

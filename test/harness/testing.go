@@ -71,3 +71,18 @@ func (s *Shared) Stop() {
 		s.c.Stop()
 	}
 }
+
+// StartControlPlaneT starts etcd and kube-apiserver and stops them when t
+// ends.
+func StartControlPlaneT(t testing.TB) *ControlPlane {
+	t.Helper()
+	RequireRealParts(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp, err := StartControlPlane(ctx)
+	if err != nil {
+		t.Fatalf("start control plane: %v", err)
+	}
+	t.Cleanup(cp.Stop)
+	return cp
+}

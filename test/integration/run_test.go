@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -158,16 +157,5 @@ func TestRunRaisesAndClearsRuntimeHung(t *testing.T) {
 		t.Errorf("ListPodSandbox in-flight age after thaw = %v, want 0", v)
 	}
 
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-d.exited:
-		if err != nil {
-			t.Fatalf("hangwatch exited with %v after SIGTERM, want 0", err)
-		}
-		d.exited <- nil // for cleanup
-	case <-time.After(30 * time.Second):
-		t.Fatal("hangwatch did not stop within 30s of SIGTERM")
-	}
+	d.stop(t)
 }

@@ -1,0 +1,34 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// KubeVersion is the Kubernetes release the harness runs; hack/kube/go.mod
+// pins the same one and the setup command builds it.
+const KubeVersion = "v1.34.2"
+
+// KubeBinary finds a Kubernetes binary built by the setup command:
+// $HANGWATCH_KUBE_BIN, else $HANGWATCH_CACHE/kube-<version>, else
+// ~/.cache/hangwatch/kube-<version>.
+func KubeBinary(name string) (string, error) {
+	var dirs []string
+	if d := os.Getenv("HANGWATCH_KUBE_BIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d := os.Getenv("HANGWATCH_CACHE"); d != "" {
+		dirs = append(dirs, filepath.Join(d, "kube-"+KubeVersion))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".cache", "hangwatch", "kube-"+KubeVersion))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s %s not built (the README's test command builds it into the cache); looked in %v", name, KubeVersion, dirs)
+}

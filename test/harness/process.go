@@ -1,0 +1,67 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is a child the harness started, with its output in a log file.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+}
+
+// startProcess starts bin with args, its output going to dir/<name>.log.
+func startProcess(dir, name, bin string, args ...string) (*process, error) {
+	logPath := filepath.Join(dir, name+".log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	p := &process{name: name, log: logPath, exited: make(chan struct{}), cmd: exec.Command(bin, args...)}
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { _ = p.cmd.Wait(); _ = log.Close(); close(p.exited) }()
+	return p, nil
+}
+
+// PID is the process's ID.
+func (p *process) PID() int { return p.cmd.Process.Pid }
+
+// alive tells whether the process has not exited.
+func (p *process) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop ends the process by PID: SIGTERM, then SIGKILL after grace.
+func (p *process) stop(grace time.Duration) {
+	if p != nil && p.cmd.Process != nil {
+		stopProcess(p.cmd.Process.Pid, p.exited, grace)
+	}
+}
+
+// logTail returns the last lines of the process's log.
+func (p *process) logTail(n int) string {
+	data, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return p.name + " log:\n" + strings.Join(lines, "\n")
+}

@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/hangwatch/hangwatch/conditions"
+)
+
+func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
+	cp := controlPlane(t)
+	kc := createNode(t, cp, "hw-self")
+	createNode(t, cp, "hw-other")
+	client := clientFor(t, kc)
+	body, err := conditions.StatusPatch([]corev1.NodeCondition{{Type: "RuntimeHung", Status: corev1.ConditionFalse, Reason: "RuntimeResponsive"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := client.CoreV1().Nodes().Patch(ctx, "hw-self", types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatalf("patching its own node: %v", err)
+	}
+	_, err = client.CoreV1().Nodes().Patch(ctx, "hw-other", types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `is not allowed to modify node "hw-other"`) {
+		t.Fatalf("patching another node: %v, want Forbidden by NodeRestriction", err)
+	}
+	if c := nodeCond(t, cp, "hw-other", "RuntimeHung"); c != nil {
+		t.Fatalf("the other node got %+v", c)
+	}
+}
+
+func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
+	c, cp := sharedContainerd(t), controlPlane(t)
+	const node = "hw-restart"
+	kc := createNode(t, cp, node)
+	args := nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")
+	first := startDaemon(t, c.Endpoint, args...)
+	waitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
+	thaw := freeze(t, c)
+	raised := waitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionTrue))
+	first.stop(t)
+	thaw()
+
+	// The runtime answers again, but one good cycle is not enough to clear
+	// (--runtime-hung-clear-after 4): the restarted hangwatch must carry on
+	// True, with the same transition time, before it clears.
+	second := startDaemon(t, c.Endpoint, append(args, "--runtime-hung-clear-after", "4")...)
+	refreshed := waitNode(t, cp, second, 30*time.Second, node, "RuntimeHung", func(c *corev1.NodeCondition) bool {
+		return c.Status == corev1.ConditionFalse || c.LastHeartbeatTime.After(raised.LastHeartbeatTime.Time)
+	})
+	if refreshed.Status != corev1.ConditionTrue || !refreshed.LastTransitionTime.Equal(&raised.LastTransitionTime) {
+		t.Fatalf("after the restart the Node shows %s since %v, want True since %v", refreshed.Status,
+			refreshed.LastTransitionTime, raised.LastTransitionTime)
+	}
+	waitNode(t, cp, second, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
+}
+
+func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
+	c, cp := sharedContainerd(t), controlPlane(t)
+	const node = "hw-apidown"
+	kc := createNode(t, cp, node)
+	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")...)
+	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
+
+	cp.StopAPIServer()
+	thaw := freeze(t, c)
+	d.waitFor(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.runtimeHung(t) == "True" })
+	defer thaw() // stays frozen until the end: the state to flush is True
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := cp.StartAPIServer(ctx); err != nil {
+		t.Fatalf("restart kube-apiserver: %v", err)
+	}
+	back := time.Now()
+	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionTrue))
+	measure(t, "node_flushed_after_apiserver_return", time.Since(back))
+	if took := time.Since(back); took > 10*time.Second {
+		t.Errorf("the state reached the Node %v after the API server returned, want within the 8s retry cap", took)
+	}
+	select {
+	case err := <-d.exited:
+		t.Fatalf("hangwatch exited while the API server was down: %v", err)
+	default:
+	}
+}
+
+// renewLease renews the node Lease as the kubelet would until stop closes.
+func renewLease(t *testing.T, client kubernetes.Interface, node string, every time.Duration, stop <-chan struct{}) (lastRenew func() time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: "kube-node-lease"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node), LeaseDurationSeconds: ptr.To(int32(4 * every / time.Second)),
+			RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+	lease, err := client.CoordinationV1().Leases("kube-node-lease").Create(ctx, lease, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create Lease as the node: %v", err)
+	}
+	last := make(chan time.Time, 1)
+	last <- lease.Spec.RenewTime.Time
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			if l, err := client.CoordinationV1().Leases("kube-node-lease").Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
+				lease = l
+				<-last
+				last <- l.Spec.RenewTime.Time
+			}
+		}
+	}()
+	return func() time.Time { v := <-last; last <- v; return v }
+}
+
+func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
+	c, cp := sharedContainerd(t), controlPlane(t)
+	const node, renewEvery, grace = "hw-lease", 10 * time.Second, 50 * time.Second // the kubelet's and controller's defaults
+	kc := createNode(t, cp, node)
+	stop := make(chan struct{})
+	lastRenew := renewLease(t, clientFor(t, kc), node, renewEvery, stop)
+	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--lease-period", "1s")...)
+	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", status(corev1.ConditionFalse))
+	watched := time.Now()
+	d.waitFor(t, 2*renewEvery, "a renewal while watched", func() bool { return lastRenew().After(watched) })
+	if c := nodeCond(t, cp, node, "KubeletUnresponsive"); c.Status != corev1.ConditionFalse {
+		t.Fatalf("KubeletUnresponsive %s while the Lease is renewed", c.Status)
+	}
+
+	checkDiagLease(t, c.Endpoint, kc, node)
+
+	close(stop)
+	stoppedAfter := lastRenew()
+	raised := waitNode(t, cp, d, grace, node, "KubeletUnresponsive", status(corev1.ConditionTrue))
+	age := time.Since(stoppedAfter)
+	measure(t, "kubelet_unresponsive_after_last_renewal", age)
+	measure(t, "kubelet_unresponsive_lead_before_grace", grace-age)
+	if age < 2*renewEvery || age > grace-20*time.Second {
+		t.Errorf("raised %v after the last renewal, want after two missed renewals (%v) and at least 20s before the %v grace",
+			age, 2*renewEvery, grace)
+	}
+	if raised.Reason != "NodeLeaseNotRenewed" {
+		t.Errorf("reason %s", raised.Reason)
+	}
+	text, err := d.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := metricValue(text, "hangwatch_lease_renew_age_seconds"); v < 2*renewEvery.Seconds() {
+		t.Errorf("hangwatch_lease_renew_age_seconds = %v", v)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			t.Errorf("hangwatch exited with %v after SIGTERM, want 0", err)
+		}
+		d.exited <- nil // for cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("hangwatch did not stop within 30s of SIGTERM")
+	}
+}
+
+// checkDiagLease runs diag with the node's credentials: the Lease section
+// shows the renew interval and the grace the API server's version implies.
+func checkDiagLease(t *testing.T, endpoint, kubeconfig, node string) {
+	t.Helper()
+	out, err := exec.Command(hangwatchBin, "diag", "-r", endpoint, "--kernel=false", "--kubeconfig", kubeconfig,
+		"--node-name", node, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("diag: %v\n%s", err, out)
+	}
+	var r struct {
+		Lease struct {
+			Found                bool    `json:"found"`
+			RenewAgeSeconds      float64 `json:"renewAgeSeconds"`
+			RenewIntervalSeconds float64 `json:"renewIntervalSeconds"`
+			GraceSeconds         float64 `json:"graceSeconds"`
+			SecondsLeft          float64 `json:"secondsLeft"`
+		} `json:"lease"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("diag -o json: %v\n%s", err, out)
+	}
+	l := r.Lease
+	if !l.Found || l.RenewIntervalSeconds != 10 || l.GraceSeconds != 50 || l.RenewAgeSeconds > 11 || l.SecondsLeft < 39 {
+		t.Errorf("diag lease section %+v", l)
+	}
+}
