@@ -175,3 +175,9 @@ func (cp *ControlPlane) logs() string {
 	}
 	return out
 }
+
+// Metrics returns the API server's /metrics text, read as the admin.
+func (cp *ControlPlane) Metrics(ctx context.Context) (string, error) {
+	raw, err := cp.Admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	return string(raw), err
+}
