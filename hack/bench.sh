@@ -7,6 +7,7 @@ cd "$ROOT"
 [ "$(id -u)" -eq 0 ] || { echo "run as root (sudo): the benchmarks start containerd" >&2; exit 1; }
 ensure_packages
 ensure_go
+ensure_kube_binaries
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), containerd $(containerd --version | awk '{print $3}')"
 echo
 echo "\$ go test -run '^\$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/"
@@ -20,3 +21,9 @@ go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | gre
 echo
 echo "\$ HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE"
 HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE | sed 's/^ *//'
+echo
+echo "\$ go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE"
+go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE | sed 's/^ *//'
+echo
+echo "\$ HANGWATCH_BENCH=1 go test -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE"
+HANGWATCH_BENCH=1 go test -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE | sed 's/^ *//'
