@@ -32,29 +32,30 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 
 func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
 	cp := controlPlane(t)
-	kc := createNode(t, cp, "hw-self")
-	createNode(t, cp, "hw-other")
+	self, other := uniqueNode("hw-self"), uniqueNode("hw-other")
+	kc := createNode(t, cp, self)
+	createNode(t, cp, other)
 	client := clientFor(t, kc)
 	body, err := conditions.StatusPatch([]corev1.NodeCondition{{Type: "RuntimeHung", Status: corev1.ConditionFalse, Reason: "RuntimeResponsive"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := client.CoreV1().Nodes().Patch(ctx, "hw-self", types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+	if _, err := client.CoreV1().Nodes().Patch(ctx, self, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatalf("patching its own node: %v", err)
 	}
-	_, err = client.CoreV1().Nodes().Patch(ctx, "hw-other", types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `is not allowed to modify node "hw-other"`) {
+	_, err = client.CoreV1().Nodes().Patch(ctx, other, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `is not allowed to modify node "`+other+`"`) {
 		t.Fatalf("patching another node: %v, want Forbidden by NodeRestriction", err)
 	}
-	if c := nodeCond(t, cp, "hw-other", "RuntimeHung"); c != nil {
+	if c := nodeCond(t, cp, other, "RuntimeHung"); c != nil {
 		t.Fatalf("the other node got %+v", c)
 	}
 }
 
 func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
-	const node = "hw-restart"
+	node := uniqueNode("hw-restart")
 	kc := createNode(t, cp, node)
 	args := nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")
 	first := startDaemon(t, c.Endpoint, args...)
@@ -80,7 +81,7 @@ func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
 
 func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
-	const node = "hw-apidown"
+	node := uniqueNode("hw-apidown")
 	kc := createNode(t, cp, node)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")...)
 	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
@@ -142,7 +143,8 @@ func renewLease(t *testing.T, client kubernetes.Interface, node string, every ti
 
 func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
-	const node, renewEvery, grace = "hw-lease", 10 * time.Second, 50 * time.Second // the kubelet's and controller's defaults
+	const renewEvery, grace = 10 * time.Second, 50 * time.Second // the kubelet's and controller's defaults
+	node := uniqueNode("hw-lease")
 	kc := createNode(t, cp, node)
 	stop := make(chan struct{})
 	lastRenew := renewLease(t, clientFor(t, kc), node, renewEvery, stop)

@@ -2,11 +2,13 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +41,12 @@ func controlPlane(t *testing.T) *harness.ControlPlane {
 	}
 	return cp
 }
+
+var nodeSeq atomic.Int32
+
+// uniqueNode names a node for one test run, so -count runs do not meet the
+// nodes of earlier ones on the shared API server.
+func uniqueNode(base string) string { return fmt.Sprintf("%s-%d", base, nodeSeq.Add(1)) }
 
 // kubeletPosted is when the kubelet's conditions were last posted.
 var kubeletPosted = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
@@ -156,7 +164,8 @@ func nodeArgs(kubeconfig, node string, extra ...string) []string {
 
 func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
-	const node, period, timeout = "hw-freeze", time.Second, time.Second
+	const period, timeout = time.Second, time.Second
+	node := uniqueNode("hw-freeze")
 	kc := createNode(t, cp, node)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", period.String(),
 		"-t", timeout.String(), "--max-period", "2s")...)

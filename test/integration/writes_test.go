@@ -52,7 +52,7 @@ func TestWriteBudget(t *testing.T) {
 	if os.Getenv("HANGWATCH_BENCH") != "" {
 		steady, heartbeat = 5*time.Minute, 30*time.Second
 	}
-	const node = "hw-writes"
+	node := uniqueNode("hw-writes")
 	kc := createNode(t, cp, node)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s",
 		"--max-period", "2s", "--status-heartbeat-period", heartbeat.String())...)
