@@ -69,12 +69,13 @@ func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
 	// (--runtime-hung-clear-after 4): the restarted hangwatch must carry on
 	// True, with the same transition time, before it clears.
 	second := startDaemon(t, c.Endpoint, append(args, "--runtime-hung-clear-after", "4")...)
-	refreshed := waitNode(t, cp, second, 30*time.Second, node, "RuntimeHung", func(c *corev1.NodeCondition) bool {
-		return c.Status == corev1.ConditionFalse || c.LastHeartbeatTime.After(raised.LastHeartbeatTime.Time)
+	second.waitFor(t, 30*time.Second, "the restarted hangwatch's first status write", func() bool {
+		text, err := second.get("/metrics")
+		return err == nil && metricValue(text, `hangwatch_node_status_patches_total{result="success"}`) >= 1
 	})
-	if refreshed.Status != corev1.ConditionTrue || !refreshed.LastTransitionTime.Equal(&raised.LastTransitionTime) {
-		t.Fatalf("after the restart the Node shows %s since %v, want True since %v", refreshed.Status,
-			refreshed.LastTransitionTime, raised.LastTransitionTime)
+	refreshed := nodeCond(t, cp, node, "RuntimeHung")
+	if refreshed == nil || refreshed.Status != corev1.ConditionTrue || !refreshed.LastTransitionTime.Equal(&raised.LastTransitionTime) {
+		t.Fatalf("after the restart the Node shows %+v, want True since %v", refreshed, raised.LastTransitionTime)
 	}
 	waitNode(t, cp, second, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
 }
