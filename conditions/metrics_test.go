@@ -4,8 +4,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"k8s.io/component-base/metrics"
+
+	"github.com/hangwatch/hangwatch/internal/metricslint"
 	testclock "k8s.io/utils/clock/testing"
 )
 
@@ -20,18 +21,7 @@ func TestMetricsLint(t *testing.T) {
 	m.patched(nil)
 	m.patched(errors.New("refused"))
 	m.evented(TypeRuntimeHung, "Warning")
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mfs) != 4 {
-		t.Fatalf("%d metric families, want 4", len(mfs))
-	}
-	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	if names := metricslint.Check(t, reg); len(names) != 4 {
+		t.Fatalf("metric families %v, want 4", names)
 	}
 }

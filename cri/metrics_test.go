@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/hangwatch/hangwatch/internal/metricslint"
 )
 
 func TestMetricsAfterACycleAndLint(t *testing.T) {
@@ -29,21 +30,7 @@ hangwatch_cri_objects{kind="sandbox"} 2
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hangwatch_cri_objects"); err != nil {
 		t.Fatal(err)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pr := range problems {
-		t.Errorf("lint: %s: %s", pr.Metric, pr.Text)
-	}
-	names := map[string]bool{}
-	for _, mf := range mfs {
-		names[mf.GetName()] = true
-	}
+	names := metricslint.Check(t, reg)
 	for _, n := range []string{"hangwatch_cri_call_duration_seconds", "hangwatch_cri_probes_total",
 		"hangwatch_cri_last_success_timestamp_seconds", "hangwatch_cri_response_size_bytes", "hangwatch_cri_call_in_flight_seconds"} {
 		if !names[n] {
