@@ -21,13 +21,12 @@ type Containerd struct {
 	Dir      string // temp dir holding config, root, state and the socket
 	Socket   string // path of the CRI socket
 	Endpoint string // unix:// endpoint of the socket
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	proc     *process
 	conn     *cri.Conn
 }
 
 // PID is containerd's process ID.
-func (c *Containerd) PID() int { return c.cmd.Process.Pid }
+func (c *Containerd) PID() int { return c.proc.PID() }
 
 // Runtime is a CRI client on the harness's own connection.
 func (c *Containerd) Runtime() runtimeapi.RuntimeServiceClient { return c.conn.Runtime }
@@ -70,7 +69,7 @@ func StartContainerd(ctx context.Context) (*Containerd, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), exited: make(chan struct{})}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock")}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()
@@ -92,17 +91,10 @@ func (c *Containerd) start(ctx context.Context) error {
 			return err
 		}
 	}
-	log, err := os.Create(filepath.Join(c.Dir, "containerd.log"))
-	if err != nil {
+	var err error
+	if c.proc, err = startProcess(c.Dir, "containerd", "containerd", "--config", filepath.Join(c.Dir, "config.toml")); err != nil {
 		return err
 	}
-	c.cmd = exec.Command("containerd", "--config", filepath.Join(c.Dir, "config.toml"))
-	c.cmd.Stdout, c.cmd.Stderr = log, log
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := c.cmd.Start(); err != nil {
-		return fmt.Errorf("start containerd: %w", err)
-	}
-	go func() { _ = c.cmd.Wait(); _ = log.Close(); close(c.exited) }()
 	if c.conn, err = cri.Dial(c.Endpoint); err != nil {
 		return err
 	}
@@ -135,8 +127,8 @@ func (c *Containerd) waitReady(ctx context.Context) error {
 			last = fmt.Errorf("runtime not ready: %v", resp.GetStatus().GetConditions())
 		}
 		select {
-		case <-c.exited:
-			return fmt.Errorf("containerd exited early; see %s/containerd.log: %s", c.Dir, c.logTail())
+		case <-c.proc.exited:
+			return fmt.Errorf("containerd exited early: %s", c.logTail())
 		case <-ctx.Done():
 			return fmt.Errorf("containerd not ready: %w (last: %w)", ctx.Err(), last)
 		case <-tick.C:
@@ -164,31 +156,24 @@ func (c *Containerd) ImportImage(ctx context.Context, tarPath string) error {
 }
 
 // Freeze stops containerd with SIGSTOP; its socket stays open and silent.
-func (c *Containerd) Freeze() error { return c.cmd.Process.Signal(syscall.SIGSTOP) }
+func (c *Containerd) Freeze() error { return syscall.Kill(c.proc.PID(), syscall.SIGSTOP) }
 
 // Thaw resumes a frozen containerd with SIGCONT.
-func (c *Containerd) Thaw() error { return c.cmd.Process.Signal(syscall.SIGCONT) }
+func (c *Containerd) Thaw() error { return syscall.Kill(c.proc.PID(), syscall.SIGCONT) }
 
-func (c *Containerd) logTail() string {
-	data, _ := os.ReadFile(filepath.Join(c.Dir, "containerd.log"))
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > 15 {
-		lines = lines[len(lines)-15:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (c *Containerd) logTail() string { return c.proc.logTail(15) }
 
 // Stop removes every pod through CRI, stops containerd by PID, kills any
 // shim it left, unmounts what is left under Dir and removes Dir.
 func (c *Containerd) Stop() {
-	if c.cmd != nil && c.cmd.Process != nil {
+	if c.proc != nil {
 		_ = c.Thaw()
 		if c.conn != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			_ = RemoveAllPods(ctx, c.conn.Runtime)
 			cancel()
 		}
-		stopProcess(c.cmd.Process.Pid, c.exited, 10*time.Second)
+		c.proc.stop(10 * time.Second)
 	}
 	if c.conn != nil {
 		_ = c.conn.Close()

@@ -33,7 +33,7 @@ func StartContainerdT(t testing.TB, pods, perPod int) *Containerd {
 	}
 	t.Cleanup(c.Stop)
 	if _, err := c.CreatePods(ctx, pods, perPod); err != nil {
-		t.Fatalf("create pods: %v\ncontainerd log:\n%s", err, c.logTail())
+		t.Fatalf("create pods: %v\n%s", err, c.logTail())
 	}
 	return c
 }
