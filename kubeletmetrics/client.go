@@ -75,7 +75,7 @@ func isLoopback(host string) bool {
 func (o Options) roundTripper() (http.RoundTripper, error) {
 	cfg := &transport.Config{
 		BearerTokenFile: o.TokenFile,
-		TLS: transport.TLSConfig{CAFile: o.CAFile, ServerName: o.ServerName, Insecure: o.InsecureSkipVerify},
+		TLS:             transport.TLSConfig{CAFile: o.CAFile, ServerName: o.ServerName, Insecure: o.InsecureSkipVerify},
 	}
 	if o.Kubeconfig != "" {
 		rc, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)

@@ -8,27 +8,26 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // goldenView is the stable, JSON-able part of a Snapshot.
 type goldenView struct {
-	Generation      Generation            `json:"generation"`
-	LastSeenUnix    *int64                `json:"lastSeenUnix"`
-	Relist          timingView            `json:"relist"`
-	RelistInterval  timingView            `json:"relistInterval"`
-	PodRelist       timingView            `json:"podRelist"`
-	RelistP99       *float64              `json:"relistP99SinceStart"`
-	RelistP99Above  bool                  `json:"relistP99AboveLargestBucket"`
-	DiscardEvents   *float64              `json:"discardEvents"`
-	EventedPresent  bool                  `json:"eventedMetricsPresent"`
-	EventedOn       bool                  `json:"eventedOn"`
-	EventedKnown    bool                  `json:"eventedKnown"`
-	Operations      map[string]opView     `json:"operations"`
-	OperationsOrder []string              `json:"-"`
-	Extra           map[string]any        `json:"extra,omitempty"`
+	Generation      Generation        `json:"generation"`
+	LastSeenUnix    *int64            `json:"lastSeenUnix"`
+	Relist          timingView        `json:"relist"`
+	RelistInterval  timingView        `json:"relistInterval"`
+	PodRelist       timingView        `json:"podRelist"`
+	RelistP99       *float64          `json:"relistP99SinceStart"`
+	RelistP99Above  bool              `json:"relistP99AboveLargestBucket"`
+	DiscardEvents   *float64          `json:"discardEvents"`
+	EventedPresent  bool              `json:"eventedMetricsPresent"`
+	EventedOn       bool              `json:"eventedOn"`
+	EventedKnown    bool              `json:"eventedKnown"`
+	Operations      map[string]opView `json:"operations"`
+	OperationsOrder []string          `json:"-"`
+	Extra           map[string]any    `json:"extra,omitempty"`
 }
 
 type timingView struct {
@@ -138,5 +137,3 @@ func parseFile(t *testing.T, path string) *Snapshot {
 	}
 	return snap
 }
-
-

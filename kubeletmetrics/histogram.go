@@ -15,8 +15,8 @@ type Bucket struct {
 // Histogram is a cumulative histogram in seconds.
 type Histogram struct {
 	Buckets []Bucket
-	Count   float64 
-	Sum     float64 
+	Count   float64
+	Sum     float64
 }
 
 // Quantile is a histogram quantile with where it came from.

@@ -85,11 +85,11 @@ func TestQuantileInterpolates(t *testing.T) {
 
 func TestParseErrorsNameTheLine(t *testing.T) {
 	cases := map[string]string{
-		"garbage":           "# TYPE kubelet_pleg_last_seen_seconds gauge\nkubelet_pleg_last_seen_seconds 1\n<html>oops</html>\n",
-		"bad value":         "kubelet_pleg_last_seen_seconds 1\nkubelet_pleg_discard_events abc\n",
-		"truncated":         "# TYPE kubelet_pleg_last_seen_seconds gauge\nkubelet_pleg_last_seen_sec",
-		"empty":             "\n",
-		"duplicate TYPE":    "# TYPE a gauge\n# TYPE a counter\n",
+		"garbage":            "# TYPE kubelet_pleg_last_seen_seconds gauge\nkubelet_pleg_last_seen_seconds 1\n<html>oops</html>\n",
+		"bad value":          "kubelet_pleg_last_seen_seconds 1\nkubelet_pleg_discard_events abc\n",
+		"truncated":          "# TYPE kubelet_pleg_last_seen_seconds gauge\nkubelet_pleg_last_seen_sec",
+		"empty":              "\n",
+		"duplicate TYPE":     "# TYPE a gauge\n# TYPE a counter\n",
 		"unterminated label": "kubelet_pleg_discard_events{a=\"b 1\n",
 	}
 	for name, text := range cases {
