@@ -75,16 +75,33 @@ func (f *fakeRuntime) Status(ctx context.Context, _ *runtimeapi.StatusRequest, _
 		{Type: "RuntimeReady", Status: true}, {Type: "NetworkReady", Status: true}}}}, nil
 }
 
-func (f *fakeRuntime) ListPodSandbox(ctx context.Context, _ *runtimeapi.ListPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error) {
+func (f *fakeRuntime) ListPodSandbox(ctx context.Context, r *runtimeapi.ListPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error) {
 	if err := f.enter(ctx, MethodListPodSandbox, ""); err != nil {
 		return nil, err
+	}
+	if id := r.GetFilter().GetId(); id != "" { // the only filter the fake honours
+		for _, p := range f.pods {
+			if p.Id == id {
+				return &runtimeapi.ListPodSandboxResponse{Items: []*runtimeapi.PodSandbox{p}}, nil
+			}
+		}
+		return &runtimeapi.ListPodSandboxResponse{}, nil
 	}
 	return &runtimeapi.ListPodSandboxResponse{Items: f.pods}, nil
 }
 
-func (f *fakeRuntime) ListContainers(ctx context.Context, _ *runtimeapi.ListContainersRequest, _ ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error) {
+func (f *fakeRuntime) ListContainers(ctx context.Context, r *runtimeapi.ListContainersRequest, _ ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error) {
 	if err := f.enter(ctx, MethodListContainers, ""); err != nil {
 		return nil, err
+	}
+	if id := r.GetFilter().GetPodSandboxId(); id != "" {
+		var out []*runtimeapi.Container
+		for _, c := range f.ctrs {
+			if c.PodSandboxId == id {
+				out = append(out, c)
+			}
+		}
+		return &runtimeapi.ListContainersResponse{Containers: out}, nil
 	}
 	return &runtimeapi.ListContainersResponse{Containers: f.ctrs}, nil
 }

@@ -1,0 +1,140 @@
+package cri
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// execute runs one relist to the end and publishes its result.
+func (r *Relister) execute(run *relistRun) {
+	res := &run.result
+	defer func() {
+		res.Start, res.Duration = run.start, run.clk.Since(run.start)
+		run.mu.Lock()
+		res.Calls = run.calls
+		run.mu.Unlock()
+		close(run.done)
+	}()
+	res.Class = ClassOK
+	var pods *runtimeapi.ListPodSandboxResponse
+	var ctrs *runtimeapi.ListContainersResponse
+	err := r.call(run, MethodListPodSandbox, func(ctx context.Context) (err error) {
+		pods, err = r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		return err
+	})
+	if err == nil {
+		res.ListBytes = proto.Size(pods)
+		err = r.call(run, MethodListContainers, func(ctx context.Context) (err error) {
+			ctrs, err = r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+			return err
+		})
+	}
+	if err != nil {
+		res.fail(run.method, err)
+		return // the kubelet's relist ends here, without a new relistTime
+	}
+	res.ListBytes = max(res.ListBytes, proto.Size(ctrs))
+	res.Pods, res.Containers = len(pods.Items), len(ctrs.Containers)
+	changed := r.changedPods(pods.Items, ctrs.Containers)
+	res.ChangedPods = len(changed)
+	for _, key := range changed {
+		if err := r.inspectPod(run, key); err != nil {
+			res.FailedPods++
+			if res.Class == ClassOK {
+				res.fail(run.method, err)
+			}
+		}
+	}
+}
+
+func (res *RelistResult) fail(method string, err error) {
+	res.Method, res.Class, res.Err = method, classifyError(err), err.Error()
+}
+
+// podKey is the pod UID label, or the sandbox ID for objects without it.
+func podKey(labels map[string]string, sandboxID string) string {
+	if uid := labels[podUIDLabel]; uid != "" {
+		return podUIDLabel + "=" + uid
+	}
+	return "sandbox=" + sandboxID
+}
+
+// changedPods compares the full lists with the previous relist's, as the
+// kubelet's PLEG does, and returns the pods to inspect (all of them on the
+// first relist), plus those whose inspection failed last time.
+func (r *Relister) changedPods(pods []*runtimeapi.PodSandbox, ctrs []*runtimeapi.Container) []string {
+	states := map[string][]string{}
+	for _, p := range pods {
+		k := podKey(p.Labels, p.Id)
+		states[k] = append(states[k], "s:"+p.Id+":"+p.State.String())
+	}
+	for _, c := range ctrs {
+		k := podKey(c.Labels, c.PodSandboxId)
+		states[k] = append(states[k], "c:"+c.Id+":"+c.State.String())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := make(map[string]string, len(states))
+	var changed []string
+	for k, s := range states {
+		sort.Strings(s)
+		cur[k] = strings.Join(s, ",")
+		if r.prev == nil || r.prev[k] != cur[k] || r.reinspect[k] {
+			changed = append(changed, k)
+		}
+	}
+	r.prev, r.reinspect = cur, map[string]bool{}
+	sort.Strings(changed)
+	return changed
+}
+
+// inspectPod reads one pod's status the way the kubelet's GetPodStatus does.
+func (r *Relister) inspectPod(run *relistRun, key string) error {
+	sf, cf := podFilters(key)
+	var pods *runtimeapi.ListPodSandboxResponse
+	err := r.call(run, MethodListPodSandbox, func(ctx context.Context) (err error) {
+		pods, err = r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: sf})
+		return err
+	})
+	for i := 0; err == nil && i < len(pods.Items); i++ {
+		id := pods.Items[i].Id
+		err = r.call(run, MethodPodSandboxStatus, func(ctx context.Context) error {
+			_, err := r.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+			return err
+		})
+	}
+	var ctrs *runtimeapi.ListContainersResponse
+	if err == nil {
+		err = r.call(run, MethodListContainers, func(ctx context.Context) (err error) {
+			ctrs, err = r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: cf})
+			return err
+		})
+	}
+	for i := 0; err == nil && i < len(ctrs.Containers); i++ {
+		id := ctrs.Containers[i].Id
+		err = r.call(run, MethodContainerStatus, func(ctx context.Context) error {
+			_, err := r.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+			return err
+		})
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.reinspect[key] = true
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// podFilters are the per-pod list filters for a pod key.
+func podFilters(key string) (*runtimeapi.PodSandboxFilter, *runtimeapi.ContainerFilter) {
+	if uid, ok := strings.CutPrefix(key, podUIDLabel+"="); ok {
+		sel := map[string]string{podUIDLabel: uid}
+		return &runtimeapi.PodSandboxFilter{LabelSelector: sel}, &runtimeapi.ContainerFilter{LabelSelector: sel}
+	}
+	id := strings.TrimPrefix(key, "sandbox=")
+	return &runtimeapi.PodSandboxFilter{Id: id}, &runtimeapi.ContainerFilter{PodSandboxId: id}
+}

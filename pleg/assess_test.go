@@ -1,0 +1,96 @@
+package pleg
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/kubeletmetrics"
+)
+
+func snapshot(t *testing.T, name string) *kubeletmetrics.Snapshot {
+	t.Helper()
+	b, err := os.ReadFile("../kubeletmetrics/testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := kubeletmetrics.ParseBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// metricsAt is a healthy 1.34 scrape whose last relist was age ago, with a
+// window of scrapes showing no relist slower than 25 ms.
+func metricsAt(t *testing.T, now time.Time, age time.Duration) MetricsState {
+	s := snapshot(t, "kubelet-1.34-healthy.prom")
+	s.LastSeen = now.Add(-age)
+	w := kubeletmetrics.NewWindow(5 * time.Minute)
+	w.Add(now.Add(-time.Minute), s)
+	return MetricsState{Configured: true, Snapshot: s, Stats: w.Add(now, s), Evented: kubeletmetrics.EventedFromMetrics(s)}
+}
+
+func TestAssess(t *testing.T) {
+	now := time.Unix(1795300600, 0)
+	cfg := DefaultConfig()
+	ok := &cri.RelistResult{Duration: 3 * time.Millisecond, Class: cri.ClassOK, Pods: 2}
+	stuck := &cri.RelistResult{Duration: 31 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox, Class: cri.ClassTimeout}
+	huge := &cri.RelistResult{Duration: time.Second, Class: cri.ClassTooLarge, Method: cri.MethodListContainers}
+	evented := metricsAt(t, now, 5*time.Minute)
+	evented.Evented = kubeletmetrics.EventedPLEG{On: true, Known: true, Source: "configz"}
+	hung := MetricsState{Configured: true, Err: &kubeletmetrics.ScrapeError{Kind: kubeletmetrics.KindTimeout, Err: errors.New("deadline")}, FailingSince: now.Add(-40 * time.Second)}
+	cases := []struct {
+		name    string
+		in      Inputs
+		verdict string
+		reason  string
+	}{
+		{"nothing", Inputs{Now: now}, VerdictUnknown, ReasonNoSignal},
+		{"healthy", Inputs{Now: now, Metrics: metricsAt(t, now, time.Second), Emulation: ok}, VerdictHealthy, ReasonHealthy},
+		{"emulation only", Inputs{Now: now, Emulation: ok}, VerdictHealthy, ReasonHealthy},
+		{"stale gauge", Inputs{Now: now, Metrics: metricsAt(t, now, 61*time.Second), Emulation: ok}, VerdictUnhealthy, ReasonStalled},
+		{"gauge under threshold", Inputs{Now: now, Metrics: metricsAt(t, now, 59*time.Second)}, VerdictHealthy, ReasonHealthy},
+		{"evented: gauge untrusted", Inputs{Now: now, Metrics: evented, Emulation: ok}, VerdictHealthy, ReasonHealthy},
+		{"own relist stuck", Inputs{Now: now, Metrics: hung, Emulation: stuck}, VerdictUnhealthy, ReasonStalled},
+		{"hung scrape alone", Inputs{Now: now, Metrics: hung}, VerdictUnknown, ReasonNoSignal},
+		{"too large wins", Inputs{Now: now, Metrics: metricsAt(t, now, 2*time.Minute), Emulation: huge}, VerdictUnhealthy, ReasonTooLarge},
+		{"slow own relist", Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}}, VerdictUnhealthy, ReasonSlow},
+	}
+	for _, c := range cases {
+		a := Assess(cfg, c.in)
+		if a.Verdict != c.verdict || a.Reason != c.reason {
+			t.Errorf("%s: %s/%s (%s), want %s/%s; signals %+v", c.name, a.Verdict, a.Reason, a.Message, c.verdict, c.reason, a.Signals)
+		}
+	}
+}
+
+// The real scrapes around a freeze: after the thaw the window holds the
+// hung relists in +Inf, so the p99 says RelistSlow.
+func TestAssessSlowFromRealFreezeWindow(t *testing.T) {
+	before := snapshot(t, "kubelet-1.34-before-freeze.prom")
+	after := snapshot(t, "kubelet-1.34-after-thaw.prom")
+	now := after.LastSeen.Add(time.Second)
+	w := kubeletmetrics.NewWindow(10 * time.Minute)
+	w.Add(now.Add(-280*time.Second), before)
+	m := MetricsState{Configured: true, Snapshot: after, Stats: w.Add(now, after)}
+	a := Assess(DefaultConfig(), Inputs{Now: now, Metrics: m})
+	if a.Reason != ReasonSlow || a.RelistP99Seconds == nil || !a.RelistP99AboveLargestBucket {
+		t.Errorf("after the thaw: %+v", a)
+	}
+}
+
+func TestMessagesAreStable(t *testing.T) {
+	now := time.Unix(1795300600, 0)
+	a1 := Assess(DefaultConfig(), Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 31 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox}})
+	a2 := Assess(DefaultConfig(), Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 95 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox}})
+	if a1.Message != a2.Message {
+		t.Errorf("message ticks:\n%s\n%s", a1.Message, a2.Message)
+	}
+	m1, m2 := metricsAt(t, now, 70*time.Second), metricsAt(t, now, 170*time.Second)
+	if Assess(DefaultConfig(), Inputs{Now: now, Metrics: m1}).Message != Assess(DefaultConfig(), Inputs{Now: now, Metrics: m2}).Message {
+		t.Error("stale message ticks")
+	}
+}

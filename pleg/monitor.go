@@ -1,0 +1,172 @@
+package pleg
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/kubeletmetrics"
+)
+
+// Options wire a Monitor.
+type Options struct {
+	Config Config
+	// Scraper reads the kubelet's metrics; nil when there is no access.
+	Scraper *kubeletmetrics.Scraper
+	// Window is the span the relist p99 is taken over.
+	Window time.Duration
+	// Relister emulates the relist; nil turns the emulation off.
+	Relister *cri.Relister
+	// OnAssessment receives every new assessment.
+	OnAssessment func(Assessment)
+	Metrics      *Metrics
+}
+
+// configzEvery is how often /configz is asked for the Evented PLEG gate.
+const configzEvery = 10 * time.Minute
+
+// Monitor keeps the latest of every PLEG signal.
+type Monitor struct {
+	o       Options
+	clk     clock.WithTicker
+	window  *kubeletmetrics.Window
+	mu      sync.Mutex
+	metrics MetricsState
+	emul    *cri.RelistResult
+	configz struct {
+		at    time.Time
+		state kubeletmetrics.EventedPLEG
+	}
+}
+
+// NewMonitor returns a monitor; nothing runs until Run or the *Once calls.
+func NewMonitor(o Options, clk clock.WithTicker) *Monitor {
+	m := &Monitor{o: o, clk: clk, window: kubeletmetrics.NewWindow(o.Window)}
+	m.metrics.Configured = o.Scraper != nil
+	return m
+}
+
+// Inputs returns the latest signals.
+func (m *Monitor) Inputs() Inputs {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return Inputs{Now: m.clk.Now(), Metrics: m.metrics, Emulation: m.emul}
+}
+
+// Assess judges the latest signals.
+func (m *Monitor) Assess() Assessment { return Assess(m.o.Config, m.Inputs()) }
+
+// ScrapeOnce scrapes the kubelet (bounded by the scraper's own timeout),
+// folds the result in and publishes the new assessment.
+func (m *Monitor) ScrapeOnce(ctx context.Context) {
+	if m.o.Scraper == nil {
+		return
+	}
+	m.refreshConfigz(ctx)
+	snap, err := m.o.Scraper.Scrape(ctx)
+	now := m.clk.Now()
+	m.mu.Lock()
+	if err != nil {
+		if m.metrics.Err == nil {
+			m.metrics.FailingSince = now
+		}
+		m.metrics.Snapshot, m.metrics.Err = nil, err
+	} else {
+		m.metrics.Snapshot, m.metrics.Err = snap, nil
+		m.metrics.Stats = m.window.Add(now, snap)
+		m.metrics.Evented = m.eventedLocked(snap)
+	}
+	m.mu.Unlock()
+	m.o.Metrics.observeScrape(err)
+	m.publish()
+}
+
+// refreshConfigz asks /configz for the Evented PLEG gate now and then; a
+// kubelet that refuses (it needs nodes/proxy) leaves the metrics to tell.
+func (m *Monitor) refreshConfigz(ctx context.Context) {
+	m.mu.Lock()
+	due := m.configz.at.IsZero() || m.clk.Since(m.configz.at) >= configzEvery
+	if due {
+		m.configz.at = m.clk.Now()
+	}
+	m.mu.Unlock()
+	if !due {
+		return
+	}
+	ev, err := m.o.Scraper.EventedFromConfigz(ctx)
+	if err != nil {
+		klog.V(2).InfoS("Kubelet /configz not read; the Evented PLEG is judged from the metrics", "err", err)
+	}
+	m.mu.Lock()
+	m.configz.state = ev
+	m.mu.Unlock()
+}
+
+func (m *Monitor) eventedLocked(snap *kubeletmetrics.Snapshot) kubeletmetrics.EventedPLEG {
+	if m.configz.state.Known {
+		return m.configz.state
+	}
+	return kubeletmetrics.EventedFromMetrics(snap)
+}
+
+// EmulateOnce runs (or joins) one emulated relist, waiting at most until
+// ctx ends, and publishes the new assessment.
+func (m *Monitor) EmulateOnce(ctx context.Context) {
+	if m.o.Relister == nil {
+		return
+	}
+	r := m.o.Relister.Relist(ctx)
+	m.mu.Lock()
+	m.emul = &r
+	m.mu.Unlock()
+	m.o.Metrics.observeRelist(r)
+	m.publish()
+}
+
+func (m *Monitor) publish() {
+	a := m.Assess()
+	m.o.Metrics.observeAssessment(a)
+	if m.o.OnAssessment != nil {
+		m.o.OnAssessment(a)
+	}
+}
+
+// Run scrapes every scrapePeriod and emulates every emulationPeriod, each
+// emulation waiting at most emulationWait, until ctx ends. The two loops
+// are independent: a hung scrape never delays the emulation.
+func (m *Monitor) Run(ctx context.Context, scrapePeriod, emulationPeriod, emulationWait time.Duration) {
+	var wg sync.WaitGroup
+	if m.o.Scraper != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); m.every(ctx, scrapePeriod, m.ScrapeOnce) }()
+	}
+	if m.o.Relister != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.every(ctx, emulationPeriod, func(ctx context.Context) {
+				wctx, cancel := context.WithTimeout(ctx, emulationWait)
+				defer cancel()
+				m.EmulateOnce(wctx)
+			})
+		}()
+	}
+	wg.Wait()
+}
+
+func (m *Monitor) every(ctx context.Context, period time.Duration, f func(context.Context)) {
+	t := m.clk.NewTicker(period)
+	defer t.Stop()
+	for {
+		f(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}

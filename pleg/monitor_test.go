@@ -1,0 +1,95 @@
+package pleg
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/internal/metricslint"
+	"github.com/hangwatch/hangwatch/kubeletmetrics"
+)
+
+var lastSeenLine = regexp.MustCompile(`(?m)^kubelet_pleg_last_seen_seconds .*$`)
+
+// kubelet serves the real 1.34 capture with the gauge at *lastSeen.
+func kubelet(t *testing.T, lastSeen *atomic.Int64) *httptest.Server {
+	body, err := os.ReadFile("../kubeletmetrics/testdata/kubelet-1.34-healthy.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.Error(w, "Forbidden (user=x, verb=get, resource=nodes, subresource(s)=[proxy])", http.StatusForbidden)
+			return
+		}
+		_, _ = w.Write(lastSeenLine.ReplaceAll(body, []byte(fmt.Sprintf("kubelet_pleg_last_seen_seconds %d", lastSeen.Load()))))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestMonitorScrapes(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1795300600, 0))
+	var lastSeen atomic.Int64
+	lastSeen.Store(clk.Now().Unix())
+	srv := kubelet(t, &lastSeen)
+	sc, err := kubeletmetrics.NewScraper(kubeletmetrics.Options{URL: srv.URL + "/metrics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.NewKubeRegistry()
+	var got []Assessment
+	m := NewMonitor(Options{Config: DefaultConfig(), Scraper: sc, Window: 5 * time.Minute, Metrics: NewMetrics(reg),
+		OnAssessment: func(a Assessment) { got = append(got, a) }}, clk)
+	m.ScrapeOnce(context.Background())
+	if got[0].Verdict != VerdictHealthy || got[0].EventedPLEG {
+		t.Fatalf("first scrape: %+v", got[0])
+	}
+	clk.Step(90 * time.Second) // the kubelet's relist stops: the gauge stays
+	m.ScrapeOnce(context.Background())
+	if a := got[1]; a.Reason != ReasonStalled || *a.LastSeenAgeSeconds != 90 {
+		t.Errorf("stale gauge: %+v", a)
+	}
+	obs := got[1].Observation()
+	if obs["verdict"] != VerdictUnhealthy || obs["lastSeenAgeSeconds"] != 90.0 {
+		t.Errorf("observation = %v", obs)
+	}
+	names := metricslint.Check(t, reg)
+	for _, n := range []string{"hangwatch_pleg_last_seen_age_seconds", "hangwatch_kubelet_metrics_scrapes_total", "hangwatch_pleg_relist_p99_seconds"} {
+		if !names[n] {
+			t.Errorf("%s not exported", n)
+		}
+	}
+}
+
+func TestMonitorHungScrapeIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	sc, err := kubeletmetrics.NewScraper(kubeletmetrics.Options{URL: srv.URL + "/metrics", Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	m := NewMonitor(Options{Config: DefaultConfig(), Scraper: sc, Window: time.Minute}, clk)
+	m.ScrapeOnce(context.Background())
+	a := m.Assess()
+	if a.ScrapeError != string(kubeletmetrics.KindTimeout) || a.Verdict != VerdictUnknown {
+		t.Errorf("hung scrape: %+v", a)
+	}
+}
