@@ -125,7 +125,7 @@ func TestMergeSpecs(t *testing.T) {
 	for _, s := range merged {
 		types = append(types, s.Type)
 	}
-	if got := strings.Join(types, ","); got != "RuntimeHung,KubeletUnresponsive,ContainersPiling" {
+	if got := strings.Join(types, ","); got != "RuntimeHung,KubeletUnresponsive,PLEGUnhealthy,ContainersPiling" {
 		t.Fatalf("types %s", got)
 	}
 	if merged[0].ClearAfter != 5 {

@@ -33,6 +33,7 @@ type daemon struct {
 	events     *eventLog
 	kernel     *kernelWatch  // nil when the kernel log is not watched
 	api        *apiReporting // nil when there is no API server
+	pleg       *plegWatch    // nil without kubelet metrics and emulation
 	health     *liveness
 	reg        metrics.KubeRegistry
 }
@@ -63,18 +64,25 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 	if d.api != nil {
 		available = append(available, "lease")
 	}
+	if d.conn, err = cri.Dial(ep.Address); err != nil {
+		return nil, err
+	}
+	if d.pleg, err = d.newPLEGWatch(); err != nil {
+		d.close()
+		return nil, err
+	}
+	if d.pleg != nil {
+		available = append(available, "pleg")
+	}
 	d.engine, err = conditions.NewEngine(specs, d.clk, conditions.EngineOptions{
 		Available: available, Registry: d.reg, OnChange: d.api.transition})
 	if err != nil {
+		d.close()
 		return nil, err
 	}
 	d.conds = d.engine.Set()
 	if monitor != nil {
 		d.openKernelLog(monitor)
-	}
-	if d.conn, err = cri.Dial(ep.Address); err != nil {
-		d.close()
-		return nil, err
 	}
 	d.criMetrics = cri.NewMetrics(d.reg, func() map[string]time.Duration { return d.prober.OldestInFlight() })
 	cfg := o.rt.proberConfig(ep)
@@ -118,6 +126,7 @@ func (d *daemon) openKernelLog(mon *kernellog.Monitor) {
 }
 
 func (d *daemon) close() {
+	d.pleg.close()
 	if d.conn != nil {
 		_ = d.conn.Close()
 	}
@@ -139,13 +148,17 @@ func (d *daemon) serve(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	klog.InfoS("hangwatch running", "endpoint", d.ep.Address, "endpointSource", d.ep.Source, "listen", ln.Addr().String(),
-		"period", d.o.period, "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil, "node", d.api.nodeName(), "conditions", d.conds.Types())
+		"period", d.o.period, "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil, "pleg", d.pleg != nil, "node", d.api.nodeName(), "conditions", d.conds.Types())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); d.probeLoop(ctx) }()
 	if d.kernel != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); d.kernel.follow(ctx) }()
+	}
+	if d.pleg != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.pleg.run(ctx, d.ep.Timeout) }()
 	}
 	if d.api != nil {
 		d.api.start(ctx, &wg, d.conds, d.engine)

@@ -14,12 +14,14 @@ import (
 
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/pleg"
 )
 
 type diagOptions struct {
 	rt      runtimeFlags
 	kernel  kernelFlags
 	api     apiFlags
+	kubelet kubeletMetricsFlags
 	output  string
 	samples int
 }
@@ -29,6 +31,7 @@ type diagOutput struct {
 	cri.Report
 	Kernel *kernelSection `json:"kernel,omitempty"`
 	Lease  *leaseSection  `json:"lease,omitempty"`
+	PLEG   *plegSection   `json:"pleg,omitempty"`
 }
 
 // kernelSection is the kernel log part of diag: matches in the lookback
@@ -52,11 +55,17 @@ Healthy, Degraded (slow or erroring), Hung (a call did not answer within
 --timeout) or Unreachable. It returns within about --timeout plus a second
 per sample, even when the runtime is frozen.
 
-Exit codes: 0 Healthy, 1 Degraded, Hung or Unreachable, 2 usage error.`,
+It also emulates one PLEG relist (the CRI calls the kubelet's relist makes)
+and, with --kubelet-metrics-url, reads the kubelet's kubelet_pleg_* metrics:
+the PLEG section says which signals it had and what each said.
+
+Exit codes: 0 Healthy, 1 Degraded, Hung or Unreachable (or PLEG Unhealthy),
+2 usage error.`,
 		Example: `  hangwatch diag
   hangwatch diag -r unix:///run/containerd/containerd.sock -t 5s -o json
   hangwatch diag --samples 5
-  hangwatch diag --kubeconfig /etc/kubernetes/kubelet.conf   # adds the node Lease's age against the grace period`,
+  hangwatch diag --kubeconfig /etc/kubernetes/kubelet.conf   # adds the node Lease's age against the grace period
+  hangwatch diag --kubelet-metrics-url https://127.0.0.1:10250/metrics --kubelet-token-file /var/run/secrets/hangwatch/token --kubelet-ca-file /var/lib/kubelet/pki/kubelet.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.Flags().Changed("timeout"))
@@ -65,6 +74,7 @@ Exit codes: 0 Healthy, 1 Degraded, Hung or Unreachable, 2 usage error.`,
 	o.rt.add(cmd.Flags())
 	o.kernel.add(cmd.Flags())
 	o.api.addIdentity(cmd.Flags())
+	o.kubelet.add(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	cmd.Flags().IntVar(&o.samples, "samples", 1, "probe cycles to run back to back")
 	return cmd
@@ -78,6 +88,9 @@ func (o *diagOptions) validate() error {
 	}
 	if o.samples < 1 {
 		return fieldError("--samples", o.samples, "must be at least 1")
+	}
+	if err := o.kubelet.validate(); err != nil {
+		return err
 	}
 	return o.rt.validate()
 }
@@ -97,6 +110,7 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) err
 	defer conn.Close()
 	cfg := o.rt.proberConfig(ep)
 	p := cri.NewProber(conn.Runtime, conn.Image, cfg, clock.RealClock{}, nil)
+	pd := o.startPLEG(ctx, conn)
 	cycles := make([]cri.Cycle, 0, o.samples)
 	for i := 0; i < o.samples; i++ {
 		cycles = append(cycles, p.Cycle(ctx))
@@ -107,10 +121,11 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) err
 		out.Kernel = o.scanKernel()
 	}
 	out.Lease = o.api.readLease(ctx)
+	out.PLEG = pd.finish(ctx, ep.Timeout, o.samples)
 	if err := writeReport(w, o.output, out); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("write report: %w", err)}
 	}
-	if report.Verdict != cri.VerdictHealthy {
+	if report.Verdict != cri.VerdictHealthy || out.PLEG.Verdict == pleg.VerdictUnhealthy {
 		return &exitError{code: 1}
 	}
 	return nil
@@ -152,7 +167,12 @@ func writeReport(w io.Writer, format string, r diagOutput) error {
 		}
 	}
 	if r.Lease != nil {
-		return writeLeaseTable(w, r.Lease)
+		if err := writeLeaseTable(w, r.Lease); err != nil {
+			return err
+		}
+	}
+	if r.PLEG != nil {
+		return writePLEGTable(w, r.PLEG)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ type runOptions struct {
 	kernel       kernelFlags
 	conds        conditionFlags
 	api          apiFlags
+	pleg         plegFlags
 }
 
 func newRunCommand() *cobra.Command {
@@ -29,6 +30,9 @@ not answered within --timeout while it is still in flight, keeps RuntimeHung
 /metrics, /healthz, /conditions and /events on --listen-address. With
 --kernel (the default) it also follows /dev/kmsg through the kernel rules:
 KernelDeadlock (or the conditions of the --kernel-rules files) and events.
+PLEGUnhealthy comes from hangwatch's own emulation of the kubelet's PLEG
+relist (every --pleg-emulation-period) and, with --kubelet-metrics-url,
+from the kubelet's kubelet_pleg_* metrics.
 SIGTERM or SIGINT stops it gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,6 +51,7 @@ SIGTERM or SIGINT stops it gracefully.`,
 	o.kernel.add(fs)
 	o.conds.add(fs)
 	o.api.add(fs)
+	o.pleg.add(fs)
 	return cmd
 }
 
@@ -58,6 +63,9 @@ func (o *runOptions) validate() error {
 		return fieldError("--max-period", o.maxPeriod, "must not be shorter than --period")
 	}
 	if err := o.api.validate(); err != nil {
+		return err
+	}
+	if err := o.pleg.validate(); err != nil {
 		return err
 	}
 	return o.rt.validate()

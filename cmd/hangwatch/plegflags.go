@@ -1,0 +1,86 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/kubeletmetrics"
+	"github.com/hangwatch/hangwatch/pleg"
+)
+
+// kubeletMetricsFlags say where the kubelet's /metrics is and how to get in.
+type kubeletMetricsFlags struct {
+	opts kubeletmetrics.Options
+}
+
+func (f *kubeletMetricsFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.opts.URL, "kubelet-metrics-url", "", "the kubelet's metrics URL, e.g. https://127.0.0.1:10250/metrics (or the read-only port's http://127.0.0.1:10255/metrics); empty: no kubelet metrics, PLEG health from the relist emulation only")
+	fs.StringVar(&f.opts.TokenFile, "kubelet-token-file", "", "bearer token file for the kubelet (re-read as it rotates); the identity needs get on nodes/metrics")
+	fs.StringVar(&f.opts.Kubeconfig, "kubelet-kubeconfig", "", "kubeconfig whose client certificate (or token) authenticates to the kubelet; its server and CA are not used")
+	fs.StringVar(&f.opts.CAFile, "kubelet-ca-file", "", "CA bundle that signed the kubelet's serving certificate")
+	fs.StringVar(&f.opts.ServerName, "kubelet-tls-server-name", "", "name to verify the kubelet's serving certificate against, when it differs from the URL's host")
+	fs.BoolVar(&f.opts.InsecureSkipVerify, "kubelet-insecure-skip-tls-verify", false, "do not verify the kubelet's serving certificate; allowed only for a loopback URL")
+	fs.DurationVar(&f.opts.Timeout, "kubelet-metrics-timeout", kubeletmetrics.DefaultTimeout, "deadline of one scrape; a kubelet blocked on a frozen runtime does not answer, and that is reported")
+}
+
+// validate checks the kubelet options when a URL is given.
+func (f *kubeletMetricsFlags) validate() error {
+	if f.opts.URL == "" {
+		return nil
+	}
+	if f.opts.Timeout <= 0 {
+		return fieldError("--kubelet-metrics-timeout", f.opts.Timeout, "must be positive")
+	}
+	return f.opts.Validate()
+}
+
+// scraper returns nil without a URL.
+func (f *kubeletMetricsFlags) scraper() (*kubeletmetrics.Scraper, error) {
+	if f.opts.URL == "" {
+		return nil, nil
+	}
+	return kubeletmetrics.NewScraper(f.opts)
+}
+
+// plegFlags tune the PLEG checks of `run`.
+type plegFlags struct {
+	kubelet         kubeletMetricsFlags
+	cfg             pleg.Config
+	scrapePeriod    time.Duration
+	window          time.Duration
+	emulationPeriod time.Duration
+}
+
+func (f *plegFlags) add(fs *pflag.FlagSet) {
+	f.kubelet.add(fs)
+	d := pleg.DefaultConfig()
+	fs.DurationVar(&f.scrapePeriod, "kubelet-metrics-period", 10*time.Second, "time between scrapes of the kubelet's metrics")
+	fs.DurationVar(&f.window, "pleg-window", 5*time.Minute, "span the kubelet's relist p99 is taken over")
+	fs.DurationVar(&f.cfg.StaleAfter, "pleg-stale-after", d.StaleAfter, "PLEGUnhealthy (RelistStalled) when kubelet_pleg_last_seen_seconds is older; the kubelet's own threshold is 3m")
+	fs.DurationVar(&f.cfg.EmulationStallAfter, "pleg-emulation-stall-after", d.EmulationStallAfter, "PLEGUnhealthy (RelistStalled) when hangwatch's own relist waits on one CRI call this long")
+	fs.DurationVar(&f.cfg.SlowRelist, "pleg-slow-relist", d.SlowRelist, "PLEGUnhealthy (RelistSlow) when the relist p99 or one emulated relist takes this long")
+	fs.DurationVar(&f.emulationPeriod, "pleg-emulation-period", 5*time.Second, "time between emulated relists (0 turns the emulation off)")
+}
+
+func (f *plegFlags) validate() error {
+	for name, d := range map[string]time.Duration{"--kubelet-metrics-period": f.scrapePeriod, "--pleg-window": f.window,
+		"--pleg-stale-after": f.cfg.StaleAfter, "--pleg-emulation-stall-after": f.cfg.EmulationStallAfter, "--pleg-slow-relist": f.cfg.SlowRelist} {
+		if d <= 0 {
+			return fieldError(name, d, "must be positive")
+		}
+	}
+	if f.emulationPeriod < 0 {
+		return fieldError("--pleg-emulation-period", f.emulationPeriod, "must not be negative")
+	}
+	return f.kubelet.validate()
+}
+
+// relister returns nil when the emulation is off.
+func (f *plegFlags) relister(conn *cri.Conn, d *daemon) *cri.Relister {
+	if f.emulationPeriod == 0 {
+		return nil
+	}
+	return cri.NewRelister(conn.Runtime, d.clk, cri.KubeletRuntimeRequestTimeout)
+}
