@@ -86,3 +86,17 @@ func StartControlPlaneT(t testing.TB) *ControlPlane {
 	t.Cleanup(cp.Stop)
 	return cp
 }
+
+// StartKubeletT starts a kubelet for node against c and cp, and stops it
+// when t ends.
+func StartKubeletT(t testing.TB, cp *ControlPlane, c *Containerd, node string) *Kubelet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	k, err := StartKubelet(ctx, cp, c, node)
+	if err != nil {
+		t.Fatalf("start kubelet: %v", err)
+	}
+	t.Cleanup(k.Stop)
+	return k
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,8 +27,9 @@ type diagJSON struct {
 		Errors     int     `json:"errors"`
 		Timeouts   int     `json:"timeouts"`
 	} `json:"calls"`
-	Sandboxes  int `json:"sandboxes"`
-	Containers int `json:"containers"`
+	Sandboxes  int      `json:"sandboxes"`
+	Containers int      `json:"containers"`
+	PLEG       plegJSON `json:"pleg"`
 }
 
 // runDiag runs `hangwatch diag -o json` and returns the report, exit code
@@ -102,3 +104,26 @@ func TestDiagFrozenRuntimeIsHung(t *testing.T) {
 		}
 	}
 }
+
+// plegJSON is diag's documented pleg.* keys.
+type plegJSON struct {
+	Verdict               string   `json:"verdict"`
+	Reason                string   `json:"reason"`
+	LastSeenAgeSeconds    *float64 `json:"lastSeenAgeSeconds"`
+	RelistP99Seconds      *float64 `json:"relistP99Seconds"`
+	EmulatedRelistSeconds *float64 `json:"emulatedRelistSeconds"`
+	Signals               []struct {
+		Name, State, Detail string
+	} `json:"signals"`
+}
+
+func (p plegJSON) signal(name string) struct{ Name, State, Detail string } {
+	for _, s := range p.Signals {
+		if s.Name == name {
+			return s
+		}
+	}
+	return struct{ Name, State, Detail string }{}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

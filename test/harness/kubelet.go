@@ -1,0 +1,228 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Kubelet is a real kubelet started by the harness against a harness
+// containerd and control plane. Give it a containerd of its own: the
+// kubelet removes every pod it did not create.
+type Kubelet struct {
+	Dir  string
+	Node string
+	// Port is the authenticated HTTPS port (10250 on a node); ReadOnlyPort
+	// serves /metrics without authentication, as where it is enabled.
+	Port, ReadOnlyPort, HealthzPort int
+	// ServingCert is the kubelet's self-signed serving certificate, which
+	// is its own CA.
+	ServingCert  string
+	StaticPodDir string
+	proc         *process
+}
+
+const kubeletConfigTemplate = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: %[1]d
+readOnlyPort: %[2]d
+healthzBindAddress: 127.0.0.1
+healthzPort: %[3]d
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %[4]s}
+authorization:
+  mode: Webhook
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+containerRuntimeEndpoint: %[5]s
+staticPodPath: %[6]s
+fileCheckFrequency: 1s
+podLogsDir: %[7]s
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
+localStorageCapacityIsolation: false
+`
+
+// StartKubelet starts a kubelet for node and waits until the Node is Ready.
+func StartKubelet(ctx context.Context, cp *ControlPlane, c *Containerd, node string) (*Kubelet, error) {
+	bin, err := KubeBinary("kubelet")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "hwkl-")
+	if err != nil {
+		return nil, err
+	}
+	k := &Kubelet{Dir: dir, Node: node, StaticPodDir: filepath.Join(dir, "manifests")}
+	if err := k.start(ctx, bin, cp, c); err != nil {
+		err = fmt.Errorf("%w\n%s", err, k.logTail())
+		k.Stop()
+		return nil, err
+	}
+	return k, nil
+}
+
+func (k *Kubelet) start(ctx context.Context, bin string, cp *ControlPlane, c *Containerd) error {
+	for _, d := range []string{k.StaticPodDir, filepath.Join(k.Dir, "logs"), filepath.Join(k.Dir, "pki")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	k.Port, k.ReadOnlyPort, k.HealthzPort = ports[0], ports[1], ports[2]
+	k.ServingCert = filepath.Join(k.Dir, "pki", "kubelet.crt")
+	config := filepath.Join(k.Dir, "config.yaml")
+	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, c.Endpoint, k.StaticPodDir, filepath.Join(k.Dir, "logs"))
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		return err
+	}
+	kubeconfig, err := cp.NodeKubeconfig(k.Node)
+	if err != nil {
+		return err
+	}
+	args := []string{"--config", config, "--kubeconfig", kubeconfig, "--root-dir", filepath.Join(k.Dir, "root"),
+		"--cert-dir", filepath.Join(k.Dir, "pki"), "--hostname-override", k.Node, "--node-ip", nodeIP(), "--v", "2"}
+	if k.proc, err = startProcess(k.Dir, "kubelet", bin, args...); err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, k.proc, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(k.HealthzPort)+"/healthz"); err != nil {
+		return err
+	}
+	return k.waitReady(ctx, cp)
+}
+
+// waitReady waits until the Node reports Ready=True (at most two minutes).
+func (k *Kubelet) waitReady(ctx context.Context, cp *ControlPlane) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	last := "not registered"
+	for {
+		if ready, msg := k.Ready(ctx, cp); ready {
+			return nil
+		} else if msg != "" {
+			last = msg
+		}
+		if !k.proc.alive() {
+			return fmt.Errorf("kubelet exited before the node was Ready")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s not Ready: %s", k.Node, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// Ready reads the Node's Ready condition as the kubelet posted it.
+func (k *Kubelet) Ready(ctx context.Context, cp *ControlPlane) (bool, string) {
+	n, err := cp.Admin.CoreV1().Nodes().Get(ctx, k.Node, metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue, c.Reason + ": " + c.Message
+		}
+	}
+	return false, "no Ready condition"
+}
+
+// MetricsURL is the authenticated metrics URL (HTTPS on Port).
+func (k *Kubelet) MetricsURL() string { return fmt.Sprintf("https://127.0.0.1:%d/metrics", k.Port) }
+
+// ReadOnlyMetricsURL is the unauthenticated read-only port's metrics URL.
+func (k *Kubelet) ReadOnlyMetricsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", k.ReadOnlyPort)
+}
+
+func (k *Kubelet) logTail() string {
+	if k.proc == nil {
+		return ""
+	}
+	return k.proc.logTail(25)
+}
+
+// Stop stops the kubelet by PID and removes its dir (after unmounting what
+// the kubelet mounted there). Pods it ran stay in containerd, whose own
+// Stop removes them.
+func (k *Kubelet) Stop() {
+	k.proc.stop(15 * time.Second)
+	unmountUnder(k.Dir)
+	_ = os.RemoveAll(k.Dir)
+}
+
+// nodeIP is a non-loopback IPv4 address of this machine, which the kubelet
+// wants for the Node's addresses; loopback when there is none.
+func nodeIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	seen := map[int]bool{}
+	for len(ports) < n {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
+}
+
+// StaticPod writes a host-network static pod of the pause image; the
+// kubelet picks it up within its 1s file check.
+func (k *Kubelet) StaticPod(name string) error {
+	manifest := fmt.Sprintf(staticPodTemplate, name, PauseImage)
+	return os.WriteFile(filepath.Join(k.StaticPodDir, name+".yaml"), []byte(manifest), 0o644)
+}
+
+// RemoveStaticPod deletes the static pod's manifest; the kubelet stops it.
+func (k *Kubelet) RemoveStaticPod(name string) error {
+	return os.Remove(filepath.Join(k.StaticPodDir, name+".yaml"))
+}
+
+const staticPodTemplate = `apiVersion: v1
+kind: Pod
+metadata:
+  name: %[1]s
+  namespace: default
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: pause
+    image: %[2]s
+    imagePullPolicy: Never
+`
