@@ -21,6 +21,16 @@ type Stats struct {
 	RelistP99Source string
 	// Operations are runtime calls and errors in the span by operation_type.
 	Operations map[string]OperationStats
+	// Latest are the relists between the previous scrape and this one:
+	// whether the relist is slow now, not only somewhere in the span.
+	Latest *LatestRelists
+}
+
+// LatestRelists are the relists completed since the previous scrape.
+type LatestRelists struct {
+	Relists      float64
+	RelistP99    Quantile
+	HasRelistP99 bool
 }
 
 // OperationStats are one operation_type's calls in a span.
@@ -55,7 +65,11 @@ func (w *Window) Add(at time.Time, s *Snapshot) Stats {
 		return Compare(nil, s, 0)
 	}
 	base := w.samples[0]
-	return Compare(base.snap, s, at.Sub(base.at))
+	st := Compare(base.snap, s, at.Sub(base.at))
+	prev := w.samples[len(w.samples)-2]
+	latest := Compare(prev.snap, s, at.Sub(prev.at))
+	st.Latest = &LatestRelists{Relists: latest.Relists, RelistP99: latest.RelistP99, HasRelistP99: latest.HasRelistP99}
+	return st
 }
 
 // Compare computes the stats between base (nil: since kubelet start) and cur.

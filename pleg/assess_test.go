@@ -51,6 +51,7 @@ func TestAssess(t *testing.T) {
 		{"nothing", Inputs{Now: now}, VerdictUnknown, ReasonNoSignal},
 		{"healthy", Inputs{Now: now, Metrics: metricsAt(t, now, time.Second), Emulation: ok}, VerdictHealthy, ReasonHealthy},
 		{"emulation only", Inputs{Now: now, Emulation: ok}, VerdictHealthy, ReasonHealthy},
+		{"not scraped yet", Inputs{Now: now, Metrics: MetricsState{Configured: true}, Emulation: ok}, VerdictHealthy, ReasonHealthy},
 		{"stale gauge", Inputs{Now: now, Metrics: metricsAt(t, now, 61*time.Second), Emulation: ok}, VerdictUnhealthy, ReasonStalled},
 		{"gauge under threshold", Inputs{Now: now, Metrics: metricsAt(t, now, 59*time.Second)}, VerdictHealthy, ReasonHealthy},
 		{"evented: gauge untrusted", Inputs{Now: now, Metrics: evented, Emulation: ok}, VerdictHealthy, ReasonHealthy},
@@ -92,5 +93,27 @@ func TestMessagesAreStable(t *testing.T) {
 	m1, m2 := metricsAt(t, now, 70*time.Second), metricsAt(t, now, 170*time.Second)
 	if Assess(DefaultConfig(), Inputs{Now: now, Metrics: m1}).Message != Assess(DefaultConfig(), Inputs{Now: now, Metrics: m2}).Message {
 		t.Error("stale message ticks")
+	}
+}
+
+// After a thaw the kubelet's hung relists land in the window, but the
+// relists since the last scrape are fast again: no RelistSlow.
+func TestRecoveredRelistIsNotSlow(t *testing.T) {
+	before := snapshot(t, "kubelet-1.34-before-freeze.prom")
+	after := snapshot(t, "kubelet-1.34-after-thaw.prom")
+	later := snapshot(t, "kubelet-1.34-after-thaw.prom")
+	h := later.Relist.Histogram
+	for i := range h.Buckets { // 10 more relists, all under 5 ms
+		h.Buckets[i].Count += 10
+	}
+	h.Count += 10
+	now := after.LastSeen.Add(time.Second)
+	w := kubeletmetrics.NewWindow(10 * time.Minute)
+	w.Add(now.Add(-280*time.Second), before)
+	w.Add(now, after)
+	st := w.Add(now.Add(10*time.Second), later)
+	a := Assess(DefaultConfig(), Inputs{Now: now.Add(10 * time.Second), Metrics: MetricsState{Configured: true, Snapshot: later, Stats: st}})
+	if a.Verdict != VerdictHealthy {
+		t.Errorf("recovered: %s %s %+v", a.Verdict, a.Reason, a.Signals)
 	}
 }

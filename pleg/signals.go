@@ -27,6 +27,10 @@ func assessMetrics(cfg Config, a *Assessment, in Inputs) (int, []finding) {
 			Signal{signalLastSeen, stateUnavailable, "the last scrape failed"}, Signal{signalRelist, stateUnavailable, "the last scrape failed"})
 		return 0, nil
 	}
+	if m.Snapshot == nil {
+		a.Signals = append(a.Signals, Signal{signalScrape, stateUnavailable, "not scraped yet"})
+		return 0, nil
+	}
 	a.Signals = append(a.Signals, Signal{signalScrape, stateOK, "kubelet /metrics answered"})
 	usable, found := 0, []finding(nil)
 	if f, ok, n := lastSeenSignal(cfg, a, in); n {
@@ -84,12 +88,23 @@ func relistDurationSignal(cfg Config, a *Assessment, m MetricsState) (f finding,
 		a.Signals = append(a.Signals, Signal{signalRelist, stateInformational, detail + "; judged once two scrapes make a window"})
 		return f, false, false
 	}
-	if time.Duration(p99*float64(time.Second)) < cfg.SlowRelist && !st.RelistP99.AboveLargestBucket {
+	if !slow(cfg, st.RelistP99) {
 		a.Signals = append(a.Signals, Signal{signalRelist, stateOK, detail})
+		return f, false, true
+	}
+	if l := st.Latest; l != nil && l.HasRelistP99 && !slow(cfg, l.RelistP99) {
+		// The slow relists are in the window but the ones since the last
+		// scrape were on time: recovered (after a thaw the hung relists
+		// land in the histogram only now).
+		a.Signals = append(a.Signals, Signal{signalRelist, stateOK, detail + fmt.Sprintf("; the %.0f since the last scrape were on time", l.Relists)})
 		return f, false, true
 	}
 	a.Signals = append(a.Signals, Signal{signalRelist, stateProblem, detail})
 	return finding{ReasonSlow, fmt.Sprintf("the kubelet's PLEG relist p99 is %v or more (kubelet_pleg_relist_duration_seconds)", cfg.SlowRelist)}, true, true
+}
+
+func slow(cfg Config, q kubeletmetrics.Quantile) bool {
+	return q.AboveLargestBucket || time.Duration(q.Seconds*float64(time.Second)) >= cfg.SlowRelist
 }
 
 func windowText(st kubeletmetrics.Stats) string {

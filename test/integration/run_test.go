@@ -83,6 +83,7 @@ func (d *daemon) waitFor(t *testing.T, limit time.Duration, what string, cond fu
 	for !cond() {
 		select {
 		case err := <-d.exited:
+			d.exited <- err // for the cleanup, which waits on it too
 			t.Fatalf("hangwatch exited (%v) while waiting for %s", err, what)
 		case <-tick.C:
 		}

@@ -1,0 +1,146 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// plegDaemon runs hangwatch against the kubelet node with its metrics
+// (ServiceAccount token with nodes/metrics) and the relist emulation.
+func plegDaemon(t *testing.T, n kubeletNode) *daemon {
+	t.Helper()
+	token := metricsToken(t, n.cp, "hw-pleg-"+n.k.Node, true)
+	return startDaemon(t, n.c.Endpoint, "--kernel=false", "--period", "2s",
+		"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.k.ServingCert, "--kubelet-tls-server-name", n.k.Node,
+		"--kubelet-token-file", token, "--kubelet-metrics-period", "5s", "--pleg-emulation-period", "2s")
+}
+
+// waitRunningSandboxes waits until the kubelet's pods have n ready sandboxes.
+func waitRunningSandboxes(t *testing.T, d *daemon, c *harness.Containerd, n int) {
+	t.Helper()
+	d.waitFor(t, 90*time.Second, fmt.Sprintf("%d ready sandboxes", n), func() bool {
+		resp, err := c.Runtime().ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{
+			Filter: &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
+		return err == nil && len(resp.Items) >= n
+	})
+}
+
+func TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady(t *testing.T) {
+	n := startKubeletNode(t)
+	for i := 0; i < 2; i++ {
+		if err := n.k.StaticPod(fmt.Sprintf("web-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := plegDaemon(t, n)
+	waitRunningSandboxes(t, d, n.c, 2)
+	d.waitFor(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" })
+	captureKubeletMetrics(t, n.k)
+
+	thaw := freeze(t, n.c)
+	start := time.Now()
+	var reason, msg string
+	d.waitFor(t, 60*time.Second, "PLEGUnhealthy=True", func() bool {
+		var s string
+		s, reason, msg = d.condition(t, "PLEGUnhealthy")
+		return s == "True"
+	})
+	lead := time.Since(start)
+	ready, readyMsg := n.k.Ready(t.Context(), n.cp)
+	measure(t, "freeze -> PLEGUnhealthy=True", lead)
+	t.Logf("reason %s: %s; kubelet's Ready=%v (%s)", reason, msg, ready, readyMsg)
+	if reason != "RelistStalled" {
+		t.Errorf("reason %s, want RelistStalled", reason)
+	}
+	if !ready {
+		t.Errorf("the kubelet already reported NotReady (%s): hangwatch was not early", readyMsg)
+	}
+	metrics, _ := d.get("/metrics")
+	t.Logf("scrapes during the freeze: ok %v, timeout %v",
+		metricValue(metrics, `hangwatch_kubelet_metrics_scrapes_total{result="ok"}`), metricValue(metrics, `hangwatch_kubelet_metrics_scrapes_total{result="timeout"}`))
+
+	thaw()
+	start = time.Now()
+	d.waitFor(t, 90*time.Second, "PLEGUnhealthy=False after the thaw", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" })
+	measure(t, "thaw -> PLEGUnhealthy=False", time.Since(start))
+}
+
+// captureKubeletMetrics writes the kubelet's /metrics to kubeletmetrics
+// testdata when HANGWATCH_CAPTURE=1 (kubelet-1.34-harness.prom).
+func captureKubeletMetrics(t *testing.T, k *harness.Kubelet) {
+	if os.Getenv("HANGWATCH_CAPTURE") != "1" {
+		return
+	}
+	resp, err := http.Get(k.ReadOnlyMetricsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(harness.ModuleRoot(), "kubeletmetrics", "testdata", "kubelet-1.34-harness.prom")
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("captured %d bytes of kubelet metrics to %s", len(body), path)
+}
+
+// churnDuration is how long the pod churn test runs: 60s in the test
+// command, HANGWATCH_PLEG_CHURN (e.g. 10m) in the benchmark command.
+func churnDuration(t *testing.T) time.Duration {
+	if v := os.Getenv("HANGWATCH_PLEG_CHURN"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("HANGWATCH_PLEG_CHURN=%q: %v", v, err)
+		}
+		return d
+	}
+	return time.Minute
+}
+
+func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
+	n := startKubeletNode(t)
+	d := plegDaemon(t, n)
+	d.waitFor(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" })
+	end := time.Now().Add(churnDuration(t))
+	created, deleted, checks := 0, 0, 0
+	nextPod := time.Now()
+	for time.Now().Before(end) {
+		if time.Now().After(nextPod) {
+			if err := n.k.StaticPod("churn-" + strconv.Itoa(created)); err != nil {
+				t.Fatal(err)
+			}
+			created++
+			if created > 3 {
+				if err := n.k.RemoveStaticPod("churn-" + strconv.Itoa(deleted)); err != nil {
+					t.Fatal(err)
+				}
+				deleted++
+			}
+			nextPod = time.Now().Add(3 * time.Second)
+		}
+		s, reason, msg := d.condition(t, "PLEGUnhealthy")
+		checks++
+		if s != "False" {
+			t.Fatalf("PLEGUnhealthy=%s (%s: %s) on a healthy node after %d pods created, %d deleted", s, reason, msg, created, deleted)
+		}
+		time.Sleep(500 * time.Millisecond) // the polling interval of this observation, not a wait for readiness
+	}
+	metrics, _ := d.get("/metrics")
+	t.Logf("%v of churn: %d pods created, %d deleted, %d checks, PLEGUnhealthy False throughout; emulated relists ok %v, last %.4fs; scrapes ok %v; kubelet relist p99 %v s",
+		churnDuration(t), created, deleted, checks, metricValue(metrics, `hangwatch_pleg_emulated_relists_total{result="ok"}`),
+		metricValue(metrics, "hangwatch_pleg_emulated_relist_seconds"), metricValue(metrics, `hangwatch_kubelet_metrics_scrapes_total{result="ok"}`),
+		metricValue(metrics, "hangwatch_pleg_relist_p99_seconds"))
+}
