@@ -27,3 +27,15 @@ go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|T
 echo
 echo "\$ HANGWATCH_BENCH=1 go test -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE"
 HANGWATCH_BENCH=1 go test -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE | sed 's/^ *//'
+
+echo "\$ go test -run '^\$' -bench 'BenchmarkParse|BenchmarkWindow' -benchtime 200x -count 3 ./kubeletmetrics/"
+go test -run '^$' -bench 'BenchmarkParse|BenchmarkWindow' -benchtime 200x -count 3 ./kubeletmetrics/
+
+echo "\$ go test -run '^\$' -fuzz FuzzParse -fuzztime 2m ./kubeletmetrics/"
+go test -run '^$' -fuzz FuzzParse -fuzztime 2m ./kubeletmetrics/ 2>&1 | tail -3
+
+echo "\$ go test -count 3 -v -run TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady ./test/integration/ | grep -E 'MEASURE|Ready='"
+go test -count 3 -v -run TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady ./test/integration/ | grep -E 'MEASURE|Ready=' | sed 's/^ *//'
+
+echo "\$ HANGWATCH_PLEG_CHURN=10m go test -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/integration/ | grep churn"
+HANGWATCH_PLEG_CHURN=10m go test -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/integration/ | grep churn | sed 's/^ *//'
