@@ -57,8 +57,11 @@ func (s *Scraper) EventedFromConfigz(ctx context.Context) (EventedPLEG, error) {
 		return EventedPLEG{}, err
 	}
 	var c configz
-	if err := json.Unmarshal(body, &c); err != nil || c.KubeletConfig == nil {
-		return EventedPLEG{}, &ScrapeError{Kind: KindParse, URL: u.String(), Err: fmt.Errorf("not a kubelet /configz: %v", err)}
+	if err := json.Unmarshal(body, &c); err != nil {
+		return EventedPLEG{}, &ScrapeError{Kind: KindParse, URL: u.String(), Err: fmt.Errorf("not a kubelet /configz: %w", err)}
+	}
+	if c.KubeletConfig == nil {
+		return EventedPLEG{}, &ScrapeError{Kind: KindParse, URL: u.String(), Err: fmt.Errorf("not a kubelet /configz: no kubeletconfig key")}
 	}
 	return EventedPLEG{On: c.KubeletConfig.FeatureGates["EventedPLEG"], Known: true, Source: "configz"}, nil
 }

@@ -66,8 +66,10 @@ func (m *Monitor) ScrapeOnce(ctx context.Context) {
 	if m.o.Scraper == nil {
 		return
 	}
-	m.refreshConfigz(ctx)
 	snap, err := m.o.Scraper.Scrape(ctx)
+	if err == nil {
+		m.refreshConfigz(ctx) // only a kubelet that answers is asked
+	}
 	now := m.clk.Now()
 	m.mu.Lock()
 	if err != nil {

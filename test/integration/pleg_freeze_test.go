@@ -117,7 +117,9 @@ func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
 	end := time.Now().Add(churnDuration(t))
 	created, deleted, checks := 0, 0, 0
 	nextPod := time.Now()
-	for time.Now().Before(end) {
+	poll := time.NewTicker(500 * time.Millisecond)
+	defer poll.Stop()
+	for ; time.Now().Before(end); <-poll.C {
 		if time.Now().After(nextPod) {
 			if err := n.k.StaticPod("churn-" + strconv.Itoa(created)); err != nil {
 				t.Fatal(err)
@@ -136,7 +138,6 @@ func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
 		if s != "False" {
 			t.Fatalf("PLEGUnhealthy=%s (%s: %s) on a healthy node after %d pods created, %d deleted", s, reason, msg, created, deleted)
 		}
-		time.Sleep(500 * time.Millisecond) // the polling interval of this observation, not a wait for readiness
 	}
 	metrics, _ := d.get("/metrics")
 	t.Logf("%v of churn: %d pods created, %d deleted, %d checks, PLEGUnhealthy False throughout; emulated relists ok %v, last %.4fs; scrapes ok %v; kubelet relist p99 %v s",
