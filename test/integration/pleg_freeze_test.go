@@ -17,12 +17,13 @@ import (
 
 // plegDaemon runs hangwatch against the kubelet node with its metrics
 // (ServiceAccount token with nodes/metrics) and the relist emulation.
-func plegDaemon(t *testing.T, n kubeletNode) *daemon {
+func plegDaemon(t *testing.T, n kubeletNode, extra ...string) *daemon {
 	t.Helper()
 	token := metricsToken(t, n.cp, "hw-pleg-"+n.k.Node, true)
-	return startDaemon(t, n.c.Endpoint, "--kernel=false", "--period", "2s",
+	args := []string{"--kernel=false", "--period", "2s",
 		"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.k.ServingCert, "--kubelet-tls-server-name", n.k.Node,
-		"--kubelet-token-file", token, "--kubelet-metrics-period", "5s", "--pleg-emulation-period", "2s")
+		"--kubelet-token-file", token, "--kubelet-metrics-period", "5s", "--pleg-emulation-period", "2s"}
+	return startDaemon(t, n.c.Endpoint, append(args, extra...)...)
 }
 
 // waitRunningSandboxes waits until the kubelet's pods have n ready sandboxes.
@@ -36,21 +37,34 @@ func waitRunningSandboxes(t *testing.T, d *daemon, c *harness.Containerd, n int)
 }
 
 func TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady(t *testing.T) {
+	frozenPLEG(t, "RelistStalled", 60*time.Second)
+}
+
+// Without the emulation, the kubelet's own gauge must do it: its last
+// relist passes --pleg-stale-after (60 s) while the kubelet still says Ready
+// (it says "PLEG is not healthy" only at 3 min).
+func TestFrozenRuntimeRaisesPLEGUnhealthyFromKubeletMetricsAlone(t *testing.T) {
+	frozenPLEG(t, "RelistStalled", 90*time.Second, "--pleg-emulation-period", "0")
+}
+
+func frozenPLEG(t *testing.T, wantReason string, limit time.Duration, extra ...string) {
 	n := startKubeletNode(t)
 	for i := 0; i < 2; i++ {
 		if err := n.k.StaticPod(fmt.Sprintf("web-%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d := plegDaemon(t, n)
+	d := plegDaemon(t, n, extra...)
 	waitRunningSandboxes(t, d, n.c, 2)
 	d.waitFor(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" })
-	captureKubeletMetrics(t, n.k)
+	if len(extra) == 0 {
+		captureKubeletMetrics(t, n.k)
+	}
 
 	thaw := freeze(t, n.c)
 	start := time.Now()
 	var reason, msg string
-	d.waitFor(t, 60*time.Second, "PLEGUnhealthy=True", func() bool {
+	d.waitFor(t, limit, "PLEGUnhealthy=True", func() bool {
 		var s string
 		s, reason, msg = d.condition(t, "PLEGUnhealthy")
 		return s == "True"
@@ -59,8 +73,8 @@ func TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady(t *testing.T) {
 	ready, readyMsg := n.k.Ready(t.Context(), n.cp)
 	measure(t, "freeze -> PLEGUnhealthy=True", lead)
 	t.Logf("reason %s: %s; kubelet's Ready=%v (%s)", reason, msg, ready, readyMsg)
-	if reason != "RelistStalled" {
-		t.Errorf("reason %s, want RelistStalled", reason)
+	if reason != wantReason {
+		t.Errorf("reason %s, want %s", reason, wantReason)
 	}
 	if !ready {
 		t.Errorf("the kubelet already reported NotReady (%s): hangwatch was not early", readyMsg)
