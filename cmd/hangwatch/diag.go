@@ -110,7 +110,7 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) err
 	defer conn.Close()
 	cfg := o.rt.proberConfig(ep)
 	p := cri.NewProber(conn.Runtime, conn.Image, cfg, clock.RealClock{}, nil)
-	pd := o.startPLEG(ctx, conn)
+	pd := o.startPLEG(ctx, conn, ep.Timeout)
 	cycles := make([]cri.Cycle, 0, o.samples)
 	for i := 0; i < o.samples; i++ {
 		cycles = append(cycles, p.Cycle(ctx))
@@ -121,7 +121,7 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) err
 		out.Kernel = o.scanKernel()
 	}
 	out.Lease = o.api.readLease(ctx)
-	out.PLEG = pd.finish(ctx, ep.Timeout, o.samples)
+	out.PLEG = pd.finish(ctx, o.samples)
 	if err := writeReport(w, o.output, out); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("write report: %w", err)}
 	}

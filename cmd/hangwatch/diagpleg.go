@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -14,47 +15,59 @@ import (
 )
 
 // plegSection is PLEG health as diag sees it: one emulated relist, and the
-// kubelet's metrics when --kubelet-metrics-url is given (scraped before and
-// after the probe cycles, so with --samples > 1 the relist p99 has a window).
+// kubelet's metrics when --kubelet-metrics-url is given (scraped as the probe
+// cycles start, and again after them with --samples > 1, so the relist p99
+// has a window).
 type plegSection struct {
 	pleg.Assessment
 	KubeletMetricsURL string `json:"kubeletMetricsURL,omitempty"`
 	Error             string `json:"error,omitempty"`
 }
 
-// plegDiag holds what diag needs between the two scrapes.
+// plegDiag holds what diag needs between starting and judging.
 type plegDiag struct {
 	monitor *pleg.Monitor
 	rel     *cri.Relister
 	url     string
 	err     error
+	done    sync.WaitGroup
 }
 
-// startPLEG scrapes once (bounded by --kubelet-metrics-timeout) before the
-// probe cycles run.
-func (o *diagOptions) startPLEG(ctx context.Context, conn *cri.Conn) *plegDiag {
+// startPLEG scrapes the kubelet (bounded by --kubelet-metrics-timeout) and
+// emulates one relist (waited for at most timeout), both beside the probe
+// cycles, so a frozen runtime or a hung kubelet costs diag no extra time.
+// diag cannot wait 30 s: an emulated relist still out after timeout is
+// judged stalled, as a hung call is judged Hung after it.
+func (o *diagOptions) startPLEG(ctx context.Context, conn *cri.Conn, timeout time.Duration) *plegDiag {
 	pd := &plegDiag{url: o.kubelet.opts.URL}
 	sc, err := o.kubelet.scraper()
 	if err != nil {
 		pd.err = err
 		return pd
 	}
+	cfg := pleg.DefaultConfig()
+	cfg.EmulationStallAfter = timeout
 	pd.rel = cri.NewRelister(conn.Runtime, clock.RealClock{}, cri.KubeletRuntimeRequestTimeout)
-	pd.monitor = pleg.NewMonitor(pleg.Options{Config: pleg.DefaultConfig(), Scraper: sc, Window: time.Hour, Relister: pd.rel}, clock.RealClock{})
-	pd.monitor.ScrapeOnce(ctx)
+	pd.monitor = pleg.NewMonitor(pleg.Options{Config: cfg, Scraper: sc, Window: time.Hour, Relister: pd.rel}, clock.RealClock{})
+	pd.done.Add(2)
+	go func() { defer pd.done.Done(); pd.monitor.ScrapeOnce(ctx) }()
+	go func() {
+		defer pd.done.Done()
+		ectx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		pd.monitor.EmulateOnce(ectx)
+	}()
 	return pd
 }
 
-// finish emulates one relist (waiting at most timeout), scrapes again when
-// the probe cycles took time, and judges.
-func (pd *plegDiag) finish(ctx context.Context, timeout time.Duration, samples int) *plegSection {
+// finish waits for the scrape and the emulation, scrapes again when there
+// were several probe cycles (a window for the relist p99), and judges.
+func (pd *plegDiag) finish(ctx context.Context, samples int) *plegSection {
 	if pd.err != nil {
 		return &plegSection{Assessment: pleg.Assessment{Verdict: pleg.VerdictUnknown}, KubeletMetricsURL: pd.url, Error: pd.err.Error()}
 	}
 	defer pd.rel.Close()
-	ectx, cancel := context.WithTimeout(ctx, timeout)
-	pd.monitor.EmulateOnce(ectx)
-	cancel()
+	pd.done.Wait()
 	if samples > 1 {
 		pd.monitor.ScrapeOnce(ctx)
 	}

@@ -103,6 +103,9 @@ func TestDiagFrozenRuntimeIsHung(t *testing.T) {
 			t.Errorf("%s: %d timeouts, want 1", call.Method, call.Timeouts)
 		}
 	}
+	if r.PLEG.Verdict != "Unhealthy" || r.PLEG.Reason != "RelistStalled" {
+		t.Errorf("pleg: %s %s %+v, want Unhealthy RelistStalled (our relist stuck past -t)", r.PLEG.Verdict, r.PLEG.Reason, r.PLEG.Signals)
+	}
 }
 
 // plegJSON is diag's documented pleg.* keys.
