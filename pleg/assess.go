@@ -107,7 +107,7 @@ func Assess(cfg Config, in Inputs) Assessment {
 		Message: "no PLEG signal: the kubelet's metrics are not readable and the relist emulation has not run"}
 	var found []finding
 	usable := 0
-	if f, ok := assessEmulationSize(&a, in.Emulation); ok {
+	if f, ok := assessEmulationSize(in.Emulation); ok {
 		found = append(found, f)
 	}
 	n, fs := assessMetrics(cfg, &a, in)
@@ -117,16 +117,16 @@ func Assess(cfg Config, in Inputs) Assessment {
 	usable += n
 	found = append(found, fs...)
 	if len(found) > 0 {
-		a.Verdict, a.Reason, a.Message = VerdictUnhealthy, found[0].reason, found[0].message
-		sortFindings(found, &a)
+		a.Verdict = VerdictUnhealthy
+		mostSevere(found, &a)
 	} else if usable > 0 {
 		a.Verdict, a.Reason, a.Message = VerdictHealthy, ReasonHealthy, "the PLEG relist completes on time"
 	}
 	return a
 }
 
-// sortFindings picks the most severe finding: too large, stalled, slow.
-func sortFindings(found []finding, a *Assessment) {
+// mostSevere picks the most severe finding: too large, stalled, slow.
+func mostSevere(found []finding, a *Assessment) {
 	rank := map[string]int{ReasonTooLarge: 0, ReasonStalled: 1, ReasonSlow: 2}
 	best := found[0]
 	for _, f := range found[1:] {

@@ -118,7 +118,7 @@ func windowText(st kubeletmetrics.Stats) string {
 }
 
 // assessEmulationSize finds a full list that the kubelet cannot receive.
-func assessEmulationSize(a *Assessment, e *cri.RelistResult) (finding, bool) {
+func assessEmulationSize(e *cri.RelistResult) (finding, bool) {
 	if e == nil || (e.Class != cri.ClassTooLarge && float64(e.ListBytes) < tooLargeShare*cri.MaxMessageSize) {
 		return finding{}, false
 	}
