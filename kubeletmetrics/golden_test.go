@@ -14,20 +14,18 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 // goldenView is the stable, JSON-able part of a Snapshot.
 type goldenView struct {
-	Generation      Generation        `json:"generation"`
-	LastSeenUnix    *int64            `json:"lastSeenUnix"`
-	Relist          timingView        `json:"relist"`
-	RelistInterval  timingView        `json:"relistInterval"`
-	PodRelist       timingView        `json:"podRelist"`
-	RelistP99       *float64          `json:"relistP99SinceStart"`
-	RelistP99Above  bool              `json:"relistP99AboveLargestBucket"`
-	DiscardEvents   *float64          `json:"discardEvents"`
-	EventedPresent  bool              `json:"eventedMetricsPresent"`
-	EventedOn       bool              `json:"eventedOn"`
-	EventedKnown    bool              `json:"eventedKnown"`
-	Operations      map[string]opView `json:"operations"`
-	OperationsOrder []string          `json:"-"`
-	Extra           map[string]any    `json:"extra,omitempty"`
+	Generation     Generation        `json:"generation"`
+	LastSeenUnix   *int64            `json:"lastSeenUnix"`
+	Relist         timingView        `json:"relist"`
+	RelistInterval timingView        `json:"relistInterval"`
+	PodRelist      timingView        `json:"podRelist"`
+	RelistP99      *float64          `json:"relistP99SinceStart"`
+	RelistP99Above bool              `json:"relistP99AboveLargestBucket"`
+	DiscardEvents  *float64          `json:"discardEvents"`
+	EventedPresent bool              `json:"eventedMetricsPresent"`
+	EventedOn      bool              `json:"eventedOn"`
+	EventedKnown   bool              `json:"eventedKnown"`
+	Operations     map[string]opView `json:"operations"`
 }
 
 type timingView struct {

@@ -31,13 +31,16 @@ const configzEvery = 10 * time.Minute
 
 // Monitor keeps the latest of every PLEG signal.
 type Monitor struct {
-	o       Options
-	clk     clock.WithTicker
-	window  *kubeletmetrics.Window
-	mu      sync.Mutex
-	metrics MetricsState
-	emul    *cri.RelistResult
-	configz struct {
+	o      Options
+	clk    clock.WithTicker
+	window *kubeletmetrics.Window
+	// publishing keeps assessments in order: the scrape and emulation
+	// loops both publish, and an older one must not be handed on last.
+	publishing sync.Mutex
+	mu         sync.Mutex
+	metrics    MetricsState
+	emul       *cri.RelistResult
+	configz    struct {
 		at    time.Time
 		state kubeletmetrics.EventedPLEG
 	}
@@ -130,6 +133,8 @@ func (m *Monitor) EmulateOnce(ctx context.Context) {
 }
 
 func (m *Monitor) publish() {
+	m.publishing.Lock()
+	defer m.publishing.Unlock()
 	a := m.Assess()
 	m.o.Metrics.observeAssessment(a)
 	if m.o.OnAssessment != nil {
