@@ -47,17 +47,12 @@ func (f *apiFlags) addIdentity(fs *pflag.FlagSet) {
 }
 
 func (f *apiFlags) validate() error {
-	switch {
-	case f.qps <= 0:
-		return fieldError("--kube-api-qps", f.qps, "must be positive")
-	case f.burst < 1:
-		return fieldError("--kube-api-burst", f.burst, "must be at least 1")
-	case f.grace < 0:
-		return fieldError("--node-monitor-grace-period", f.grace, "must not be negative")
-	case f.leasePoll <= 0:
-		return fieldError("--lease-period", f.leasePoll, "must be positive")
-	}
-	return nil
+	var p problems
+	p.check(f.qps <= 0, "--kube-api-qps", f.qps, "must be positive")
+	p.check(f.burst < 1, "--kube-api-burst", f.burst, "must be at least 1")
+	p.check(f.grace < 0, "--node-monitor-grace-period", f.grace, "must not be negative")
+	p.check(f.leasePoll <= 0, "--lease-period", f.leasePoll, "must be positive")
+	return p.err()
 }
 
 // node returns the node name: the flag, $NODE_NAME, then the hostname, as

@@ -23,6 +23,7 @@ type conditionFlags struct {
 	heartbeat    time.Duration
 	changedRaise bool
 	changedClear bool
+	file         *configFile // the loaded --config, nil without one
 }
 
 func (f *conditionFlags) add(fs *pflag.FlagSet) {
@@ -33,32 +34,26 @@ func (f *conditionFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.heartbeat, "status-heartbeat-period", defaultHeartbeat, "how often the conditions' lastHeartbeatTime is refreshed while nothing changes; changes are written at once")
 }
 
-func (f *conditionFlags) validate(fs *pflag.FlagSet) error {
-	f.changedRaise, f.changedClear = fs.Changed("runtime-hung-raise-after"), fs.Changed("runtime-hung-clear-after")
-	switch {
-	case f.raiseAfter < 1:
-		return fieldError("--runtime-hung-raise-after", f.raiseAfter, "must be at least 1")
-	case f.clearAfter < 1:
-		return fieldError("--runtime-hung-clear-after", f.clearAfter, "must be at least 1")
-	case f.leaseShare < 0 || f.leaseShare >= 1:
-		return fieldError("--kubelet-unresponsive-share", f.leaseShare, "must be 0 (two missed renewals) or between 0 and 1")
-	case f.heartbeat < 10*time.Second:
-		return fieldError("--status-heartbeat-period", f.heartbeat, "must be at least 10s")
-	}
-	return nil
+// validate checks the values; fromFile names the flags the config file set,
+// which count as given.
+func (f *conditionFlags) validate(fs *pflag.FlagSet, fromFile map[string]string) error {
+	given := func(name string) bool { _, ok := fromFile[name]; return ok || fs.Changed(name) }
+	f.changedRaise, f.changedClear = given("runtime-hung-raise-after"), given("runtime-hung-clear-after")
+	var p problems
+	p.check(f.raiseAfter < 1, "--runtime-hung-raise-after", f.raiseAfter, "must be at least 1")
+	p.check(f.clearAfter < 1, "--runtime-hung-clear-after", f.clearAfter, "must be at least 1")
+	p.check(f.leaseShare < 0 || f.leaseShare >= 1, "--kubelet-unresponsive-share", f.leaseShare, "must be 0 (two missed renewals) or between 0 and 1")
+	p.check(f.heartbeat < 10*time.Second, "--status-heartbeat-period", f.heartbeat, "must be at least 10s")
+	return p.err()
 }
 
 // specs returns the built-in rules with the config file and flags applied.
-func (f *conditionFlags) specs() ([]conditions.Spec, error) {
+func (f *conditionFlags) specs() []conditions.Spec {
 	specs := conditions.DefaultSpecs()
 	fromFile := map[string]bool{}
-	if f.config != "" {
-		c, err := loadConfig(f.config)
-		if err != nil {
-			return nil, err
-		}
-		specs = conditions.MergeSpecs(specs, c.Conditions)
-		for _, s := range c.Conditions {
+	if f.file != nil {
+		specs = conditions.MergeSpecs(specs, f.file.Conditions)
+		for _, s := range f.file.Conditions {
 			fromFile[s.Type] = true
 		}
 	}
@@ -77,7 +72,7 @@ func (f *conditionFlags) specs() ([]conditions.Spec, error) {
 			}
 		}
 	}
-	return specs, nil
+	return specs
 }
 
 func leaseShareProblem(share float64) conditions.Problem {

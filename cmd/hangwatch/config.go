@@ -1,11 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/spf13/pflag"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hangwatch/hangwatch/conditions"
@@ -17,28 +18,52 @@ const (
 	configKind       = "HangwatchConfiguration"
 )
 
-// configFile is the --config file. Flags given on the command line
-// override it.
+// configFile is the --config file: settings for every `run` flag, and the
+// condition rules. Flags given on the command line override it.
 type configFile struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
+	settings   `json:",inline"`
 	// Conditions replace built-in rules of the same type, add new condition
 	// types, or drop built-in ones (disabled: true).
 	Conditions []conditions.Spec `json:"conditions,omitempty"`
 }
 
 // loadConfig reads and checks the config file, reporting every problem at
-// once with its field path.
+// once with its field path: unknown and duplicate fields, wrong identity and
+// rules that do not compile.
 func loadConfig(path string) (*configFile, error) {
+	c, errs, err := decodeConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("--config %s:\n%w", path, errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// decodeConfig reads the file. A file that is not YAML, or whose values do
+// not fit their types, is an error; other problems are returned with the
+// decoded file so they can be reported beside the invalid values.
+func decodeConfig(path string) (*configFile, []error, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fieldError("--config", path, err.Error())
+		return nil, nil, fieldError("--config", path, err.Error())
+	}
+	data, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--config %s: not YAML: %w", path, err)
 	}
 	var c configFile
-	if err := yaml.UnmarshalStrict(bytes.TrimSpace(raw), &c); err != nil {
-		return nil, fmt.Errorf("--config %s: %w", path, err)
+	strict, err := sigsjson.UnmarshalStrict(data, &c, sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
+	if err != nil {
+		if leafErrs := settingTypeErrors(data); len(leafErrs) > 0 {
+			err = errors.Join(leafErrs...)
+		}
+		return nil, nil, fmt.Errorf("--config %s:\n%w", path, err)
 	}
-	var errs []error
+	errs := append([]error{}, strict...)
 	if c.APIVersion != configAPIVersion {
 		errs = append(errs, fmt.Errorf("apiVersion: %q must be %s", c.APIVersion, configAPIVersion))
 	}
@@ -48,8 +73,22 @@ func loadConfig(path string) (*configFile, error) {
 	if err := conditions.CompileSpecs(c.Conditions); err != nil {
 		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("--config %s:\n%w", path, errors.Join(errs...))
+	return &c, errs, nil
+}
+
+// applyConfig loads --config, when given, into the flags the command line
+// did not set, and keeps its conditions for the rules. It returns which
+// flags the file set, by name, with the file's path for each, and the
+// file's problems.
+func (o *runOptions) applyConfig(fs *pflag.FlagSet) (map[string]string, []error, error) {
+	if o.conds.config == "" {
+		return nil, nil, nil
 	}
-	return &c, nil
+	c, errs, err := decodeConfig(o.conds.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	fromFile, setErrs := c.settings.applyTo(fs)
+	o.conds.file = c
+	return fromFile, append(errs, setErrs...), nil
 }

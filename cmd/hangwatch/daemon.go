@@ -41,10 +41,8 @@ type daemon struct {
 func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 	d := &daemon{o: o, ep: ep, clk: clock.RealClock{}, reg: metrics.NewKubeRegistry(), events: newEventLog(200)}
 	registerBuildInfo(d.reg)
-	specs, err := o.conds.specs()
-	if err != nil {
-		return nil, err
-	}
+	specs := o.conds.specs()
+	var err error
 	available := []string{"cri"}
 	var monitor *kernellog.Monitor
 	if o.kernel.enabled {

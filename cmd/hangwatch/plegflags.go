@@ -65,16 +65,17 @@ func (f *plegFlags) add(fs *pflag.FlagSet) {
 }
 
 func (f *plegFlags) validate() error {
-	for name, d := range map[string]time.Duration{"--kubelet-metrics-period": f.scrapePeriod, "--pleg-window": f.window,
-		"--pleg-stale-after": f.cfg.StaleAfter, "--pleg-emulation-stall-after": f.cfg.EmulationStallAfter, "--pleg-slow-relist": f.cfg.SlowRelist} {
-		if d <= 0 {
-			return fieldError(name, d, "must be positive")
-		}
+	var p problems
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"--kubelet-metrics-period", f.scrapePeriod}, {"--pleg-window", f.window}, {"--pleg-stale-after", f.cfg.StaleAfter},
+		{"--pleg-emulation-stall-after", f.cfg.EmulationStallAfter}, {"--pleg-slow-relist", f.cfg.SlowRelist}} {
+		p.check(d.d <= 0, d.name, d.d, "must be positive")
 	}
-	if f.emulationPeriod < 0 {
-		return fieldError("--pleg-emulation-period", f.emulationPeriod, "must not be negative")
-	}
-	return f.kubelet.validate()
+	p.check(f.emulationPeriod < 0, "--pleg-emulation-period", f.emulationPeriod, "must not be negative")
+	p.add(f.kubelet.validate())
+	return p.err()
 }
 
 // relister returns nil when the emulation is off.

@@ -23,6 +23,6 @@ socket, and reports a call that hangs while it is still in flight.
 		},
 	}
 	logsapi.AddFlags(logCfg, root.PersistentFlags())
-	root.AddCommand(newDiagCommand(), newRunCommand(), newRulesCommand(), newVersionCommand())
+	root.AddCommand(newDiagCommand(), newRunCommand(), newRulesCommand(), newConfigCommand(), newVersionCommand())
 	return root
 }

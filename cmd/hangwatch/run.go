@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 type runOptions struct {
@@ -36,14 +38,20 @@ from the kubelet's kubelet_pleg_* metrics.
 SIGTERM or SIGINT stops it gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.conds.validate(cmd.Flags()); err != nil {
+			fromFile, err := o.configure(cmd.Flags())
+			if err != nil {
 				return err
 			}
-			return o.run(cmd.Context(), cmd.Flags().Changed("timeout"))
+			_, timeoutFromFile := fromFile["timeout"]
+			return o.run(cmd.Context(), cmd.Flags().Changed("timeout") || timeoutFromFile)
 		},
 	}
-	o.rt.add(cmd.Flags())
-	fs := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *runOptions) addFlags(fs *pflag.FlagSet) {
+	o.rt.add(fs)
 	fs.DurationVar(&o.period, "period", 10*time.Second, "time between probe cycles")
 	fs.DurationVar(&o.maxPeriod, "max-period", 60*time.Second, "longest time between cycles while backing off from a slow or hung runtime")
 	fs.DurationVar(&o.callLifetime, "call-lifetime", 2*time.Minute, "how long a hung call stays out (tracked in flight, not sent again) before it is cancelled; the kubelet waits 2m")
@@ -52,29 +60,34 @@ SIGTERM or SIGINT stops it gracefully.`,
 	o.conds.add(fs)
 	o.api.add(fs)
 	o.pleg.add(fs)
-	return cmd
 }
 
-func (o *runOptions) validate() error {
-	switch {
-	case o.period <= 0:
-		return fieldError("--period", o.period, "must be positive")
-	case o.maxPeriod < o.period:
-		return fieldError("--max-period", o.maxPeriod, "must not be shorter than --period")
+// configure applies --config under the command line's flags and checks
+// every value, reporting all problems at once, each named by the file's
+// path when the file set it. It returns the flags the file set.
+func (o *runOptions) configure(fs *pflag.FlagSet) (map[string]string, error) {
+	fromFile, fileProblems, err := o.applyConfig(fs)
+	if err != nil {
+		return nil, err
 	}
-	if err := o.api.validate(); err != nil {
-		return err
+	p := problems(fileProblems)
+	p.check(o.period <= 0, "--period", o.period, "must be positive")
+	p.check(o.period > 0 && o.maxPeriod < o.period, "--max-period", o.maxPeriod, "must not be shorter than --period")
+	p.check(o.callLifetime < o.rt.timeout, "--call-lifetime", o.callLifetime, "must not be shorter than --timeout")
+	p.add(o.conds.validate(fs, fromFile))
+	p.add(o.api.validate())
+	p.add(o.pleg.validate())
+	p.add(o.rt.validate())
+	if err := renameFileFields(p.err(), fromFile); err != nil {
+		if o.conds.config != "" {
+			return nil, fmt.Errorf("invalid configuration (--config %s and flags):\n%w", o.conds.config, err)
+		}
+		return nil, err
 	}
-	if err := o.pleg.validate(); err != nil {
-		return err
-	}
-	return o.rt.validate()
+	return fromFile, nil
 }
 
 func (o *runOptions) run(ctx context.Context, timeoutSet bool) error {
-	if err := o.validate(); err != nil {
-		return err
-	}
 	ep, err := o.rt.resolve(timeoutSet)
 	if err != nil {
 		return err

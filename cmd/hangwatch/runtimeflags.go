@@ -32,15 +32,11 @@ func (f *runtimeFlags) add(fs *pflag.FlagSet) {
 }
 
 func (f *runtimeFlags) validate() error {
-	switch {
-	case f.slow <= 0:
-		return fieldError("--slow-threshold", f.slow, "must be positive")
-	case f.sampleSize < 0:
-		return fieldError("--sample-size", f.sampleSize, "must not be negative")
-	case f.concurrency < 1:
-		return fieldError("--concurrency", f.concurrency, "must be at least 1")
-	}
-	return nil
+	var p problems
+	p.check(f.slow <= 0, "--slow-threshold", f.slow, "must be positive")
+	p.check(f.sampleSize < 0, "--sample-size", f.sampleSize, "must not be negative")
+	p.check(f.concurrency < 1, "--concurrency", f.concurrency, "must be at least 1")
+	return p.err()
 }
 
 // resolve picks the endpoint; timeoutSet tells whether --timeout was given.

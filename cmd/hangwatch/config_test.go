@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\n"+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestEveryRunFlagHasASetting keeps the file and the flags in step.
+func TestEveryRunFlagHasASetting(t *testing.T) {
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	(&runOptions{}).addFlags(fs)
+	byFlag := map[string]string{}
+	for _, l := range (&settings{}).leaves() {
+		if fs.Lookup(l.flag) == nil {
+			t.Errorf("%s names --%s, which run does not have", l.path, l.flag)
+		}
+		byFlag[l.flag] = l.path
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, ok := byFlag[f.Name]; !ok && f.Name != "config" {
+			t.Errorf("--%s has no setting in the config file", f.Name)
+		}
+	})
+}
+
+func TestFlagsOverrideTheFile(t *testing.T) {
+	path := writeConfig(t, "runtime:\n  period: 5s\n  timeout: 3s\nkernel:\n  rules: [a.json, b.json]\nrunTimeHung: {}\n")
+	if _, _, err := decodeConfig(path); err != nil {
+		t.Fatal(err)
+	}
+	path = writeConfig(t, "runtime:\n  period: 5s\n  timeout: 3s\nkernel:\n  rules: [a.json, b.json]\nruntimeHung:\n  raiseAfter: 3\n")
+	o := &runOptions{}
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	o.addFlags(fs)
+	if err := fs.Parse([]string{"--config", path, "--period", "7s"}); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := o.configure(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.period != 7*time.Second || o.rt.timeout != 3*time.Second {
+		t.Errorf("period %v (want the flag's 7s), timeout %v (want the file's 3s)", o.period, o.rt.timeout)
+	}
+	if strings.Join(o.kernel.rules, ",") != "a.json,b.json" {
+		t.Errorf("kernel rules %v", o.kernel.rules)
+	}
+	if _, ok := fromFile["period"]; ok {
+		t.Error("--period was given; the file must not count as having set it")
+	}
+	for _, s := range o.conds.specs() {
+		if s.Type == "RuntimeHung" && s.RaiseAfter != 3 {
+			t.Errorf("runtimeHung.raiseAfter from the file not applied: %d", s.RaiseAfter)
+		}
+	}
+}
+
+func TestConfigCheckReportsEveryProblem(t *testing.T) {
+	path := writeConfig(t, "runtime:\n  period: 0s\n  sampleSize: -1\n  concurency: 3\napiServer:\n  qps: 0\npleg:\n  window: -5m\n")
+	var out bytes.Buffer
+	cmd := newConfigCheckCommand()
+	cmd.SetArgs([]string{path, "--concurrency", "0"})
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	err := cmd.Execute()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`unknown field "runtime.concurency"`, "runtime.period (--period) 0s: must be positive",
+		"runtime.sampleSize (--sample-size) -1", "apiServer.qps (--kube-api-qps) 0", "pleg.window (--pleg-window) -5m0s", "--concurrency 0: must be at least 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if _, _, err := decodeConfig(writeConfig(t, "runtime:\n  period: soon\n")); err == nil || !strings.Contains(err.Error(), "period") {
+		t.Errorf("a value of the wrong type must name its field: %v", err)
+	}
+}
+
+// TestEffectiveConfigLoadsBack checks that what config check prints is a
+// valid file that gives the same configuration.
+func TestEffectiveConfigLoadsBack(t *testing.T) {
+	check := func(path string) string {
+		var out bytes.Buffer
+		cmd := newConfigCheckCommand()
+		cmd.SetArgs([]string{path, "--kernel=false"})
+		cmd.SetOut(&out)
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	first := check(writeConfig(t, "runtime:\n  period: 5s\napiServer:\n  qps: 2.5\n"))
+	for _, want := range []string{"period: 5s", "qps: 2.5", "type: RuntimeHung", "listenAddress: 127.0.0.1:9764"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("effective configuration lacks %q:\n%s", want, first)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "effective.yaml")
+	if err := os.WriteFile(path, []byte(first), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if second := check(path); second != first {
+		t.Errorf("the effective configuration does not load back the same:\n%s\n---\n%s", first, second)
+	}
+}
