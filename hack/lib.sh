@@ -72,11 +72,19 @@ ensure_golangci_lint() {
   GOLANGCI_LINT=$bin
 }
 
-# build_hangwatch writes bin/hangwatch with version information.
-build_hangwatch() {
-  local v commit date pkg=k8s.io/component-base/version
+# hangwatch_version is the version stamped into builds: a tag, else
+# v0.0.0-<commit>.
+hangwatch_version() {
+  local v
   v=$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
   case "$v" in v*) ;; *) v="v0.0.0-$v" ;; esac
+  echo "$v"
+}
+
+# build_hangwatch writes bin/hangwatch, static, with version information.
+build_hangwatch() {
+  local v commit date pkg=k8s.io/component-base/version
+  v=$(hangwatch_version)
   commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo "")
   date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o bin/hangwatch \
