@@ -1,0 +1,3 @@
+module hangwatch.local/tools
+
+go 1.26.0

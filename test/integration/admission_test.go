@@ -1,0 +1,127 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// TestAdmissionPolicyKeepsTheServiceAccountOnItsNode applies the DaemonSet
+// overlay for real and checks, with a token bound to a hangwatch pod on one
+// node, that its ValidatingAdmissionPolicy lets the ServiceAccount patch
+// that node's status and record Events about it, and rejects the same for
+// another node and for a token bound to no pod.
+func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
+	cp := controlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
+	own, other := uniqueNode("vap-own"), uniqueNode("vap-other")
+	createNode(t, cp, own)
+	createNode(t, cp, other)
+	bound := hangwatchToken(ctx, t, cp, own, true)
+	unbound := hangwatchToken(ctx, t, cp, own, false)
+	client := tokenClient(t, cp, bound)
+
+	// The policy takes effect once the API server has loaded it.
+	var err error
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if err = patchCondition(ctx, client, other); err != nil && strings.Contains(err.Error(), "may write only its own Node") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), "may write only its own Node") {
+		t.Fatalf("patching another node's status: %v; want the policy's denial", err)
+	}
+	t.Logf("another node: %v", err)
+	if err := patchCondition(ctx, client, own); err != nil {
+		t.Fatalf("patching its own node's status: %v", err)
+	}
+	if c := nodeCond(t, cp, own, "RuntimeHung"); c == nil || c.Reason != "RuntimeResponsive" {
+		t.Errorf("own node's RuntimeHung after the patch: %+v", c)
+	}
+	if err := recordEvent(ctx, client, own); err != nil {
+		t.Errorf("an Event about its own node: %v", err)
+	}
+	if err := recordEvent(ctx, client, other); err == nil || !strings.Contains(err.Error(), "may write only its own Node") {
+		t.Errorf("an Event about another node: %v; want the policy's denial", err)
+	}
+	if err := patchCondition(ctx, tokenClient(t, cp, unbound), own); err == nil || !strings.Contains(err.Error(), "bound to a pod on a node") {
+		t.Errorf("a token bound to no pod: %v; want the policy's denial", err)
+	}
+}
+
+// hangwatchToken returns a token of the hangwatch ServiceAccount, bound to
+// a hangwatch pod scheduled on node when bound is true.
+func hangwatchToken(ctx context.Context, t *testing.T, cp *harness.ControlPlane, node string, bound bool) string {
+	t.Helper()
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}
+	if bound {
+		pod, err := cp.Admin.CoreV1().Pods("kube-system").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "hangwatch-" + node},
+			Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: "hangwatch",
+				Containers: []corev1.Container{{Name: "hangwatch", Image: "hangwatch.local/hangwatch:v0.1.0"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+	}
+	tok, err := cp.Admin.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "hangwatch", req, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.Status.Token
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func tokenClient(t *testing.T, cp *harness.ControlPlane, token string) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(&rest.Config{Host: cp.URL, BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: cp.PKI.CAFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// patchCondition sends the strategic-merge status patch hangwatch sends.
+func patchCondition(ctx context.Context, c kubernetes.Interface, node string) error {
+	now := metav1.Now().Rfc3339Copy().Format(time.RFC3339)
+	body := fmt.Sprintf(`{"status":{"conditions":[{"type":"RuntimeHung","status":"False","reason":"RuntimeResponsive",`+
+		`"message":"all probed CRI calls answered within 2s","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`, now, now)
+	_, err := c.CoreV1().Nodes().PatchStatus(ctx, node, []byte(body))
+	return err
+}
+
+// recordEvent creates a core/v1 Event about node, as hangwatch's recorder.
+func recordEvent(ctx context.Context, c kubernetes.Interface, node string) error {
+	now := metav1.Now()
+	_, err := c.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: node + "."},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)},
+		Reason:         "RuntimeResponsive", Message: "test", Type: corev1.EventTypeNormal,
+		Source: corev1.EventSource{Component: "hangwatch", Host: node}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}, metav1.CreateOptions{})
+	return err
+}

@@ -1,0 +1,89 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// manifestFiles lists the Kubernetes objects under manifests/ that a user
+// applies (or copies to a node), leaving out kustomize's own files and the
+// hangwatch config files.
+func manifestFiles(t *testing.T) (files, overlays []string) {
+	t.Helper()
+	root := filepath.Join(harness.ModuleRoot(), "manifests")
+	err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		base := filepath.Base(p)
+		switch {
+		case info.IsDir() && base == "tests":
+			return filepath.SkipDir
+		case info.IsDir() && fileExists(filepath.Join(p, "kustomization.yaml")) && strings.Contains(p, "overlays"):
+			overlays = append(overlays, p)
+		case !info.IsDir() && strings.HasSuffix(base, ".yaml") && base != "kustomization.yaml" && base != "config.yaml":
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, overlays
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestManifestsDryRunServer applies every manifest, and each kustomize
+// overlay, with the real kubectl as a server-side dry-run with strict field
+// validation against the real kube-apiserver.
+func TestManifestsDryRunServer(t *testing.T) {
+	cp := controlPlane(t)
+	kubectl(t, cp, "apply", "-f", filepath.Join("testdata", "monitoring-crds.yaml"))
+	kubectl(t, cp, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/prometheusrules.monitoring.coreos.com", "crd/podmonitors.monitoring.coreos.com")
+	ensureDefaultServiceAccount(t, cp, "kube-system") // no controller manager makes it here
+	files, overlays := manifestFiles(t)
+	if len(files) < 8 || len(overlays) != 2 {
+		t.Fatalf("found %d manifests and %d overlays; the walk no longer matches the layout", len(files), len(overlays))
+	}
+	for _, f := range files {
+		out := kubectl(t, cp, "apply", "--dry-run=server", "--validate=strict", "-f", f)
+		t.Logf("%s: %s", strings.TrimPrefix(f, harness.ModuleRoot()+"/"), strings.TrimSpace(out))
+	}
+	for _, o := range overlays {
+		out := kubectl(t, cp, "apply", "--dry-run=server", "--validate=strict", "-k", o)
+		t.Logf("-k %s:\n%s", strings.TrimPrefix(o, harness.ModuleRoot()+"/"), strings.TrimSpace(out))
+	}
+}
+
+func ensureDefaultServiceAccount(t *testing.T, cp *harness.ControlPlane, ns string) {
+	t.Helper()
+	_, err := cp.Admin.CoreV1().ServiceAccounts(ns).Create(context.Background(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// kubectlAs runs the real kubectl with a bearer token and returns its
+// output and error.
+func kubectlAs(cp *harness.ControlPlane, token string, args ...string) (string, error) {
+	bin, err := harness.KubeBinary("kubectl")
+	if err != nil {
+		return "", err
+	}
+	base := []string{"--server", cp.URL, "--certificate-authority", cp.PKI.CAFile, "--token", token}
+	out, err := exec.Command(bin, append(base, args...)...).CombinedOutput()
+	return string(out), err
+}
