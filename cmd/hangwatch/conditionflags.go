@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/kernellog"
 )
 
 // defaultHeartbeat matches the kubelet's nodeStatusReportFrequency.
@@ -73,6 +74,31 @@ func (f *conditionFlags) specs() []conditions.Spec {
 		}
 	}
 	return specs
+}
+
+// withKernelSpecs adds a rule for each condition type the kernel rules
+// raise that has none, except those the config file disabled: a
+// KernelDeadlock left to node-problem-detector stays unwritten.
+func (f *conditionFlags) withKernelSpecs(specs []conditions.Spec, kernelTypes []kernellog.ConditionSpec) []conditions.Spec {
+	for _, k := range kernelTypes {
+		if conditions.HasSpec(specs, k.Type) || f.disabledInFile(k.Type) {
+			continue
+		}
+		specs = append(specs, conditions.KernelSpec(k.Type))
+	}
+	return specs
+}
+
+func (f *conditionFlags) disabledInFile(condType string) bool {
+	if f.file == nil {
+		return false
+	}
+	for _, s := range f.file.Conditions {
+		if s.Type == condType && s.Disabled {
+			return true
+		}
+	}
+	return false
 }
 
 func leaseShareProblem(share float64) conditions.Problem {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/hangwatch/hangwatch/kernellog"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -117,5 +119,31 @@ func TestEffectiveConfigLoadsBack(t *testing.T) {
 	}
 	if second := check(path); second != first {
 		t.Errorf("the effective configuration does not load back the same:\n%s\n---\n%s", first, second)
+	}
+}
+
+// TestDisabledKernelConditionStaysUnwritten: a KernelDeadlock disabled in
+// the file (left to node-problem-detector) is not brought back by the
+// kernel rules that raise it.
+func TestDisabledKernelConditionStaysUnwritten(t *testing.T) {
+	o := &runOptions{}
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	o.addFlags(fs)
+	path := writeConfig(t, "conditions:\n- type: KernelDeadlock\n  disabled: true\n")
+	if err := fs.Parse([]string{"--config", path}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.configure(fs); err != nil {
+		t.Fatal(err)
+	}
+	kernelTypes := kernellog.DefaultRuleSet().Conditions
+	specs := o.conds.withKernelSpecs(o.conds.specs(), kernelTypes)
+	for _, s := range specs {
+		if s.Type == "KernelDeadlock" {
+			t.Fatalf("KernelDeadlock is back: %+v", s)
+		}
+	}
+	if len(kernelTypes) == 0 {
+		t.Fatal("the default kernel rules raise no condition")
 	}
 }

@@ -50,11 +50,7 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 			return nil, err
 		}
 		available = append(available, "kernel")
-		for _, spec := range monitor.ConditionTypes() {
-			if !conditions.HasSpec(specs, spec.Type) {
-				specs = append(specs, conditions.KernelSpec(spec.Type))
-			}
-		}
+		specs = o.conds.withKernelSpecs(specs, monitor.ConditionTypes())
 	}
 	if d.api, err = o.newAPIReporting(d.reg); err != nil {
 		return nil, err

@@ -32,3 +32,25 @@ func KubeBinary(name string) (string, error) {
 	}
 	return "", fmt.Errorf("%s %s not built (the README's test command builds it into the cache); looked in %v", name, KubeVersion, dirs)
 }
+
+// Promtool finds Prometheus' promtool built by the setup command from the
+// Go module pinned in hack/tools: $HANGWATCH_PROMTOOL, else
+// $HANGWATCH_CACHE/bin/promtool, else ~/.cache/hangwatch/bin/promtool.
+func Promtool() (string, error) {
+	var paths []string
+	if p := os.Getenv("HANGWATCH_PROMTOOL"); p != "" {
+		paths = append(paths, p)
+	}
+	if d := os.Getenv("HANGWATCH_CACHE"); d != "" {
+		paths = append(paths, filepath.Join(d, "bin", "promtool"))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		paths = append(paths, filepath.Join(home, ".cache", "hangwatch", "bin", "promtool"))
+	}
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("promtool not built (the README's test command builds it from hack/tools into the cache); looked in %v", paths)
+}
