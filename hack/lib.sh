@@ -9,6 +9,7 @@ GO_VERSION=${GO_VERSION:-1.26.8}           # toolchain fetched when the machine'
 GOLANGCI_LINT_VERSION=v2.6.2
 KUBE_VERSION=v1.34.2                       # must match hack/kube/go.mod and test/harness.KubeVersion
 KUBE_BINARIES=(kube-apiserver kubectl kubelet)
+PROMTOOL_MODULE_VERSION=v0.315.0           # Prometheus 3.x's Go module; must match hack/tools/go.mod
 APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server ca-certificates curl unzip git)
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -114,4 +115,18 @@ ensure_kube_binaries() {
   mkdir -p "$dir"
   for b in "${missing[@]}"; do mv "$dir.tmp/$b" "$dir/$b"; done
   rmdir "$dir.tmp"
+}
+
+# ensure_promtool builds Prometheus' promtool, pinned with its dependencies
+# in hack/tools/go.mod, into $HANGWATCH_CACHE/bin/promtool, once per
+# machine; the alert and dashboard tests run it.
+ensure_promtool() {
+  local bin="$HANGWATCH_CACHE/bin/promtool" stamp="$HANGWATCH_CACHE/bin/promtool.version"
+  export HANGWATCH_PROMTOOL="$bin"
+  if [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$PROMTOOL_MODULE_VERSION" ]; then return 0; fi
+  log "building promtool ($PROMTOOL_MODULE_VERSION; once, cached in $HANGWATCH_CACHE)"
+  mkdir -p "$HANGWATCH_CACHE/bin"
+  (cd "$ROOT/hack/tools" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$bin.tmp" github.com/prometheus/prometheus/cmd/promtool)
+  mv "$bin.tmp" "$bin"
+  echo "$PROMTOOL_MODULE_VERSION" > "$stamp"
 }

@@ -8,6 +8,7 @@ ensure_packages
 ensure_go
 ensure_golangci_lint
 ensure_kube_binaries
+ensure_promtool
 
 log "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

@@ -88,7 +88,7 @@ func (o *runOptions) applyConfig(fs *pflag.FlagSet) (map[string]string, []error,
 	if err != nil {
 		return nil, nil, err
 	}
-	fromFile, setErrs := c.settings.applyTo(fs)
+	fromFile, setErrs := c.applyTo(fs)
 	o.conds.file = c
 	return fromFile, append(errs, setErrs...), nil
 }

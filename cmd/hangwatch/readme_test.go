@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // TestEveryMetricIsDocumented finds every metric name defined in the
@@ -42,30 +45,56 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	}
 }
 
-// TestREADMEConfigExamplesLoad checks every HangwatchConfiguration in the
-// README decodes and compiles.
-func TestREADMEConfigExamplesLoad(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestDocsConfigExamplesLoad checks that every HangwatchConfiguration in
+// the README and docs/ decodes and compiles, and that the manifests' config
+// files pass what `hangwatch config check` checks.
+func TestDocsConfigExamplesLoad(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(readme, -1)
 	n := 0
-	for _, b := range blocks {
-		if !strings.Contains(string(b[1]), "kind: "+configKind) {
-			continue
-		}
-		n++
-		path := filepath.Join(t.TempDir(), "config.yaml")
-		if err := os.WriteFile(path, b[1], 0o644); err != nil {
+	for _, doc := range append([]string{"../../README.md"}, docs...) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := loadConfig(path); err != nil {
-			t.Errorf("README example %d: %v", n, err)
+		blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(text, -1)
+		for _, b := range blocks {
+			if !strings.Contains(string(b[1]), "kind: "+configKind) {
+				continue
+			}
+			n++
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, b[1], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			checkConfigFile(t, fmt.Sprintf("%s example %d", filepath.Base(doc), n), path)
 		}
 	}
-	if n == 0 {
-		t.Fatal("no config example found in the README")
+	if n < 3 {
+		t.Fatalf("found %d config examples in the README and docs/", n)
+	}
+	files, _ := filepath.Glob("../../manifests/*/config.yaml")
+	more, _ := filepath.Glob("../../manifests/overlays/*/config.yaml")
+	if len(files)+len(more) < 2 {
+		t.Fatalf("manifests' config files not found: %v %v", files, more)
+	}
+	for _, f := range append(files, more...) {
+		checkConfigFile(t, f, f)
+	}
+}
+
+// checkConfigFile runs what `hangwatch config check` runs, but the kernel
+// rules files the example may name.
+func checkConfigFile(t *testing.T, what, path string) {
+	t.Helper()
+	o := &runOptions{}
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	o.addFlags(fs)
+	o.conds.config = path
+	if _, err := o.configure(fs); err != nil {
+		t.Errorf("%s: %v", what, err)
 	}
 }
 

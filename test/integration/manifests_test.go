@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,16 +73,4 @@ func ensureDefaultServiceAccount(t *testing.T, cp *harness.ControlPlane, ns stri
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-}
-
-// kubectlAs runs the real kubectl with a bearer token and returns its
-// output and error.
-func kubectlAs(cp *harness.ControlPlane, token string, args ...string) (string, error) {
-	bin, err := harness.KubeBinary("kubectl")
-	if err != nil {
-		return "", err
-	}
-	base := []string{"--server", cp.URL, "--certificate-authority", cp.PKI.CAFile, "--token", token}
-	out, err := exec.Command(bin, append(base, args...)...).CombinedOutput()
-	return string(out), err
 }
