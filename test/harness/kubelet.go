@@ -59,6 +59,12 @@ localStorageCapacityIsolation: false
 
 // StartKubelet starts a kubelet for node and waits until the Node is Ready.
 func StartKubelet(ctx context.Context, cp *ControlPlane, c *Containerd, node string) (*Kubelet, error) {
+	return StartKubeletVia(ctx, cp, c, c.Endpoint, node)
+}
+
+// StartKubeletVia starts a kubelet whose CRI endpoint is runtimeEndpoint
+// (a fault proxy in front of c) and waits until the Node is Ready.
+func StartKubeletVia(ctx context.Context, cp *ControlPlane, c *Containerd, runtimeEndpoint, node string) (*Kubelet, error) {
 	bin, err := KubeBinary("kubelet")
 	if err != nil {
 		return nil, err
@@ -68,7 +74,7 @@ func StartKubelet(ctx context.Context, cp *ControlPlane, c *Containerd, node str
 		return nil, err
 	}
 	k := &Kubelet{Dir: dir, Node: node, StaticPodDir: filepath.Join(dir, "manifests")}
-	if err := k.start(ctx, bin, cp, c); err != nil {
+	if err := k.start(ctx, bin, cp, runtimeEndpoint); err != nil {
 		err = fmt.Errorf("%w\n%s", err, k.logTail())
 		k.Stop()
 		return nil, err
@@ -76,7 +82,7 @@ func StartKubelet(ctx context.Context, cp *ControlPlane, c *Containerd, node str
 	return k, nil
 }
 
-func (k *Kubelet) start(ctx context.Context, bin string, cp *ControlPlane, c *Containerd) error {
+func (k *Kubelet) start(ctx context.Context, bin string, cp *ControlPlane, runtimeEndpoint string) error {
 	for _, d := range []string{k.StaticPodDir, filepath.Join(k.Dir, "logs"), filepath.Join(k.Dir, "pki")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -89,7 +95,7 @@ func (k *Kubelet) start(ctx context.Context, bin string, cp *ControlPlane, c *Co
 	k.Port, k.ReadOnlyPort, k.HealthzPort = ports[0], ports[1], ports[2]
 	k.ServingCert = filepath.Join(k.Dir, "pki", "kubelet.crt")
 	config := filepath.Join(k.Dir, "config.yaml")
-	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, c.Endpoint, k.StaticPodDir, filepath.Join(k.Dir, "logs"))
+	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, runtimeEndpoint, k.StaticPodDir, filepath.Join(k.Dir, "logs"))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		return err
 	}

@@ -91,9 +91,16 @@ func StartControlPlaneT(t testing.TB) *ControlPlane {
 // when t ends.
 func StartKubeletT(t testing.TB, cp *ControlPlane, c *Containerd, node string) *Kubelet {
 	t.Helper()
+	return StartKubeletViaT(t, cp, c, c.Endpoint, node)
+}
+
+// StartKubeletViaT starts a kubelet whose CRI endpoint is runtimeEndpoint
+// and stops it when t ends.
+func StartKubeletViaT(t testing.TB, cp *ControlPlane, c *Containerd, runtimeEndpoint, node string) *Kubelet {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	k, err := StartKubelet(ctx, cp, c, node)
+	k, err := StartKubeletVia(ctx, cp, c, runtimeEndpoint, node)
 	if err != nil {
 		t.Fatalf("start kubelet: %v", err)
 	}

@@ -1,0 +1,190 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// hangwatchImage is built once per test binary with the README's image
+// command.
+var hangwatchImage struct {
+	once sync.Once
+	tar  string
+	err  error
+}
+
+const staticPodImage = "hangwatch.local/hangwatch:static-pod-test"
+
+func hangwatchImageTar(t *testing.T) string {
+	t.Helper()
+	hangwatchImage.once.Do(func() {
+		dir, err := os.MkdirTemp("", "hw-image-")
+		if err != nil {
+			hangwatchImage.err = err
+			return
+		}
+		hangwatchImage.tar = filepath.Join(dir, "hangwatch-image.tar")
+		cmd := exec.Command("bash", "hack/image.sh", "--ref", staticPodImage, "--out", hangwatchImage.tar)
+		cmd.Dir = harness.ModuleRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			hangwatchImage.err = fmt.Errorf("hack/image.sh: %w\n%s", err, out)
+		}
+	})
+	if hangwatchImage.err != nil {
+		t.Fatal(hangwatchImage.err)
+	}
+	return hangwatchImage.tar
+}
+
+// staticPodNode is a real kubelet on its own containerd, running hangwatch
+// as the static pod in manifests/static-pod, from the locally built image.
+type staticPodNode struct {
+	kubeletNode
+	podName string
+	proxy   *criproxy.Proxy // between the kubelet and containerd; hangwatch talks to containerd
+}
+
+// startStaticPodNode starts the node and hangwatch's static pod, with the
+// shipped manifest and config changed only where this machine differs
+// from a kubeadm node: the host paths of the socket, the kubelet's
+// kubeconfig and its certificates, the kubelet's port, and a kernel
+// lookback of 0 so earlier tests' kmsg lines do not count.
+func startStaticPodNode(t *testing.T) staticPodNode {
+	t.Helper()
+	cp := controlPlane(t)
+	c := harness.StartContainerdT(t, 0, 0)
+	proxy, err := criproxy.Start(filepath.Join(c.Dir, "kubelet-cri-proxy.sock"), c.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Stop)
+	n := kubeletNode{cp: cp, c: c, k: harness.StartKubeletViaT(t, cp, c, proxy.Endpoint, uniqueNode("static"))}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := n.c.ImportImage(ctx, hangwatchImageTar(t)); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, n.cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
+	configDir := t.TempDir()
+	writeStaticPodConfig(t, configDir, n.k)
+	writeStaticPod(t, n, configDir)
+	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, proxy: proxy}
+}
+
+func writeStaticPodConfig(t *testing.T, dir string, k *harness.Kubelet) {
+	t.Helper()
+	var cfg map[string]any
+	readYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "static-pod", "config.yaml"), &cfg)
+	cfg["kubelet"].(map[string]any)["metricsURL"] = k.MetricsURL()
+	cfg["kernel"].(map[string]any)["lookback"] = "0s"
+	writeYAML(t, filepath.Join(dir, "config.yaml"), cfg)
+}
+
+func writeStaticPod(t *testing.T, n kubeletNode, configDir string) {
+	t.Helper()
+	var pod corev1.Pod
+	readYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "static-pod", "hangwatch.yaml"), &pod)
+	kubeconfig, err := n.cp.NodeKubeconfig(n.k.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostPaths := map[string]string{"runtime-socket": n.c.Socket, "kubeconfig": kubeconfig, "kubelet-pki": n.cp.Dir, "config": configDir}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if p, ok := hostPaths[v.Name]; ok {
+			v.HostPath.Path = p
+		}
+	}
+	c := &pod.Spec.Containers[0]
+	c.Image, c.ImagePullPolicy = staticPodImage, corev1.PullNever
+	for i := range c.VolumeMounts {
+		if c.VolumeMounts[i].Name == "kubelet-pki" { // the kubeconfig names its certificates by these paths
+			c.VolumeMounts[i].MountPath = n.cp.Dir
+		}
+	}
+	writeYAML(t, filepath.Join(n.k.StaticPodDir, "hangwatch.yaml"), pod)
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(raw, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func writeYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitNodeCond polls the Node until its condition condType satisfies ok,
+// and returns when that was first seen.
+func (n staticPodNode) waitNodeCond(t *testing.T, limit time.Duration, condType string, ok func(*corev1.NodeCondition) bool) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
+		if c := nodeCond(t, n.cp, n.k.Node, condType); c != nil && ok(c) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Node %s: %s not as wanted after %v: %+v\n%s", n.k.Node, condType, limit,
+				nodeCond(t, n.cp, n.k.Node, condType), n.diagnose(t))
+		}
+	}
+	return time.Time{}
+}
+
+// diagnose tells what the static pod is doing: the mirror pod's status and
+// the container's log.
+func (n staticPodNode) diagnose(t *testing.T) string {
+	var b strings.Builder
+	p, err := n.cp.Admin.CoreV1().Pods("kube-system").Get(context.Background(), n.podName, metav1.GetOptions{})
+	if err != nil {
+		fmt.Fprintf(&b, "mirror pod: %v\n", err)
+	} else {
+		data, _ := yaml.Marshal(p.Status.ContainerStatuses)
+		fmt.Fprintf(&b, "mirror pod phase %s:\n%s", p.Status.Phase, data)
+	}
+	logs, _ := filepath.Glob(filepath.Join(n.k.Dir, "logs", "kube-system_"+n.podName+"_*", "hangwatch", "*.log"))
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(lines) > 30 {
+			lines = lines[len(lines)-30:]
+		}
+		fmt.Fprintf(&b, "%s:\n%s\n", l, strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+func condIs(status corev1.ConditionStatus, reason string) func(*corev1.NodeCondition) bool {
+	return func(c *corev1.NodeCondition) bool {
+		return c.Status == status && (reason == "" || c.Reason == reason)
+	}
+}
