@@ -34,11 +34,12 @@ func ScanKmsg(path string, lookback time.Duration, sets []*RuleSet, clk clock.Pa
 	if err != nil {
 		return s, err
 	}
-	k, err := OpenKmsg(path, lookback, clk)
+	k, source, err := OpenSource(path, lookback, clk)
 	if err != nil {
 		return s, err
 	}
 	defer k.Close()
+	s.Source = source
 	err = k.ReadAvailable(func(r Record) {
 		matchers.Feed(r.Message, func(h Hit) {
 			if h.Recovery {

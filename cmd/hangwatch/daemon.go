@@ -101,11 +101,12 @@ func (d *daemon) newKernelMonitor() (*kernellog.Monitor, error) {
 	return mon, nil
 }
 
-// openKernelLog opens /dev/kmsg and replays the lookback window, so the
+// openKernelLog opens /dev/kmsg (or, where a non-privileged container may
+// not open the device, syslog(2)) and replays the lookback window, so the
 // kernel conditions leave Unknown. Without a readable kernel log they stay
 // Unknown and the rest of hangwatch runs on.
 func (d *daemon) openKernelLog(mon *kernellog.Monitor) {
-	k, err := kernellog.OpenKmsg(d.o.kernel.kmsgPath, d.o.kernel.lookback, d.clk)
+	k, source, err := kernellog.OpenSource(d.o.kernel.kmsgPath, d.o.kernel.lookback, d.clk)
 	if err == nil {
 		err = k.ReadAvailable(mon.Handle)
 	}
@@ -114,6 +115,7 @@ func (d *daemon) openKernelLog(mon *kernellog.Monitor) {
 		d.kernel = nil
 		return
 	}
+	klog.InfoS("Watching the kernel log", "source", source)
 	d.kernel.kmsg = k
 	d.kernel.observeAll()
 	d.kernel.exportStats()

@@ -15,7 +15,7 @@ import (
 // kernelWatch follows /dev/kmsg through the kernel rules into conditions
 // and events.
 type kernelWatch struct {
-	kmsg    *kernellog.Kmsg
+	kmsg    kernellog.Source
 	monitor *kernellog.Monitor
 	metrics *kernellog.Metrics
 	last    kernellog.KmsgStats
