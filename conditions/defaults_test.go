@@ -85,7 +85,9 @@ func TestDefaultKubeletUnresponsiveRule(t *testing.T) {
 		{leaseObs(true, 1), corev1.ConditionFalse, "NodeLeaseRenewed"},
 		{leaseObs(true, 2), corev1.ConditionTrue, "NodeLeaseNotRenewed"},
 		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
-		{leaseObs(false, 0), corev1.ConditionTrue, "NodeLeaseMissing"},
+		{leaseObs(false, 0), corev1.ConditionFalse, "NodeLeaseRenewed"}, // a kubelet just started creates it within seconds
+		{leaseObs(false, 1), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{leaseObs(false, 2), corev1.ConditionTrue, "NodeLeaseMissing"},
 	}
 	for i, s := range steps {
 		e.Observe("lease", s.obs)

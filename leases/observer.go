@@ -38,6 +38,9 @@ type Observer struct {
 	clk       clock.WithTicker
 	renewTime time.Time // the last renewTime seen
 	changedAt time.Time // on clk, when it changed (estimated)
+	// missingSince is when the Lease was first found missing, zero while
+	// it exists: a kubelet just started creates it within seconds.
+	missingSince time.Time
 }
 
 // NewObserver returns an observer that has not read the Lease yet.
@@ -54,10 +57,18 @@ func (o *Observer) Observe(ctx context.Context) (Observation, error) {
 	switch {
 	case apierrors.IsNotFound(err):
 		o.renewTime = time.Time{}
+		if o.missingSince.IsZero() {
+			o.missingSince = now
+		}
+		// Missing counts as unrenewed since it was first missed, at the
+		// kubelet's default interval.
+		obs.RenewInterval = time.Duration(float64(DefaultLeaseDuration) * renewFraction)
+		obs.RenewAge = now.Sub(o.missingSince)
 		return obs, nil
 	case err != nil:
 		return obs, fmt.Errorf("get Lease %s/%s: %w", Namespace, o.cfg.Node, err)
 	}
+	o.missingSince = time.Time{}
 	o.track(lease, now)
 	obs.Found = true
 	if lease.Spec.HolderIdentity != nil {

@@ -132,3 +132,24 @@ func TestRunHandsOnReadingsEveryPeriod(t *testing.T) {
 		t.Fatalf("ages %v then %v", first.RenewAge, second.RenewAge)
 	}
 }
+
+// TestMissingLeaseCountsAsUnrenewedSinceFirstMissed: a Lease that does not
+// exist yet (a kubelet just started) is not a missed renewal at once.
+func TestMissingLeaseCountsAsUnrenewedSinceFirstMissed(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Now())
+	client := fake.NewSimpleClientset()
+	o := NewObserver(client.CoordinationV1(), Config{Node: "n1", Grace: 50 * time.Second, Period: 5 * time.Second}, clk)
+	for _, step := range []struct {
+		after  time.Duration
+		missed int
+	}{{0, 0}, {15 * time.Second, 1}, {10 * time.Second, 2}} {
+		clk.Step(step.after)
+		obs, err := o.Observe(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obs.Found || obs.MissedRenewals() != step.missed {
+			t.Fatalf("after %v more: found %v, missed %d, want %d", step.after, obs.Found, obs.MissedRenewals(), step.missed)
+		}
+	}
+}

@@ -22,7 +22,14 @@ func TestStaticPodBeatsNotReady(t *testing.T) {
 	started := time.Now()
 	n.waitNodeCond(t, 2*time.Minute, "RuntimeHung", condIs(corev1.ConditionFalse, "RuntimeResponsive"))
 	n.waitNodeCond(t, 30*time.Second, "KernelDeadlock", condIs(corev1.ConditionFalse, ""))
-	t.Logf("static pod hangwatch wrote RuntimeHung=False and KernelDeadlock=False %v after the manifest", time.Since(started).Round(time.Millisecond))
+	n.waitNodeCond(t, 30*time.Second, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
+	n.waitNodeCond(t, 30*time.Second, "PLEGUnhealthy", condIs(corev1.ConditionFalse, ""))
+	t.Logf("static pod hangwatch wrote its conditions False %v after the manifest", time.Since(started).Round(time.Millisecond))
+	for _, e := range nodeEvents(t, n.cp, n.k.Node) {
+		if e.Source.Component == "hangwatch" && e.Type == corev1.EventTypeWarning {
+			t.Errorf("a healthy node starting got a Warning from hangwatch: %s %s", e.Reason, e.Message)
+		}
+	}
 
 	t.Run("kernel line", func(t *testing.T) {
 		line := fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", 1000000+rand.Intn(8000000))
