@@ -8,7 +8,7 @@ HANGWATCH_CACHE=${HANGWATCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch}
 GO_VERSION=${GO_VERSION:-1.26.8}           # toolchain fetched when the machine's Go is older than go.mod's
 GOLANGCI_LINT_VERSION=v2.6.2
 KUBE_VERSION=v1.34.2                       # must match hack/kube/go.mod and test/harness.KubeVersion
-KUBE_BINARIES=(kube-apiserver kubectl kubelet)
+KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager)
 PROMTOOL_MODULE_VERSION=v0.315.0           # Prometheus 3.x's Go module; must match hack/tools/go.mod
 APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server ca-certificates curl unzip git)
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -232,3 +233,10 @@ spec:
     image: %[2]s
     imagePullPolicy: Never
 `
+
+// Freeze stops the kubelet with SIGSTOP: it renews no Lease and posts no
+// status, while its pods run on.
+func (k *Kubelet) Freeze() error { return syscall.Kill(k.proc.PID(), syscall.SIGSTOP) }
+
+// Thaw resumes a frozen kubelet.
+func (k *Kubelet) Thaw() error { return syscall.Kill(k.proc.PID(), syscall.SIGCONT) }

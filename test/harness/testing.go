@@ -107,3 +107,17 @@ func StartKubeletViaT(t testing.TB, cp *ControlPlane, c *Containerd, runtimeEndp
 	t.Cleanup(k.Stop)
 	return k
 }
+
+// StartControllerManagerT starts the node lifecycle controller against cp
+// and stops it when t ends.
+func StartControllerManagerT(t testing.TB, cp *ControlPlane) *ControllerManager {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cm, err := StartControllerManager(ctx, cp)
+	if err != nil {
+		t.Fatalf("start kube-controller-manager: %v", err)
+	}
+	t.Cleanup(cm.Stop)
+	return cm
+}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 )
@@ -19,17 +21,7 @@ import (
 // lead between them.
 func TestStaticPodBeatsNotReady(t *testing.T) {
 	n := startStaticPodNode(t)
-	started := time.Now()
-	n.waitNodeCond(t, 2*time.Minute, "RuntimeHung", condIs(corev1.ConditionFalse, "RuntimeResponsive"))
-	n.waitNodeCond(t, 30*time.Second, "KernelDeadlock", condIs(corev1.ConditionFalse, ""))
-	n.waitNodeCond(t, 30*time.Second, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
-	n.waitNodeCond(t, 30*time.Second, "PLEGUnhealthy", condIs(corev1.ConditionFalse, ""))
-	t.Logf("static pod hangwatch wrote its conditions False %v after the manifest", time.Since(started).Round(time.Millisecond))
-	for _, e := range nodeEvents(t, n.cp, n.k.Node) {
-		if e.Source.Component == "hangwatch" && e.Type == corev1.EventTypeWarning {
-			t.Errorf("a healthy node starting got a Warning from hangwatch: %s %s", e.Reason, e.Message)
-		}
-	}
+	n.waitHealthy(t)
 
 	t.Run("kernel line", func(t *testing.T) {
 		line := fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", 1000000+rand.Intn(8000000))
@@ -70,27 +62,125 @@ func longScenarios(t *testing.T) {
 	}
 }
 
-// TestStaticPodListPodSandboxHang holds only the kubelet's ListPodSandbox
-// (through the fault proxy); hangwatch, talking to containerd directly,
-// sees the PLEG stall in the kubelet's kubelet_pleg_last_seen_seconds.
+// The PLEG-path scenarios hold one kind of CRI call of the kubelet's
+// (through the fault proxy) while hangwatch, talking to containerd
+// directly, sees the stall in the kubelet's kubelet_pleg_last_seen_seconds.
+// Each measures PLEGUnhealthy on the Node against the kubelet's Ready=False.
+
 func TestStaticPodListPodSandboxHang(t *testing.T) {
+	plegPathScenario(t, "list_pod_sandbox", func(n staticPodNode) func() {
+		return n.proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
+	})
+}
+
+// TestStaticPodContainerStatusHang holds ContainerStatus of one container;
+// the kubelet asks for it once that container changes (it is stopped).
+func TestStaticPodContainerStatusHang(t *testing.T) {
+	plegPathScenario(t, "container_status", func(n staticPodNode) func() {
+		_, container := n.victim(t)
+		release := n.proxy.Inject(criproxy.Fault{Method: "ContainerStatus", ID: container})
+		n.stopContainer(t, container)
+		return release
+	})
+}
+
+// TestStaticPodPodSandboxStatusHang holds PodSandboxStatus of one sandbox;
+// the kubelet asks for it once its pod changes (its container is stopped).
+func TestStaticPodPodSandboxStatusHang(t *testing.T) {
+	plegPathScenario(t, "pod_sandbox_status", func(n staticPodNode) func() {
+		sandbox, container := n.victim(t)
+		release := n.proxy.Inject(criproxy.Fault{Method: "PodSandboxStatus", ID: sandbox})
+		n.stopContainer(t, container)
+		return release
+	})
+}
+
+func plegPathScenario(t *testing.T, name string, fault func(staticPodNode) (release func())) {
 	longScenarios(t)
 	n := startStaticPodNode(t)
-	n.waitNodeCond(t, 2*time.Minute, "PLEGUnhealthy", condIs(corev1.ConditionFalse, ""))
-	release := n.proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
+	n.waitHealthy(t)
+	start := time.Now()
+	release := fault(n)
 	defer release()
-	fault := time.Now()
-	flagged := n.waitNodeCond(t, 3*time.Minute, "PLEGUnhealthy", condIs(corev1.ConditionTrue, ""))
-	measure(t, "e2e_pleg_unhealthy_after_list_pod_sandbox_hang", flagged.Sub(fault))
-	notReady := n.waitNodeCond(t, 6*time.Minute, "Ready", condIs(corev1.ConditionFalse, ""))
-	measure(t, "e2e_kubelet_ready_false_after_list_pod_sandbox_hang", notReady.Sub(fault))
-	measure(t, "e2e_lead_pleg_unhealthy_before_not_ready", notReady.Sub(flagged))
+	flagged := n.waitNodeCond(t, 4*time.Minute, "PLEGUnhealthy", condIs(corev1.ConditionTrue, ""))
+	measure(t, "e2e_pleg_unhealthy_after_"+name+"_hang", flagged.Sub(start))
+	notReady := n.waitNodeCond(t, 8*time.Minute, "Ready", condIs(corev1.ConditionFalse, ""))
+	measure(t, "e2e_kubelet_ready_false_after_"+name+"_hang", notReady.Sub(start))
+	measure(t, "e2e_lead_pleg_unhealthy_before_not_ready_"+name, notReady.Sub(flagged))
 	if r := nodeCond(t, n.cp, n.k.Node, "Ready"); r != nil {
 		t.Logf("kubelet: Ready=%s %s: %s", r.Status, r.Reason, r.Message)
 	}
+	if c := nodeCond(t, n.cp, n.k.Node, "PLEGUnhealthy"); c != nil {
+		t.Logf("hangwatch: PLEGUnhealthy=%s %s: %s", c.Status, c.Reason, c.Message)
+	}
 	if lead := notReady.Sub(flagged); lead < 150*time.Second {
-		t.Logf("lead %v is under the 150s goal", lead)
+		t.Logf("lead %v is under the 150s goal", lead.Round(time.Second))
 	}
 	release()
-	n.waitNodeCond(t, 3*time.Minute, "PLEGUnhealthy", condIs(corev1.ConditionFalse, ""))
+	n.waitNodeCond(t, 4*time.Minute, "PLEGUnhealthy", condIs(corev1.ConditionFalse, ""))
+}
+
+// TestStaticPodKubeletFrozen stops the kubelet with SIGSTOP: its Lease is
+// no longer renewed; hangwatch raises KubeletUnresponsive and the node
+// lifecycle controller marks the node Unknown after its grace period.
+func TestStaticPodKubeletFrozen(t *testing.T) {
+	longScenarios(t)
+	n := startStaticPodNode(t)
+	n.waitHealthy(t)
+	if err := n.k.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	defer func() { _ = n.k.Thaw() }()
+	flagged := n.waitNodeCond(t, 2*time.Minute, "KubeletUnresponsive", condIs(corev1.ConditionTrue, ""))
+	measure(t, "e2e_kubelet_unresponsive_after_kubelet_freeze", flagged.Sub(frozen))
+	unknown := n.waitNodeCond(t, 3*time.Minute, "Ready", condIs(corev1.ConditionUnknown, ""))
+	measure(t, "e2e_node_unknown_after_kubelet_freeze", unknown.Sub(frozen))
+	measure(t, "e2e_lead_kubelet_unresponsive_before_unknown", unknown.Sub(flagged))
+	if lead := unknown.Sub(flagged); lead < 20*time.Second {
+		t.Errorf("KubeletUnresponsive only %v before Unknown; goal: at least 20s", lead)
+	}
+	if err := n.k.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	n.waitNodeCond(t, 2*time.Minute, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
+}
+
+// victim runs a static pod of the pause image and returns its sandbox and
+// container IDs once it runs.
+func (n staticPodNode) victim(t *testing.T) (sandbox, container string) {
+	t.Helper()
+	if err := n.k.StaticPod("victim"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		list, err := n.c.Runtime().ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+			LabelSelector: map[string]string{"io.kubernetes.pod.name": "victim-" + n.k.Node}}})
+		cancel()
+		if err == nil && len(list.Containers) > 0 {
+			return list.Containers[0].PodSandboxId, list.Containers[0].Id
+		}
+		<-time.After(200 * time.Millisecond)
+	}
+	t.Fatalf("the victim static pod did not run")
+	return "", ""
+}
+
+// stopContainer stops a container at containerd, around the proxy: a
+// change the kubelet's next relist inspects.
+func (n staticPodNode) stopContainer(t *testing.T, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := n.c.Runtime().StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 0}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runningContainers() *runtimeapi.ListContainersRequest {
+	return &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}}
 }

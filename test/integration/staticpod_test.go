@@ -58,14 +58,21 @@ type staticPodNode struct {
 	proxy   *criproxy.Proxy // between the kubelet and containerd; hangwatch talks to containerd
 }
 
-// startStaticPodNode starts the node and hangwatch's static pod, with the
-// shipped manifest and config changed only where this machine differs
-// from a kubeadm node: the host paths of the socket, the kubelet's
-// kubeconfig and its certificates, the kubelet's port, and a kernel
-// lookback of 0 so earlier tests' kmsg lines do not count.
+// startStaticPodNode starts a single-node cluster of its own: etcd,
+// kube-apiserver, kube-controller-manager's node lifecycle controller at
+// its default grace period, containerd, the CRI fault proxy and a kubelet
+// talking to containerd through it; then hangwatch's static pod, with the
+// shipped manifest and config changed only where this machine differs from
+// a kubeadm node: the host paths of the socket, the kubelet's kubeconfig
+// and its certificates, the kubelet's port, and a kernel lookback of 0 so
+// earlier tests' kmsg lines do not count. hangwatch talks to containerd
+// directly, as on a real node.
 func startStaticPodNode(t *testing.T) staticPodNode {
 	t.Helper()
-	cp := controlPlane(t)
+	harness.RequireRealParts(t)
+	cp := harness.StartControlPlaneT(t)
+	harness.StartControllerManagerT(t, cp)
+	ensureDefaultServiceAccount(t, cp, "kube-system")
 	c := harness.StartContainerdT(t, 0, 0)
 	proxy, err := criproxy.Start(filepath.Join(c.Dir, "kubelet-cri-proxy.sock"), c.Socket)
 	if err != nil {
@@ -83,6 +90,23 @@ func startStaticPodNode(t *testing.T) staticPodNode {
 	writeStaticPodConfig(t, configDir, n.k)
 	writeStaticPod(t, n, configDir)
 	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, proxy: proxy}
+}
+
+// waitHealthy waits for hangwatch's four conditions to be False on the
+// Node and checks it sent no Warning while starting.
+func (n staticPodNode) waitHealthy(t *testing.T) {
+	t.Helper()
+	started := time.Now()
+	n.waitNodeCond(t, 2*time.Minute, "RuntimeHung", condIs(corev1.ConditionFalse, "RuntimeResponsive"))
+	for _, c := range []string{"KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy"} {
+		n.waitNodeCond(t, 30*time.Second, c, condIs(corev1.ConditionFalse, ""))
+	}
+	t.Logf("static pod hangwatch wrote its conditions False %v after the manifest", time.Since(started).Round(time.Millisecond))
+	for _, e := range nodeEvents(t, n.cp, n.k.Node) {
+		if e.Source.Component == "hangwatch" && e.Type == corev1.EventTypeWarning {
+			t.Errorf("a healthy node starting got a Warning from hangwatch: %s %s", e.Reason, e.Message)
+		}
+	}
 }
 
 func writeStaticPodConfig(t *testing.T, dir string, k *harness.Kubelet) {

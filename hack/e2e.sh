@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# End to end on a real node: hangwatch as the shipped static pod beside a
+# real kubelet (through the CRI fault proxy), kube-controller-manager and
+# kube-apiserver; every hang scenario and a healthy run with 100 pods.
+# Writes the table of lead times and the footprint into BENCHMARKS.md
+# (between the e2e markers). Needs root; about 35 minutes.
+#   sudo ./hack/e2e.sh [HEALTHY_DURATION (default 10m)]
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+[ "$(id -u)" -eq 0 ] || { echo "run as root (sudo): the scenarios start containerd and a kubelet" >&2; exit 1; }
+ensure_packages
+ensure_go
+ensure_kube_binaries
+healthy=${1:-10m}
+log=$HANGWATCH_CACHE/e2e.log
+machine="$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), containerd $(containerd --version | awk '{print $3}'), Kubernetes $KUBE_VERSION"
+cmd="HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run 'TestStaticPod' ./test/integration/"
+log "running: $cmd"
+HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run 'TestStaticPod' ./test/integration/ 2>&1 | tee "$log" | grep -E 'MEASURE|^(---|ok|FAIL)|kubelet:|hangwatch:'
+m() { grep -o "MEASURE $1 [0-9.]*" "$log" | tail -1 | awk '{print $3}'; }
+s() { local v; v=$(m "$1"); [ -n "$v" ] && printf '%.1f s' "$v" || echo "not measured"; }
+table=$(cat <<TABLE
+<!-- e2e:begin (written by hack/e2e.sh) -->
+Machine: $machine. Command: \`sudo ./hack/e2e.sh $healthy\`, which ran \`$cmd\` on $(date -u +%Y-%m-%d).
+
+| scenario | hangwatch condition on the Node | kubelet Ready=False / controller Unknown | lead |
+| --- | --- | --- | --- |
+| containerd frozen (SIGSTOP) | RuntimeHung after $(s e2e_runtime_hung_on_node_after_freeze) | Ready=False after $(s e2e_kubelet_ready_false_after_freeze) | $(s e2e_lead_runtime_hung_before_not_ready) |
+| ListPodSandbox hangs (proxy) | PLEGUnhealthy after $(s e2e_pleg_unhealthy_after_list_pod_sandbox_hang) | Ready=False after $(s e2e_kubelet_ready_false_after_list_pod_sandbox_hang) | $(s e2e_lead_pleg_unhealthy_before_not_ready_list_pod_sandbox) |
+| ContainerStatus of one container hangs (proxy) | PLEGUnhealthy after $(s e2e_pleg_unhealthy_after_container_status_hang) | Ready=False after $(s e2e_kubelet_ready_false_after_container_status_hang) | $(s e2e_lead_pleg_unhealthy_before_not_ready_container_status) |
+| PodSandboxStatus of one sandbox hangs (proxy) | PLEGUnhealthy after $(s e2e_pleg_unhealthy_after_pod_sandbox_status_hang) | Ready=False after $(s e2e_kubelet_ready_false_after_pod_sandbox_status_hang) | $(s e2e_lead_pleg_unhealthy_before_not_ready_pod_sandbox_status) |
+| kubelet frozen (SIGSTOP) | KubeletUnresponsive after $(s e2e_kubelet_unresponsive_after_kubelet_freeze) | Unknown after $(s e2e_node_unknown_after_kubelet_freeze) | $(s e2e_lead_kubelet_unresponsive_before_unknown) |
+| hung-task line for containerd in /dev/kmsg | KernelDeadlock after $(s e2e_kernel_deadlock_on_node_after_kmsg_line) | (none) | |
+
+Healthy run ($healthy, 100 pods, a pod created and one deleted every 3 s, half the cores
+busy): $(grep -o 'healthy run: .*' "$log" | tail -1 | sed 's/^healthy run: //'). hangwatch's footprint: RSS
+$(m e2e_footprint_rss_steady_mib) MiB at the end, peak $(m e2e_footprint_rss_peak_mib) MiB; CPU $(m e2e_footprint_cpu_percent_of_a_core)% of a core;
+CRI calls $(m e2e_cri_calls_per_min_hangwatch)/min against the kubelet's $(m e2e_cri_calls_per_min_kubelet)/min
+(\`kubelet_runtime_operations_total\`): $(m e2e_cri_calls_hangwatch_share_percent)%.
+<!-- e2e:end -->
+TABLE
+)
+if grep -q '<!-- e2e:begin' BENCHMARKS.md; then
+  awk -v t="$table" '/<!-- e2e:begin/{print t; skip=1} /<!-- e2e:end -->/{skip=0; next} !skip' BENCHMARKS.md > BENCHMARKS.md.tmp
+else
+  { cat BENCHMARKS.md; printf '\n## End to end: the static pod against the kubelet and the controller\n\n%s\n' "$table"; } > BENCHMARKS.md.tmp
+fi
+mv BENCHMARKS.md.tmp BENCHMARKS.md
+log "BENCHMARKS.md updated; the full log is $log"

@@ -1,0 +1,224 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// healthyRunDuration is HANGWATCH_E2E_HEALTHY (hack/bench.sh: 10m); the
+// test is skipped without it.
+func healthyRunDuration(t *testing.T) time.Duration {
+	t.Helper()
+	v := os.Getenv("HANGWATCH_E2E_HEALTHY")
+	if v == "" {
+		t.Skip("the healthy run with 100 pods takes minutes; hack/bench.sh runs it (HANGWATCH_E2E_HEALTHY=10m)")
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("HANGWATCH_E2E_HEALTHY=%q: %v", v, err)
+	}
+	return d
+}
+
+// TestStaticPodHealthyNodeRaisesNothing runs 100 pods on the node, creates
+// and deletes pods continuously under CPU load, and checks hangwatch (the
+// static pod) raises no condition; it measures hangwatch's footprint: RSS,
+// CPU and the CRI calls it adds next to the kubelet's own.
+func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
+	d := healthyRunDuration(t)
+	n := startStaticPodNode(t)
+	n.waitHealthy(t)
+	const pods = 100
+	for i := 0; i < pods; i++ {
+		if err := n.k.StaticPod("steady-" + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.waitRunningContainers(t, pods, 5*time.Minute)
+	pid := hangwatchPID(t)
+	stopLoad := cpuLoad(runtime.NumCPU() / 2)
+	defer stopLoad()
+	before := n.footprintSample(t, pid)
+	created, deleted, checks, peakRSS := 0, 0, 0, before.rssKiB
+	end := time.Now().Add(d)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for ; time.Now().Before(end); <-tick.C {
+		if checks%3 == 0 {
+			if err := n.k.StaticPod("churn-" + strconv.Itoa(created)); err != nil {
+				t.Fatal(err)
+			}
+			created++
+			if created > 3 {
+				if err := n.k.RemoveStaticPod("churn-" + strconv.Itoa(deleted)); err != nil {
+					t.Fatal(err)
+				}
+				deleted++
+			}
+		}
+		checks++
+		for _, c := range []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock", "KubeletUnresponsive"} {
+			if cond := nodeCond(t, n.cp, n.k.Node, c); cond == nil || cond.Status != corev1.ConditionFalse {
+				t.Fatalf("a healthy node got %s=%+v after %v, %d pods created and %d deleted", c, cond, time.Since(end.Add(-d)).Round(time.Second), created, deleted)
+			}
+		}
+		peakRSS = max(peakRSS, readRSSKiB(t, pid))
+	}
+	after := n.footprintSample(t, pid)
+	reportFootprint(t, d, before, after, peakRSS)
+	t.Logf("%v healthy run: %d steady pods, %d churn pods created, %d deleted, %d checks of the 4 conditions: all False throughout", d, pods, created, deleted, checks)
+}
+
+type footprint struct {
+	at             time.Time
+	cpuTicks       uint64
+	rssKiB         uint64
+	hangwatchCalls float64 // CRI calls hangwatch sent (probes plus 2 per emulated relist)
+	kubeletCalls   float64 // kubelet_runtime_operations_total, all operations
+}
+
+func (n staticPodNode) footprintSample(t *testing.T, pid int) footprint {
+	t.Helper()
+	hw := httpGet(t, "http://127.0.0.1:9764/metrics")
+	kl := httpGet(t, n.k.ReadOnlyMetricsURL())
+	return footprint{at: time.Now(), cpuTicks: readCPUTicks(t, pid), rssKiB: readRSSKiB(t, pid),
+		hangwatchCalls: sumSeries(hw, "hangwatch_cri_probes_total") + 2*sumSeries(hw, "hangwatch_pleg_emulated_relists_total"),
+		kubeletCalls:   sumSeries(kl, "kubelet_runtime_operations_total")}
+}
+
+func reportFootprint(t *testing.T, d time.Duration, a, b footprint, peakRSS uint64) {
+	t.Helper()
+	secs := b.at.Sub(a.at).Seconds()
+	cpu := float64(b.cpuTicks-a.cpuTicks) / 100 / secs // USER_HZ is 100
+	hwPerMin := (b.hangwatchCalls - a.hangwatchCalls) / secs * 60
+	klPerMin := (b.kubeletCalls - a.kubeletCalls) / secs * 60
+	t.Logf("MEASURE e2e_footprint_rss_steady_mib %.1f", float64(b.rssKiB)/1024)
+	t.Logf("MEASURE e2e_footprint_rss_peak_mib %.1f", float64(peakRSS)/1024)
+	t.Logf("MEASURE e2e_footprint_cpu_percent_of_a_core %.2f", cpu*100)
+	t.Logf("MEASURE e2e_cri_calls_per_min_hangwatch %.0f", hwPerMin)
+	t.Logf("MEASURE e2e_cri_calls_per_min_kubelet %.0f", klPerMin)
+	if klPerMin > 0 {
+		t.Logf("MEASURE e2e_cri_calls_hangwatch_share_percent %.1f", hwPerMin/klPerMin*100)
+	}
+	if float64(peakRSS)/1024 > 20 {
+		t.Logf("peak RSS %.1f MiB is over the 20 MiB goal", float64(peakRSS)/1024)
+	}
+}
+
+// hangwatchPID finds the static pod's process: /hangwatch run --config=...
+func hangwatchPID(t *testing.T) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	best := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.HasPrefix(string(cmd), "/hangwatch\x00run\x00--config=/etc/hangwatch/config.yaml") && pid > best {
+			best = pid
+		}
+	}
+	if best == 0 {
+		t.Fatal("the static pod's hangwatch process was not found")
+	}
+	return best
+}
+
+func readRSSKiB(t *testing.T, pid int) uint64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			v, _ := strconv.ParseUint(f[1], 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+func readCPUTicks(t *testing.T, pid int) uint64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	return utime + stime
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // a loopback test request
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+// sumSeries adds the values of every series of a metric.
+func sumSeries(text, name string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// cpuLoad keeps n goroutines spinning until stopped.
+func cpuLoad(n int) (stop func()) {
+	var done atomic.Bool
+	for i := 0; i < max(n, 1); i++ {
+		go func() {
+			x := 0
+			for !done.Load() {
+				x++
+			}
+			_ = x
+		}()
+	}
+	return func() { done.Store(true) }
+}
+
+// waitRunningContainers waits until containerd runs at least want
+// containers besides hangwatch's.
+func (n staticPodNode) waitRunningContainers(t *testing.T, want int, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		list, err := n.c.Runtime().ListContainers(ctx, runningContainers())
+		cancel()
+		if err == nil && len(list.Containers) > want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d containers running after %v, want %d", len(list.GetContainers()), limit, want+1)
+		}
+		<-time.After(time.Second)
+	}
+}
