@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -129,33 +128,24 @@ func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
 	d := plegDaemon(t, n)
 	d.waitFor(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" })
 	end := time.Now().Add(churnDuration(t))
-	created, deleted, checks := 0, 0, 0
+	churn, checks := &podChurn{k: n.k}, 0
 	nextPod := time.Now()
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
 	for ; time.Now().Before(end); <-poll.C {
 		if time.Now().After(nextPod) {
-			if err := n.k.StaticPod("churn-" + strconv.Itoa(created)); err != nil {
-				t.Fatal(err)
-			}
-			created++
-			if created > 3 {
-				if err := n.k.RemoveStaticPod("churn-" + strconv.Itoa(deleted)); err != nil {
-					t.Fatal(err)
-				}
-				deleted++
-			}
+			churn.step(t)
 			nextPod = time.Now().Add(3 * time.Second)
 		}
 		s, reason, msg := d.condition(t, "PLEGUnhealthy")
 		checks++
 		if s != "False" {
-			t.Fatalf("PLEGUnhealthy=%s (%s: %s) on a healthy node after %d pods created, %d deleted", s, reason, msg, created, deleted)
+			t.Fatalf("PLEGUnhealthy=%s (%s: %s) on a healthy node after %d pods created, %d deleted", s, reason, msg, churn.created, churn.deleted)
 		}
 	}
 	metrics, _ := d.get("/metrics")
 	t.Logf("%v of churn: %d pods created, %d deleted, %d checks, PLEGUnhealthy False throughout; emulated relists ok %v, last %.4fs; scrapes ok %v; kubelet relist p99 %v s",
-		churnDuration(t), created, deleted, checks, metricValue(metrics, `hangwatch_pleg_emulated_relists_total{result="ok"}`),
+		churnDuration(t), churn.created, churn.deleted, checks, metricValue(metrics, `hangwatch_pleg_emulated_relists_total{result="ok"}`),
 		metricValue(metrics, "hangwatch_pleg_emulated_relist_seconds"), metricValue(metrics, `hangwatch_kubelet_metrics_scrapes_total{result="ok"}`),
 		metricValue(metrics, "hangwatch_pleg_relist_p99_seconds"))
 }

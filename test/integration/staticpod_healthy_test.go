@@ -15,6 +15,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // healthyRunDuration is HANGWATCH_E2E_HEALTHY (hack/bench.sh: 10m); the
@@ -51,34 +53,47 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 	stopLoad := cpuLoad(runtime.NumCPU() / 2)
 	defer stopLoad()
 	before := n.footprintSample(t, pid)
-	created, deleted, checks, peakRSS := 0, 0, 0, before.rssKiB
+	churn := &podChurn{k: n.k}
+	checks, peakRSS := 0, before.rssKiB
 	end := time.Now().Add(d)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for ; time.Now().Before(end); <-tick.C {
 		if checks%3 == 0 {
-			if err := n.k.StaticPod("churn-" + strconv.Itoa(created)); err != nil {
-				t.Fatal(err)
-			}
-			created++
-			if created > 3 {
-				if err := n.k.RemoveStaticPod("churn-" + strconv.Itoa(deleted)); err != nil {
-					t.Fatal(err)
-				}
-				deleted++
-			}
+			churn.step(t)
 		}
 		checks++
 		for _, c := range []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock", "KubeletUnresponsive"} {
 			if cond := nodeCond(t, n.cp, n.k.Node, c); cond == nil || cond.Status != corev1.ConditionFalse {
-				t.Fatalf("a healthy node got %s=%+v after %v, %d pods created and %d deleted", c, cond, time.Since(end.Add(-d)).Round(time.Second), created, deleted)
+				t.Fatalf("a healthy node got %s=%+v after %v, %d pods created and %d deleted", c, cond, time.Since(end.Add(-d)).Round(time.Second), churn.created, churn.deleted)
 			}
 		}
 		peakRSS = max(peakRSS, readRSSKiB(t, pid))
 	}
 	after := n.footprintSample(t, pid)
 	reportFootprint(t, d, before, after, peakRSS)
-	t.Logf("%v healthy run: %d steady pods, %d churn pods created, %d deleted, %d checks of the 4 conditions: all False throughout", d, pods, created, deleted, checks)
+	t.Logf("%v healthy run: %d steady pods, %d churn pods created, %d deleted, %d checks of the 4 conditions: all False throughout", d, pods, churn.created, churn.deleted, checks)
+}
+
+// podChurn creates a static pod each step and, past the first three,
+// deletes the oldest.
+type podChurn struct {
+	k                *harness.Kubelet
+	created, deleted int
+}
+
+func (c *podChurn) step(t *testing.T) {
+	t.Helper()
+	if err := c.k.StaticPod("churn-" + strconv.Itoa(c.created)); err != nil {
+		t.Fatal(err)
+	}
+	c.created++
+	if c.created > 3 {
+		if err := c.k.RemoveStaticPod("churn-" + strconv.Itoa(c.deleted)); err != nil {
+			t.Fatal(err)
+		}
+		c.deleted++
+	}
 }
 
 type footprint struct {
