@@ -43,14 +43,20 @@ type Config struct {
 	// has been waiting on a CRI call this long.
 	EmulationStallAfter time.Duration
 	// SlowRelist raises RelistSlow when the relist p99 (kubelet's, over the
-	// window) or one emulated relist takes at least this long.
+	// window) or SlowRelistsInARow emulated relists take at least this long.
 	SlowRelist time.Duration
+	// SlowRelistsInARow is how many completed emulated relists in a row must
+	// be slow: one relist after a hundred pods started at once inspects
+	// them all and is slow on a healthy node; the next is not.
+	SlowRelistsInARow int
 }
 
-// DefaultConfig: 60 s stale (a third of the kubelet's 3 min), 30 s for our
-// own stuck call, 10 s slow (kubernetes-mixin's KubeletPlegDurationHigh).
+// DefaultConfig: 30 s stale (the kubelet relists every second: 30 missed
+// relists, a sixth of its 3 min; 60 s left a hung ListPodSandbox flagged
+// only 120 s before NotReady), 30 s for our own stuck call, 10 s slow
+// (kubernetes-mixin's KubeletPlegDurationHigh).
 func DefaultConfig() Config {
-	return Config{StaleAfter: time.Minute, EmulationStallAfter: 30 * time.Second, SlowRelist: 10 * time.Second}
+	return Config{StaleAfter: 30 * time.Second, EmulationStallAfter: 30 * time.Second, SlowRelist: 10 * time.Second, SlowRelistsInARow: 2}
 }
 
 // MetricsState is what the kubelet's metrics last said.
@@ -71,6 +77,9 @@ type Inputs struct {
 	Now       time.Time
 	Metrics   MetricsState
 	Emulation *cri.RelistResult // nil when off or not run yet
+	// SlowRelists is how many completed emulated relists in a row, up to
+	// the latest, took SlowRelist or more.
+	SlowRelists int
 }
 
 // Signal is one signal's state, for diag and /conditions readers.
@@ -113,7 +122,7 @@ func Assess(cfg Config, in Inputs) Assessment {
 	n, fs := assessMetrics(cfg, &a, in)
 	usable += n
 	found = append(found, fs...)
-	n, fs = assessEmulation(cfg, &a, in.Emulation)
+	n, fs = assessEmulation(cfg, &a, in.Emulation, in.SlowRelists)
 	usable += n
 	found = append(found, fs...)
 	if len(found) > 0 {

@@ -52,13 +52,14 @@ func TestAssess(t *testing.T) {
 		{"healthy", Inputs{Now: now, Metrics: metricsAt(t, now, time.Second), Emulation: ok}, VerdictHealthy, ReasonHealthy},
 		{"emulation only", Inputs{Now: now, Emulation: ok}, VerdictHealthy, ReasonHealthy},
 		{"not scraped yet", Inputs{Now: now, Metrics: MetricsState{Configured: true}, Emulation: ok}, VerdictHealthy, ReasonHealthy},
-		{"stale gauge", Inputs{Now: now, Metrics: metricsAt(t, now, 61*time.Second), Emulation: ok}, VerdictUnhealthy, ReasonStalled},
-		{"gauge under threshold", Inputs{Now: now, Metrics: metricsAt(t, now, 59*time.Second)}, VerdictHealthy, ReasonHealthy},
+		{"stale gauge", Inputs{Now: now, Metrics: metricsAt(t, now, 31*time.Second), Emulation: ok}, VerdictUnhealthy, ReasonStalled},
+		{"gauge under threshold", Inputs{Now: now, Metrics: metricsAt(t, now, 29*time.Second)}, VerdictHealthy, ReasonHealthy},
 		{"evented: gauge untrusted", Inputs{Now: now, Metrics: evented, Emulation: ok}, VerdictHealthy, ReasonHealthy},
 		{"own relist stuck", Inputs{Now: now, Metrics: hung, Emulation: stuck}, VerdictUnhealthy, ReasonStalled},
 		{"hung scrape alone", Inputs{Now: now, Metrics: hung}, VerdictUnknown, ReasonNoSignal},
 		{"too large wins", Inputs{Now: now, Metrics: metricsAt(t, now, 2*time.Minute), Emulation: huge}, VerdictUnhealthy, ReasonTooLarge},
-		{"slow own relist", Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}}, VerdictUnhealthy, ReasonSlow},
+		{"slow own relists in a row", Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}, SlowRelists: 2}, VerdictUnhealthy, ReasonSlow},
+		{"one slow own relist (a hundred pods just started)", Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}, SlowRelists: 1}, VerdictHealthy, ReasonHealthy},
 	}
 	for _, c := range cases {
 		a := Assess(cfg, c.in)
@@ -115,5 +116,26 @@ func TestRecoveredRelistIsNotSlow(t *testing.T) {
 	a := Assess(DefaultConfig(), Inputs{Now: now.Add(10 * time.Second), Metrics: MetricsState{Configured: true, Snapshot: later, Stats: st}})
 	if a.Verdict != VerdictHealthy {
 		t.Errorf("recovered: %s %s %+v", a.Verdict, a.Reason, a.Signals)
+	}
+}
+
+func TestCountSlowRelists(t *testing.T) {
+	t0 := time.Now()
+	slow := 10 * time.Second
+	n, counted := 0, time.Time{}
+	for i, step := range []struct {
+		r    cri.RelistResult
+		want int
+	}{
+		{cri.RelistResult{Start: t0, Duration: 12 * time.Second}, 1},
+		{cri.RelistResult{Start: t0, Duration: 12 * time.Second}, 1}, // the same relist seen again
+		{cri.RelistResult{Start: t0.Add(time.Minute), Duration: 11 * time.Second, InFlight: true}, 1},
+		{cri.RelistResult{Start: t0.Add(time.Minute), Duration: 13 * time.Second}, 2},
+		{cri.RelistResult{Start: t0.Add(2 * time.Minute), Duration: time.Second}, 0},
+	} {
+		n, counted = countSlowRelists(n, counted, step.r, slow)
+		if n != step.want {
+			t.Fatalf("step %d: %d slow in a row, want %d", i, n, step.want)
+		}
 	}
 }

@@ -40,6 +40,10 @@ type Monitor struct {
 	mu         sync.Mutex
 	metrics    MetricsState
 	emul       *cri.RelistResult
+	// slowRelists counts completed emulated relists in a row that were
+	// slow; counted is the start of the last one counted.
+	slowRelists int
+	counted     time.Time
 	configz    struct {
 		at    time.Time
 		state kubeletmetrics.EventedPLEG
@@ -57,7 +61,7 @@ func NewMonitor(o Options, clk clock.WithTicker) *Monitor {
 func (m *Monitor) Inputs() Inputs {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return Inputs{Now: m.clk.Now(), Metrics: m.metrics, Emulation: m.emul}
+	return Inputs{Now: m.clk.Now(), Metrics: m.metrics, Emulation: m.emul, SlowRelists: m.slowRelists}
 }
 
 // Assess judges the latest signals.
@@ -127,6 +131,7 @@ func (m *Monitor) EmulateOnce(ctx context.Context) {
 	r := m.o.Relister.Relist(ctx)
 	m.mu.Lock()
 	m.emul = &r
+	m.slowRelists, m.counted = countSlowRelists(m.slowRelists, m.counted, r, m.o.Config.SlowRelist)
 	m.mu.Unlock()
 	m.o.Metrics.observeRelist(r)
 	m.publish()
@@ -176,4 +181,17 @@ func (m *Monitor) every(ctx context.Context, period time.Duration, f func(contex
 		case <-t.C():
 		}
 	}
+}
+
+// countSlowRelists counts completed relists in a row that took slow or
+// more, each once (a look that joins a relist still out, or finds the same
+// one again, does not count); counted is the start of the last counted.
+func countSlowRelists(inARow int, counted time.Time, r cri.RelistResult, slow time.Duration) (int, time.Time) {
+	if r.InFlight || r.Start.Equal(counted) {
+		return inARow, counted
+	}
+	if r.Duration >= slow && r.Err == "" {
+		return inARow + 1, r.Start
+	}
+	return 0, r.Start
 }

@@ -126,7 +126,7 @@ func assessEmulationSize(e *cri.RelistResult) (finding, bool) {
 		"a full ListPodSandbox or ListContainers response is at or near the %d MiB the kubelet accepts, so its relist fails", cri.MaxMessageSize>>20)}, true
 }
 
-func assessEmulation(cfg Config, a *Assessment, e *cri.RelistResult) (int, []finding) {
+func assessEmulation(cfg Config, a *Assessment, e *cri.RelistResult, slowInARow int) (int, []finding) {
 	if e == nil {
 		a.Signals = append(a.Signals, Signal{signalEmulation, stateUnavailable, "relist emulation off or not run yet"})
 		return 0, nil
@@ -139,9 +139,12 @@ func assessEmulation(cfg Config, a *Assessment, e *cri.RelistResult) (int, []fin
 			"hangwatch's own relist (the CRI calls of the kubelet's PLEG relist) has waited on %s for over %v", e.Method, cfg.EmulationStallAfter))}}
 	case e.InFlight:
 		a.Signals = append(a.Signals, Signal{signalEmulation, stateOK, fmt.Sprintf("own relist waiting on %s for %.1fs", e.Method, e.Duration.Seconds())})
-	case e.Duration >= cfg.SlowRelist:
+	case e.Duration >= cfg.SlowRelist && slowInARow >= max(cfg.SlowRelistsInARow, 1):
 		a.Signals = append(a.Signals, Signal{signalEmulation, stateProblem, emulationDetail(e)})
 		return 1, []finding{{ReasonSlow, fmt.Sprintf("hangwatch's own relist took %v or more", cfg.SlowRelist)}}
+	case e.Duration >= cfg.SlowRelist:
+		a.Signals = append(a.Signals, Signal{signalEmulation, stateInformational, emulationDetail(e) + fmt.Sprintf(
+			"; slow, %d of the %d slow relists in a row that raise RelistSlow", slowInARow, cfg.SlowRelistsInARow)})
 	default:
 		a.Signals = append(a.Signals, Signal{signalEmulation, stateOK, emulationDetail(e)})
 	}

@@ -40,7 +40,7 @@ func TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady(t *testing.T) {
 }
 
 // Without the emulation, the kubelet's own gauge must do it: its last
-// relist passes --pleg-stale-after (60 s) while the kubelet still says Ready
+// relist passes --pleg-stale-after (30 s) while the kubelet still says Ready
 // (it says "PLEG is not healthy" only at 3 min).
 func TestFrozenRuntimeRaisesPLEGUnhealthyFromKubeletMetricsAlone(t *testing.T) {
 	frozenPLEG(t, "RelistStalled", 90*time.Second, "--pleg-emulation-period", "0")

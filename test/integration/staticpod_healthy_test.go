@@ -54,7 +54,7 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 	defer stopLoad()
 	before := n.footprintSample(t, pid)
 	churn := &podChurn{k: n.k}
-	checks, peakRSS := 0, before.rssKiB
+	checks, peakRSS, maxLastSeen := 0, before.rssKiB, 0.0
 	end := time.Now().Add(d)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -69,7 +69,9 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 			}
 		}
 		peakRSS = max(peakRSS, readRSSKiB(t, pid))
+		maxLastSeen = max(maxLastSeen, sumSeries(httpGet(t, "http://127.0.0.1:9764/metrics"), "hangwatch_pleg_last_seen_age_seconds"))
 	}
+	t.Logf("MEASURE e2e_healthy_max_pleg_last_seen_age_seconds %.1f", maxLastSeen)
 	after := n.footprintSample(t, pid)
 	reportFootprint(t, d, before, after, peakRSS)
 	t.Logf("%v healthy run: %d steady pods, %d churn pods created, %d deleted, %d checks of the 4 conditions: all False throughout", d, pods, churn.created, churn.deleted, checks)
