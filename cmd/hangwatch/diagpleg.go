@@ -47,7 +47,7 @@ func (o *diagOptions) startPLEG(ctx context.Context, conn *cri.Conn, timeout tim
 	}
 	cfg := pleg.DefaultConfig()
 	cfg.EmulationStallAfter = timeout
-	cfg.SlowRelistsInARow = 1 // diag sees one relist
+	cfg.SlowRelistsInARow, cfg.SlowFor = 1, 0 // diag sees one relist and says what it sees
 	pd.rel = cri.NewRelister(conn.Runtime, clock.RealClock{}, cri.KubeletRuntimeRequestTimeout)
 	pd.monitor = pleg.NewMonitor(pleg.Options{Config: cfg, Scraper: sc, Window: time.Hour, Relister: pd.rel}, clock.RealClock{})
 	pd.done.Add(2)

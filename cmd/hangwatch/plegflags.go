@@ -60,7 +60,9 @@ func (f *plegFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.window, "pleg-window", 5*time.Minute, "span the kubelet's relist p99 is taken over")
 	fs.DurationVar(&f.cfg.StaleAfter, "pleg-stale-after", d.StaleAfter, "PLEGUnhealthy (RelistStalled) when kubelet_pleg_last_seen_seconds is older; the kubelet's own threshold is 3m")
 	fs.DurationVar(&f.cfg.EmulationStallAfter, "pleg-emulation-stall-after", d.EmulationStallAfter, "PLEGUnhealthy (RelistStalled) when hangwatch's own relist waits on one CRI call this long")
-	fs.DurationVar(&f.cfg.SlowRelist, "pleg-slow-relist", d.SlowRelist, "PLEGUnhealthy (RelistSlow) when the relist p99 or one emulated relist takes this long")
+	fs.DurationVar(&f.cfg.SlowRelist, "pleg-slow-relist", d.SlowRelist, "PLEGUnhealthy (RelistSlow) when the relist p99, or two emulated relists in a row, take this long")
+	fs.DurationVar(&f.cfg.SlowFor, "pleg-slow-for", d.SlowFor, "how long RelistSlow must last before PLEGUnhealthy rises (a burst of pods starting slows relists for a while on a healthy node)")
+	f.cfg.SlowRelistsInARow = d.SlowRelistsInARow
 	fs.DurationVar(&f.emulationPeriod, "pleg-emulation-period", 5*time.Second, "time between emulated relists (0 turns the emulation off)")
 }
 
@@ -74,6 +76,7 @@ func (f *plegFlags) validate() error {
 		p.check(d.d <= 0, d.name, d.d, "must be positive")
 	}
 	p.check(f.emulationPeriod < 0, "--pleg-emulation-period", f.emulationPeriod, "must not be negative")
+	p.check(f.cfg.SlowFor < 0, "--pleg-slow-for", f.cfg.SlowFor, "must not be negative")
 	p.add(f.kubelet.validate())
 	return p.err()
 }

@@ -76,6 +76,7 @@ type plegSettings struct {
 	StaleAfter          *metav1.Duration `json:"staleAfter,omitempty" flag:"pleg-stale-after"`
 	EmulationStallAfter *metav1.Duration `json:"emulationStallAfter,omitempty" flag:"pleg-emulation-stall-after"`
 	SlowRelist          *metav1.Duration `json:"slowRelist,omitempty" flag:"pleg-slow-relist"`
+	SlowFor             *metav1.Duration `json:"slowFor,omitempty" flag:"pleg-slow-for"`
 	EmulationPeriod     *metav1.Duration `json:"emulationPeriod,omitempty" flag:"pleg-emulation-period"`
 }
 
