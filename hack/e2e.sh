@@ -5,6 +5,8 @@
 # Writes the table of lead times and the footprint into BENCHMARKS.md
 # (between the e2e markers). Needs root; about 35 minutes.
 #   sudo ./hack/e2e.sh [HEALTHY_DURATION (default 10m)]
+# E2E_RUN=<go test -run pattern> runs only some scenarios and adds their
+# figures to the last full run's log before the table is written again.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 [ "$(id -u)" -eq 0 ] || { echo "run as root (sudo): the scenarios start containerd and a kubelet" >&2; exit 1; }
@@ -14,14 +16,17 @@ ensure_kube_binaries
 healthy=${1:-10m}
 log=$HANGWATCH_CACHE/e2e.log
 machine="$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), containerd $(containerd --version | awk '{print $3}'), Kubernetes $KUBE_VERSION"
-cmd="HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run 'TestStaticPod' ./test/integration/"
+run=${E2E_RUN:-TestStaticPod}
+cmd="HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run '$run' ./test/integration/"
 log "running: $cmd"
-HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run 'TestStaticPod' ./test/integration/ 2>&1 | tee "$log" | grep -E 'MEASURE|^(---|ok|FAIL)|kubelet:|hangwatch:'
+tee_args=()
+[ -n "${E2E_RUN:-}" ] && tee_args=(-a)
+HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run "$run" ./test/integration/ 2>&1 | tee "${tee_args[@]}" "$log" | grep -E 'MEASURE|^(---|ok|FAIL)|kubelet:|hangwatch:'
 m() { grep -o "MEASURE $1 [0-9.]*" "$log" | tail -1 | awk '{print $3}'; }
 s() { local v; v=$(m "$1"); [ -n "$v" ] && printf '%.1f s' "$v" || echo "not measured"; }
 table=$(cat <<TABLE
 <!-- e2e:begin (written by hack/e2e.sh) -->
-Machine: $machine. Command: \`sudo ./hack/e2e.sh $healthy\`, which ran \`$cmd\` on $(date -u +%Y-%m-%d).
+Machine: $machine. Command: \`sudo ./hack/e2e.sh $healthy\`, which runs \`HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run TestStaticPod ./test/integration/\` (last run $(date -u +%Y-%m-%d)).
 
 | scenario | hangwatch condition on the Node | kubelet Ready=False / controller Unknown | lead |
 | --- | --- | --- | --- |
@@ -33,7 +38,7 @@ Machine: $machine. Command: \`sudo ./hack/e2e.sh $healthy\`, which ran \`$cmd\` 
 | hung-task line for containerd in /dev/kmsg | KernelDeadlock after $(s e2e_kernel_deadlock_on_node_after_kmsg_line) | (none) | |
 
 Healthy run ($healthy, 100 pods, a pod created and one deleted every 3 s, half the cores
-busy): $(grep -o 'healthy run: .*' "$log" | tail -1 | sed 's/^healthy run: //'). hangwatch's footprint: RSS
+busy): $(grep -o 'healthy run: .*' "$log" | tail -1 | sed 's/^healthy run: //'); the kubelet's last relist was at most $(m e2e_healthy_max_pleg_last_seen_age_seconds) s old. hangwatch's footprint: RSS
 $(m e2e_footprint_rss_steady_mib) MiB at the end, peak $(m e2e_footprint_rss_peak_mib) MiB; CPU $(m e2e_footprint_cpu_percent_of_a_core)% of a core;
 CRI calls $(m e2e_cri_calls_per_min_hangwatch)/min against the kubelet's $(m e2e_cri_calls_per_min_kubelet)/min
 (\`kubelet_runtime_operations_total\`): $(m e2e_cri_calls_hangwatch_share_percent)%.
