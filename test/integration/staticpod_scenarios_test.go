@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,15 +111,30 @@ func plegPathScenario(t *testing.T, name string, fault func(staticPodNode) (rele
 	defer release()
 	flagged := n.waitNodeCond(t, 4*time.Minute, "PLEGUnhealthy", condIs(corev1.ConditionTrue, ""))
 	measure(t, "e2e_pleg_unhealthy_after_"+name+"_hang", flagged.Sub(start))
-	notReady := n.waitNodeCond(t, 8*time.Minute, "Ready", condIs(corev1.ConditionFalse, ""))
-	measure(t, "e2e_kubelet_ready_false_after_"+name+"_hang", notReady.Sub(start))
-	measure(t, "e2e_lead_pleg_unhealthy_before_not_ready_"+name, notReady.Sub(flagged))
+	notReady, ok := n.pollNodeCond(t, 5*time.Minute, "Ready", condIs(corev1.ConditionFalse, ""))
 	if r := nodeCond(t, n.cp, n.k.Node, "Ready"); r != nil {
 		t.Logf("kubelet: Ready=%s %s: %s", r.Status, r.Reason, r.Message)
 	}
 	if c := nodeCond(t, n.cp, n.k.Node, "PLEGUnhealthy"); c != nil {
 		t.Logf("hangwatch: PLEGUnhealthy=%s %s: %s", c.Status, c.Reason, c.Message)
 	}
+	rises := 0
+	for _, e := range nodeEvents(t, n.cp, n.k.Node) {
+		if e.Source.Component == "hangwatch" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "PLEG") {
+			rises += int(e.Count)
+		}
+	}
+	t.Logf("MEASURE e2e_pleg_unhealthy_warnings_%s %d", name, rises)
+	if !ok {
+		// The kubelet's own call times out after 2m (--runtime-request-
+		// timeout), its relist then completes and the 3m PLEG threshold is
+		// never passed, while pods on the node get no status for 2m at a time.
+		t.Logf("MEASURE e2e_kubelet_still_ready_after_%s_hang_seconds %.0f", name, time.Since(start).Seconds())
+		release()
+		return
+	}
+	measure(t, "e2e_kubelet_ready_false_after_"+name+"_hang", notReady.Sub(start))
+	measure(t, "e2e_lead_pleg_unhealthy_before_not_ready_"+name, notReady.Sub(flagged))
 	if lead := notReady.Sub(flagged); lead < 150*time.Second {
 		t.Logf("lead %v is under the 150s goal", lead.Round(time.Second))
 	}
