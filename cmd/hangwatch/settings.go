@@ -183,8 +183,11 @@ func setLeaf(v reflect.Value, fv pflag.Value) error {
 	var err error
 	switch v.Type() {
 	case reflect.TypeOf([]string{}):
-		parsed = append([]string{}, fv.(pflag.SliceValue).GetSlice()...)
-		v.Set(reflect.ValueOf(parsed))
+		sv, ok := fv.(pflag.SliceValue)
+		if !ok {
+			return fmt.Errorf("flag is not a list")
+		}
+		v.Set(reflect.ValueOf(append([]string{}, sv.GetSlice()...)))
 		return nil
 	case reflect.TypeOf(&metav1.Duration{}):
 		var d time.Duration
