@@ -46,7 +46,7 @@ type Monitor struct {
 	slowRelists int
 	counted     time.Time
 	slowSince   time.Time // when the current run of RelistSlow verdicts began
-	configz    struct {
+	configz     struct {
 		at    time.Time
 		state kubeletmetrics.EventedPLEG
 	}
