@@ -21,7 +21,11 @@ cmd="HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeo
 log "running: $cmd"
 tee_args=()
 [ -n "${E2E_RUN:-}" ] && tee_args=(-a)
-HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run "$run" ./test/integration/ 2>&1 | tee "${tee_args[@]}" "$log" | grep -E 'MEASURE|^(---|ok|FAIL)|kubelet:|hangwatch:'
+# A failed scenario still leaves the others' figures: the table is written
+# first and the script then exits with go test's status.
+rc=0
+HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run "$run" ./test/integration/ 2>&1 \
+  | tee "${tee_args[@]}" "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|kubelet:|hangwatch:' || true; } || rc=$?
 m() { grep -o "MEASURE $1 [0-9.]*" "$log" | tail -1 | awk '{print $3}'; }
 s() { local v; v=$(m "$1"); [ -n "$v" ] && printf '%.1f s' "$v" || echo "not measured"; }
 # notready NAME: the kubelet's Ready=False after a PLEG-path hang, or that it stayed Ready
@@ -61,3 +65,5 @@ else
 fi
 mv BENCHMARKS.md.tmp BENCHMARKS.md
 log "BENCHMARKS.md updated; the full log is $log"
+[ "$rc" -eq 0 ] || log "some scenarios failed (go test exit $rc): see $log"
+exit "$rc"

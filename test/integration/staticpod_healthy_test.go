@@ -19,13 +19,13 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// healthyRunDuration is HANGWATCH_E2E_HEALTHY (hack/bench.sh: 10m); the
+// healthyRunDuration is HANGWATCH_E2E_HEALTHY (hack/e2e.sh: 10m); the
 // test is skipped without it.
 func healthyRunDuration(t *testing.T) time.Duration {
 	t.Helper()
 	v := os.Getenv("HANGWATCH_E2E_HEALTHY")
 	if v == "" {
-		t.Skip("the healthy run with 100 pods takes minutes; hack/bench.sh runs it (HANGWATCH_E2E_HEALTHY=10m)")
+		t.Skip("the healthy run with 100 pods takes minutes; hack/e2e.sh runs it (HANGWATCH_E2E_HEALTHY=10m)")
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {

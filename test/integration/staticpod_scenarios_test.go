@@ -65,7 +65,7 @@ func TestStaticPodBeatsNotReady(t *testing.T) {
 func longScenarios(t *testing.T) {
 	t.Helper()
 	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
-		t.Skip("a PLEG-path scenario waits 3+ minutes for the kubelet; hack/bench.sh runs it (HANGWATCH_E2E_LONG=1)")
+		t.Skip("a PLEG-path scenario waits 3+ minutes for the kubelet; hack/e2e.sh runs it (HANGWATCH_E2E_LONG=1)")
 	}
 }
 
