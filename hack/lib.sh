@@ -10,6 +10,7 @@ GOLANGCI_LINT_VERSION=v2.6.2
 KUBE_VERSION=v1.34.2                       # must match hack/kube/go.mod and test/harness.KubeVersion
 KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager)
 PROMTOOL_MODULE_VERSION=v0.315.0           # Prometheus 3.x's Go module; must match hack/tools/go.mod
+HELM_MODULE_VERSION=v3.22.0                # must match hack/helm/go.mod
 APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server ca-certificates curl unzip git)
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -117,16 +118,30 @@ ensure_kube_binaries() {
   rmdir "$dir.tmp"
 }
 
-# ensure_promtool builds Prometheus' promtool, pinned with its dependencies
-# in hack/tools/go.mod, into $HANGWATCH_CACHE/bin/promtool, once per
-# machine; the alert and dashboard tests run it.
-ensure_promtool() {
-  local bin="$HANGWATCH_CACHE/bin/promtool" stamp="$HANGWATCH_CACHE/bin/promtool.version"
-  export HANGWATCH_PROMTOOL="$bin"
-  if [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$PROMTOOL_MODULE_VERSION" ]; then return 0; fi
-  log "building promtool ($PROMTOOL_MODULE_VERSION; once, cached in $HANGWATCH_CACHE)"
+# ensure_cached_tool NAME VERSION MODULE_DIR PACKAGE builds a Go tool pinned
+# with its dependencies in MODULE_DIR/go.mod into $HANGWATCH_CACHE/bin/NAME,
+# once per machine and version.
+ensure_cached_tool() {
+  local name=$1 version=$2 dir=$3 pkg=$4
+  local bin="$HANGWATCH_CACHE/bin/$name" stamp="$HANGWATCH_CACHE/bin/$name.version"
+  if [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$version" ]; then return 0; fi
+  log "building $name ($version; once, cached in $HANGWATCH_CACHE)"
   mkdir -p "$HANGWATCH_CACHE/bin"
-  (cd "$ROOT/hack/tools" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$bin.tmp" github.com/prometheus/prometheus/cmd/promtool)
+  (cd "$ROOT/$dir" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$bin.tmp" "$pkg")
   mv "$bin.tmp" "$bin"
-  echo "$PROMTOOL_MODULE_VERSION" > "$stamp"
+  echo "$version" > "$stamp"
+}
+
+# ensure_promtool builds Prometheus' promtool (hack/tools); the alert and
+# dashboard tests run it.
+ensure_promtool() {
+  export HANGWATCH_PROMTOOL="$HANGWATCH_CACHE/bin/promtool"
+  ensure_cached_tool promtool "$PROMTOOL_MODULE_VERSION" hack/tools github.com/prometheus/prometheus/cmd/promtool
+}
+
+# ensure_helm builds helm (hack/helm); the chart tests lint and render the
+# chart with it.
+ensure_helm() {
+  export HANGWATCH_HELM="$HANGWATCH_CACHE/bin/helm"
+  ensure_cached_tool helm "$HELM_MODULE_VERSION" hack/helm helm.sh/helm/v3/cmd/helm
 }

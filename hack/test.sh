@@ -9,6 +9,7 @@ ensure_go
 ensure_golangci_lint
 ensure_kube_binaries
 ensure_promtool
+ensure_helm
 
 log "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

@@ -34,23 +34,30 @@ func KubeBinary(name string) (string, error) {
 }
 
 // Promtool finds Prometheus' promtool built by the setup command from the
-// Go module pinned in hack/tools: $HANGWATCH_PROMTOOL, else
-// $HANGWATCH_CACHE/bin/promtool, else ~/.cache/hangwatch/bin/promtool.
-func Promtool() (string, error) {
+// Go module pinned in hack/tools.
+func Promtool() (string, error) { return cachedTool("promtool", "HANGWATCH_PROMTOOL", "hack/tools") }
+
+// Helm finds helm built by the setup command from the Go module pinned in
+// hack/helm.
+func Helm() (string, error) { return cachedTool("helm", "HANGWATCH_HELM", "hack/helm") }
+
+// cachedTool finds a tool the setup command built into the cache: $env,
+// else $HANGWATCH_CACHE/bin/<name>, else ~/.cache/hangwatch/bin/<name>.
+func cachedTool(name, env, pinnedIn string) (string, error) {
 	var paths []string
-	if p := os.Getenv("HANGWATCH_PROMTOOL"); p != "" {
+	if p := os.Getenv(env); p != "" {
 		paths = append(paths, p)
 	}
 	if d := os.Getenv("HANGWATCH_CACHE"); d != "" {
-		paths = append(paths, filepath.Join(d, "bin", "promtool"))
+		paths = append(paths, filepath.Join(d, "bin", name))
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		paths = append(paths, filepath.Join(home, ".cache", "hangwatch", "bin", "promtool"))
+		paths = append(paths, filepath.Join(home, ".cache", "hangwatch", "bin", name))
 	}
 	for _, p := range paths {
 		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("promtool not built (the README's test command builds it from hack/tools into the cache); looked in %v", paths)
+	return "", fmt.Errorf("%s not built (the README's test command builds it from %s into the cache); looked in %v", name, pinnedIn, paths)
 }

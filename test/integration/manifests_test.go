@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func manifestFiles(t *testing.T) (files, overlays []string) {
 		}
 		base := filepath.Base(p)
 		switch {
-		case info.IsDir() && base == "tests":
+		case info.IsDir() && (base == "tests" || base == "helm"): // helm: templates, rendered below
 			return filepath.SkipDir
 		case info.IsDir() && fileExists(filepath.Join(p, "kustomization.yaml")) && strings.Contains(p, "overlays"):
 			overlays = append(overlays, p)
@@ -64,6 +65,33 @@ func TestManifestsDryRunServer(t *testing.T) {
 		out := kubectl(t, cp, "apply", "--dry-run=server", "--validate=strict", "-k", o)
 		t.Logf("-k %s:\n%s", strings.TrimPrefix(o, harness.ModuleRoot()+"/"), strings.TrimSpace(out))
 	}
+	rendered := renderHelmChart(t)
+	out := kubectl(t, cp, "apply", "--dry-run=server", "--validate=strict", "-f", rendered)
+	t.Logf("helm template (every option on):\n%s", strings.TrimSpace(out))
+}
+
+// renderHelmChart writes the chart's objects, with its optional
+// prometheus-operator objects on, to a file for kubectl.
+func renderHelmChart(t *testing.T) string {
+	t.Helper()
+	helm, err := harness.Helm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(harness.ModuleRoot(), "manifests", "helm", "hangwatch")
+	cmd := exec.Command(helm, "template", "hangwatch", chart, "--namespace", "kube-system", "--kube-version", harness.KubeVersion,
+		"--set", "podMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, stderr.String())
+	}
+	path := filepath.Join(t.TempDir(), "hangwatch-chart.yaml")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func ensureDefaultServiceAccount(t *testing.T, cp *harness.ControlPlane, ns string) {

@@ -1,0 +1,168 @@
+package manifests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+const chartDir = "helm/hangwatch"
+
+// monitorsOn renders the chart's optional prometheus-operator objects too.
+var monitorsOn = []string{"--set", "podMonitor.enabled=true", "--set", "prometheusRule.enabled=true"}
+
+// TestHelmChartLints runs helm lint --strict with the default values and
+// with every optional object on.
+func TestHelmChartLints(t *testing.T) {
+	helm := helmOrSkip(t)
+	for _, extra := range [][]string{nil, monitorsOn} {
+		args := append([]string{"lint", "--strict", "--namespace", "kube-system", chartDir}, extra...)
+		out, err := exec.Command(helm, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("helm %s:\n%s", strings.Join(args, " "), out)
+	}
+}
+
+// TestHelmChartMatchesKustomize renders the chart and checks that it
+// installs what the kustomize DaemonSet overlay installs: the same pod
+// security, volumes, resources and arguments, the same configuration, the
+// same RBAC rules and the same alerts, so that the two cannot drift.
+func TestHelmChartMatchesKustomize(t *testing.T) {
+	objs := renderHelmChart(t, helmOrSkip(t), "hangwatch", monitorsOn...)
+	ds := objs["DaemonSet/hangwatch"]
+	want := readObject(t, "overlays/daemonset/daemonset.yaml")
+	for _, path := range [][]string{
+		{"spec", "template", "spec", "containers"},
+		{"spec", "template", "spec", "volumes"},
+		{"spec", "template", "spec", "tolerations"},
+		{"spec", "template", "spec", "hostNetwork"},
+		{"spec", "template", "spec", "priorityClassName"},
+		{"spec", "updateStrategy"},
+	} {
+		got, exp := dig(ds, path...), dig(want, path...)
+		if !reflect.DeepEqual(got, exp) {
+			t.Errorf("DaemonSet %s differs from the overlay's:\nchart: %v\nkustomize: %v", strings.Join(path, "."), got, exp)
+		}
+	}
+	var gotConfig, wantConfig any
+	mustUnmarshal(t, []byte(dig(objs["ConfigMap/hangwatch-config"], "data", "config.yaml").(string)), &gotConfig)
+	mustUnmarshal(t, mustRead(t, "overlays/daemonset/config.yaml"), &wantConfig)
+	if !reflect.DeepEqual(gotConfig, wantConfig) {
+		t.Errorf("the chart's config.yaml differs from the overlay's:\nchart: %v\nkustomize: %v", gotConfig, wantConfig)
+	}
+	wantRules := append(dig(readObject(t, "overlays/daemonset/rbac.yaml"), "rules").([]any),
+		dig(readObject(t, "base/clusterrole-kubelet-metrics.yaml"), "rules").([]any)...)
+	if got := dig(objs["ClusterRole/hangwatch"], "rules"); !reflect.DeepEqual(got, wantRules) {
+		t.Errorf("the chart's ClusterRole rules differ from the overlay's:\nchart: %v\nkustomize: %v", got, wantRules)
+	}
+	if got, exp := dig(objs["PrometheusRule/hangwatch"], "spec"), dig(readObject(t, "prometheus/prometheusrule.yaml"), "spec"); !reflect.DeepEqual(got, exp) {
+		t.Errorf("the chart's files/alerts.yaml differs from prometheus/prometheusrule.yaml's spec: copy the spec over")
+	}
+	if got, exp := dig(objs["ValidatingAdmissionPolicy/hangwatch-own-node-only"], "spec"),
+		dig(readObject(t, "overlays/daemonset/admission-policy.yaml"), "spec"); !reflect.DeepEqual(got, exp) {
+		t.Errorf("the chart's admission policy differs from the overlay's:\nchart: %v\nkustomize: %v", got, exp)
+	}
+	for _, kind := range []string{"ServiceAccount/hangwatch",
+		"ValidatingAdmissionPolicyBinding/hangwatch-own-node-only", "Role/hangwatch:events", "Role/hangwatch:node-lease",
+		"PodMonitor/hangwatch"} {
+		if objs[kind] == nil {
+			t.Errorf("the chart renders no %s", kind)
+		}
+	}
+}
+
+// TestHelmChartPolicyNamesItsServiceAccount checks that the admission
+// policy follows the release's name and namespace.
+func TestHelmChartPolicyNamesItsServiceAccount(t *testing.T) {
+	objs := renderHelmChart(t, helmOrSkip(t), "hw")
+	vap := objs["ValidatingAdmissionPolicy/hw-own-node-only"]
+	got := dig(vap, "spec", "matchConditions").([]any)[0].(map[string]any)["expression"]
+	if want := `request.userInfo.username == "system:serviceaccount:kube-system:hw"`; got != want {
+		t.Errorf("policy matches %q, want %q", got, want)
+	}
+	if objs["PodMonitor/hw"] != nil || objs["PrometheusRule/hw"] != nil {
+		t.Error("prometheus-operator objects rendered although off by default")
+	}
+}
+
+// renderHelmChart runs helm template for a release in kube-system and
+// returns its objects by Kind/name.
+func renderHelmChart(t *testing.T, helm, release string, extra ...string) map[string]map[string]any {
+	t.Helper()
+	args := append([]string{"template", release, chartDir, "--namespace", "kube-system", "--kube-version", harness.KubeVersion}, extra...)
+	cmd := exec.Command(helm, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	objs := map[string]map[string]any{}
+	for _, doc := range strings.Split(string(out), "\n---") {
+		var o map[string]any
+		mustUnmarshal(t, []byte(doc), &o)
+		if o != nil {
+			objs[o["kind"].(string)+"/"+dig(o, "metadata", "name").(string)] = o
+		}
+	}
+	return objs
+}
+
+func helmOrSkip(t *testing.T) string {
+	t.Helper()
+	p, err := harness.Helm()
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal(err)
+	}
+	t.Skip(err)
+	return ""
+}
+
+// readObject reads the first object of a YAML file.
+func readObject(t *testing.T, path string) map[string]any {
+	t.Helper()
+	var o map[string]any
+	mustUnmarshal(t, mustRead(t, path), &o)
+	return o
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.FromSlash(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustUnmarshal(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+}
+
+// dig returns the value at path in a decoded YAML object, or nil.
+func dig(o any, path ...string) any {
+	for _, k := range path {
+		m, ok := o.(map[string]any)
+		if !ok {
+			return nil
+		}
+		o = m[k]
+	}
+	return o
+}
