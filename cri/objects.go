@@ -84,16 +84,29 @@ func (p *Prober) pickObjectCalls(pods []*runtimeapi.PodSandbox, ctrs []*runtimea
 	for _, c := range ctrs {
 		ctrObjs = append(ctrObjs, object{id: c.Id, state: int32(c.State)})
 	}
+	p.cycles++
+	readPods, readCtrs := true, true
+	if p.cfg.AlternateKinds {
+		readPods, readCtrs = p.cycles%2 == 1, p.cycles%2 == 0
+	}
 	var calls []objectCall
-	for _, id := range p.sandboxes.pick(podObjs, p.cfg.SampleSize) {
+	for _, id := range pickIf(readPods, p.sandboxes, podObjs, p.cfg.SampleSize) {
 		calls = append(calls, objectCall{MethodPodSandboxStatus, id, func(ctx context.Context) (proto.Message, error) {
 			return p.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
 		}})
 	}
-	for _, id := range p.containers.pick(ctrObjs, p.cfg.SampleSize) {
+	for _, id := range pickIf(readCtrs, p.containers, ctrObjs, p.cfg.SampleSize) {
 		calls = append(calls, objectCall{MethodContainerStatus, id, func(ctx context.Context) (proto.Message, error) {
 			return p.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 		}})
 	}
 	return calls
+}
+
+// pickIf picks from objs when this cycle reads their kind.
+func pickIf(read bool, s *sampler, objs []object, n int) []string {
+	if !read {
+		return nil
+	}
+	return s.pick(objs, n)
 }

@@ -35,14 +35,18 @@ type Config struct {
 	// SampleSize is the most sandboxes, and the most containers, whose
 	// status one cycle reads.
 	SampleSize int
+	// AlternateKinds reads sandboxes in one cycle and containers in the
+	// next, halving the per-object calls a daemon adds next to the kubelet's.
+	AlternateKinds bool
 	// Concurrency is the most per-object calls out at once.
 	Concurrency int
 }
 
-// DefaultConfig returns crictl's 2 s timeout and a light sample.
+// DefaultConfig returns crictl's 2 s timeout and a light sample: one
+// sandbox and one container a cycle (the changed ones first, then in turn).
 func DefaultConfig() Config {
 	return Config{Timeout: 2 * time.Second, CallLifetime: 2 * time.Second,
-		SlowThreshold: time.Second, SampleSize: 3, Concurrency: 2}
+		SlowThreshold: time.Second, SampleSize: 1, Concurrency: 2}
 }
 
 // Prober runs probe cycles against one runtime. Cycles run one at a time;
@@ -58,6 +62,7 @@ type Prober struct {
 	mu         sync.Mutex
 	sandboxes  *sampler
 	containers *sampler
+	cycles     int
 }
 
 // NewProber returns a prober over the given clients; observer may be nil.

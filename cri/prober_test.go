@@ -34,6 +34,24 @@ func TestCycleHealthyCoversEveryObjectWhenFew(t *testing.T) {
 	}
 }
 
+// TestAlternateKindsReadsSandboxesThenContainers: a daemon's cycles read
+// one kind each, in turn.
+func TestAlternateKindsReadsSandboxesThenContainers(t *testing.T) {
+	cfg := testConfig()
+	cfg.AlternateKinds = true
+	p, _, _ := newTestProber(newFakeRuntime(2, 3), cfg)
+	for i, want := range []string{MethodPodSandboxStatus, MethodContainerStatus, MethodPodSandboxStatus} {
+		c := p.Cycle(context.Background())
+		perObject := map[string]int{}
+		for _, r := range c.Calls[5:] {
+			perObject[r.Method]++
+		}
+		if len(perObject) != 1 || perObject[want] == 0 {
+			t.Errorf("cycle %d read %v, want only %s", i+1, perObject, want)
+		}
+	}
+}
+
 func TestHungCallIsReportedWhileInFlightAndNotResent(t *testing.T) {
 	f := newFakeRuntime(1, 1)
 	f.hang[MethodListPodSandbox] = true

@@ -52,7 +52,9 @@ Machine: $machine. Command: \`sudo ./hack/e2e.sh $healthy\`, which runs \`HANGWA
 
 Healthy run ($healthy, 100 pods, a pod created and one deleted every 3 s, half the cores
 busy): $(grep -o 'healthy run: .*' "$log" | tail -1 | sed 's/^healthy run: //'); the kubelet's last relist was at most $(m e2e_healthy_max_pleg_last_seen_age_seconds) s old. hangwatch's footprint: RSS
-$(m e2e_footprint_rss_steady_mib) MiB at the end, peak $(m e2e_footprint_rss_peak_mib) MiB; CPU $(m e2e_footprint_cpu_percent_of_a_core)% of a core;
+(VmRSS) $(m e2e_footprint_rss_steady_mib) MiB at the end, peak $(m e2e_footprint_rss_peak_mib) MiB, of which its own
+anonymous memory (RssAnon: heap, stacks) $(m e2e_footprint_rss_anon_steady_mib) MiB, peak $(m e2e_footprint_rss_anon_peak_mib) MiB, the rest
+the pages of its binary it has touched; CPU $(m e2e_footprint_cpu_percent_of_a_core)% of a core;
 CRI calls $(m e2e_cri_calls_per_min_hangwatch)/min against the kubelet's $(m e2e_cri_calls_per_min_kubelet)/min
 (\`kubelet_runtime_operations_total\`): $(m e2e_cri_calls_hangwatch_share_percent)%.
 <!-- e2e:end -->

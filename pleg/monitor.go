@@ -178,9 +178,10 @@ func (m *Monitor) publish() {
 	}
 }
 
-// Run scrapes every scrapePeriod and emulates every emulationPeriod, each
-// emulation waiting at most emulationWait, until ctx ends. The two loops
-// are independent: a hung scrape never delays the emulation.
+// Run scrapes every scrapePeriod and, while emulationNeeded, emulates every
+// emulationPeriod, each emulation waiting at most emulationWait, until ctx
+// ends. The two loops are independent: a hung scrape never delays the
+// emulation.
 func (m *Monitor) Run(ctx context.Context, scrapePeriod, emulationPeriod, emulationWait time.Duration) {
 	var wg sync.WaitGroup
 	if m.o.Scraper != nil {
@@ -192,6 +193,9 @@ func (m *Monitor) Run(ctx context.Context, scrapePeriod, emulationPeriod, emulat
 		go func() {
 			defer wg.Done()
 			m.every(ctx, emulationPeriod, func(ctx context.Context) {
+				if !m.emulationNeeded() {
+					return
+				}
 				wctx, cancel := context.WithTimeout(ctx, emulationWait)
 				defer cancel()
 				m.EmulateOnce(wctx)
@@ -199,6 +203,30 @@ func (m *Monitor) Run(ctx context.Context, scrapePeriod, emulationPeriod, emulat
 		}()
 	}
 	wg.Wait()
+}
+
+// emulationNeeded says whether the emulated relist should run. It costs
+// CRI calls next to the kubelet's own (two lists each period, and every
+// changed pod inspected again), and the kubelet's kubelet_pleg_last_seen_seconds
+// tells a stalled relist as soon, so it runs only when that gauge cannot
+// be trusted (no scrape, the last scrape failed, the gauge is absent, the
+// Evented PLEG is on), when the gauge already shows a slow relist (ours
+// then tells whether the runtime is the cause), and while a relist of its
+// own is out or failed, so a stall it found keeps being measured.
+func (m *Monitor) emulationNeeded() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.emul != nil && (m.emul.InFlight || m.emul.Class != cri.ClassOK) {
+		return true
+	}
+	ms := m.metrics
+	switch {
+	case ms.Configured && ms.Snapshot == nil && ms.Err == nil:
+		return false // the first scrape is still out: it may make the emulation unneeded
+	case !ms.Configured || ms.Err != nil || !ms.Snapshot.HasLastSeen || ms.Evented.On:
+		return true
+	}
+	return m.clk.Since(ms.Snapshot.LastSeen) >= m.o.Config.SlowRelist
 }
 
 func (m *Monitor) every(ctx context.Context, period time.Duration, f func(context.Context)) {

@@ -93,3 +93,39 @@ func TestMonitorHungScrapeIsBounded(t *testing.T) {
 		t.Errorf("hung scrape: %+v", a)
 	}
 }
+
+// TestEmulationRunsOnlyWhenTheGaugeCannotTell steps through the states in
+// which the emulated relist is, and is not, worth its CRI calls.
+func TestEmulationRunsOnlyWhenTheGaugeCannotTell(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1795300600, 0))
+	var lastSeen atomic.Int64
+	lastSeen.Store(clk.Now().Unix())
+	srv := kubelet(t, &lastSeen)
+	sc, err := kubeletmetrics.NewScraper(kubeletmetrics.Options{URL: srv.URL + "/metrics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMonitor(Options{Config: DefaultConfig(), Scraper: sc, Window: 5 * time.Minute,
+		Metrics: NewMetrics(metrics.NewKubeRegistry())}, clk)
+	if m.emulationNeeded() {
+		t.Error("needed before the first scrape answered")
+	}
+	m.ScrapeOnce(context.Background())
+	if m.emulationNeeded() {
+		t.Error("needed although the kubelet's gauge is fresh")
+	}
+	clk.Step(10 * time.Second) // the kubelet's relist is 10 s old: slow
+	if !m.emulationNeeded() {
+		t.Error("not needed although the kubelet's last relist is 10 s old")
+	}
+	srv.Close() // the scrape now fails
+	lastSeen.Store(clk.Now().Unix())
+	m.ScrapeOnce(context.Background())
+	if !m.emulationNeeded() {
+		t.Error("not needed although the scrape failed")
+	}
+	none := NewMonitor(Options{Config: DefaultConfig(), Metrics: NewMetrics(metrics.NewKubeRegistry())}, clk)
+	if !none.emulationNeeded() {
+		t.Error("not needed without a scraper")
+	}
+}

@@ -63,7 +63,7 @@ func (f *plegFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.cfg.SlowRelist, "pleg-slow-relist", d.SlowRelist, "PLEGUnhealthy (RelistSlow) when the relist p99, or two emulated relists in a row, take this long")
 	fs.DurationVar(&f.cfg.SlowFor, "pleg-slow-for", d.SlowFor, "how long RelistSlow must last before PLEGUnhealthy rises (a burst of pods starting slows relists for a while on a healthy node)")
 	f.cfg.SlowRelistsInARow = d.SlowRelistsInARow
-	fs.DurationVar(&f.emulationPeriod, "pleg-emulation-period", 5*time.Second, "time between emulated relists (0 turns the emulation off)")
+	fs.DurationVar(&f.emulationPeriod, "pleg-emulation-period", 5*time.Second, "time between emulated relists while the kubelet's gauge cannot tell (0 turns the emulation off)")
 }
 
 func (f *plegFlags) validate() error {
