@@ -158,7 +158,14 @@ func alertCases(t *testing.T, tests []byte) (fires, silent map[string]bool) {
 
 func promtoolOrSkip(t *testing.T) string {
 	t.Helper()
-	p, err := harness.Promtool()
+	return toolOrSkip(t, harness.Promtool)
+}
+
+// toolOrSkip finds a tool the test command builds: a test without it
+// skips, but fails under CI.
+func toolOrSkip(t *testing.T, find func() (string, error)) string {
+	t.Helper()
+	p, err := find()
 	if err == nil {
 		return p
 	}

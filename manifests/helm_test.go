@@ -120,15 +120,7 @@ func renderHelmChart(t *testing.T, helm, release string, extra ...string) map[st
 
 func helmOrSkip(t *testing.T) string {
 	t.Helper()
-	p, err := harness.Helm()
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal(err)
-	}
-	t.Skip(err)
-	return ""
+	return toolOrSkip(t, harness.Helm)
 }
 
 // readObject reads the first object of a YAML file.

@@ -37,15 +37,23 @@ func kubelet(t *testing.T, lastSeen *atomic.Int64) *httptest.Server {
 	return srv
 }
 
-func TestMonitorScrapes(t *testing.T) {
+// scrapingSetup is a fake clock and a kubelet whose gauge says now, with
+// a scraper for it.
+func scrapingSetup(t *testing.T) (*clocktesting.FakeClock, *atomic.Int64, *httptest.Server, *kubeletmetrics.Scraper) {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Unix(1795300600, 0))
-	var lastSeen atomic.Int64
+	lastSeen := &atomic.Int64{}
 	lastSeen.Store(clk.Now().Unix())
-	srv := kubelet(t, &lastSeen)
+	srv := kubelet(t, lastSeen)
 	sc, err := kubeletmetrics.NewScraper(kubeletmetrics.Options{URL: srv.URL + "/metrics"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return clk, lastSeen, srv, sc
+}
+
+func TestMonitorScrapes(t *testing.T) {
+	clk, _, _, sc := scrapingSetup(t)
 	reg := metrics.NewKubeRegistry()
 	var got []Assessment
 	m := NewMonitor(Options{Config: DefaultConfig(), Scraper: sc, Window: 5 * time.Minute, Metrics: NewMetrics(reg),
@@ -97,14 +105,7 @@ func TestMonitorHungScrapeIsBounded(t *testing.T) {
 // TestEmulationRunsOnlyWhenTheGaugeCannotTell steps through the states in
 // which the emulated relist is, and is not, worth its CRI calls.
 func TestEmulationRunsOnlyWhenTheGaugeCannotTell(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1795300600, 0))
-	var lastSeen atomic.Int64
-	lastSeen.Store(clk.Now().Unix())
-	srv := kubelet(t, &lastSeen)
-	sc, err := kubeletmetrics.NewScraper(kubeletmetrics.Options{URL: srv.URL + "/metrics"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clk, lastSeen, srv, sc := scrapingSetup(t)
 	m := NewMonitor(Options{Config: DefaultConfig(), Scraper: sc, Window: 5 * time.Minute,
 		Metrics: NewMetrics(metrics.NewKubeRegistry())}, clk)
 	if m.emulationNeeded() {
