@@ -31,9 +31,10 @@ func (c *callCounter) ObserveCompletion(cri.CallResult) { c.calls.Add(1) }
 func BenchmarkProbeCycle(b *testing.B) {
 	c := bench.Get(b)
 	for _, tc := range []struct {
-		name   string
-		sample int
-	}{{"sample=3", 3}, {"sample=all", 100}} {
+		name      string
+		sample    int
+		alternate bool
+	}{{"run-defaults", 1, true}, {"sample=3", 3, false}, {"sample=all", 100, false}} {
 		b.Run(tc.name, func(b *testing.B) {
 			conn, err := cri.Dial(c.Endpoint)
 			if err != nil {
@@ -41,7 +42,7 @@ func BenchmarkProbeCycle(b *testing.B) {
 			}
 			defer conn.Close()
 			cfg := cri.DefaultConfig()
-			cfg.SampleSize = tc.sample
+			cfg.SampleSize, cfg.AlternateKinds = tc.sample, tc.alternate
 			counter := &callCounter{}
 			p := cri.NewProber(conn.Runtime, conn.Image, cfg, clock.RealClock{}, counter)
 			if cyc := p.Cycle(context.Background()); cyc.Containers != 100 {
