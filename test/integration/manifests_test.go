@@ -71,7 +71,10 @@ func TestManifestsDryRunServer(t *testing.T) {
 }
 
 // renderHelmChart writes the chart's objects, with its optional
-// prometheus-operator objects on, to a file for kubectl.
+// prometheus-operator objects on, to a file for kubectl. The release has a
+// name of its own: other tests in this package apply the kustomize overlay
+// for real to the shared API server, and a DaemonSet named alike but with the
+// chart's selector would be refused as an immutable-field change.
 func renderHelmChart(t *testing.T) string {
 	t.Helper()
 	helm, err := harness.Helm()
@@ -79,7 +82,7 @@ func renderHelmChart(t *testing.T) string {
 		t.Fatal(err)
 	}
 	chart := filepath.Join(harness.ModuleRoot(), "manifests", "helm", "hangwatch")
-	cmd := exec.Command(helm, "template", "hangwatch", chart, "--namespace", "kube-system", "--kube-version", harness.KubeVersion,
+	cmd := exec.Command(helm, "template", "hangwatch-chart", chart, "--namespace", "kube-system", "--kube-version", harness.KubeVersion,
 		"--set", "podMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
