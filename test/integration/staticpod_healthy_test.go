@@ -106,6 +106,7 @@ type footprint struct {
 	rss            rss
 	hangwatchCalls float64 // CRI calls hangwatch sent (probes plus at least 2 per emulated relist)
 	kubeletCalls   float64 // kubelet_runtime_operations_total, all operations
+	hangwatchText  string  // hangwatch's /metrics, for the breakdown of its calls
 }
 
 func (n staticPodNode) footprintSample(t *testing.T, pid int) footprint {
@@ -114,7 +115,7 @@ func (n staticPodNode) footprintSample(t *testing.T, pid int) footprint {
 	kl := httpGet(t, n.k.ReadOnlyMetricsURL())
 	return footprint{at: time.Now(), cpuTicks: readCPUTicks(t, pid), rss: readRSS(t, pid),
 		hangwatchCalls: sumSeries(hw, "hangwatch_cri_probes_total") + 2*sumSeries(hw, "hangwatch_pleg_emulated_relists_total"),
-		kubeletCalls:   sumSeries(kl, "kubelet_runtime_operations_total")}
+		kubeletCalls:   sumSeries(kl, "kubelet_runtime_operations_total"), hangwatchText: hw}
 }
 
 func reportFootprint(t *testing.T, d time.Duration, a, b footprint, peak rss) {
@@ -132,6 +133,9 @@ func reportFootprint(t *testing.T, d time.Duration, a, b footprint, peak rss) {
 	t.Logf("MEASURE e2e_cri_calls_per_min_kubelet %.0f", klPerMin)
 	if klPerMin > 0 {
 		t.Logf("MEASURE e2e_cri_calls_hangwatch_share_percent %.1f", hwPerMin/klPerMin*100)
+	}
+	for _, name := range []string{"hangwatch_cri_probes_total", "hangwatch_pleg_emulated_relists_total", "hangwatch_kubelet_metrics_scrapes_total"} {
+		t.Logf("over the run, %s grew by %s", name, seriesGrowth(a.hangwatchText, b.hangwatchText, name))
 	}
 	if float64(peak.totalKiB)/1024 > 20 {
 		t.Logf("peak RSS %.1f MiB is over the 20 MiB goal (anonymous memory %.1f MiB; the rest is the binary's mapped pages)",
@@ -223,6 +227,27 @@ func sumSeries(text, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// seriesGrowth lists how much each series of a counter grew between two
+// scrapes, as "{labels} n" pairs.
+func seriesGrowth(before, after, name string) string {
+	was := map[string]float64{}
+	for _, line := range strings.Split(before, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[0], name) {
+			was[f[0]], _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	var out []string
+	for _, line := range strings.Split(after, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[0], name) {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			if v != was[f[0]] {
+				out = append(out, fmt.Sprintf("%s %.0f", strings.TrimPrefix(f[0], name), v-was[f[0]]))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // cpuLoad keeps n goroutines spinning until stopped.
