@@ -38,7 +38,7 @@ func ParseBytes(body []byte) (*Snapshot, error) {
 	if err := checkLineStarts(body); err != nil {
 		return nil, err
 	}
-	families, err := parseText(body)
+	families, err := parseText(keepReadFamilies(body))
 	if err != nil {
 		return nil, fmt.Errorf("parse metrics: %w", err)
 	}
@@ -61,15 +61,16 @@ func parseText(body []byte) (fams map[string]*dto.MetricFamily, err error) {
 
 // checkLineStarts rejects a sample line that does not begin with a metric
 // name, naming the line: expfmt panics on some of them (a line of "{}").
-func checkLineStarts(body []byte) error {
-	for n, line := range bytes.Split(body, []byte{'\n'}) {
+func checkLineStarts(body []byte) (err error) {
+	forEachLine(body, func(n int, line []byte) bool {
 		line = bytes.TrimLeft(line, " \t")
 		if len(line) == 0 || line[0] == '#' || isNameStart(line[0]) {
-			continue
+			return true
 		}
-		return fmt.Errorf("parse metrics: line %d: a sample must start with a metric name, got %q", n+1, truncate(line, 40))
-	}
-	return nil
+		err = fmt.Errorf("parse metrics: line %d: a sample must start with a metric name, got %q", n, truncate(line, 40))
+		return false
+	})
+	return err
 }
 
 func isNameStart(c byte) bool {

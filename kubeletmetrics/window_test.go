@@ -89,7 +89,7 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		"bad value":          "kubelet_pleg_last_seen_seconds 1\nkubelet_pleg_discard_events abc\n",
 		"truncated":          "# TYPE kubelet_pleg_last_seen_seconds gauge\nkubelet_pleg_last_seen_sec",
 		"empty":              "\n",
-		"duplicate TYPE":     "# TYPE a gauge\n# TYPE a counter\n",
+		"duplicate TYPE":     "# TYPE kubelet_pleg_discard_events gauge\n# TYPE kubelet_pleg_discard_events counter\n",
 		"unterminated label": "kubelet_pleg_discard_events{a=\"b 1\n",
 	}
 	for name, text := range cases {
@@ -101,6 +101,23 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		if name != "empty" && !strings.Contains(err.Error(), "line") {
 			t.Errorf("%s: error does not name the line: %v", name, err)
 		}
+	}
+}
+
+// TestParseSkipsFamiliesItDoesNotRead: a family no Snapshot field comes
+// from is not parsed, so its oddities cost nothing and fail nothing.
+func TestParseSkipsFamiliesItDoesNotRead(t *testing.T) {
+	text := "# HELP a an unrelated family\n# TYPE a gauge\n# TYPE a counter\na{x=\"1\"} 2\n" +
+		"# TYPE kubelet_pleg_last_seen_seconds gauge\nkubelet_pleg_last_seen_seconds 1.7e+09\n"
+	s, err := ParseBytes([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.HasLastSeen || s.LastSeen.Unix() != 1.7e9 {
+		t.Errorf("last seen %v (has %v), want 1.7e9", s.LastSeen, s.HasLastSeen)
+	}
+	if _, err := ParseBytes([]byte(text + "kubelet_pleg_discard_events{a=\"b 1\n")); err == nil || !strings.Contains(err.Error(), "line 7") {
+		t.Errorf("a broken line of a read family: %v, want an error naming line 7", err)
 	}
 }
 

@@ -73,6 +73,8 @@ type MetricsState struct {
 	Snapshot *kubeletmetrics.Snapshot
 	Stats    kubeletmetrics.Stats
 	Err      error
+	// ScrapedAt is when the latest successful scrape answered.
+	ScrapedAt time.Time
 	// FailingSince is when the current run of failed scrapes began.
 	FailingSince time.Time
 	Evented      kubeletmetrics.EventedPLEG

@@ -116,7 +116,7 @@ func (m *Monitor) ScrapeOnce(ctx context.Context) {
 		}
 		m.metrics.Snapshot, m.metrics.Err = nil, err
 	} else {
-		m.metrics.Snapshot, m.metrics.Err = snap, nil
+		m.metrics.Snapshot, m.metrics.Err, m.metrics.ScrapedAt = snap, nil, now
 		m.metrics.Stats = m.window.Add(now, snap)
 		m.metrics.Evented = m.eventedLocked(snap)
 	}
@@ -226,7 +226,10 @@ func (m *Monitor) emulationNeeded() bool {
 	case !ms.Configured || ms.Err != nil || !ms.Snapshot.HasLastSeen || ms.Evented.On:
 		return true
 	}
-	return m.clk.Since(ms.Snapshot.LastSeen) >= m.o.Config.SlowRelist
+	// The gauge's age when it was read, not now: between scrapes the
+	// relist it shows only looks older.
+	return ms.ScrapedAt.Sub(ms.Snapshot.LastSeen) >= m.o.Config.SlowRelist ||
+		m.clk.Since(ms.ScrapedAt) >= m.o.Config.StaleAfter
 }
 
 func (m *Monitor) every(ctx context.Context, period time.Duration, f func(context.Context)) {

@@ -115,9 +115,19 @@ func TestEmulationRunsOnlyWhenTheGaugeCannotTell(t *testing.T) {
 	if m.emulationNeeded() {
 		t.Error("needed although the kubelet's gauge is fresh")
 	}
-	clk.Step(10 * time.Second) // the kubelet's relist is 10 s old: slow
+	clk.Step(10 * time.Second)
+	if m.emulationNeeded() {
+		t.Error("needed only because the last scrape is a period old")
+	}
+	m.ScrapeOnce(context.Background()) // the gauge has not moved: the relist is 10 s old
 	if !m.emulationNeeded() {
-		t.Error("not needed although the kubelet's last relist is 10 s old")
+		t.Error("not needed although the kubelet's last relist was 10 s old when scraped")
+	}
+	lastSeen.Store(clk.Now().Unix())
+	m.ScrapeOnce(context.Background())
+	clk.Step(DefaultConfig().StaleAfter)
+	if !m.emulationNeeded() {
+		t.Error("not needed although no scrape has answered for the stale-after time")
 	}
 	srv.Close() // the scrape now fails
 	lastSeen.Store(clk.Now().Unix())

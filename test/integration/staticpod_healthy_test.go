@@ -247,6 +247,9 @@ func seriesGrowth(before, after, name string) string {
 			}
 		}
 	}
+	if len(out) == 0 {
+		return "nothing"
+	}
 	return strings.Join(out, ", ")
 }
 
