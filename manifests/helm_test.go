@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,14 +15,11 @@ import (
 
 const chartDir = "helm/hangwatch"
 
-// monitorsOn renders the chart's optional prometheus-operator objects too.
-var monitorsOn = []string{"--set", "podMonitor.enabled=true", "--set", "prometheusRule.enabled=true"}
-
 // TestHelmChartLints runs helm lint --strict with the default values and
 // with every optional object on.
 func TestHelmChartLints(t *testing.T) {
 	helm := helmOrSkip(t)
-	for _, extra := range [][]string{nil, monitorsOn} {
+	for _, extra := range [][]string{nil, harness.HelmMonitorsOn} {
 		args := append([]string{"lint", "--strict", "--namespace", "kube-system", chartDir}, extra...)
 		out, err := exec.Command(helm, args...).CombinedOutput()
 		if err != nil {
@@ -38,7 +34,7 @@ func TestHelmChartLints(t *testing.T) {
 // security, volumes, resources and arguments, the same configuration, the
 // same RBAC rules and the same alerts, so that the two cannot drift.
 func TestHelmChartMatchesKustomize(t *testing.T) {
-	objs := renderHelmChart(t, helmOrSkip(t), "hangwatch", monitorsOn...)
+	objs := renderHelmChart(t, "hangwatch", harness.HelmMonitorsOn...)
 	ds := objs["DaemonSet/hangwatch"]
 	want := readObject(t, "overlays/daemonset/daemonset.yaml")
 	for _, path := range [][]string{
@@ -84,7 +80,7 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 // TestHelmChartPolicyNamesItsServiceAccount checks that the admission
 // policy follows the release's name and namespace.
 func TestHelmChartPolicyNamesItsServiceAccount(t *testing.T) {
-	objs := renderHelmChart(t, helmOrSkip(t), "hw")
+	objs := renderHelmChart(t, "hw")
 	vap := objs["ValidatingAdmissionPolicy/hw-own-node-only"]
 	got := dig(vap, "spec", "matchConditions").([]any)[0].(map[string]any)["expression"]
 	if want := `request.userInfo.username == "system:serviceaccount:kube-system:hw"`; got != want {
@@ -97,15 +93,12 @@ func TestHelmChartPolicyNamesItsServiceAccount(t *testing.T) {
 
 // renderHelmChart runs helm template for a release in kube-system and
 // returns its objects by Kind/name.
-func renderHelmChart(t *testing.T, helm, release string, extra ...string) map[string]map[string]any {
+func renderHelmChart(t *testing.T, release string, extra ...string) map[string]map[string]any {
 	t.Helper()
-	args := append([]string{"template", release, chartDir, "--namespace", "kube-system", "--kube-version", harness.KubeVersion}, extra...)
-	cmd := exec.Command(helm, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	helmOrSkip(t)
+	out, err := harness.HelmTemplate(release, extra...)
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatal(err)
 	}
 	objs := map[string]map[string]any{}
 	for _, doc := range strings.Split(string(out), "\n---") {

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,18 +76,9 @@ func TestManifestsDryRunServer(t *testing.T) {
 // chart's selector would be refused as an immutable-field change.
 func renderHelmChart(t *testing.T) string {
 	t.Helper()
-	helm, err := harness.Helm()
+	out, err := harness.HelmTemplate("hangwatch-chart", harness.HelmMonitorsOn...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	chart := filepath.Join(harness.ModuleRoot(), "manifests", "helm", "hangwatch")
-	cmd := exec.Command(helm, "template", "hangwatch-chart", chart, "--namespace", "kube-system", "--kube-version", harness.KubeVersion,
-		"--set", "podMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, stderr.String())
 	}
 	path := filepath.Join(t.TempDir(), "hangwatch-chart.yaml")
 	if err := os.WriteFile(path, out, 0o600); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -216,15 +217,24 @@ func httpGet(t *testing.T, url string) string {
 	return string(body)
 }
 
-// sumSeries adds the values of every series of a metric.
+// seriesOf reads the samples of one metric from Prometheus text, by the
+// sample's name and labels as written.
+func seriesOf(text, name string) map[string]float64 {
+	series := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || (f[0] != name && !strings.HasPrefix(f[0], name+"{")) {
+			continue
+		}
+		series[f[0]], _ = strconv.ParseFloat(f[len(f)-1], 64)
+	}
+	return series
+}
+
 func sumSeries(text, name string) float64 {
 	sum := 0.0
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += v
-		}
+	for _, v := range seriesOf(text, name) {
+		sum += v
 	}
 	return sum
 }
@@ -232,24 +242,17 @@ func sumSeries(text, name string) float64 {
 // seriesGrowth lists how much each series of a counter grew between two
 // scrapes, as "{labels} n" pairs.
 func seriesGrowth(before, after, name string) string {
-	was := map[string]float64{}
-	for _, line := range strings.Split(before, "\n") {
-		if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[0], name) {
-			was[f[0]], _ = strconv.ParseFloat(f[1], 64)
-		}
-	}
+	was := seriesOf(before, name)
 	var out []string
-	for _, line := range strings.Split(after, "\n") {
-		if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[0], name) {
-			v, _ := strconv.ParseFloat(f[1], 64)
-			if v != was[f[0]] {
-				out = append(out, fmt.Sprintf("%s %.0f", strings.TrimPrefix(f[0], name), v-was[f[0]]))
-			}
+	for s, v := range seriesOf(after, name) {
+		if v != was[s] {
+			out = append(out, fmt.Sprintf("%s %.0f", strings.TrimPrefix(s, name), v-was[s]))
 		}
 	}
 	if len(out) == 0 {
 		return "nothing"
 	}
+	sort.Strings(out)
 	return strings.Join(out, ", ")
 }
 
