@@ -4,7 +4,7 @@
 #   sudo ./hack/bench.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-[ "$(id -u)" -eq 0 ] || { echo "run as root (sudo): the benchmarks start containerd" >&2; exit 1; }
+need_root "hack/bench.sh starts containerd"
 ensure_packages
 ensure_go
 ensure_kube_binaries

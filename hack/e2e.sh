@@ -9,7 +9,7 @@
 # figures to the last full run's log before the table is written again.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-[ "$(id -u)" -eq 0 ] || { echo "run as root (sudo): the scenarios start containerd and a kubelet" >&2; exit 1; }
+need_root "hack/e2e.sh starts containerd and a kubelet"
 ensure_packages
 ensure_go
 ensure_kube_binaries

@@ -4,6 +4,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SCRIPT_ARGS=("$@")                         # the sourcing script's arguments, for need_root
 HANGWATCH_CACHE=${HANGWATCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch}
 GO_VERSION=${GO_VERSION:-1.26.8}           # toolchain fetched when the machine's Go is older than go.mod's
 GOLANGCI_LINT_VERSION=v2.6.2
@@ -15,9 +16,48 @@ APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server ca-certifi
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+# need_root re-executes the calling script as root: through sudo when the
+# user is not root and sudo is there, else it explains and exits. A root
+# shell (a fresh Debian machine may have no sudo) runs on unchanged.
+need_root() {
+  [ "$(id -u)" -eq 0 ] && return 0
+  if command -v sudo >/dev/null 2>&1; then
+    log "$1; re-running as root through sudo"
+    exec sudo --preserve-env=HANGWATCH_CACHE,CI,GOPROXY,GOFLAGS "$0" "${SCRIPT_ARGS[@]}"
+  fi
+  echo "$1: run it as root (sudo is not installed)" >&2
+  exit 1
+}
+
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
+
+# step NAME CMD... runs CMD (under set -e: a failure ends the script) and
+# records how long it took, for step_times.
+STEP_TIMES=() STEP_NAME="" STEP_START=0
+step() {
+  STEP_NAME=$1 STEP_START=$(date +%s)
+  shift
+  "$@"
+  STEP_TIMES+=("$STEP_NAME|$(( $(date +%s) - STEP_START ))")
+  STEP_NAME=""
+}
+
+# step_times prints each step's time and the total; a step that failed is
+# marked so. Scripts call it on EXIT.
+step_times() {
+  local total=0 entry name secs
+  [ -n "$STEP_NAME" ] && STEP_TIMES+=("$STEP_NAME (failed)|$(( $(date +%s) - STEP_START ))")
+  log "time per step"
+  for entry in "${STEP_TIMES[@]}"; do
+    name=${entry%%|*}; secs=${entry##*|}; total=$((total + secs))
+    printf '    %-32s %s\n' "$name" "$(fmt_secs "$secs")" >&2
+  done
+  printf '    %-32s %s\n' "whole command" "$(fmt_secs "$total")" >&2
+}
+
+fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
 # ensure_packages installs the Debian packages that are missing.
 ensure_packages() {
@@ -97,7 +137,7 @@ build_hangwatch() {
 # ensure_kube_binaries builds the pinned Kubernetes binaries the tests run
 # from the k8s.io/kubernetes module (hack/kube pins it and its staging
 # modules) into $HANGWATCH_CACHE/kube-<version>, once per machine: about
-# five minutes on two cores. Version ldflags as the release build sets them.
+# ten minutes on two cores with an empty Go cache. Version ldflags as the release build sets them.
 ensure_kube_binaries() {
   local dir="$HANGWATCH_CACHE/kube-$KUBE_VERSION" missing=() b
   for b in "${KUBE_BINARIES[@]}"; do [ -x "$dir/$b" ] || missing+=("$b"); done

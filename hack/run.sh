@@ -7,7 +7,7 @@
 #                                 node's runtime (extra arguments go to it)
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-[ "$(id -u)" -eq 0 ] || { echo "run as root (sudo): containerd and the runtime socket need it" >&2; exit 1; }
+need_root "hack/run.sh starts containerd and reads its socket"
 if [ "${1:-}" = "--node" ]; then
   shift
   APT_PACKAGES=(ca-certificates curl unzip git)

@@ -1,25 +1,47 @@
 #!/usr/bin/env bash
 # Set up and run every test: formatting, vet, lint, unit tests and the
-# integration tests against a real containerd (they need root).
-#   sudo ./hack/test.sh
+# integration tests against a real containerd, etcd, kube-apiserver and
+# kubelet. They need root: run it as root, or as a user with sudo (it
+# re-runs itself through sudo).
+#   ./hack/test.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-ensure_packages
-ensure_go
-ensure_golangci_lint
-ensure_kube_binaries
-ensure_promtool
-ensure_helm
+need_root "hack/test.sh starts containerd, a kubelet and writes to /dev/kmsg"
+SUMMARY="$HANGWATCH_CACHE/test-summary.txt"
+rm -f "$SUMMARY"
+# finish prints the time of each step, then the tests' closing line last.
+finish() {
+  step_times
+  [ -f "$SUMMARY" ] && cat "$SUMMARY"
+  return 0
+}
+trap finish EXIT
+log "expected: EXPECTED_TIMES"
+step "Debian packages" ensure_packages
+step "Go toolchain" ensure_go
+step "golangci-lint" ensure_golangci_lint
+step "Kubernetes binaries" ensure_kube_binaries
+step "promtool" ensure_promtool
+step "helm" ensure_helm
 
-log "gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-[ -z "$unformatted" ] || { echo "gofmt needed: $unformatted" >&2; exit 1; }
-log "go vet"
-go vet ./...
-log "golangci-lint"
-"$GOLANGCI_LINT" run ./...
-log "go build"
-build_hangwatch
-[ "$(id -u)" -eq 0 ] || log "not root: the real-containerd tests will be skipped (run with sudo)"
-log "go test -race (unit and real-containerd integration tests)"
-go test -race -count=1 -timeout 20m ./... 2>&1 | tee "$HANGWATCH_CACHE/test.log"
+lint() {
+  local unformatted
+  log "gofmt"
+  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+  [ -z "$unformatted" ] || { echo "gofmt needed: $unformatted" >&2; return 1; }
+  log "go vet"
+  go vet ./...
+  log "golangci-lint"
+  "$GOLANGCI_LINT" run ./...
+}
+step "gofmt, vet, golangci-lint" lint
+step "go build" build_hangwatch
+
+# run_tests runs go test -json and summarises it: the usual go test output,
+# then each skipped test with its reason and one closing line.
+run_tests() {
+  log "go test -race (unit and real-part integration tests; log in $HANGWATCH_CACHE/test.json)"
+  go build -o "$HANGWATCH_CACHE/bin/testsummary" ./hack/testsummary
+  go test -race -count=1 -timeout 30m -json ./... 2>&1 | tee "$HANGWATCH_CACHE/test.json" | "$HANGWATCH_CACHE/bin/testsummary" "$SUMMARY"
+}
+step "go test" run_tests
