@@ -52,9 +52,9 @@ step_times() {
   log "time per step"
   for entry in "${STEP_TIMES[@]}"; do
     name=${entry%%|*}; secs=${entry##*|}; total=$((total + secs))
-    printf '    %-32s %s\n' "$name" "$(fmt_secs "$secs")" >&2
+    printf '    %-36s %s\n' "$name" "$(fmt_secs "$secs")" >&2
   done
-  printf '    %-32s %s\n' "whole command" "$(fmt_secs "$total")" >&2
+  printf '    %-36s %s\n' "whole command" "$(fmt_secs "$total")" >&2
 }
 
 fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -129,8 +129,11 @@ build_hangwatch() {
   v=$(hangwatch_version)
   commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo "")
   date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  local major minor
+  major=$(echo "$v" | sed -E 's/^v([0-9]+)\..*/\1/')
+  minor=$(echo "$v" | sed -E 's/^v[0-9]+\.([0-9]+).*/\1/')
   (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o bin/hangwatch \
-    -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date" \
+    -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date" \
     ./cmd/hangwatch)
 }
 

@@ -34,7 +34,7 @@ lint() {
   log "golangci-lint"
   "$GOLANGCI_LINT" run ./...
 }
-step "gofmt, vet, golangci-lint" lint
+step "gofmt, go vet, lint" lint
 step "go build" build_hangwatch
 
 # run_tests runs go test -json and summarises it: the usual go test output,

@@ -43,11 +43,32 @@ func replayRecord(line []byte, n int) Record {
 			return r
 		}
 	}
-	s := string(line)
+	r := Record{Seq: uint64(n), Priority: 6, Time: ReplayEpoch}
+	s := cutPriority(string(line), &r)
 	if mono, msg, ok := cutDmesgStamp(s); ok {
-		return Record{Seq: uint64(n), Priority: 6, Monotonic: mono, Time: ReplayEpoch.Add(mono), Message: msg}
+		r.Monotonic, r.Time, r.Message = mono, ReplayEpoch.Add(mono), msg
+		return r
 	}
-	return Record{Seq: uint64(n), Priority: 6, Time: ReplayEpoch, Message: s}
+	r.Message = s
+	return r
+}
+
+// cutPriority strips a leading "<prio>", as the kernel does from a line
+// written to /dev/kmsg and as syslog(2) lines carry it, into r.
+func cutPriority(s string, r *Record) string {
+	if !strings.HasPrefix(s, "<") {
+		return s
+	}
+	digits, rest, ok := strings.Cut(s[1:], ">")
+	if !ok || len(digits) == 0 || len(digits) > 4 {
+		return s
+	}
+	prio, err := strconv.ParseUint(digits, 10, 16)
+	if err != nil {
+		return s
+	}
+	r.Priority, r.Facility = int(prio&7), int(prio>>3)
+	return rest
 }
 
 // looksLikeKmsg reports whether line starts "<digits>,<digits>,".

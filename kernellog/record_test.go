@@ -57,7 +57,8 @@ func FuzzParseRecord(f *testing.F) {
 }
 
 func TestReplayFormats(t *testing.T) {
-	in := "6,5,2000000,-;kmsg line\n KEY=v\n[   12.500000] dmesg line\nplain line\n  indented plain line\n"
+	in := "6,5,2000000,-;kmsg line\n KEY=v\n[   12.500000] dmesg line\nplain line\n  indented plain line\n" +
+		"<3>written to /dev/kmsg\n<4>[    3.000000] syslog(2) line\n<x>not a priority\n"
 	var got []Record
 	if _, err := Replay(strings.NewReader(in), func(r Record) { got = append(got, r) }); err != nil {
 		t.Fatal(err)
@@ -65,7 +66,8 @@ func TestReplayFormats(t *testing.T) {
 	want := []struct {
 		msg  string
 		mono time.Duration
-	}{{"kmsg line", 2 * time.Second}, {"dmesg line", 12500 * time.Millisecond}, {"plain line", 0}, {"  indented plain line", 0}}
+	}{{"kmsg line", 2 * time.Second}, {"dmesg line", 12500 * time.Millisecond}, {"plain line", 0}, {"  indented plain line", 0},
+		{"written to /dev/kmsg", 0}, {"syslog(2) line", 3 * time.Second}, {"<x>not a priority", 0}}
 	if len(got) != len(want) {
 		t.Fatalf("records = %+v", got)
 	}
@@ -73,5 +75,8 @@ func TestReplayFormats(t *testing.T) {
 		if got[i].Message != w.msg || got[i].Monotonic != w.mono || !got[i].Time.Equal(ReplayEpoch.Add(w.mono)) {
 			t.Errorf("record %d = %+v, want %q at %v", i, got[i], w.msg, w.mono)
 		}
+	}
+	if got[4].Priority != 3 || got[5].Priority != 4 {
+		t.Errorf("priorities = %d, %d; want 3, 4 from the <prio> prefixes", got[5].Priority, got[6].Priority)
 	}
 }

@@ -39,6 +39,7 @@ func TestAssess(t *testing.T) {
 	ok := &cri.RelistResult{Duration: 3 * time.Millisecond, Class: cri.ClassOK, Pods: 2}
 	stuck := &cri.RelistResult{Duration: 31 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox, Class: cri.ClassTimeout}
 	huge := &cri.RelistResult{Duration: time.Second, Class: cri.ClassTooLarge, Method: cri.MethodListContainers}
+	unreachable := &cri.RelistResult{Duration: time.Millisecond, Class: cri.ClassUnreachable, Method: cri.MethodListPodSandbox, Err: "connection refused"}
 	evented := metricsAt(t, now, 5*time.Minute)
 	evented.Evented = kubeletmetrics.EventedPLEG{On: true, Known: true, Source: "configz"}
 	hung := MetricsState{Configured: true, Err: &kubeletmetrics.ScrapeError{Kind: kubeletmetrics.KindTimeout, Err: errors.New("deadline")}, FailingSince: now.Add(-40 * time.Second)}
@@ -57,6 +58,9 @@ func TestAssess(t *testing.T) {
 		{"evented: gauge untrusted", Inputs{Now: now, Metrics: evented, Emulation: ok}, VerdictHealthy, ReasonHealthy},
 		{"own relist stuck", Inputs{Now: now, Metrics: hung, Emulation: stuck}, VerdictUnhealthy, ReasonStalled},
 		{"hung scrape alone", Inputs{Now: now, Metrics: hung}, VerdictUnknown, ReasonNoSignal},
+		{"own relist could not list (no runtime socket)", Inputs{Now: now, Emulation: unreachable}, VerdictUnknown, ReasonNoSignal},
+		{"own relist could not list, gauge fresh", Inputs{Now: now, Metrics: metricsAt(t, now, time.Second), Emulation: unreachable}, VerdictHealthy, ReasonHealthy},
+		{"too large with its error", Inputs{Now: now, Emulation: &cri.RelistResult{Class: cri.ClassTooLarge, Method: cri.MethodListContainers, Err: "grpc: received message larger than max"}}, VerdictUnhealthy, ReasonTooLarge},
 		{"too large wins", Inputs{Now: now, Metrics: metricsAt(t, now, 2*time.Minute), Emulation: huge}, VerdictUnhealthy, ReasonTooLarge},
 		{"slow own relists in a row", Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}, SlowRelists: 2}, VerdictUnhealthy, ReasonSlow},
 		{"one slow own relist (a hundred pods just started)", Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}, SlowRelists: 1}, VerdictHealthy, ReasonHealthy},

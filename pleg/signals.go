@@ -131,6 +131,12 @@ func assessEmulation(cfg Config, a *Assessment, e *cri.RelistResult, slowInARow 
 		a.Signals = append(a.Signals, Signal{signalEmulation, stateUnavailable, "relist emulation off or not run yet"})
 		return 0, nil
 	}
+	if relistCouldNotList(e) {
+		// No list answered (no socket, refused, an error): the emulation
+		// tells nothing about the relist, so it is no signal.
+		a.Signals = append(a.Signals, Signal{signalEmulation, stateUnavailable, emulationDetail(e)})
+		return 0, nil
+	}
 	a.EmulatedRelistSeconds, a.EmulationInFlight = seconds(e.Duration), e.InFlight
 	switch {
 	case e.InFlight && e.Duration >= cfg.EmulationStallAfter:
@@ -149,6 +155,15 @@ func assessEmulation(cfg Config, a *Assessment, e *cri.RelistResult, slowInARow 
 		a.Signals = append(a.Signals, Signal{signalEmulation, stateOK, emulationDetail(e)})
 	}
 	return 1, nil
+}
+
+// relistCouldNotList is a finished relist whose full list failed other than
+// by timing out or by a response too large (those are judged as stalls and
+// as too large).
+func relistCouldNotList(e *cri.RelistResult) bool {
+	listFailed := e.Method == cri.MethodListPodSandbox || e.Method == cri.MethodListContainers
+	judged := e.Class == cri.ClassTimeout || e.Class == cri.ClassTooLarge
+	return !e.InFlight && e.Err != "" && listFailed && !judged
 }
 
 func emulationDetail(e *cri.RelistResult) string {

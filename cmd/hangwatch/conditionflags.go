@@ -25,6 +25,15 @@ type conditionFlags struct {
 	changedRaise bool
 	changedClear bool
 	file         *configFile // the loaded --config, nil without one
+	configArg    bool        // the file is config check's FILE argument, not --config
+}
+
+// configName is how the user named the config file, for messages.
+func (f *conditionFlags) configName() string {
+	if f.configArg {
+		return "FILE"
+	}
+	return "--config"
 }
 
 func (f *conditionFlags) add(fs *pflag.FlagSet) {

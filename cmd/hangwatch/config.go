@@ -33,7 +33,7 @@ type configFile struct {
 // once with its field path: unknown and duplicate fields, wrong identity and
 // rules that do not compile.
 func loadConfig(path string) (*configFile, error) {
-	c, errs, err := decodeConfig(path)
+	c, errs, err := decodeConfig(path, "--config")
 	if err != nil {
 		return nil, err
 	}
@@ -43,17 +43,19 @@ func loadConfig(path string) (*configFile, error) {
 	return c, nil
 }
 
-// decodeConfig reads the file. A file that is not YAML, or whose values do
-// not fit their types, is an error; other problems are returned with the
-// decoded file so they can be reported beside the invalid values.
-func decodeConfig(path string) (*configFile, []error, error) {
+// decodeConfig reads the file; named is how the user gave it ("--config",
+// or config check's FILE argument), for the messages. A file that is not
+// YAML, or whose values do not fit their types, is an error; other problems
+// are returned with the decoded file so they can be reported beside the
+// invalid values.
+func decodeConfig(path, named string) (*configFile, []error, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fieldError("--config", path, err.Error())
+		return nil, nil, fieldError(named, path, err.Error())
 	}
 	data, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--config %s: not YAML: %w", path, err)
+		return nil, nil, fmt.Errorf("%s %s: not YAML: %w", named, path, err)
 	}
 	var c configFile
 	strict, err := sigsjson.UnmarshalStrict(data, &c, sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
@@ -61,7 +63,7 @@ func decodeConfig(path string) (*configFile, []error, error) {
 		if leafErrs := settingTypeErrors(data); len(leafErrs) > 0 {
 			err = errors.Join(leafErrs...)
 		}
-		return nil, nil, fmt.Errorf("--config %s:\n%w", path, err)
+		return nil, nil, fmt.Errorf("%s %s:\n%w", named, path, err)
 	}
 	errs := append([]error{}, strict...)
 	if c.APIVersion != configAPIVersion {
@@ -84,7 +86,7 @@ func (o *runOptions) applyConfig(fs *pflag.FlagSet) (map[string]string, []error,
 	if o.conds.config == "" {
 		return nil, nil, nil
 	}
-	c, errs, err := decodeConfig(o.conds.config)
+	c, errs, err := decodeConfig(o.conds.config, o.conds.configName())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,7 @@ func TestEveryRunFlagHasASetting(t *testing.T) {
 
 func TestFlagsOverrideTheFile(t *testing.T) {
 	path := writeConfig(t, "runtime:\n  period: 5s\n  timeout: 3s\nkernel:\n  rules: [a.json, b.json]\nrunTimeHung: {}\n")
-	if _, _, err := decodeConfig(path); err != nil {
+	if _, _, err := decodeConfig(path, "--config"); err != nil {
 		t.Fatal(err)
 	}
 	path = writeConfig(t, "runtime:\n  period: 5s\n  timeout: 3s\nkernel:\n  rules: [a.json, b.json]\nruntimeHung:\n  raiseAfter: 3\n")
@@ -89,7 +90,7 @@ func TestConfigCheckReportsEveryProblem(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	if _, _, err := decodeConfig(writeConfig(t, "runtime:\n  period: soon\n")); err == nil || !strings.Contains(err.Error(), "period") {
+	if _, _, err := decodeConfig(writeConfig(t, "runtime:\n  period: soon\n"), "--config"); err == nil || !strings.Contains(err.Error(), "period") {
 		t.Errorf("a value of the wrong type must name its field: %v", err)
 	}
 }
@@ -100,7 +101,7 @@ func TestEffectiveConfigLoadsBack(t *testing.T) {
 	check := func(path string) string {
 		var out bytes.Buffer
 		cmd := newConfigCheckCommand()
-		cmd.SetArgs([]string{path, "--kernel=false"})
+		cmd.SetArgs([]string{path, "--kernel=false", "-o", "yaml"})
 		cmd.SetOut(&out)
 		if err := cmd.Execute(); err != nil {
 			t.Fatal(err)
@@ -145,5 +146,39 @@ func TestDisabledKernelConditionStaysUnwritten(t *testing.T) {
 	}
 	if len(kernelTypes) == 0 {
 		t.Fatal("the default kernel rules raise no condition")
+	}
+}
+
+// TestConfigCheckSaysValid: a valid file gets one line saying so, with the
+// conditions it leaves on; a bad FILE argument is named as such.
+func TestConfigCheckSaysValid(t *testing.T) {
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := newConfigCheckCommand()
+		cmd.SetArgs(args)
+		cmd.SetOut(&out)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	path := writeConfig(t, "conditions:\n- type: KernelDeadlock\n  disabled: true\n")
+	out, err := run(path, "--kernel=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, path+": valid (") || strings.Count(out, "\n") != 2 {
+		t.Errorf("want a valid line and a conditions line, got:\n%s", out)
+	}
+	if !strings.Contains(out, "conditions: RuntimeHung") || strings.Contains(out, "KernelDeadlock") {
+		t.Errorf("conditions line: %s", out)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	_, err = run(missing)
+	if err == nil || !strings.HasPrefix(err.Error(), "FILE "+missing+": ") {
+		t.Errorf("a missing FILE: %v", err)
+	}
+	_, err = run(writeConfig(t, "runtime:\n  period: 0s\n"), "--kernel=false")
+	if err == nil || !strings.Contains(err.Error(), "(FILE ") || strings.Contains(err.Error(), "--config") {
+		t.Errorf("an invalid FILE: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -20,17 +21,22 @@ func newConfigCommand() *cobra.Command {
 
 func newConfigCheckCommand() *cobra.Command {
 	o := &runOptions{}
+	var output string
 	cmd := &cobra.Command{
 		Use:   "check FILE [run flags]",
-		Short: "Validate a " + configKind + " file and print the effective configuration",
+		Short: "Validate a " + configKind + " file",
 		Long: `check decodes FILE strictly (unknown fields are errors), applies the run flags
-given after it over the file as 'hangwatch run --config FILE' would, reports
-every invalid value at once with its field path, and prints the effective
-configuration: every setting, defaults filled in, and the condition rules
-with the built-in ones merged. Exit code 0 when valid, 2 when not.`,
+given after it over the file as 'hangwatch run --config FILE' would, and
+reports every invalid value at once with its field path. A valid file gets
+one line saying so; -o yaml prints the effective configuration instead:
+every setting, defaults filled in, and the condition rules with the
+built-in ones merged. Exit code 0 when valid, 2 when not.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.conds.config = args[0]
+			if output != "" && output != "yaml" {
+				return fieldError("--output", output, "must be empty or yaml")
+			}
+			o.conds.config, o.conds.configArg = args[0], true
 			if _, err := o.configure(cmd.Flags()); err != nil {
 				return err
 			}
@@ -38,6 +44,9 @@ with the built-in ones merged. Exit code 0 when valid, 2 when not.`,
 				if _, err := o.kernel.ruleSets(); err != nil {
 					return err
 				}
+			}
+			if output == "" {
+				return printValid(cmd, args[0], o.conds.specs())
 			}
 			out, err := effectiveConfig(o, cmd)
 			if err != nil {
@@ -49,7 +58,24 @@ with the built-in ones merged. Exit code 0 when valid, 2 when not.`,
 	}
 	o.addFlags(cmd.Flags())
 	_ = cmd.Flags().MarkHidden("config") // FILE is the argument
+	cmd.Flags().StringVarP(&output, "output", "o", "", "empty: one line saying the file is valid; yaml: the effective configuration")
 	return cmd
+}
+
+// printValid says the file is valid and which conditions it leaves on.
+func printValid(cmd *cobra.Command, path string, specs []conditions.Spec) error {
+	var on []string
+	for _, s := range specs {
+		if !s.Disabled {
+			on = append(on, s.Type)
+		}
+	}
+	_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s: valid (%s %s). 'hangwatch config check %s -o yaml' prints the effective configuration.\n",
+		path, configAPIVersion, configKind, path)
+	if err == nil {
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "conditions: %s\n", strings.Join(on, ", "))
+	}
+	return err
 }
 
 // effectiveConfig is the configuration `run` would use, as YAML.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -183,8 +184,9 @@ func writeKernelTable(w io.Writer, k *kernelSection) error {
 		fmt.Fprintf(tw, "\nKERNEL LOG\tnot read: %s\n", k.Error)
 		return tw.Flush()
 	}
-	fmt.Fprintf(tw, "\nKERNEL LOG\t%s, last %v: %d records, %d matches (kernel findings do not change the verdict)\n",
-		k.Source, time.Duration(k.LookbackSeconds*float64(time.Second)), k.Lines, k.TotalMatches)
+	fmt.Fprintf(tw, "\nKERNEL LOG\t%s, last %v: %s, %s (kernel findings do not change the verdict)\n",
+		k.Source, time.Duration(k.LookbackSeconds*float64(time.Second)),
+		plural(int(k.Lines), "record"), plural(k.TotalMatches, "match"))
 	if len(k.Matches) > 0 {
 		fmt.Fprintln(tw, "TIME\tREASON\tTYPE\tLINE")
 	}
@@ -192,4 +194,15 @@ func writeKernelTable(w io.Writer, k *kernelSection) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Time.Local().Format("15:04:05"), m.Reason, m.Type, m.Line)
 	}
 	return tw.Flush()
+}
+
+// plural is "1 record", "2 records", "1 match", "0 matches".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") || strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

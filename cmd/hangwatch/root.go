@@ -1,7 +1,10 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 )
@@ -15,7 +18,7 @@ func newRootCommand() *cobra.Command {
 socket, and reports a call that hangs while it is still in flight.
 
   hangwatch diag    one-shot check of the container runtime, crictl-style
-  hangwatch run     the daemon: probes continuously, serves /metrics and /conditions`,
+  hangwatch run     the daemon: probes continuously, serves /metrics, /conditions and /events`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -23,6 +26,17 @@ socket, and reports a call that hangs while it is still in flight.
 		},
 	}
 	logsapi.AddFlags(logCfg, root.PersistentFlags())
+	hideAlphaLogFlags(root.PersistentFlags())
 	root.AddCommand(newDiagCommand(), newRunCommand(), newRulesCommand(), newConfigCommand(), newVersionCommand())
 	return root
+}
+
+// hideAlphaLogFlags hides klog's [Alpha] output-buffer options from --help
+// (they still work): they are for the kubelet's log volume, not hangwatch's.
+func hideAlphaLogFlags(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Usage, "[Alpha]") {
+			_ = fs.MarkHidden(f.Name)
+		}
+	})
 }

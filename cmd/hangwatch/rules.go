@@ -101,6 +101,7 @@ func replayMatches(w io.Writer, path string, sets []*kernellog.RuleSet) error {
 		return &exitError{code: 1, err: err}
 	}
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // kernel lines hold < and >; print them as they are
 	var encErr error
 	_, err = kernellog.Replay(in, func(r kernellog.Record) {
 		matchers.Feed(r.Message, func(h kernellog.Hit) {

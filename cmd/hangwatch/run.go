@@ -55,7 +55,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.period, "period", 10*time.Second, "time between probe cycles")
 	fs.DurationVar(&o.maxPeriod, "max-period", 60*time.Second, "longest time between cycles while backing off from a slow or hung runtime")
 	fs.DurationVar(&o.callLifetime, "call-lifetime", 2*time.Minute, "how long a hung call stays out (tracked in flight, not sent again) before it is cancelled; the kubelet waits 2m")
-	fs.StringVar(&o.listen, "listen-address", "127.0.0.1:9764", "address serving /metrics, /healthz and /conditions")
+	fs.StringVar(&o.listen, "listen-address", "127.0.0.1:9764", "address serving /metrics, /healthz, /conditions and /events (loopback by default: nothing here is authenticated)")
 	o.kernel.add(fs)
 	o.conds.add(fs)
 	o.api.add(fs)
@@ -80,7 +80,7 @@ func (o *runOptions) configure(fs *pflag.FlagSet) (map[string]string, error) {
 	p.add(o.rt.validate())
 	if err := renameFileFields(p.err(), fromFile); err != nil {
 		if o.conds.config != "" {
-			return nil, fmt.Errorf("invalid configuration (--config %s and flags):\n%w", o.conds.config, err)
+			return nil, fmt.Errorf("invalid configuration (%s %s and flags):\n%w", o.conds.configName(), o.conds.config, err)
 		}
 		return nil, err
 	}

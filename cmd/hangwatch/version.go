@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"runtime/debug"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 func buildInfo() apimachineryversion.Info {
 	info := version.Get()
 	if !strings.Contains(info.GitVersion, "$Format") && info.GitVersion != "v0.0.0-master" {
+		fillMajorMinor(&info)
 		return info
 	}
 	info.GitVersion = "v0.0.0-dev"
@@ -36,8 +38,24 @@ func buildInfo() apimachineryversion.Info {
 	if strings.Contains(info.GitCommit, "$Format") {
 		info.GitCommit = ""
 	}
+	fillMajorMinor(&info)
 	return info
 }
+
+// fillMajorMinor sets major and minor from the semantic version when the
+// build did not stamp them: v0.3.1-5-gabc gives "0" and "3".
+func fillMajorMinor(info *apimachineryversion.Info) {
+	if info.Major != "" && info.Minor != "" {
+		return
+	}
+	m := majorMinor.FindStringSubmatch(info.GitVersion)
+	if m == nil {
+		return
+	}
+	info.Major, info.Minor = m[1], m[2]
+}
+
+var majorMinor = regexp.MustCompile(`^v(\d+)\.(\d+)`)
 
 func newVersionCommand() *cobra.Command {
 	var output string
