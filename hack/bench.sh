@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the benchmarks against a real containerd and print the figures that
 # BENCHMARKS.md records (needs root).
-#   sudo ./hack/bench.sh
+#   ./hack/bench.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/bench.sh starts containerd"

@@ -4,7 +4,7 @@
 # kube-apiserver; every hang scenario and a healthy run with 100 pods.
 # Writes the table of lead times and the footprint into BENCHMARKS.md
 # (between the e2e markers). Needs root; about 35 minutes.
-#   sudo ./hack/e2e.sh [HEALTHY_DURATION (default 10m)]
+#   ./hack/e2e.sh [HEALTHY_DURATION (default 10m)]
 # E2E_RUN=<go test -run pattern> runs only some scenarios and adds their
 # figures to the last full run's log before the table is written again.
 source "$(dirname "$0")/lib.sh"
@@ -39,7 +39,7 @@ notready() {
 lead() { local v; v=$(m "e2e_lead_pleg_unhealthy_before_not_ready_$1"); [ -n "$v" ] && printf '%.1f s' "$v" || echo "no NotReady"; }
 table=$(cat <<TABLE
 <!-- e2e:begin (written by hack/e2e.sh) -->
-Machine: $machine. Command: \`sudo ./hack/e2e.sh $healthy\`, which runs \`HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run TestStaticPod ./test/integration/\` (last run $(date -u +%Y-%m-%d)).
+Machine: $machine. Command: \`./hack/e2e.sh $healthy\`, which runs \`HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run TestStaticPod ./test/integration/\` (last run $(date -u +%Y-%m-%d)).
 
 | scenario | hangwatch condition on the Node | kubelet Ready=False / controller Unknown | lead |
 | --- | --- | --- | --- |

@@ -110,6 +110,7 @@ ensure_golangci_lint() {
     mkdir -p "$HANGWATCH_CACHE/bin"
     (cd "$HANGWATCH_CACHE" && GOBIN="$HANGWATCH_CACHE/bin/tmp" GOFLAGS= go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION")
     mv "$HANGWATCH_CACHE/bin/tmp/golangci-lint" "$bin"
+    rmdir "$HANGWATCH_CACHE/bin/tmp"
   fi
   GOLANGCI_LINT=$bin
 }
@@ -129,11 +130,12 @@ build_hangwatch() {
   v=$(hangwatch_version)
   commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo "")
   date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  local major minor
+  local major minor tree=clean
+  case "$v" in *-dirty) tree=dirty ;; esac
   major=$(echo "$v" | sed -E 's/^v([0-9]+)\..*/\1/')
   minor=$(echo "$v" | sed -E 's/^v[0-9]+\.([0-9]+).*/\1/')
   (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o bin/hangwatch \
-    -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date" \
+    -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=$tree -X $pkg.buildDate=$date" \
     ./cmd/hangwatch)
 }
 

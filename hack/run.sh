@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Set up and run hangwatch's main job.
-#   sudo ./hack/run.sh            a machine without Kubernetes: brings up a real
-#                                 containerd with a few pods and runs
-#                                 `hangwatch run` against it, standalone
-#   sudo ./hack/run.sh --node     a real node: runs `hangwatch run` against the
-#                                 node's runtime (extra arguments go to it)
+#   ./hack/run.sh            a machine without Kubernetes: brings up a real
+#                            containerd with a few pods and runs `hangwatch run`
+#                            against it, standalone
+#   ./hack/run.sh --node     a real node: runs `hangwatch run` against the
+#                            node's runtime (extra arguments go to it)
+# It needs root: as another user it re-runs itself through sudo.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/run.sh starts containerd and reads its socket"
@@ -17,4 +18,6 @@ fi
 ensure_packages
 ensure_go
 build_hangwatch
-exec go run ./test/demo "$@"
+# A built binary, not go run, so the PID it prints takes SIGINT and SIGTERM.
+go build -o bin/hangwatch-demo ./test/demo
+exec bin/hangwatch-demo "$@"

@@ -30,7 +30,7 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	fmt.Println("starting containerd (from the machine's packages) in a temp dir ...")
+	fmt.Printf("demo pid %d: starting containerd (from the machine's packages) in a temp dir ...\n", os.Getpid())
 	c, err := harness.StartContainerd(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -41,10 +41,10 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
 	}
-	printGuide(c, *pods, *listen)
+	printGuide(c, *pods, *listen, *period)
 
 	cmd := exec.Command(*bin, "run", "-r", c.Endpoint, "--listen-address", *listen,
-		"--period", period.String(), "--max-period", (4 * *period).String())
+		"--period", period.String(), "--max-period", maxPeriod(*period).String())
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo: start hangwatch:", err)
@@ -64,23 +64,32 @@ func run() int {
 	return 0
 }
 
-func printGuide(c *harness.Containerd, pods int, listen string) {
+func printGuide(c *harness.Containerd, pods int, listen string, period time.Duration) {
 	fmt.Printf(`
 containerd pid %d is serving CRI on %s with %d pods (%d containers).
-hangwatch runs against it below. In another shell:
+hangwatch runs against it below (period %v, timeout 2s). In another shell:
 
-  curl -s http://%[5]s/conditions          # RuntimeHung: False
+  curl -s http://%[5]s/conditions          # RuntimeHung and PLEGUnhealthy: False
   curl -s http://%[5]s/metrics | grep hangwatch_cri_call_in_flight_seconds
   bin/hangwatch diag -r %[2]s
 
-  kill -STOP %[1]d    # freeze the runtime: RuntimeHung turns True within period + timeout
-  kill -CONT %[1]d    # thaw it: RuntimeHung clears after two healthy cycles
+  kill -STOP %[1]d    # freeze the runtime:
+                      #   RuntimeHung True within period + timeout (about %[6]v);
+                      #   PLEGUnhealthy True (RelistStalled) about 30 s in, when
+                      #   hangwatch's own relist has waited 30 s on ListPodSandbox
+  kill -CONT %[1]d    # thaw it: PLEGUnhealthy clears at once; RuntimeHung after two
+                      #   healthy cycles, up to %[7]v: after hung cycles the wait
+                      #   between cycles has backed off to --max-period (%[8]v)
 
   echo '<6>INFO: task containerd:4242 blocked for more than 120 seconds.' > /dev/kmsg
-                      # KernelDeadlock turns True (it clears after 15 quiet minutes)
+                      # KernelDeadlock True within a second (it clears after 15 quiet minutes)
   curl -s http://%[5]s/events              # kernel events such as TaskHung, OOMKilling
 
-Press Ctrl-C here to stop everything.
+Stop everything (hangwatch, the pods, containerd) with Ctrl-C here, or from
+another shell: kill -INT %[9]d  (or kill -TERM %[9]d)
 
-`, c.PID(), c.Endpoint, pods, 2*pods, listen)
+`, c.PID(), c.Endpoint, pods, 2*pods, listen, period+2*time.Second, maxPeriod(period)+2*period, maxPeriod(period), os.Getpid())
 }
+
+// maxPeriod is the --max-period the demo gives hangwatch.
+func maxPeriod(period time.Duration) time.Duration { return 4 * period }

@@ -16,26 +16,36 @@ import (
 
 var (
 	hangwatchBin string
-	shared       = harness.Shared{Pods: sharedPods, PerPod: sharedPerPod}
+	// workDir holds what the package builds once (the binary, the image
+	// tarball); TestMain removes it.
+	workDir string
+	shared  = harness.Shared{Pods: sharedPods, PerPod: sharedPerPod}
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hw-bin-")
+	os.Exit(runTests(m))
+}
+
+// runTests runs the tests and then stops and removes what the package
+// shared between them: the containerd, the control plane, workDir.
+func runTests(m *testing.M) int {
+	var err error
+	workDir, err = os.MkdirTemp("", "hw-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
-	hangwatchBin = filepath.Join(dir, "hangwatch")
+	defer os.RemoveAll(workDir)
+	hangwatchBin = filepath.Join(workDir, "hangwatch")
 	build := exec.Command("go", "build", "-o", hangwatchBin, "./cmd/hangwatch")
 	build.Dir = harness.ModuleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build hangwatch: %v\n%s", err, out)
-		os.Exit(1)
+		return 1
 	}
-	code := m.Run()
-	shared.Stop()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	defer stopControlPlane()
+	defer shared.Stop()
+	return m.Run()
 }
 
 // Pods and containers in the shared containerd: 10 pods of 2 containers.

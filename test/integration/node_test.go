@@ -42,6 +42,14 @@ func controlPlane(t *testing.T) *harness.ControlPlane {
 	return cp
 }
 
+// stopControlPlane stops the package's control plane, if it was started,
+// and removes its folder (keys included).
+func stopControlPlane() {
+	if cp != nil {
+		cp.Stop()
+	}
+}
+
 var nodeSeq atomic.Int32
 
 // uniqueNode names a node for one test run, so -count runs do not meet the

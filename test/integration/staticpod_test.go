@@ -32,12 +32,7 @@ const staticPodImage = "hangwatch.local/hangwatch:static-pod-test"
 func hangwatchImageTar(t *testing.T) string {
 	t.Helper()
 	hangwatchImage.once.Do(func() {
-		dir, err := os.MkdirTemp("", "hw-image-")
-		if err != nil {
-			hangwatchImage.err = err
-			return
-		}
-		hangwatchImage.tar = filepath.Join(dir, "hangwatch-image.tar")
+		hangwatchImage.tar = filepath.Join(workDir, "hangwatch-image.tar") // TestMain removes it
 		cmd := exec.Command("bash", "hack/image.sh", "--ref", staticPodImage, "--out", hangwatchImage.tar)
 		cmd.Dir = harness.ModuleRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
