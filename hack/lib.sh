@@ -23,7 +23,7 @@ need_root() {
   [ "$(id -u)" -eq 0 ] && return 0
   if command -v sudo >/dev/null 2>&1; then
     log "$1; re-running as root through sudo"
-    exec sudo --preserve-env=HANGWATCH_CACHE,CI,GOPROXY,GOFLAGS "$0" "${SCRIPT_ARGS[@]}"
+    exec sudo --preserve-env=HANGWATCH_CACHE,CI,GOPROXY,GOFLAGS "$ROOT/hack/$(basename "$0")" "${SCRIPT_ARGS[@]}"
   fi
   echo "$1: run it as root (sudo is not installed)" >&2
   exit 1

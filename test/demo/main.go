@@ -66,29 +66,30 @@ func run() int {
 
 func printGuide(c *harness.Containerd, pods int, listen string, period time.Duration) {
 	fmt.Printf(`
-containerd pid %d is serving CRI on %s with %d pods (%d containers).
-hangwatch runs against it below (period %v, timeout 2s). In another shell:
+containerd pid %[1]d is serving CRI on %[2]s with %[3]d pods (%[4]d containers).
+hangwatch runs against it below (--period %[6]v, --timeout 2s). In another shell:
 
   curl -s http://%[5]s/conditions          # RuntimeHung and PLEGUnhealthy: False
   curl -s http://%[5]s/metrics | grep hangwatch_cri_call_in_flight_seconds
   bin/hangwatch diag -r %[2]s
 
-  kill -STOP %[1]d    # freeze the runtime:
-                      #   RuntimeHung True within period + timeout (about %[6]v);
-                      #   PLEGUnhealthy True (RelistStalled) about 30 s in, when
-                      #   hangwatch's own relist has waited 30 s on ListPodSandbox
-  kill -CONT %[1]d    # thaw it: PLEGUnhealthy clears at once; RuntimeHung after two
-                      #   healthy cycles, up to %[7]v: after hung cycles the wait
-                      #   between cycles has backed off to --max-period (%[8]v)
+  kill -STOP %[1]d    # freeze the runtime. RuntimeHung turns True within about
+                      #   %[7]v (period + timeout); PLEGUnhealthy (RelistStalled) about
+                      #   %[8]v in, once hangwatch's own relist has waited 30s
+  kill -CONT %[1]d    # thaw it. PLEGUnhealthy clears within about %[9]v (the next
+                      #   relists); RuntimeHung after two healthy cycles, up to
+                      #   about %[10]v, since the wait between cycles has backed off
+                      #   towards --max-period (%[11]v) while the runtime hung
 
   echo '<6>INFO: task containerd:4242 blocked for more than 120 seconds.' > /dev/kmsg
                       # KernelDeadlock True within a second (it clears after 15 quiet minutes)
   curl -s http://%[5]s/events              # kernel events such as TaskHung, OOMKilling
 
 Stop everything (hangwatch, the pods, containerd) with Ctrl-C here, or from
-another shell: kill -INT %[9]d  (or kill -TERM %[9]d)
+another shell: kill -INT %[12]d  (or kill -TERM %[12]d)
 
-`, c.PID(), c.Endpoint, pods, 2*pods, listen, period+2*time.Second, maxPeriod(period)+2*period, maxPeriod(period), os.Getpid())
+`, c.PID(), c.Endpoint, pods, 2*pods, listen, period,
+		period+2*time.Second, 30*time.Second+2*period, 2*period, maxPeriod(period)+2*period, maxPeriod(period), os.Getpid())
 }
 
 // maxPeriod is the --max-period the demo gives hangwatch.
