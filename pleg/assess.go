@@ -121,7 +121,7 @@ type finding struct{ reason, message string }
 // a slow relist (kubelet's p99, then our own).
 func Assess(cfg Config, in Inputs) Assessment {
 	a := Assessment{Verdict: VerdictUnknown, Reason: ReasonNoSignal,
-		Message: "no PLEG signal: the kubelet's metrics are not readable and the relist emulation has not run"}
+		Message: "no PLEG signal: the kubelet's metrics are not readable and the relist emulation has not completed a list"}
 	var found []finding
 	usable := 0
 	if f, ok := assessEmulationSize(in.Emulation); ok {
