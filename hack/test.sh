@@ -31,7 +31,7 @@ finish() {
   return 0
 }
 trap finish EXIT
-log "expected on 2 cores: about 35 min from an empty cache (the Kubernetes binaries and promtool are built once), about 12 min after"
+log "expected on 2 cores: 25-35 min from an empty cache (the Kubernetes binaries, promtool, helm and golangci-lint are built once), about 9 min after"
 step "Debian packages" ensure_packages
 step "Go toolchain" ensure_go
 step "golangci-lint" ensure_golangci_lint

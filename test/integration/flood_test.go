@@ -81,7 +81,7 @@ func floodKmsg(t *testing.T, rate int, d time.Duration) int {
 // benchmark command (HANGWATCH_BENCH=1), not of every test run.
 func TestKmsgFloodFootprint(t *testing.T) {
 	if os.Getenv("HANGWATCH_BENCH") == "" {
-		t.Skip("benchmark: run with HANGWATCH_BENCH=1 (sudo ./hack/bench.sh)")
+		t.Skip("benchmark: run with HANGWATCH_BENCH=1 (./hack/bench.sh)")
 	}
 	c := sharedContainerd(t)
 	allowKmsgWrites(t)
