@@ -135,3 +135,26 @@ func TestMergeSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMessagesAndReasonsAreBounded: a messageExpression that gives a
+// megabyte is cut to MaxMessageBytes on a character boundary; a literal
+// message over it is refused when the rule is compiled.
+func TestMessagesAndReasonsAreBounded(t *testing.T) {
+	spec := conditions.Spec{Type: "Huge", Problems: []conditions.Problem{{When: "cri.containers > 0",
+		Outcome: conditions.Outcome{Reason: "Big", MessageExpression: `string(cri.hungCalls[0])`}}},
+		Healthy: conditions.Outcome{Reason: "Fine"}}
+	e, err := conditions.NewEngine([]conditions.Spec{spec}, testclock.NewFakeClock(t0), conditions.EngineOptions{Available: conditions.Inputs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Observe("cri", map[string]any{"containers": 1, "hungCalls": []string{strings.Repeat("é", 1<<19)}})
+	c := condition(t, e, "Huge")
+	if c.Status != corev1.ConditionTrue || len(c.Message) > conditions.MaxMessageBytes || !strings.HasSuffix(c.Message, "é...") {
+		t.Fatalf("got %s, %d bytes ending %q", c.Status, len(c.Message), c.Message[len(c.Message)-8:])
+	}
+	if _, err := conditions.NewEngine([]conditions.Spec{{Type: "Long", Problems: []conditions.Problem{{When: "true",
+		Outcome: conditions.Outcome{Reason: "R", Message: strings.Repeat("m", 2000)}}}, Healthy: conditions.Outcome{Reason: "Ok"}}},
+		testclock.NewFakeClock(t0), conditions.EngineOptions{Available: conditions.Inputs}); err == nil || !strings.Contains(err.Error(), "2000 bytes, at most 1024") {
+		t.Fatalf("a 2000-byte literal message: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 )
@@ -102,14 +103,34 @@ func (o outcome) verdict(bad bool, obs map[string]any) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	if !reasonRE.MatchString(reason) {
-		return Verdict{}, fmt.Errorf("reason %q is not CamelCase", reason)
+	if len(reason) > MaxReasonBytes || !reasonRE.MatchString(reason) {
+		return Verdict{}, fmt.Errorf("reason %q is not CamelCase of at most %d bytes", cut(reason, 80), MaxReasonBytes)
 	}
 	msg, err := o.message.eval(obs)
 	if err != nil {
 		return Verdict{}, err
 	}
-	return Verdict{Bad: bad, Reason: reason, Message: msg}, nil
+	return Verdict{Bad: bad, Reason: reason, Message: cut(msg, MaxMessageBytes)}, nil
+}
+
+// Bounds on what a rule may write to the Node: a status patch with a
+// message of megabytes would be refused, and retried, forever.
+const (
+	MaxMessageBytes = 1024
+	MaxReasonBytes  = 128
+)
+
+// cut shortens s to at most n bytes, on a UTF-8 boundary, ending in "..."
+// when it cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	end := n - len("...")
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + "..."
 }
 
 // CompileSpecs compiles specs and reports every mistake at once, each named

@@ -3,7 +3,9 @@ package conditions
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -54,6 +56,19 @@ var (
 	reasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 )
 
+// KubeletConditionTypes are the Node conditions the kubelet writes; no
+// rule may own one.
+var KubeletConditionTypes = []string{"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"}
+
+// Bounds on a rule, so a config cannot make the engine keep or compute
+// without end.
+const (
+	MaxProblems        = 100
+	MaxEvaluations     = 1000 // raiseAfter, clearAfter
+	MaxMinDuration     = 24 * time.Hour
+	MaxExpressionBytes = 4096
+)
+
 // validate checks what can be checked without compiling; path names the
 // spec in messages, such as conditions[2].
 func (s *Spec) validate(path string) []error {
@@ -64,7 +79,7 @@ func (s *Spec) validate(path string) []error {
 	if !typeRE.MatchString(s.Type) {
 		bad("type", s.Type, "must be CamelCase, starting with a capital letter")
 	}
-	if s.Type == "Ready" {
+	if slices.Contains(KubeletConditionTypes, s.Type) {
 		bad("type", s.Type, "is the kubelet's; hangwatch never writes it")
 	}
 	if s.Disabled {
@@ -73,19 +88,25 @@ func (s *Spec) validate(path string) []error {
 	if len(s.Problems) == 0 {
 		bad("problems", "", "must list at least one problem")
 	}
-	if s.RaiseAfter < 0 {
-		bad("raiseAfter", s.RaiseAfter, "must not be negative")
+	if len(s.Problems) > MaxProblems {
+		bad("problems", len(s.Problems), fmt.Sprintf("problems: must list at most %d", MaxProblems))
 	}
-	if s.ClearAfter < 0 {
-		bad("clearAfter", s.ClearAfter, "must not be negative")
+	if s.RaiseAfter < 0 || s.RaiseAfter > MaxEvaluations {
+		bad("raiseAfter", s.RaiseAfter, fmt.Sprintf("must be from 0 to %d", MaxEvaluations))
 	}
-	if s.MinDuration.Duration < 0 {
-		bad("minDuration", s.MinDuration.Duration, "must not be negative")
+	if s.ClearAfter < 0 || s.ClearAfter > MaxEvaluations {
+		bad("clearAfter", s.ClearAfter, fmt.Sprintf("must be from 0 to %d", MaxEvaluations))
+	}
+	if s.MinDuration.Duration < 0 || s.MinDuration.Duration > MaxMinDuration {
+		bad("minDuration", s.MinDuration.Duration, fmt.Sprintf("must be from 0 to %v", MaxMinDuration))
 	}
 	for i, p := range s.Problems {
 		at := fmt.Sprintf("%s.problems[%d]", path, i)
 		if strings.TrimSpace(p.When) == "" {
 			errs = append(errs, fmt.Errorf("%s.when: must not be empty", at))
+		}
+		if len(p.When) > MaxExpressionBytes {
+			errs = append(errs, fmt.Errorf("%s.when: %d bytes, at most %d", at, len(p.When), MaxExpressionBytes))
 		}
 		errs = append(errs, p.validate(at)...)
 	}
@@ -104,6 +125,17 @@ func (o *Outcome) validate(path string) []error {
 	}
 	if o.Message != "" && o.MessageExpression != "" {
 		errs = append(errs, fmt.Errorf("%s: set message or messageExpression, not both", path))
+	}
+	for field, e := range map[string]string{"reasonExpression": o.ReasonExpression, "messageExpression": o.MessageExpression} {
+		if len(e) > MaxExpressionBytes {
+			errs = append(errs, fmt.Errorf("%s.%s: %d bytes, at most %d", path, field, len(e), MaxExpressionBytes))
+		}
+	}
+	if len(o.Reason) > MaxReasonBytes {
+		errs = append(errs, fmt.Errorf("%s.reason: %d bytes, at most %d", path, len(o.Reason), MaxReasonBytes))
+	}
+	if len(o.Message) > MaxMessageBytes {
+		errs = append(errs, fmt.Errorf("%s.message: %d bytes, at most %d", path, len(o.Message), MaxMessageBytes))
 	}
 	return errs
 }

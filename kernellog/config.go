@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -79,9 +80,21 @@ type RuleSet struct {
 // DefaultBufferSize is node-problem-detector's default line buffer.
 const DefaultBufferSize = 10
 
+// Bounds on a rules file, so a bad file is refused rather than taking the
+// daemon's memory or time: NPD's own files are a few KiB with a buffer of
+// 10 lines and 14 rules.
+const (
+	MaxRuleFileBytes = 1 << 20
+	MaxBufferSize    = 1000
+	MaxRules         = 1000
+	MaxPatternBytes  = 4096
+	MaxMinCount      = 10000 // match times are kept per rule
+	MaxRuleDuration  = 7 * 24 * time.Hour
+)
+
 // LoadRuleSet reads and validates a rules file.
 func LoadRuleSet(path string) (*RuleSet, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, MaxRuleFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("rules file: %w", err)
 	}
@@ -117,8 +130,11 @@ func ParseRuleSet(data []byte) (*RuleSet, error) {
 
 func (rs *RuleSet) validate() error {
 	var errs []error
-	if rs.BufferSize < 1 {
-		errs = append(errs, fmt.Errorf("bufferSize %d: must be at least 1", rs.BufferSize))
+	if rs.BufferSize < 1 || rs.BufferSize > MaxBufferSize {
+		errs = append(errs, fmt.Errorf("bufferSize %d: must be from 1 to %d", rs.BufferSize, MaxBufferSize))
+	}
+	if len(rs.Rules) > MaxRules {
+		errs = append(errs, fmt.Errorf("rules: %d rules, at most %d", len(rs.Rules), MaxRules))
 	}
 	if rs.Lookback != "" {
 		if _, err := time.ParseDuration(rs.Lookback); err != nil {
@@ -166,12 +182,12 @@ func (r Rule) problems(conds map[string]bool) []string {
 			out = append(out, err)
 		}
 	}
-	if r.MinCount < 0 || (r.MinCount > 1 && r.Window == nil) {
-		out = append(out, fmt.Sprintf("minCount %d: must be at least 1, and above 1 only with a window", r.MinCount))
+	if r.MinCount < 0 || r.MinCount > MaxMinCount || (r.MinCount > 1 && r.Window == nil) {
+		out = append(out, fmt.Sprintf("minCount %d: must be from 1 to %d, and above 1 only with a window", r.MinCount, MaxMinCount))
 	}
 	for name, d := range map[string]*Duration{"clearAfter": r.ClearAfter, "window": r.Window} {
-		if d != nil && d.Duration <= 0 {
-			out = append(out, fmt.Sprintf("%s %v: must be positive", name, d.Duration))
+		if d != nil && (d.Duration <= 0 || d.Duration > MaxRuleDuration) {
+			out = append(out, fmt.Sprintf("%s %v: must be positive and at most %v", name, d.Duration, MaxRuleDuration))
 		}
 	}
 	return out
@@ -181,8 +197,28 @@ func checkPattern(field, p string) string {
 	if strings.TrimSpace(p) == "" {
 		return field + " is empty"
 	}
+	if len(p) > MaxPatternBytes {
+		return fmt.Sprintf("%s: %d bytes, at most %d", field, len(p), MaxPatternBytes)
+	}
 	if _, err := regexp.Compile(p); err != nil {
 		return fmt.Sprintf("%s %q does not compile: %v", field, p, err)
 	}
 	return ""
+}
+
+// readBounded reads a file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: over %d bytes", path, limit)
+	}
+	return data, nil
 }

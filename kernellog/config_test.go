@@ -1,8 +1,12 @@
 package kernellog
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBadRulesAreNamed(t *testing.T) {
@@ -45,4 +49,68 @@ func TestDefaultRulesLoad(t *testing.T) {
 	if len(set.Rules) < 12 || set.Conditions[0].Type != "KernelDeadlock" {
 		t.Fatalf("default rules: %d rules, conditions %v", len(set.Rules), set.Conditions)
 	}
+}
+
+// TestRuleFileNumbersAreBounded: numbers that would make the daemon
+// allocate or wait without end are refused, naming the field (a bufferSize
+// of 2^62 used to pass and then panic in makeslice).
+func TestRuleFileNumbersAreBounded(t *testing.T) {
+	long := strings.Repeat("a", MaxPatternBytes+1)
+	_, err := ParseRuleSet([]byte(`{"source": "s", "bufferSize": 4611686018427387904, "conditions": [],
+	 "rules": [
+	  {"type": "temporary", "reason": "Many", "pattern": "x", "minCount": 100000000, "window": "1m"},
+	  {"type": "temporary", "reason": "Long", "pattern": "` + long + `"},
+	  {"type": "temporary", "reason": "Forever", "pattern": "x", "minCount": 2, "window": "10000h"}]}`))
+	if err == nil {
+		t.Fatal("out-of-range numbers were accepted")
+	}
+	for _, want := range []string{
+		"bufferSize 4611686018427387904: must be from 1 to 1000",
+		`rules[0] (s/0, reason "Many"): minCount 100000000: must be from 1 to 10000`,
+		`rules[1] (s/1, reason "Long"): pattern: 4097 bytes, at most 4096`,
+		`rules[2] (s/2, reason "Forever"): window 10000h0m0s: must be positive and at most 168h0m0s`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestRuleFileSizeIsBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(path, make([]byte, MaxRuleFileBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadRuleSet(path); err == nil || !strings.Contains(err.Error(), "over 1048576 bytes") {
+		t.Fatalf("err = %v, want the size limit named", err)
+	}
+}
+
+// FuzzParseRuleSet: no rules file panics the parser or yields a rule set
+// the matcher cannot be built from.
+func FuzzParseRuleSet(f *testing.F) {
+	for _, name := range []string{"rules/default.json", "testdata/npd-kernel-monitor.json"} {
+		if data, err := os.ReadFile(name); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"source": "s", "bufferSize": 4611686018427387904, "rules": []}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				panic(fmt.Sprintf("a rules file took over 5s to load: %q", data))
+			}
+		}()
+		rs, err := ParseRuleSet(data)
+		if err != nil {
+			return
+		}
+		if _, err := NewMatchers([]*RuleSet{rs}); err != nil {
+			t.Fatalf("a valid rule set does not build matchers: %v", err)
+		}
+	})
 }

@@ -182,9 +182,11 @@ func syslogStamp(line []byte) (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	s, err1 := strconv.ParseUint(string(secs), 10, 63)
-	us, err2 := strconv.ParseUint(string(micros), 10, 63)
-	if err1 != nil || err2 != nil {
+	// An uptime of at most 2^32 s (136 years) and a six-digit fraction fit
+	// a Duration; anything else is not a kernel's stamp.
+	s, err1 := strconv.ParseUint(string(secs), 10, 32)
+	us, err2 := strconv.ParseUint(string(micros), 10, 32)
+	if err1 != nil || err2 != nil || us >= 1e6 {
 		return 0, false
 	}
 	return time.Duration(s)*time.Second + time.Duration(us)*time.Microsecond, true

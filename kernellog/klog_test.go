@@ -87,11 +87,28 @@ func TestParseSyslogLine(t *testing.T) {
 	if err != nil || r.Priority != 6 || r.Facility != 1 || r.Monotonic != 12345678901*time.Microsecond || r.Message != "hello: world" {
 		t.Errorf("parsed %+v, %v", r, err)
 	}
-	for _, bad := range []string{"no prio", "<x>[1.0] m", "<6> no stamp"} {
+	for _, bad := range []string{"no prio", "<x>[1.0] m", "<6> no stamp", "<6>[99999999999999999.0] m", "<6>[1.9999999] m"} {
 		if _, err := parseSyslogLine([]byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}
+}
+
+// FuzzParseSyslogLine: no line panics the syslog(2) parser, and what it
+// accepts has a priority, a facility and a non-negative uptime.
+func FuzzParseSyslogLine(f *testing.F) {
+	for _, seed := range []string{"<14>[12345.678901] hello: world", "<6>[    0.000000] Linux version", "<3>[1.0]", "<x>[1.0] m"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r, err := parseSyslogLine(line)
+		if err != nil {
+			return
+		}
+		if r.Priority < 0 || r.Priority > 7 || r.Facility < 0 || r.Monotonic < 0 {
+			t.Fatalf("%q parsed to %+v", line, r)
+		}
+	})
 }
 
 // TestKlogReadsTheRealKernelLog writes a line through /dev/kmsg and reads

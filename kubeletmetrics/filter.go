@@ -1,6 +1,9 @@
 package kubeletmetrics
 
-import "bytes"
+import (
+	"bytes"
+	"fmt"
+)
 
 // readFamilyPrefixes name the metric families a Snapshot is built from, in
 // every kubelet generation this package knows.
@@ -10,21 +13,56 @@ var readFamilyPrefixes = [][]byte{
 	[]byte("kubelet_runtime_operations"),
 }
 
+// Bounds on the lines of the families read. The kubelet's are under 300
+// bytes with at most three labels; expfmt's parser is quadratic in a line's
+// labels (16k labels on one line took 10 s of CPU), so these bound the
+// parse's time as well as its memory.
+const (
+	MaxLineBytes = 4096
+	MaxLabels    = 16
+	MaxReadLines = 20000
+)
+
 // keepReadFamilies returns a copy of body in which every line that belongs
 // to a family a Snapshot does not read is blank. A kubelet serves some
 // thousand series (more with every pod); the families read here are a few
 // dozen lines, and the text parser's cost is per line. Lines are blanked,
 // not removed, so the parser's errors still name the body's line numbers.
-func keepReadFamilies(body []byte) []byte {
-	out := make([]byte, 0, 16<<10) // the read lines, and a newline per line
-	forEachLine(body, func(_ int, line []byte) bool {
+// A read line over the bounds above is an error naming it.
+func keepReadFamilies(body []byte) (out []byte, err error) {
+	out = make([]byte, 0, 16<<10) // the read lines, and a newline per line
+	read := 0
+	forEachLine(body, func(n int, line []byte) bool {
 		if isReadFamily(familyOf(line)) {
+			if err = checkReadLine(n, line); err == nil && read >= MaxReadLines {
+				err = fmt.Errorf("line %d: over %d lines of the families read", n, MaxReadLines)
+			}
+			if err != nil {
+				return false
+			}
+			read++
 			out = append(out, line...)
 		}
 		out = append(out, '\n')
 		return true
 	})
-	return out
+	return out, err
+}
+
+// checkReadLine bounds one line of a family read: its length, and its
+// labels, counted as the '=' between its braces (an upper bound, since a
+// value may hold '=').
+func checkReadLine(n int, line []byte) error {
+	if len(line) > MaxLineBytes {
+		return fmt.Errorf("line %d: %d bytes, over the %d a line of %s may have", n, len(line), MaxLineBytes, truncate(familyOf(line), 60))
+	}
+	open, end := bytes.IndexByte(line, '{'), bytes.LastIndexByte(line, '}')
+	if open >= 0 && end > open {
+		if labels := bytes.Count(line[open:end], []byte{'='}); labels > MaxLabels {
+			return fmt.Errorf("line %d: %d labels, over the %d a line of %s may have", n, labels, MaxLabels, truncate(familyOf(line), 60))
+		}
+	}
+	return nil
 }
 
 // forEachLine calls f with each line of body (without its newline) and its

@@ -38,7 +38,11 @@ func ParseBytes(body []byte) (*Snapshot, error) {
 	if err := checkLineStarts(body); err != nil {
 		return nil, err
 	}
-	families, err := parseText(keepReadFamilies(body))
+	read, err := keepReadFamilies(body)
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	families, err := parseText(read)
 	if err != nil {
 		return nil, fmt.Errorf("parse metrics: %w", err)
 	}

@@ -47,8 +47,9 @@ func Kind(err error) ErrorKind {
 	return ""
 }
 
-// maxBody bounds a metrics response; a kubelet's is about 200 KB.
-const maxBody = 64 << 20
+// MaxBody bounds a metrics response; a kubelet's is about 200 KB, and a
+// few MB with hundreds of pods.
+const MaxBody = 8 << 20
 
 // Scraper fetches and parses the kubelet's metrics.
 type Scraper struct {
@@ -109,10 +110,13 @@ func (s *Scraper) get(ctx context.Context, url string) ([]byte, error) {
 		return nil, &ScrapeError{Kind: statusKind(resp.StatusCode), URL: url, Status: resp.StatusCode,
 			Err: fmt.Errorf("HTTP %d: %q", resp.StatusCode, snippet)}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
 		// The kubelet stopped sending mid-body: a deadline, or a cut connection.
 		return nil, &ScrapeError{Kind: transportKind(ctx, err), URL: url, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
+	}
+	if len(body) > MaxBody {
+		return nil, &ScrapeError{Kind: KindParse, URL: url, Status: resp.StatusCode, Err: fmt.Errorf("body over %d MiB: not read", MaxBody>>20)}
 	}
 	return body, nil
 }

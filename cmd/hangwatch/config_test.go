@@ -182,3 +182,41 @@ func TestConfigCheckSaysValid(t *testing.T) {
 		t.Errorf("an invalid FILE: %v", err)
 	}
 }
+
+// TestRuleFilesCannotOwnKubeletConditions: a rules file whose condition is
+// one the kubelet writes is refused wherever rules files are loaded.
+func TestRuleFilesCannotOwnKubeletConditions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	rules := `{"source":"x","conditions":[{"type":"DiskPressure","reason":"Fine","message":"ok"}],
+	 "rules":[{"type":"permanent","condition":"DiskPressure","reason":"Full","pattern":"no space"}]}`
+	if err := os.WriteFile(path, []byte(rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := kernelFlags{rules: []string{path}}
+	_, err := f.ruleSets()
+	if err == nil || !strings.Contains(err.Error(), `conditions[0].type "DiskPressure": is the kubelet's`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// FuzzDecodeConfig: no config file panics the decoder or the checks run on
+// it; a file that decodes without problems loads as run would load it.
+func FuzzDecodeConfig(f *testing.F) {
+	f.Add([]byte("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nruntime:\n  period: 5s\n"))
+	f.Add([]byte("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nconditions:\n- type: X\n  problems:\n  - when: cri.containers > 1\n    reason: R\n  healthy: {reason: Ok}\n"))
+	f.Add([]byte("runtime: {period: soon}\nkernel:\n  rules: [a, b]\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := &runOptions{}
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		o.addFlags(fs)
+		if err := fs.Parse([]string{"--config", path}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = o.configure(fs)
+	})
+}

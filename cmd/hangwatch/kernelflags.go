@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
@@ -35,11 +39,30 @@ func (f *kernelFlags) ruleSets() ([]*kernellog.RuleSet, error) {
 	}
 	sets := make([]*kernellog.RuleSet, 0, len(f.rules))
 	for _, path := range f.rules {
-		rs, err := kernellog.LoadRuleSet(path)
+		rs, err := loadRuleSet(path)
 		if err != nil {
 			return nil, err
 		}
 		sets = append(sets, rs)
 	}
 	return sets, nil
+}
+
+// loadRuleSet loads a rules file and refuses one whose conditions include
+// a type the kubelet writes: hangwatch never owns those.
+func loadRuleSet(path string) (*kernellog.RuleSet, error) {
+	rs, err := kernellog.LoadRuleSet(path)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for i, c := range rs.Conditions {
+		if slices.Contains(conditions.KubeletConditionTypes, c.Type) {
+			errs = append(errs, fmt.Errorf("conditions[%d].type %q: is the kubelet's; hangwatch never writes it", i, c.Type))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("rules file %s: %w", path, errors.Join(errs...))
+	}
+	return rs, nil
 }

@@ -31,7 +31,7 @@ func newRulesCheckCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var bad []error
 			for _, path := range args {
-				rs, err := kernellog.LoadRuleSet(path)
+				rs, err := loadRuleSet(path)
 				if err == nil {
 					_, err = kernellog.NewMonitor([]*kernellog.RuleSet{rs}, clock.RealClock{}, kernellog.Options{})
 				}
