@@ -47,8 +47,8 @@ func Kind(err error) ErrorKind {
 	return ""
 }
 
-// MaxBody bounds a metrics response; a kubelet's is about 200 KB, and a
-// few MB with hundreds of pods.
+// MaxBody bounds a metrics response; a kubelet's is about 200 KB (the
+// captures in testdata), growing with its pods and containers.
 const MaxBody = 8 << 20
 
 // Scraper fetches and parses the kubelet's metrics.
