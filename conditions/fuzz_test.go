@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/internal/watchdog"
 )
 
 // FuzzSpecs: no condition rule, as a config file gives it, panics the
@@ -39,15 +40,7 @@ func FuzzSpecs(f *testing.F) {
 		if err := yaml.Unmarshal([]byte(doc), &specs); err != nil || conditions.CompileSpecs(specs) != nil {
 			return
 		}
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				panic(fmt.Sprintf("rules took over 5s to evaluate: %q", doc))
-			}
-		}()
+		defer watchdog.Start(5*time.Second, func() string { return fmt.Sprintf("evaluating the rules %q", doc) })()
 		e, err := conditions.NewEngine(specs, testclock.NewFakeClock(time.Unix(0, 0)), conditions.EngineOptions{Available: conditions.Inputs})
 		if err != nil {
 			return

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/internal/watchdog"
 )
 
 func TestBadRulesAreNamed(t *testing.T) {
@@ -96,15 +98,7 @@ func FuzzParseRuleSet(f *testing.F) {
 	}
 	f.Add([]byte(`{"source": "s", "bufferSize": 4611686018427387904, "rules": []}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				panic(fmt.Sprintf("a rules file took over 5s to load: %q", data))
-			}
-		}()
+		defer watchdog.Start(5*time.Second, func() string { return fmt.Sprintf("loading the rules file %q", data) })()
 		rs, err := ParseRuleSet(data)
 		if err != nil {
 			return
