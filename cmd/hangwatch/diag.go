@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -186,7 +185,7 @@ func writeKernelTable(w io.Writer, k *kernelSection) error {
 	}
 	fmt.Fprintf(tw, "\nKERNEL LOG\t%s, last %v: %s, %s (kernel findings do not change the verdict)\n",
 		k.Source, time.Duration(k.LookbackSeconds*float64(time.Second)),
-		plural(int(k.Lines), "record"), plural(k.TotalMatches, "match"))
+		plural(int(k.Lines), "record", "records"), plural(k.TotalMatches, "match", "matches"))
 	if len(k.Matches) > 0 {
 		fmt.Fprintln(tw, "TIME\tREASON\tTYPE\tLINE")
 	}
@@ -196,13 +195,10 @@ func writeKernelTable(w io.Writer, k *kernelSection) error {
 	return tw.Flush()
 }
 
-// plural is "1 record", "2 records", "1 match", "0 matches".
-func plural(n int, noun string) string {
+// plural is "1 record" or "2 records".
+func plural(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + noun
+		return "1 " + one
 	}
-	if strings.HasSuffix(noun, "ch") || strings.HasSuffix(noun, "s") {
-		return fmt.Sprintf("%d %ses", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return fmt.Sprintf("%d %s", n, many)
 }
