@@ -55,12 +55,12 @@ func readmeBlockAfter(t *testing.T, readme, marker string) string {
 		t.Fatalf("README has no %q", marker)
 	}
 	rest := readme[i:]
-	start := strings.Index(rest, "```\n")
-	end := strings.Index(rest[start+4:], "```")
-	if start < 0 || end < 0 {
+	_, block, ok := strings.Cut(rest, "```\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !ok || !closed {
 		t.Fatalf("README has no fenced block after %q", marker)
 	}
-	return rest[start+4 : start+4+end]
+	return block
 }
 
 func readmeSection(t *testing.T, readme, from, to string) string {
