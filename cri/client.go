@@ -21,6 +21,7 @@ type Conn struct {
 	conn    *grpc.ClientConn
 	Runtime runtimeapi.RuntimeServiceClient
 	Image   runtimeapi.ImageServiceClient
+	socket  *socketWatch // nil for tcp:// endpoints
 }
 
 // Dial prepares a connection to endpoint (unix:///path or a bare path). It
@@ -42,7 +43,23 @@ func Dial(endpoint string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime endpoint %q: %w", endpoint, err)
 	}
-	return &Conn{conn: conn, Runtime: runtimeapi.NewRuntimeServiceClient(conn), Image: runtimeapi.NewImageServiceClient(conn)}, nil
+	c := &Conn{conn: conn, Runtime: runtimeapi.NewRuntimeServiceClient(conn), Image: runtimeapi.NewImageServiceClient(conn)}
+	if path, ok := strings.CutPrefix(target, "unix://"); ok {
+		c.socket = newSocketWatch(path)
+	}
+	return c, nil
+}
+
+// RedialIfReplaced makes the next call dial at once when the runtime's
+// socket was recreated (a runtime restart or upgrade unlinks it and binds a
+// new one) since the last check, instead of waiting out the reconnect
+// backoff. It reports whether the socket was replaced. Cheap: one stat.
+func (c *Conn) RedialIfReplaced() bool {
+	if c.socket == nil || !c.socket.replaced() {
+		return false
+	}
+	c.conn.ResetConnectBackoff()
+	return true
 }
 
 // Close closes the connection; calls still out end with Canceled.

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,12 +17,30 @@ type RuntimeInfo struct {
 	APIVersion string `json:"apiVersion"`
 }
 
-// RuntimeCondition is one condition from the Status call.
+// RuntimeCondition is one condition from the Status call. Required marks
+// the two the kubelet acts on; any other (containerd 2.2+ adds
+// ContainerdHasNoDeprecationWarnings) is information only.
 type RuntimeCondition struct {
-	Type    string `json:"type"`
-	Status  bool   `json:"status"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	Type     string `json:"type"`
+	Status   bool   `json:"status"`
+	Required bool   `json:"required"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// RequiredConditions are the runtime conditions the kubelet requires: it
+// reports the node not ready when either is false and ignores the rest.
+var RequiredConditions = []string{runtimeapi.RuntimeReady, runtimeapi.NetworkReady}
+
+// NotReady lists the required conditions reported false, in order.
+func NotReady(conds []RuntimeCondition) []string {
+	out := []string{}
+	for _, c := range conds {
+		if c.Required && !c.Status {
+			out = append(out, c.Type)
+		}
+	}
+	return out
 }
 
 // Cycle is the result of one probe cycle.
@@ -35,6 +54,9 @@ type Cycle struct {
 	// Sandboxes and Containers are the counts listed, -1 when unknown.
 	Sandboxes  int
 	Containers int
+	// SocketReplaced says the runtime's socket was recreated since the last
+	// cycle (a restart or upgrade), so this cycle dialed it afresh.
+	SocketReplaced bool
 }
 
 // Cycle runs one probe cycle. It returns within about two per-call
@@ -43,6 +65,9 @@ func (p *Prober) Cycle(ctx context.Context) Cycle {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := Cycle{Start: p.clock.Now(), Sandboxes: -1, Containers: -1}
+	if p.redial != nil {
+		c.SocketReplaced = p.redial()
+	}
 	fixed := p.fixedCalls(ctx)
 	c.Calls = append(c.Calls, fixed...)
 	var pods []*runtimeapi.PodSandbox
@@ -113,7 +138,8 @@ func runtimeConditions(resp *runtimeapi.StatusResponse) []RuntimeCondition {
 	}
 	out := make([]RuntimeCondition, 0, len(resp.Status.Conditions))
 	for _, c := range resp.Status.Conditions {
-		out = append(out, RuntimeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		out = append(out, RuntimeCondition{Type: c.Type, Status: c.Status, Required: slices.Contains(RequiredConditions, c.Type),
+			Reason: c.Reason, Message: c.Message})
 	}
 	return out
 }

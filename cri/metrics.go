@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/component-base/metrics"
@@ -17,6 +18,7 @@ type Metrics struct {
 	lastSuccess *metrics.GaugeVec
 	respBytes   *metrics.GaugeVec
 	objects     *metrics.GaugeVec
+	conditions  *metrics.GaugeVec
 	inflight    *inflightCollector
 }
 
@@ -44,9 +46,13 @@ func NewMetrics(reg metrics.KubeRegistry, inflight func() map[string]time.Durati
 			Name: "hangwatch_cri_objects", StabilityLevel: metrics.ALPHA,
 			Help: "Pod sandboxes and containers the runtime listed in the last cycle that listed them.",
 		}, []string{"kind"}),
+		conditions: metrics.NewGaugeVec(&metrics.GaugeOpts{
+			Name: "hangwatch_cri_runtime_condition", StabilityLevel: metrics.ALPHA,
+			Help: "The runtime's own conditions from the last Status answer: 1 true, 0 false. required=\"false\" ones (such as ContainerdHasNoDeprecationWarnings) are ignored by the kubelet and by hangwatch's verdicts.",
+		}, []string{"type", "required"}),
 		inflight: newInflightCollector(inflight),
 	}
-	reg.MustRegister(m.duration, m.probes, m.lastSuccess, m.respBytes, m.objects)
+	reg.MustRegister(m.duration, m.probes, m.lastSuccess, m.respBytes, m.objects, m.conditions)
 	reg.CustomMustRegister(m.inflight)
 	return m
 }
@@ -66,14 +72,24 @@ func (m *Metrics) ObserveCompletion(r CallResult) {
 	}
 }
 
-// ObserveCycle records the object counts a cycle listed.
+// ObserveCycle records the object counts and runtime conditions a cycle saw.
 func (m *Metrics) ObserveCycle(c Cycle) {
+	for _, cond := range c.Conditions {
+		m.conditions.WithLabelValues(cond.Type, fmt.Sprint(cond.Required)).Set(boolValue(cond.Status))
+	}
 	if c.Sandboxes >= 0 {
 		m.objects.WithLabelValues("sandbox").Set(float64(c.Sandboxes))
 	}
 	if c.Containers >= 0 {
 		m.objects.WithLabelValues("container").Set(float64(c.Containers))
 	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // inflightCollector reports the age of the oldest outstanding call per

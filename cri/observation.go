@@ -17,6 +17,7 @@ import (
 //	fixedHung       int     how many of those hung
 //	slowCalls       int     calls that answered but past the slow threshold
 //	failedCalls     int     calls that failed other than by timing out
+//	runtimeNotReady list    required runtime conditions (RuntimeReady, NetworkReady) reported false
 //	sandboxes       int     sandboxes listed, -1 when unknown
 //	containers      int     containers listed, -1 when unknown
 //	durationSeconds double  how long the cycle took
@@ -55,7 +56,7 @@ func (c Cycle) Observation(timeout time.Duration) map[string]any {
 		"unreachable": counted > 0 && unreachable == counted,
 		"hungCalls":   slices.Compact(hung), "hungMethods": hungMethods,
 		"fixedMethods": len(fixed), "fixedHung": len(fixedHung),
-		"slowCalls": slow, "failedCalls": failed,
+		"slowCalls": slow, "failedCalls": failed, "runtimeNotReady": NotReady(c.Conditions),
 		"sandboxes": c.Sandboxes, "containers": c.Containers,
 		"durationSeconds": c.Duration.Seconds(),
 	}

@@ -58,6 +58,7 @@ type Prober struct {
 	clock    clock.Clock
 	observer Observer
 	inflight *inflightTracker
+	redial   func() bool
 
 	mu         sync.Mutex
 	sandboxes  *sampler
@@ -79,6 +80,10 @@ func NewProber(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceCl
 	return &Prober{runtime: rt, image: img, cfg: cfg, clock: clk, observer: observer,
 		inflight: newInflightTracker(clk), sandboxes: newSampler(), containers: newSampler()}
 }
+
+// RedialWith has each cycle first call redial (a Conn's RedialIfReplaced),
+// so a runtime that restarted is dialed again at once. Call before Run.
+func (p *Prober) RedialWith(redial func() bool) { p.redial = redial }
 
 // Config returns the prober's effective configuration.
 func (p *Prober) Config() Config { return p.cfg }

@@ -166,7 +166,7 @@ func verdict(cfg Config, byMethod map[string][]CallResult, r Report) (Verdict, [
 		}
 	}
 	for _, c := range r.RuntimeConditions {
-		if !c.Status {
+		if c.Required && !c.Status {
 			worse(VerdictDegraded, fmt.Sprintf("runtime reports %s=false (%s: %s)", c.Type, c.Reason, c.Message))
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func call(method string, d time.Duration, class Class) CallResult {
@@ -58,5 +60,40 @@ func TestReportWarnsNearTheMessageLimit(t *testing.T) {
 	r := NewReport(Endpoint{}, DefaultConfig(), []Cycle{c}, nil)
 	if r.Verdict != VerdictDegraded || !strings.Contains(strings.Join(r.Reasons, " "), "94% of the 16777216-byte gRPC limit") {
 		t.Fatalf("verdict %s reasons %q", r.Verdict, r.Reasons)
+	}
+}
+
+// TestOnlyRequiredRuntimeConditionsDegrade: containerd 2.2+ reports
+// ContainerdHasNoDeprecationWarnings=false on a healthy node (cgroup v1,
+// say); the kubelet ignores it, and so does the verdict. The table still
+// shows it, marked as information.
+func TestOnlyRequiredRuntimeConditionsDegrade(t *testing.T) {
+	resp := &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true}, {Type: runtimeapi.NetworkReady, Status: true},
+		{Type: "ContainerdHasNoDeprecationWarnings", Status: false, Reason: "ContainerdHasDeprecationWarnings", Message: "cgroup v1"},
+	}}}
+	conds := runtimeConditions(resp)
+	c := Cycle{Conditions: conds, Calls: []CallResult{call(MethodStatus, time.Millisecond, ClassOK)}}
+	r := NewReport(Endpoint{}, DefaultConfig(), []Cycle{c}, nil)
+	if r.Verdict != VerdictHealthy {
+		t.Fatalf("verdict %s (%q), want Healthy", r.Verdict, r.Reasons)
+	}
+	var table strings.Builder
+	if err := WriteTable(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "ContainerdHasNoDeprecationWarnings=false (information)") {
+		t.Fatalf("table does not show the informational condition:\n%s", table.String())
+	}
+	if got := c.Observation(time.Second)["runtimeNotReady"].([]string); len(got) != 0 {
+		t.Fatalf("runtimeNotReady = %v, want none", got)
+	}
+	conds[1].Status = false
+	r = NewReport(Endpoint{}, DefaultConfig(), []Cycle{{Conditions: conds, Calls: c.Calls}}, nil)
+	if r.Verdict != VerdictDegraded || !strings.Contains(strings.Join(r.Reasons, " "), "NetworkReady=false") {
+		t.Fatalf("NetworkReady=false: verdict %s (%q), want Degraded naming it", r.Verdict, r.Reasons)
+	}
+	if got := (Cycle{Conditions: conds}).Observation(time.Second)["runtimeNotReady"].([]string); len(got) != 1 || got[0] != "NetworkReady" {
+		t.Fatalf("runtimeNotReady = %v, want [NetworkReady]", got)
 	}
 }

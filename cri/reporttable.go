@@ -12,6 +12,7 @@ func WriteTable(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "ENDPOINT\t%s (%s)\n", r.Endpoint, r.EndpointSource)
 	fmt.Fprintf(tw, "RUNTIME\t%s\n", runtimeText(r.Runtime))
+	fmt.Fprintf(tw, "CONDITIONS\t%s\n", conditionsText(r.RuntimeConditions))
 	fmt.Fprintf(tw, "OBJECTS\t%s sandboxes, %s containers\n", count(r.Sandboxes), count(r.Containers))
 	fmt.Fprintf(tw, "LARGEST RESPONSE\t%s\n", sizeText(r.LargestResponse))
 	fmt.Fprintf(tw, "SAMPLES\t%d (timeout %gs)\n\n", r.Samples, r.TimeoutSeconds)
@@ -38,6 +39,23 @@ func runtimeText(rt RuntimeInfo) string {
 		return "unknown (Version did not answer)"
 	}
 	return strings.TrimSpace(fmt.Sprintf("%s %s (CRI %s)", rt.Name, rt.Version, rt.APIVersion))
+}
+
+// conditionsText lists the runtime's conditions as Type=status, marking
+// the ones the kubelet ignores as information.
+func conditionsText(conds []RuntimeCondition) string {
+	if len(conds) == 0 {
+		return "unknown (Status did not answer)"
+	}
+	parts := make([]string, 0, len(conds))
+	for _, c := range conds {
+		p := fmt.Sprintf("%s=%t", c.Type, c.Status)
+		if !c.Required {
+			p += " (information)"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func sizeText(s ResponseSize) string {

@@ -8,7 +8,7 @@ SCRIPT_ARGS=("$@")                         # the sourcing script's arguments, fo
 HANGWATCH_CACHE=${HANGWATCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch}
 GO_VERSION=${GO_VERSION:-1.26.8}           # toolchain fetched when the machine's Go is older than go.mod's
 GOLANGCI_LINT_VERSION=v2.6.2
-KUBE_VERSION=v1.34.2                       # must match hack/kube/go.mod and test/harness.KubeVersion
+KUBE_VERSION=${KUBE_VERSION:-v1.37.2}        # a folder under hack/kube pins it; test/harness reads $HANGWATCH_KUBE_BIN
 KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager)
 PROMTOOL_MODULE_VERSION=v0.315.0           # Prometheus 3.x's Go module; must match hack/tools/go.mod
 HELM_MODULE_VERSION=v3.22.0                # must match hack/helm/go.mod
@@ -157,7 +157,7 @@ ensure_kube_binaries() {
   done
   for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
   mkdir -p "$dir.tmp"
-  (cd "$ROOT/hack/kube" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w$flags" -o "$dir.tmp/" "${pkgs[@]}")
+  (cd "$ROOT/hack/kube/$KUBE_VERSION" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w$flags" -o "$dir.tmp/" "${pkgs[@]}")
   mkdir -p "$dir"
   for b in "${missing[@]}"; do mv "$dir.tmp/$b" "$dir/$b"; done
   rmdir "$dir.tmp"

@@ -83,6 +83,7 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 	cfg.CallLifetime = o.callLifetime
 	cfg.AlternateKinds = true // every cycle, for as long as the node runs: half the per-object calls
 	d.prober = cri.NewProber(d.conn.Runtime, d.conn.Image, cfg, d.clk, d.criMetrics)
+	d.prober.RedialWith(d.conn.RedialIfReplaced)
 	d.health = newLiveness(d.clk, o.maxPeriod+2*ep.Timeout+o.period)
 	return d, nil
 }
@@ -179,6 +180,9 @@ func (d *daemon) serve(ctx context.Context) error {
 
 func (d *daemon) probeLoop(ctx context.Context) {
 	d.prober.Run(ctx, d.o.period, d.o.maxPeriod, func(c cri.Cycle) {
+		if c.SocketReplaced {
+			klog.InfoS("Runtime socket was recreated (runtime restarted or upgraded); dialed it again", "endpoint", d.ep.Address)
+		}
 		d.criMetrics.ObserveCycle(c)
 		d.health.beat()
 		d.engine.Observe("cri", c.Observation(d.ep.Timeout))

@@ -121,7 +121,7 @@ func writeStaticPod(t *testing.T, n kubeletNode, configDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostPaths := map[string]string{"runtime-socket": n.c.Socket, "kubeconfig": kubeconfig, "kubelet-pki": n.cp.Dir, "config": configDir}
+	hostPaths := map[string]string{"runtime-socket": n.c.Dir, "kubeconfig": kubeconfig, "kubelet-pki": n.cp.Dir, "config": configDir}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if p, ok := hostPaths[v.Name]; ok {
