@@ -24,9 +24,13 @@ type EventedPLEG struct {
 const slowRelistInterval = 100.0
 
 // EventedFromMetrics judges the Evented PLEG from the metrics alone: the
-// event stream has connected or failed (the counters move only with the
-// gate on), or the generic relist runs minutes apart.
+// gate as kubernetes_feature_enabled reports it (1.26 on), else the event
+// stream has connected or failed (the counters move only with the gate
+// on), or the generic relist runs minutes apart.
 func EventedFromMetrics(s *Snapshot) EventedPLEG {
+	if on, ok := s.Gates[GateEventedPLEG]; ok {
+		return EventedPLEG{On: on, Known: true, Source: "metrics"}
+	}
 	if s.Evented.ConnectionOK > 0 || s.Evented.ConnectionErrors > 0 {
 		return EventedPLEG{On: true, Known: true, Source: "metrics"}
 	}

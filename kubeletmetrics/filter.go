@@ -11,6 +11,14 @@ var readFamilyPrefixes = [][]byte{
 	[]byte("kubelet_pleg_"),
 	[]byte("kubelet_evented_pleg_"),
 	[]byte("kubelet_runtime_operations"),
+	[]byte(buildInfoFamily),
+}
+
+// Of kubernetes_feature_enabled (one line per gate, some 200) only the
+// gates a Snapshot reads are kept.
+var readGateLines = [][]byte{
+	[]byte(`name="` + GateEventedPLEG + `"`),
+	[]byte(`name="` + GateCRIListStreaming + `"`),
 }
 
 // Bounds on the lines of the families read. The kubelet's are under 300
@@ -33,7 +41,7 @@ func keepReadFamilies(body []byte) (out []byte, err error) {
 	out = make([]byte, 0, 16<<10) // the read lines, and a newline per line
 	read := 0
 	forEachLine(body, func(n int, line []byte) bool {
-		if isReadFamily(familyOf(line)) {
+		if isReadLine(line) {
 			if err = checkReadLine(n, line); err == nil && read >= MaxReadLines {
 				err = fmt.Errorf("line %d: over %d lines of the families read", n, MaxReadLines)
 			}
@@ -96,6 +104,23 @@ func familyOf(line []byte) []byte {
 		return line[:i]
 	}
 	return line
+}
+
+// isReadLine says whether a line belongs to what a Snapshot reads.
+func isReadLine(line []byte) bool {
+	name := familyOf(line)
+	if bytes.Equal(name, []byte(featureFamily)) {
+		if bytes.HasPrefix(bytes.TrimLeft(line, " \t"), []byte("#")) {
+			return true
+		}
+		for _, g := range readGateLines {
+			if bytes.Contains(line, g) {
+				return true
+			}
+		}
+		return false
+	}
+	return isReadFamily(name)
 }
 
 func isReadFamily(name []byte) bool {

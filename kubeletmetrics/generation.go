@@ -22,6 +22,10 @@ const (
 	GenEvented Generation = "v1.26-evented-pleg-metrics"
 	// GenPodRelist: kubelet_pleg_pod_relist_duration_seconds (1.36 on).
 	GenPodRelist Generation = "v1.36-pod-relist"
+	// GenEventedHints: the Evented PLEG only asks the generic relist to run,
+	// which keeps its 1 s period and the gauge (1.37 on, known from
+	// kubernetes_build_info; the families alone look like 1.36).
+	GenEventedHints Generation = "v1.37-evented-hints"
 )
 
 // wideBucketBound is the largest runtime-operation bucket from 1.20 on

@@ -53,6 +53,12 @@ type Snapshot struct {
 	Evented        Evented
 	Operations     map[string]*Operation // by operation_type
 	Generation     Generation
+	// Build is the kubelet's version, from kubernetes_build_info.
+	Build Build
+	// Gates are the feature gates read (GateEventedPLEG,
+	// GateCRIListStreaming) as kubernetes_feature_enabled reports them;
+	// nil when the kubelet does not export that family (before 1.26).
+	Gates map[string]bool
 }
 
 const usPerSecond = 1e6
@@ -73,7 +79,11 @@ func fromFamilies(fams map[string]*family) *Snapshot {
 	}
 	s.Evented = evented(fams)
 	s.readOperations(fams)
+	s.Build, s.Gates = readBuild(fams), readGates(fams)
 	s.Generation = detectGeneration(fams)
+	if s.Build.AtLeast(1, 37) {
+		s.Generation = GenEventedHints
+	}
 	return s
 }
 

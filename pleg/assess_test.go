@@ -42,6 +42,14 @@ func TestAssess(t *testing.T) {
 	unreachable := &cri.RelistResult{Duration: time.Millisecond, Class: cri.ClassUnreachable, Method: cri.MethodListPodSandbox, Err: "connection refused"}
 	evented := metricsAt(t, now, 5*time.Minute)
 	evented.Evented = kubeletmetrics.EventedPLEG{On: true, Known: true, Source: "configz"}
+	// 1.37 keeps the 1 s generic relist with the Evented PLEG on: the gauge
+	// counts again, and a stale one is a stall.
+	evented137 := metricsAt(t, now, 5*time.Minute)
+	evented137.Evented = evented.Evented
+	evented137.Snapshot.Build = kubeletmetrics.Build{GitVersion: "v1.37.2", Major: 1, Minor: 37}
+	evented136 := metricsAt(t, now, 5*time.Minute)
+	evented136.Evented = evented.Evented
+	evented136.Snapshot.Build = kubeletmetrics.Build{GitVersion: "v1.36.3", Major: 1, Minor: 36}
 	hung := MetricsState{Configured: true, Err: &kubeletmetrics.ScrapeError{Kind: kubeletmetrics.KindTimeout, Err: errors.New("deadline")}, FailingSince: now.Add(-40 * time.Second)}
 	cases := []struct {
 		name    string
@@ -56,6 +64,8 @@ func TestAssess(t *testing.T) {
 		{"stale gauge", Inputs{Now: now, Metrics: metricsAt(t, now, 31*time.Second), Emulation: ok}, VerdictUnhealthy, ReasonStalled},
 		{"gauge under threshold", Inputs{Now: now, Metrics: metricsAt(t, now, 29*time.Second)}, VerdictHealthy, ReasonHealthy},
 		{"evented: gauge untrusted", Inputs{Now: now, Metrics: evented, Emulation: ok}, VerdictHealthy, ReasonHealthy},
+		{"evented 1.36: gauge untrusted", Inputs{Now: now, Metrics: evented136, Emulation: ok}, VerdictHealthy, ReasonHealthy},
+		{"evented 1.37: stale gauge trusted", Inputs{Now: now, Metrics: evented137, Emulation: ok}, VerdictUnhealthy, ReasonStalled},
 		{"own relist stuck", Inputs{Now: now, Metrics: hung, Emulation: stuck}, VerdictUnhealthy, ReasonStalled},
 		{"hung scrape alone", Inputs{Now: now, Metrics: hung}, VerdictUnknown, ReasonNoSignal},
 		{"own relist could not list (no runtime socket)", Inputs{Now: now, Emulation: unreachable}, VerdictUnknown, ReasonNoSignal},

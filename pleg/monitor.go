@@ -210,7 +210,7 @@ func (m *Monitor) Run(ctx context.Context, scrapePeriod, emulationPeriod, emulat
 // changed pod inspected again), and the kubelet's kubelet_pleg_last_seen_seconds
 // tells a stalled relist as soon, so it runs only when that gauge cannot
 // be trusted (no scrape, the last scrape failed, the gauge is absent, the
-// Evented PLEG is on), when the gauge already shows a slow relist (ours
+// Evented PLEG is on in a kubelet before 1.37), when the gauge already shows a slow relist (ours
 // then tells whether the runtime is the cause), and while a relist of its
 // own is out or failed, so a stall it found keeps being measured.
 func (m *Monitor) emulationNeeded() bool {
@@ -223,7 +223,7 @@ func (m *Monitor) emulationNeeded() bool {
 	switch {
 	case ms.Configured && ms.Snapshot == nil && ms.Err == nil:
 		return false // the first scrape is still out: it may make the emulation unneeded
-	case !ms.Configured || ms.Err != nil || !ms.Snapshot.HasLastSeen || ms.Evented.On:
+	case !ms.Configured || ms.Err != nil || !ms.Snapshot.HasLastSeen || !kubeletmetrics.LastSeenTrusted(ms.Evented, ms.Snapshot.Build):
 		return true
 	}
 	// The gauge's age when it was read, not now: between scrapes the

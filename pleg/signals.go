@@ -55,9 +55,10 @@ func lastSeenSignal(cfg Config, a *Assessment, in Inputs) (f finding, problem, u
 	case !s.HasLastSeen:
 		a.Signals = append(a.Signals, Signal{signalLastSeen, stateUnavailable, "kubelet_pleg_last_seen_seconds absent (kubelet before 1.18, or no successful relist yet)"})
 		return f, false, false
-	case in.Metrics.Evented.On:
+	case !kubeletmetrics.LastSeenTrusted(in.Metrics.Evented, s.Build):
 		a.Signals = append(a.Signals, Signal{signalLastSeen, stateUntrusted,
-			fmt.Sprintf("the Evented PLEG is on (seen from %s): the kubelet sets kubelet_pleg_last_seen_seconds to now on every check", in.Metrics.Evented.Source)})
+			fmt.Sprintf("the Evented PLEG is on (seen from %s) in kubelet %s: before 1.37 it sets kubelet_pleg_last_seen_seconds to now on every check",
+				in.Metrics.Evented.Source, versionText(s.Build))})
 		return f, false, false
 	}
 	age := in.Now.Sub(s.LastSeen)
@@ -69,6 +70,13 @@ func lastSeenSignal(cfg Config, a *Assessment, in Inputs) (f finding, problem, u
 	a.Signals = append(a.Signals, Signal{signalLastSeen, stateProblem, fmt.Sprintf("last relist %.1fs ago", age.Seconds())})
 	return finding{ReasonStalled, stalledMessage(fmt.Sprintf(
 		"the kubelet's PLEG has not completed a relist for over %v (kubelet_pleg_last_seen_seconds)", cfg.StaleAfter))}, true, true
+}
+
+func versionText(b kubeletmetrics.Build) string {
+	if !b.Known() {
+		return "of unknown version"
+	}
+	return b.GitVersion
 }
 
 func relistDurationSignal(cfg Config, a *Assessment, m MetricsState) (f finding, problem, usable bool) {
