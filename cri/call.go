@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -20,8 +22,13 @@ type CallResult struct {
 	// InFlight is true when the call had not returned when it was reported.
 	InFlight bool
 	// Err is the call's error text, empty on success.
-	Err           string
+	Err string
+	// ResponseBytes is the answer's size; for a stream, its largest message.
 	ResponseBytes int
+	// Messages and FirstMessage are a stream's messages so far and how long
+	// the first took to arrive (zero before it or for a unary call).
+	Messages     int
+	FirstMessage time.Duration
 
 	resp proto.Message
 }
@@ -40,6 +47,12 @@ type rpc func(ctx context.Context) (proto.Message, error)
 // call still out from an earlier cycle is not sent again: it is reported as
 // timed out with its current age.
 func (p *Prober) invoke(ctx context.Context, method, object string, call rpc) CallResult {
+	return p.invokeTallied(ctx, method, object, call, nil)
+}
+
+// invokeTallied is invoke for a call whose progress tally records: a
+// stream, timed to its first message and to its end.
+func (p *Prober) invokeTallied(ctx context.Context, method, object string, call rpc, tally *streamTally) CallResult {
 	key := callKey{method: method, object: object}
 	start := p.clock.Now()
 	if !p.inflight.begin(key, start) {
@@ -47,7 +60,7 @@ func (p *Prober) invoke(ctx context.Context, method, object string, call rpc) Ca
 		return p.report(stillOut(method, object, start, age))
 	}
 	done := make(chan CallResult, 1)
-	go p.run(ctx, key, start, call, done)
+	go p.run(ctx, key, start, call, tally, done)
 
 	timer := p.clock.NewTimer(p.cfg.Timeout)
 	defer timer.Stop()
@@ -66,23 +79,29 @@ func (p *Prober) invoke(ctx context.Context, method, object string, call rpc) Ca
 	if ctx.Err() != nil {
 		class = classifyError(ctx.Err())
 	}
-	return p.report(CallResult{Method: method, Object: object, Start: start,
-		Duration: p.clock.Since(start), Class: class, InFlight: true})
+	r := CallResult{Method: method, Object: object, Start: start,
+		Duration: p.clock.Since(start), Class: class, InFlight: true}
+	tally.fill(&r)
+	return p.report(r)
 }
 
 // run performs the call under its own lifetime and records its completion.
-func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc, done chan<- CallResult) {
+func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc, tally *streamTally, done chan<- CallResult) {
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.CallLifetime)
 	defer cancel()
 	resp, err := call(callCtx)
 	p.inflight.end(key)
 	r := CallResult{Method: key.method, Object: key.object, Start: start, Duration: p.clock.Since(start)}
 	r.Class = p.classify(r.Duration, err)
+	if tally != nil && status.Code(err) == codes.Unimplemented {
+		r.Class = ClassUnimplemented // a stream the runtime lacks; the unary list stands in
+	}
 	if err != nil {
 		r.Err = err.Error() // resp is a typed nil here: keep r.resp a true nil
 	} else {
 		r.resp, r.ResponseBytes = resp, proto.Size(resp)
 	}
+	tally.fill(&r)
 	p.observer.ObserveCompletion(r)
 	done <- r
 }

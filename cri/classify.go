@@ -20,10 +20,14 @@ const (
 	ClassTooLarge    Class = "too_large"
 	ClassError       Class = "error"
 	ClassCanceled    Class = "canceled"
+	// ClassUnimplemented: the runtime does not implement the method (a list
+	// stream on containerd before 2.4); not a failure, the kubelet falls
+	// back to the unary list.
+	ClassUnimplemented Class = "unimplemented"
 )
 
 // Classes lists every class in the order reports show them.
-var Classes = []Class{ClassOK, ClassSlow, ClassTimeout, ClassUnreachable, ClassTooLarge, ClassError, ClassCanceled}
+var Classes = []Class{ClassOK, ClassSlow, ClassTimeout, ClassUnreachable, ClassTooLarge, ClassError, ClassCanceled, ClassUnimplemented}
 
 // IsFailure reports whether the class counts as an error of the call.
 func (c Class) IsFailure() bool {

@@ -54,6 +54,9 @@ type Cycle struct {
 	// Sandboxes and Containers are the counts listed, -1 when unknown.
 	Sandboxes  int
 	Containers int
+	// Streaming is whether the runtime implements the list streams, as
+	// known after this cycle.
+	Streaming Streaming
 	// SocketReplaced says the runtime's socket was recreated since the last
 	// cycle (a restart or upgrade), so this cycle dialed it afresh.
 	SocketReplaced bool
@@ -89,6 +92,7 @@ func (p *Prober) Cycle(ctx context.Context) Cycle {
 			c.Containers = len(ctrs)
 		}
 	}
+	p.learnStreams(&c)
 	if c.Sandboxes >= 0 && c.Containers >= 0 && !anyTimeout(fixed) {
 		c.Calls = append(c.Calls, p.objectCalls(ctx, pods, ctrs)...)
 	}
@@ -96,28 +100,36 @@ func (p *Prober) Cycle(ctx context.Context) Cycle {
 	return c
 }
 
+// fixedCall is one call made once per cycle; tally is set for a stream.
+type fixedCall struct {
+	method string
+	call   rpc
+	tally  *streamTally
+}
+
 // fixedCalls runs the calls made once per cycle, all at once, so a frozen
-// runtime costs the caller one timeout, not five.
+// runtime costs the caller one timeout, not five. The list streams join
+// them unless the runtime said it does not implement them.
 func (p *Prober) fixedCalls(ctx context.Context) []CallResult {
-	calls := []struct {
-		method string
-		call   rpc
-	}{
-		{MethodVersion, func(ctx context.Context) (proto.Message, error) {
+	calls := []fixedCall{
+		{method: MethodVersion, call: func(ctx context.Context) (proto.Message, error) {
 			return p.runtime.Version(ctx, &runtimeapi.VersionRequest{})
 		}},
-		{MethodStatus, func(ctx context.Context) (proto.Message, error) {
+		{method: MethodStatus, call: func(ctx context.Context) (proto.Message, error) {
 			return p.runtime.Status(ctx, &runtimeapi.StatusRequest{})
 		}},
-		{MethodListPodSandbox, func(ctx context.Context) (proto.Message, error) {
+		{method: MethodListPodSandbox, call: func(ctx context.Context) (proto.Message, error) {
 			return p.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 		}},
-		{MethodListContainers, func(ctx context.Context) (proto.Message, error) {
+		{method: MethodListContainers, call: func(ctx context.Context) (proto.Message, error) {
 			return p.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
 		}},
-		{MethodImageFsInfo, func(ctx context.Context) (proto.Message, error) {
+		{method: MethodImageFsInfo, call: func(ctx context.Context) (proto.Message, error) {
 			return p.image.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 		}},
+	}
+	if p.streams.usable() {
+		calls = append(calls, p.streamCalls()...)
 	}
 	results := make([]CallResult, len(calls))
 	var wg sync.WaitGroup
@@ -125,11 +137,60 @@ func (p *Prober) fixedCalls(ctx context.Context) []CallResult {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = p.invoke(ctx, c.method, "", c.call)
+			results[i] = p.invokeTallied(ctx, c.method, "", c.call, c.tally)
 		}()
 	}
 	wg.Wait()
 	return results
+}
+
+// streamCalls are the list streams, each answered as its unary list would
+// be once the stream has ended.
+func (p *Prober) streamCalls() []fixedCall {
+	pods, ctrs := newStreamTally(p.clock), newStreamTally(p.clock)
+	return []fixedCall{
+		{method: MethodStreamPodSandboxes, tally: pods, call: func(ctx context.Context) (proto.Message, error) {
+			items, err := streamSandboxes(ctx, p.runtime, nil, pods)
+			if err != nil {
+				return nil, err
+			}
+			return &runtimeapi.ListPodSandboxResponse{Items: items}, nil
+		}},
+		{method: MethodStreamContainers, tally: ctrs, call: func(ctx context.Context) (proto.Message, error) {
+			items, err := streamContainers(ctx, p.runtime, &runtimeapi.ContainerFilter{}, ctrs)
+			if err != nil {
+				return nil, err
+			}
+			return &runtimeapi.ListContainersResponse{Containers: items}, nil
+		}},
+	}
+}
+
+// learnStreams records whether the runtime implements the list streams and
+// drops an Unimplemented answer from the cycle: it is no call the kubelet
+// would wait on. A new runtime version is asked again.
+func (p *Prober) learnStreams(c *Cycle) {
+	if c.SocketReplaced || c.Runtime.Version != "" && c.Runtime.Version != p.lastVersion && p.lastVersion != "" {
+		p.streams.forget()
+	}
+	if c.Runtime.Version != "" {
+		p.lastVersion = c.Runtime.Version
+	}
+	kept := c.Calls[:0]
+	for _, r := range c.Calls {
+		if r.Method == MethodStreamPodSandboxes || r.Method == MethodStreamContainers {
+			switch r.Class {
+			case ClassUnimplemented:
+				p.streams.v.Store(streamsUnimplemented)
+				continue
+			case ClassOK, ClassSlow:
+				p.streams.v.Store(streamsImplemented)
+			}
+		}
+		kept = append(kept, r)
+	}
+	c.Calls = kept
+	c.Streaming = p.streams.state()
 }
 
 func runtimeConditions(resp *runtimeapi.StatusResponse) []RuntimeCondition {

@@ -26,6 +26,10 @@ type fakeRuntime struct {
 	mu    sync.Mutex
 	calls map[string]int
 	objs  []string
+	// streams makes the list streams answer; without it they are
+	// Unimplemented, as on containerd before 2.4.
+	streams bool
+	version string // RuntimeVersion; "1.0" when empty
 }
 
 func newFakeRuntime(pods, ctrs int) *fakeRuntime {
@@ -64,7 +68,11 @@ func (f *fakeRuntime) Version(ctx context.Context, _ *runtimeapi.VersionRequest,
 	if err := f.enter(ctx, MethodVersion, ""); err != nil {
 		return nil, err
 	}
-	return &runtimeapi.VersionResponse{RuntimeName: "fake", RuntimeVersion: "1.0", RuntimeApiVersion: "v1"}, nil
+	v := f.version
+	if v == "" {
+		v = "1.0"
+	}
+	return &runtimeapi.VersionResponse{RuntimeName: "fake", RuntimeVersion: v, RuntimeApiVersion: "v1"}, nil
 }
 
 func (f *fakeRuntime) Status(ctx context.Context, _ *runtimeapi.StatusRequest, _ ...grpc.CallOption) (*runtimeapi.StatusResponse, error) {

@@ -21,7 +21,7 @@ const (
 
 // Methods lists the probed RPCs in the order reports show them.
 var Methods = []string{MethodVersion, MethodStatus, MethodListPodSandbox, MethodListContainers,
-	MethodPodSandboxStatus, MethodContainerStatus, MethodImageFsInfo}
+	MethodStreamPodSandboxes, MethodStreamContainers, MethodPodSandboxStatus, MethodContainerStatus, MethodImageFsInfo}
 
 // Config bounds what a Prober does.
 type Config struct {
@@ -60,10 +60,12 @@ type Prober struct {
 	inflight *inflightTracker
 	redial   func() bool
 
-	mu         sync.Mutex
-	sandboxes  *sampler
-	containers *sampler
-	cycles     int
+	mu          sync.Mutex
+	sandboxes   *sampler
+	containers  *sampler
+	cycles      int
+	streams     streamSupport
+	lastVersion string
 }
 
 // NewProber returns a prober over the given clients; observer may be nil.

@@ -57,7 +57,7 @@ func TestHungCallIsReportedWhileInFlightAndNotResent(t *testing.T) {
 	f.hang[MethodListPodSandbox] = true
 	p, clk, obs := newTestProber(f, testConfig())
 
-	c := cycleWithFakeClock(t, p, clk, obs, 4, 1)
+	c := cycleWithFakeClock(t, p, clk, obs, 6, 1) // 4 fixed calls and 2 Unimplemented streams
 	hung := findCall(t, c, MethodListPodSandbox)
 	if hung.Class != ClassTimeout || !hung.InFlight || hung.Duration < 2*time.Second {
 		t.Fatalf("ListPodSandbox = %+v, want an in-flight timeout of at least 2s", hung)
@@ -90,13 +90,13 @@ func TestFrozenRuntimeCostsOneTimeout(t *testing.T) {
 	}
 	p, clk, obs := newTestProber(f, testConfig())
 	start := clk.Now()
-	c := cycleWithFakeClock(t, p, clk, obs, 0, 5)
+	c := cycleWithFakeClock(t, p, clk, obs, 0, 7)
 	for _, r := range c.Calls {
 		if r.Class != ClassTimeout {
 			t.Errorf("%s: class %s, want timeout", r.Method, r.Class)
 		}
 	}
-	// The five fixed calls wait together: one step of one timeout ends them.
+	// The seven fixed calls (streams included) wait together: one step of one timeout ends them.
 	if elapsed := clk.Since(start); elapsed != testConfig().Timeout {
 		t.Fatalf("cycle took %v of fake time, want about one timeout", elapsed)
 	}
@@ -108,7 +108,7 @@ func TestPerObjectTimeoutStopsTheRest(t *testing.T) {
 	cfg := testConfig()
 	cfg.Concurrency = 1
 	p, clk, obs := newTestProber(f, cfg)
-	c := cycleWithFakeClock(t, p, clk, obs, 5, 1)
+	c := cycleWithFakeClock(t, p, clk, obs, 7, 1)
 	if n := f.count(MethodPodSandboxStatus); n != 1 {
 		t.Fatalf("PodSandboxStatus sent %d times, want 1: the first timeout stops the rest", n)
 	}

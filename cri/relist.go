@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -39,7 +40,7 @@ type RelistResult struct {
 }
 
 // Relister emulates the kubelet's relist against the runtime: ListPodSandbox
-// and ListContainers with no filter, then for each pod that changed since
+// and ListContainers (or their streams, as SetListStreaming says) with no filter, then for each pod that changed since
 // the last relist, ListPodSandbox and ListContainers filtered by the pod's
 // UID label, PodSandboxStatus for its sandboxes and ContainerStatus for its
 // containers, one pod after another, each call bounded by the kubelet's own
@@ -52,10 +53,12 @@ type Relister struct {
 	ctx         context.Context
 	cancel      context.CancelFunc
 
-	mu        sync.Mutex
-	run       *relistRun
-	prev      map[string]string // pod key to its fingerprint at the last full list
-	reinspect map[string]bool
+	mu         sync.Mutex
+	run        *relistRun
+	prev       map[string]string // pod key to its fingerprint at the last full list
+	reinspect  map[string]bool
+	streamGate bool        // the kubelet's CRIListStreaming, as last set
+	useStreams atomic.Bool // streamGate, until a stream answers Unimplemented
 }
 
 // NewRelister returns a relister; callTimeout zero means the kubelet's 2m.

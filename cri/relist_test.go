@@ -85,3 +85,51 @@ func waitUntil(t *testing.T, cond func() bool) {
 		runtime.Gosched()
 	}
 }
+
+// TestRelistStreamsAsTheKubeletDoes: with the kubelet's CRIListStreaming on,
+// the relist lists with the streams; on a runtime without them it falls
+// back to the unary lists within the same relist and keeps to them.
+func TestRelistStreamsAsTheKubeletDoes(t *testing.T) {
+	f := newFakeRuntime(2, 2)
+	f.streams = true
+	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
+	defer r.Close()
+	r.SetListStreaming(true)
+	res := r.Relist(context.Background())
+	if res.Class != ClassOK || res.Pods != 2 || res.Containers != 2 {
+		t.Fatalf("streamed relist = %+v, want 2 pods and 2 containers", res)
+	}
+	if f.count(MethodStreamPodSandboxes) == 0 || f.count(MethodListPodSandbox) != 0 {
+		t.Fatalf("streams %d, unary %d: want streams only", f.count(MethodStreamPodSandboxes), f.count(MethodListPodSandbox))
+	}
+
+	old := newFakeRuntime(2, 2) // containerd before 2.4
+	r2 := NewRelister(old, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
+	defer r2.Close()
+	r2.SetListStreaming(true)
+	for i := 0; i < 2; i++ {
+		if res := r2.Relist(context.Background()); res.Class != ClassOK || res.Pods != 2 {
+			t.Fatalf("relist %d on a runtime without streams = %+v, want ok through the fallback", i+1, res)
+		}
+	}
+	if n := old.count(MethodStreamPodSandboxes); n != 1 {
+		t.Fatalf("StreamPodSandboxes sent %d times, want once before falling back for good", n)
+	}
+}
+
+// TestRelistStuckOnAStreamNamesIt: a hung stream is the call the relist
+// waits on.
+func TestRelistStuckOnAStreamNamesIt(t *testing.T) {
+	f := newFakeRuntime(1, 1)
+	f.streams = true
+	f.hang[MethodStreamContainers] = true
+	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
+	defer r.Close()
+	r.SetListStreaming(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	waitUntil(t, func() bool {
+		got := r.Relist(ctx)
+		return got.InFlight && got.Method == MethodStreamContainers
+	})
+}

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -20,26 +19,19 @@ func (r *Relister) execute(run *relistRun) {
 		close(run.done)
 	}()
 	res.Class = ClassOK
-	var pods *runtimeapi.ListPodSandboxResponse
-	var ctrs *runtimeapi.ListContainersResponse
-	err := r.call(run, MethodListPodSandbox, func(ctx context.Context) (err error) {
-		pods, err = r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-		return err
-	})
+	pods, podBytes, err := r.listSandboxes(run, nil)
+	var ctrs []*runtimeapi.Container
+	ctrBytes := 0
 	if err == nil {
-		res.ListBytes = proto.Size(pods)
-		err = r.call(run, MethodListContainers, func(ctx context.Context) (err error) {
-			ctrs, err = r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
-			return err
-		})
+		ctrs, ctrBytes, err = r.listContainers(run, &runtimeapi.ContainerFilter{})
 	}
 	if err != nil {
 		res.fail(run.method, err)
 		return // the kubelet's relist ends here, without a new relistTime
 	}
-	res.ListBytes = max(res.ListBytes, proto.Size(ctrs))
-	res.Pods, res.Containers = len(pods.Items), len(ctrs.Containers)
-	changed := r.changedPods(pods.Items, ctrs.Containers)
+	res.ListBytes = max(podBytes, ctrBytes)
+	res.Pods, res.Containers = len(pods), len(ctrs)
+	changed := r.changedPods(pods, ctrs)
 	res.ChangedPods = len(changed)
 	for _, key := range changed {
 		if err := r.inspectPod(run, key); err != nil {
@@ -95,27 +87,20 @@ func (r *Relister) changedPods(pods []*runtimeapi.PodSandbox, ctrs []*runtimeapi
 // inspectPod reads one pod's status the way the kubelet's GetPodStatus does.
 func (r *Relister) inspectPod(run *relistRun, key string) error {
 	sf, cf := podFilters(key)
-	var pods *runtimeapi.ListPodSandboxResponse
-	err := r.call(run, MethodListPodSandbox, func(ctx context.Context) (err error) {
-		pods, err = r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: sf})
-		return err
-	})
-	for i := 0; err == nil && i < len(pods.Items); i++ {
-		id := pods.Items[i].Id
+	pods, _, err := r.listSandboxes(run, sf)
+	for i := 0; err == nil && i < len(pods); i++ {
+		id := pods[i].Id
 		err = r.call(run, MethodPodSandboxStatus, func(ctx context.Context) error {
 			_, err := r.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
 			return err
 		})
 	}
-	var ctrs *runtimeapi.ListContainersResponse
+	var ctrs []*runtimeapi.Container
 	if err == nil {
-		err = r.call(run, MethodListContainers, func(ctx context.Context) (err error) {
-			ctrs, err = r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: cf})
-			return err
-		})
+		ctrs, _, err = r.listContainers(run, cf)
 	}
-	for i := 0; err == nil && i < len(ctrs.Containers); i++ {
-		id := ctrs.Containers[i].Id
+	for i := 0; err == nil && i < len(ctrs); i++ {
+		id := ctrs[i].Id
 		err = r.call(run, MethodContainerStatus, func(ctx context.Context) error {
 			_, err := r.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 			return err

@@ -32,6 +32,9 @@ type MethodStats struct {
 	Timeouts         int     `json:"timeouts"`
 	Slow             int     `json:"slow"`
 	MaxResponseBytes int     `json:"maxResponseBytes"`
+	// FirstMessage* time a list stream's first message; absent for unary calls.
+	FirstMessageP50Seconds *float64 `json:"firstMessageP50Seconds,omitempty"`
+	FirstMessageMaxSeconds *float64 `json:"firstMessageMaxSeconds,omitempty"`
 }
 
 // ResponseSize is the largest response seen, against the gRPC limit.
@@ -57,6 +60,7 @@ type Report struct {
 	TimeoutSeconds    float64            `json:"timeoutSeconds"`
 	Runtime           RuntimeInfo        `json:"runtime"`
 	RuntimeConditions []RuntimeCondition `json:"runtimeConditions"`
+	ListStreaming     Streaming          `json:"listStreaming"`
 	Samples           int                `json:"samples"`
 	Calls             []MethodStats      `json:"calls"`
 	Sandboxes         int                `json:"sandboxes"`
@@ -69,7 +73,7 @@ type Report struct {
 // calls still out at the end.
 func NewReport(ep Endpoint, cfg Config, cycles []Cycle, inflight []InFlight) Report {
 	r := Report{Endpoint: ep.Address, EndpointSource: ep.Source, TimeoutSeconds: cfg.Timeout.Seconds(),
-		Samples: len(cycles), Sandboxes: -1, Containers: -1, Reasons: []string{},
+		Samples: len(cycles), Sandboxes: -1, Containers: -1, Reasons: []string{}, ListStreaming: StreamingUnknown,
 		LargestResponse: ResponseSize{LimitBytes: MaxMessageSize}, InFlight: []InFlightCall{}}
 	byMethod := map[string][]CallResult{}
 	for _, c := range cycles {
@@ -81,6 +85,9 @@ func NewReport(ep Endpoint, cfg Config, cycles []Cycle, inflight []InFlight) Rep
 		}
 		if c.Conditions != nil {
 			r.RuntimeConditions = c.Conditions
+		}
+		if c.Streaming != "" {
+			r.ListStreaming = c.Streaming
 		}
 		if c.Sandboxes >= 0 {
 			r.Sandboxes = c.Sandboxes
@@ -125,10 +132,28 @@ func methodStats(method string, calls []CallResult) MethodStats {
 		}
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	st.FirstMessageP50Seconds, st.FirstMessageMaxSeconds = firstMessageStats(calls)
 	st.P50Seconds = roundSeconds(quantile(ds, 0.5))
 	st.P99Seconds = roundSeconds(quantile(ds, 0.99))
 	st.MaxSeconds = roundSeconds(ds[len(ds)-1])
 	return st
+}
+
+// firstMessageStats are the median and largest time to a stream's first
+// message, over the calls that got one; nil for unary calls.
+func firstMessageStats(calls []CallResult) (p50, most *float64) {
+	var ds []time.Duration
+	for _, c := range calls {
+		if c.FirstMessage > 0 {
+			ds = append(ds, c.FirstMessage)
+		}
+	}
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	a, b := roundSeconds(quantile(ds, 0.5)), roundSeconds(ds[len(ds)-1])
+	return &a, &b
 }
 
 // quantile is the nearest-rank quantile of sorted durations.

@@ -13,6 +13,7 @@ func WriteTable(w io.Writer, r Report) error {
 	fmt.Fprintf(tw, "ENDPOINT\t%s (%s)\n", r.Endpoint, r.EndpointSource)
 	fmt.Fprintf(tw, "RUNTIME\t%s\n", runtimeText(r.Runtime))
 	fmt.Fprintf(tw, "CONDITIONS\t%s\n", conditionsText(r.RuntimeConditions))
+	fmt.Fprintf(tw, "LIST STREAMS\t%s\n", streamingText(r))
 	fmt.Fprintf(tw, "OBJECTS\t%s sandboxes, %s containers\n", count(r.Sandboxes), count(r.Containers))
 	fmt.Fprintf(tw, "LARGEST RESPONSE\t%s\n", sizeText(r.LargestResponse))
 	fmt.Fprintf(tw, "SAMPLES\t%d (timeout %gs)\n\n", r.Samples, r.TimeoutSeconds)
@@ -56,6 +57,27 @@ func conditionsText(conds []RuntimeCondition) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// streamingText says whether the runtime implements the list streams and,
+// if it does, how soon each stream's first message came.
+func streamingText(r Report) string {
+	switch r.ListStreaming {
+	case StreamingUnimplemented:
+		return "not implemented (the kubelet's CRIListStreaming falls back to ListPodSandbox and ListContainers)"
+	case StreamingImplemented:
+		var firsts []string
+		for _, c := range r.Calls {
+			if c.FirstMessageP50Seconds != nil {
+				firsts = append(firsts, fmt.Sprintf("%s %s", c.Method, ms(*c.FirstMessageP50Seconds)))
+			}
+		}
+		if len(firsts) == 0 {
+			return "implemented"
+		}
+		return "implemented; first message p50: " + strings.Join(firsts, ", ")
+	}
+	return "unknown (no stream answered)"
 }
 
 func sizeText(s ResponseSize) string {

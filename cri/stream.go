@@ -1,0 +1,132 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// The list streams of KEP-5825 (the kubelet's CRIListStreaming gate, alpha
+// in 1.36): the same lists as ListPodSandbox and ListContainers, in as many
+// messages as the runtime likes, so no answer hits the 16 MiB limit.
+const (
+	MethodStreamPodSandboxes = "StreamPodSandboxes"
+	MethodStreamContainers   = "StreamContainers"
+)
+
+// streamSupport is whether the runtime implements the list streams:
+// unknown until a stream answers, and no once one says Unimplemented (the
+// kubelet's cri-client then falls back to the unary lists for good; the
+// prober asks again when the runtime's version or socket changes).
+type streamSupport struct{ v atomic.Int32 }
+
+const (
+	streamsUnknown int32 = iota
+	streamsImplemented
+	streamsUnimplemented
+)
+
+// Streaming is what a report says of the list streams.
+type Streaming string
+
+// The answers.
+const (
+	StreamingUnknown       Streaming = "unknown"
+	StreamingImplemented   Streaming = "implemented"
+	StreamingUnimplemented Streaming = "unimplemented"
+)
+
+func (s *streamSupport) usable() bool { return s.v.Load() != streamsUnimplemented }
+func (s *streamSupport) forget()      { s.v.Store(streamsUnknown) }
+func (s *streamSupport) state() Streaming {
+	switch s.v.Load() {
+	case streamsImplemented:
+		return StreamingImplemented
+	case streamsUnimplemented:
+		return StreamingUnimplemented
+	}
+	return StreamingUnknown
+}
+
+// streamTally is what a stream has delivered so far; it is read while the
+// stream may still be receiving, so every field is atomic.
+type streamTally struct {
+	start    time.Time
+	clk      clock.PassiveClock
+	first    atomic.Int64 // nanoseconds from start to the first message, 0 before it
+	messages atomic.Int64
+	largest  atomic.Int64 // bytes of the largest message
+}
+
+func newStreamTally(clk clock.PassiveClock) *streamTally {
+	return &streamTally{start: clk.Now(), clk: clk}
+}
+
+func (t *streamTally) saw(m proto.Message) {
+	if t.messages.Add(1) == 1 {
+		t.first.Store(max(int64(t.clk.Since(t.start)), 1))
+	}
+	if n := int64(proto.Size(m)); n > t.largest.Load() {
+		t.largest.Store(n)
+	}
+}
+
+// fill copies what the stream delivered so far into r; a nil tally (a
+// unary call) leaves r alone.
+func (t *streamTally) fill(r *CallResult) {
+	if t == nil {
+		return
+	}
+	r.Messages = int(t.messages.Load())
+	r.FirstMessage = time.Duration(t.first.Load())
+	r.ResponseBytes = int(t.largest.Load())
+}
+
+// receiveAll reads a server stream to its end, as the kubelet does before
+// it uses any of the items: each message goes to each, and the stream's
+// error, if any, is returned (Unimplemented arrives here, on Recv).
+func receiveAll[T any, PT interface {
+	*T
+	proto.Message
+}](stream grpc.ServerStreamingClient[T], tally *streamTally, each func(PT)) error {
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		tally.saw(PT(m))
+		each(PT(m))
+	}
+}
+
+// streamSandboxes lists sandboxes with StreamPodSandboxes.
+func streamSandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient, filter *runtimeapi.PodSandboxFilter, tally *streamTally) ([]*runtimeapi.PodSandbox, error) {
+	stream, err := rt.StreamPodSandboxes(ctx, &runtimeapi.StreamPodSandboxesRequest{Filter: filter})
+	if err != nil {
+		return nil, err
+	}
+	var items []*runtimeapi.PodSandbox
+	err = receiveAll(stream, tally, func(m *runtimeapi.StreamPodSandboxesResponse) { items = append(items, m.PodSandboxes...) })
+	return items, err
+}
+
+// streamContainers lists containers with StreamContainers.
+func streamContainers(ctx context.Context, rt runtimeapi.RuntimeServiceClient, filter *runtimeapi.ContainerFilter, tally *streamTally) ([]*runtimeapi.Container, error) {
+	stream, err := rt.StreamContainers(ctx, &runtimeapi.StreamContainersRequest{Filter: filter})
+	if err != nil {
+		return nil, err
+	}
+	var items []*runtimeapi.Container
+	err = receiveAll(stream, tally, func(m *runtimeapi.StreamContainersResponse) { items = append(items, m.Containers...) })
+	return items, err
+}

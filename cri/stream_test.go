@@ -1,0 +1,95 @@
+package cri
+
+import (
+	"context"
+	"testing"
+)
+
+// TestUnimplementedStreamsAreAskedOnce: on a runtime without the list
+// streams (containerd before 2.4) the first cycle learns it, drops the
+// Unimplemented answers and later cycles do not ask again.
+func TestUnimplementedStreamsAreAskedOnce(t *testing.T) {
+	f := newFakeRuntime(2, 3)
+	p, _, _ := newTestProber(f, testConfig())
+	for i := 0; i < 3; i++ {
+		c := p.Cycle(context.Background())
+		if c.Streaming != StreamingUnimplemented {
+			t.Fatalf("cycle %d: streaming %s, want unimplemented", i+1, c.Streaming)
+		}
+		for _, r := range c.Calls {
+			if r.Method == MethodStreamPodSandboxes || r.Method == MethodStreamContainers {
+				t.Fatalf("cycle %d kept %s (%s)", i+1, r.Method, r.Class)
+			}
+		}
+	}
+	if n := f.count(MethodStreamPodSandboxes); n != 1 {
+		t.Fatalf("StreamPodSandboxes sent %d times, want once", n)
+	}
+	r := NewReport(Endpoint{}, testConfig(), []Cycle{p.Cycle(context.Background())}, nil)
+	if r.Verdict != VerdictHealthy || r.ListStreaming != StreamingUnimplemented {
+		t.Fatalf("report %s/%s (%q), want Healthy with streaming unimplemented", r.Verdict, r.ListStreaming, r.Reasons)
+	}
+}
+
+// TestImplementedStreamsAreTimedToTheirEnd: each stream is one call timed
+// from send to EOF, with its messages, the time to the first, and its
+// largest message as the response size (streams avoid the 16 MiB limit
+// per answer, so the whole is not held against it).
+func TestImplementedStreamsAreTimedToTheirEnd(t *testing.T) {
+	f := newFakeRuntime(2, 3)
+	f.streams = true
+	p, _, _ := newTestProber(f, testConfig())
+	c := p.Cycle(context.Background())
+	if c.Streaming != StreamingImplemented {
+		t.Fatalf("streaming %s, want implemented", c.Streaming)
+	}
+	pods, ctrs := findCall(t, c, MethodStreamPodSandboxes), findCall(t, c, MethodStreamContainers)
+	if pods.Class != ClassOK || pods.Messages != 2 || ctrs.Messages != 3 {
+		t.Fatalf("streams = %+v / %+v, want ok with 2 and 3 messages", pods, ctrs)
+	}
+	unary := findCall(t, c, MethodListContainers)
+	if ctrs.ResponseBytes <= 0 || ctrs.ResponseBytes >= unary.ResponseBytes {
+		t.Fatalf("stream size %d, want its largest message, under the whole list's %d", ctrs.ResponseBytes, unary.ResponseBytes)
+	}
+	if c.Sandboxes != 2 || c.Containers != 3 {
+		t.Fatalf("counts %d/%d, want 2/3", c.Sandboxes, c.Containers)
+	}
+}
+
+// TestAHungStreamIsAHungCall: a stream that does not end within the
+// timeout is reported like any hung call, and names itself.
+func TestAHungStreamIsAHungCall(t *testing.T) {
+	f := newFakeRuntime(1, 1)
+	f.streams = true
+	f.hang[MethodStreamContainers] = true
+	p, clk, obs := newTestProber(f, testConfig())
+	c := cycleWithFakeClock(t, p, clk, obs, 6, 1)
+	r := findCall(t, c, MethodStreamContainers)
+	if r.Class != ClassTimeout || !r.InFlight {
+		t.Fatalf("StreamContainers = %+v, want an in-flight timeout", r)
+	}
+	obsv := c.Observation(testConfig().Timeout)
+	if hm := obsv["hungMethods"].([]string); len(hm) != 1 || hm[0] != MethodStreamContainers {
+		t.Fatalf("hungMethods = %v, want [StreamContainers]", hm)
+	}
+}
+
+// TestStreamsAreAskedAgainAfterAnUpgrade: a runtime that said
+// Unimplemented is asked again once its version changes or its socket is
+// recreated (an upgrade to containerd 2.4 brings the streams).
+func TestStreamsAreAskedAgainAfterAnUpgrade(t *testing.T) {
+	f := newFakeRuntime(1, 1)
+	p, _, _ := newTestProber(f, testConfig())
+	p.Cycle(context.Background())
+	f.streams, f.version = true, "2.4.2"
+	p.Cycle(context.Background()) // sees the new version; streams were not asked
+	if c := p.Cycle(context.Background()); c.Streaming != StreamingImplemented {
+		t.Fatalf("after the upgrade streaming is %s, want implemented", c.Streaming)
+	}
+	replaced := false
+	p.RedialWith(func() bool { return replaced })
+	f.streams, replaced = false, true
+	if c := p.Cycle(context.Background()); c.Streaming != StreamingUnimplemented {
+		t.Fatalf("after a socket replacement (downgrade) streaming is %s, want unimplemented", c.Streaming)
+	}
+}
