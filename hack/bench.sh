@@ -7,6 +7,7 @@ cd "$ROOT"
 need_root "hack/bench.sh starts containerd"
 ensure_packages
 ensure_go
+ensure_containerd
 ensure_kube_binaries
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), containerd $(containerd --version | awk '{print $3}')"
 echo

@@ -12,6 +12,7 @@ cd "$ROOT"
 need_root "hack/e2e.sh starts containerd and a kubelet"
 ensure_packages
 ensure_go
+ensure_containerd
 ensure_kube_binaries
 healthy=${1:-10m}
 log=$HANGWATCH_CACHE/e2e.log

@@ -10,6 +10,11 @@ GO_VERSION=${GO_VERSION:-1.26.8}           # toolchain fetched when the machine'
 GOLANGCI_LINT_VERSION=v2.6.2
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}        # a folder under hack/kube pins it; test/harness reads $HANGWATCH_KUBE_BIN
 KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager)
+# containerd the tests run: a folder under hack/containerd pins it (built
+# from its Go module, with Debian's runc), or "debian" for Debian's own
+# containerd package (1.6, the fallback).
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.3.7}
+CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 PROMTOOL_MODULE_VERSION=v0.315.0           # Prometheus 3.x's Go module; must match hack/tools/go.mod
 HELM_MODULE_VERSION=v3.22.0                # must match hack/helm/go.mod
 APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server ca-certificates curl unzip git)
@@ -146,8 +151,9 @@ build_hangwatch() {
 ensure_kube_binaries() {
   local dir="$HANGWATCH_CACHE/kube-$KUBE_VERSION" missing=() b
   for b in "${KUBE_BINARIES[@]}"; do [ -x "$dir/$b" ] || missing+=("$b"); done
-  export HANGWATCH_KUBE_BIN="$dir"
+  export HANGWATCH_KUBE_BIN="$dir" HANGWATCH_KUBE_VERSION="$KUBE_VERSION"
   [ ${#missing[@]} -eq 0 ] && return 0
+  [ -f "$ROOT/hack/kube/$KUBE_VERSION/go.mod" ] || { echo "no hack/kube/$KUBE_VERSION/go.mod pins Kubernetes $KUBE_VERSION" >&2; return 1; }
   log "building Kubernetes $KUBE_VERSION: ${missing[*]} (once; cached in $dir)"
   local major minor pkgs=() v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version flags=""
   major=$(echo "$KUBE_VERSION" | sed -E 's/^v([0-9]+)\..*/\1/')
@@ -158,6 +164,35 @@ ensure_kube_binaries() {
   for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
   mkdir -p "$dir.tmp"
   (cd "$ROOT/hack/kube/$KUBE_VERSION" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w$flags" -o "$dir.tmp/" "${pkgs[@]}")
+  mkdir -p "$dir"
+  for b in "${missing[@]}"; do mv "$dir.tmp/$b" "$dir/$b"; done
+  rmdir "$dir.tmp"
+}
+
+# ensure_containerd builds the pinned containerd, its runc shim and ctr
+# from the containerd Go module (hack/containerd/<version> pins it) into
+# $HANGWATCH_CACHE/containerd-<version>, once per machine (1-7 minutes on
+# two cores), and points the harness at them through
+# $HANGWATCH_CONTAINERD_BIN. Pure Go (CGO_ENABLED=0): no btrfs or devmapper
+# snapshotters, which the tests do not use. "debian" leaves the harness on
+# the containerd of the Debian package.
+ensure_containerd() {
+  if [ "$CONTAINERD_VERSION" = debian ]; then
+    export HANGWATCH_CONTAINERD_BIN=debian
+    return 0
+  fi
+  local dir="$HANGWATCH_CACHE/containerd-$CONTAINERD_VERSION" missing=() b pkgs=()
+  for b in "${CONTAINERD_BINARIES[@]}"; do [ -x "$dir/$b" ] || missing+=("$b"); done
+  export HANGWATCH_CONTAINERD_BIN="$dir"
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ -f "$ROOT/hack/containerd/$CONTAINERD_VERSION/go.mod" ] || { echo "no hack/containerd/$CONTAINERD_VERSION/go.mod pins containerd $CONTAINERD_VERSION" >&2; return 1; }
+  log "building containerd $CONTAINERD_VERSION: ${missing[*]} (once; cached in $dir)"
+  for b in "${missing[@]}"; do pkgs+=("github.com/containerd/containerd/v2/cmd/$b"); done
+  local v=github.com/containerd/containerd/v2/version
+  mkdir -p "$dir.tmp"
+  (cd "$ROOT/hack/containerd/$CONTAINERD_VERSION" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w -X $v.Version=$CONTAINERD_VERSION -X $v.Revision=module" \
+    -o "$dir.tmp/" "${pkgs[@]}")
   mkdir -p "$dir"
   for b in "${missing[@]}"; do mv "$dir.tmp/$b" "$dir/$b"; done
   rmdir "$dir.tmp"

@@ -17,6 +17,7 @@ if [ "${1:-}" = "--node" ]; then
 fi
 ensure_packages
 ensure_go
+ensure_containerd
 build_hangwatch
 # A built binary, not go run, so the PID it prints takes SIGINT and SIGTERM.
 go build -o bin/hangwatch-demo ./test/demo

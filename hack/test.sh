@@ -35,6 +35,7 @@ log "expected on 2 cores: 25-35 min from an empty cache (the Kubernetes binaries
 step "Debian packages" ensure_packages
 step "Go toolchain" ensure_go
 step "golangci-lint" ensure_golangci_lint
+step "containerd" ensure_containerd
 step "Kubernetes binaries" ensure_kube_binaries
 step "promtool" ensure_promtool
 step "helm" ensure_helm

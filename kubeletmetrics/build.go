@@ -93,3 +93,14 @@ func readGates(fams map[string]*family) map[string]bool {
 func LastSeenTrusted(ev EventedPLEG, b Build) bool {
 	return !ev.On || b.AtLeast(1, 37)
 }
+
+// ListStreaming is the kubelet's CRIListStreaming gate (alpha, off by
+// default, in 1.36 and 1.37): whether it lists with the CRI streams. known
+// is false on a nil snapshot or a kubelet that does not say.
+func (s *Snapshot) ListStreaming() (on, known bool) {
+	if s == nil {
+		return false, false
+	}
+	on, known = s.Gates[GateCRIListStreaming]
+	return on, known
+}

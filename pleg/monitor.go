@@ -121,6 +121,9 @@ func (m *Monitor) ScrapeOnce(ctx context.Context) {
 		m.metrics.Evented = m.eventedLocked(snap)
 	}
 	m.mu.Unlock()
+	if on, known := snap.ListStreaming(); err == nil && known && m.o.Relister != nil {
+		m.o.Relister.SetListStreaming(on) // list as the kubelet lists
+	}
 	m.o.Metrics.observeScrape(err)
 	m.publish()
 }

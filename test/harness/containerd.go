@@ -21,6 +21,7 @@ type Containerd struct {
 	Dir      string // temp dir holding config, root, state and the socket
 	Socket   string // path of the CRI socket
 	Endpoint string // unix:// endpoint of the socket
+	Bin      Binaries
 	proc     *process
 	conn     *cri.Conn
 }
@@ -31,7 +32,8 @@ func (c *Containerd) PID() int { return c.proc.PID() }
 // Runtime is a CRI client on the harness's own connection.
 func (c *Containerd) Runtime() runtimeapi.RuntimeServiceClient { return c.conn.Runtime }
 
-const configTemplate = `version = 2
+// configV2 is containerd 1.x's configuration (Debian's 1.6).
+const configV2 = `version = 2
 root = "%[1]s/root"
 state = "%[1]s/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
@@ -55,21 +57,55 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = "%[1]s/cni"
 `
 
+// configV3 is containerd 2.x's: the CRI runtime and image services are
+// plugins of their own, the stream server stays with the CRI plugin
+// (containerd's docs/cri/config.md).
+const configV3 = `version = 3
+root = "%[1]s/root"
+state = "%[1]s/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "%[1]s/containerd.sock"
+[ttrpc]
+  address = "%[1]s/containerd.sock.ttrpc"
+[debug]
+  address = ""
+[plugins.'io.containerd.internal.v1.opt']
+  path = "%[1]s/opt"
+[plugins.'io.containerd.cri.v1.images'.pinned_images]
+  sandbox = "%[2]s"
+[plugins.'io.containerd.cri.v1.runtime']
+  restrict_oom_score_adj = true
+[plugins.'io.containerd.cri.v1.runtime'.cni]
+  bin_dirs = ["/usr/lib/cni"]
+  conf_dir = "%[1]s/cni"
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+`
+
 const loopbackCNI = `{"cniVersion": "0.4.0", "name": "hangwatch-loopback", "plugins": [{"type": "loopback"}]}`
 
-// StartContainerd starts containerd in a new temp dir, imports the pause
-// image and waits until CRI reports the runtime and network ready.
+// StartContainerd starts the default containerd (ContainerdBinaries) in a
+// new temp dir, imports the pause image and waits until CRI reports the
+// runtime and network ready.
 func StartContainerd(ctx context.Context) (*Containerd, error) {
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			return nil, fmt.Errorf("%s not installed (apt-get install containerd runc containernetworking-plugins): %w", bin, err)
-		}
+	bin, err := ContainerdBinaries()
+	if err != nil {
+		return nil, err
 	}
+	return StartContainerdFrom(ctx, bin)
+}
+
+// StartContainerdFrom is StartContainerd with the given binaries.
+func StartContainerdFrom(ctx context.Context, bin Binaries) (*Containerd, error) {
 	dir, err := os.MkdirTemp("", "hwc-")
 	if err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock")}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()
@@ -79,11 +115,29 @@ func StartContainerd(ctx context.Context) (*Containerd, error) {
 }
 
 func (c *Containerd) start(ctx context.Context) error {
+	if err := c.launch(ctx); err != nil {
+		return err
+	}
+	tarPath := filepath.Join(c.Dir, "pause.tar")
+	if err := BuildPauseImage(tarPath); err != nil {
+		return err
+	}
+	return c.ImportImage(ctx, tarPath)
+}
+
+// launch writes the configuration for c.Bin's version and starts
+// containerd on c.Dir, waiting until it is ready. Its state in c.Dir is
+// kept across launches, as on a node.
+func (c *Containerd) launch(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(c.Dir, "cni"), 0o755); err != nil {
 		return err
 	}
+	tmpl := configV3
+	if c.Bin.Major < 2 {
+		tmpl = configV2
+	}
 	files := map[string]string{
-		"config.toml":              fmt.Sprintf(configTemplate, c.Dir, PauseImage),
+		"config.toml":              fmt.Sprintf(tmpl, c.Dir, PauseImage),
 		"cni/10-loopback.conflist": loopbackCNI,
 	}
 	for name, body := range files {
@@ -92,20 +146,36 @@ func (c *Containerd) start(ctx context.Context) error {
 		}
 	}
 	var err error
-	if c.proc, err = startProcess(c.Dir, "containerd", "containerd", "--config", filepath.Join(c.Dir, "config.toml")); err != nil {
+	if c.proc, err = startProcessEnv(c.Dir, "containerd", c.Bin.env(), c.Bin.path("containerd"), "--config", filepath.Join(c.Dir, "config.toml")); err != nil {
 		return err
 	}
-	if c.conn, err = cri.Dial(c.Endpoint); err != nil {
-		return err
+	if c.conn == nil {
+		if c.conn, err = cri.Dial(c.Endpoint); err != nil {
+			return err
+		}
 	}
-	if err := c.waitReady(ctx); err != nil {
-		return err
+	return c.waitReady(ctx)
+}
+
+// StopRuntime stops containerd alone, as `systemctl stop containerd` or a
+// crash would: SIGTERM (graceful) or SIGKILL. Its shims and containers go
+// on running. The socket stays on disk until the next start replaces it.
+func (c *Containerd) StopRuntime(graceful bool) {
+	_ = c.Thaw()
+	if graceful {
+		c.proc.stop(10 * time.Second)
+		return
 	}
-	tarPath := filepath.Join(c.Dir, "pause.tar")
-	if err := BuildPauseImage(tarPath); err != nil {
-		return err
-	}
-	return c.ImportImage(ctx, tarPath)
+	_ = syscall.Kill(c.proc.PID(), syscall.SIGKILL)
+	<-c.proc.exited
+}
+
+// StartRuntime starts containerd again on the same state with bin (an
+// in-place upgrade when bin is another version) and waits until it is
+// ready.
+func (c *Containerd) StartRuntime(ctx context.Context, bin Binaries) error {
+	c.Bin = bin
+	return c.launch(ctx)
 }
 
 // waitReady polls CRI Status until both runtime and network are ready.
@@ -136,19 +206,22 @@ func (c *Containerd) waitReady(ctx context.Context) error {
 	}
 }
 
+// allConditionsTrue: the two conditions the kubelet requires are true
+// (containerd 2.2+ adds ContainerdHasNoDeprecationWarnings, false on a
+// cgroup v1 machine, which the kubelet ignores).
 func allConditionsTrue(resp *runtimeapi.StatusResponse) bool {
-	conds := resp.GetStatus().GetConditions()
-	for _, cond := range conds {
-		if !cond.Status {
-			return false
+	ready := 0
+	for _, cond := range resp.GetStatus().GetConditions() {
+		if (cond.Type == runtimeapi.RuntimeReady || cond.Type == runtimeapi.NetworkReady) && cond.Status {
+			ready++
 		}
 	}
-	return len(conds) >= 2
+	return ready == 2
 }
 
 // ImportImage imports an OCI layout tarball into the k8s.io namespace.
 func (c *Containerd) ImportImage(ctx context.Context, tarPath string) error {
-	cmd := exec.CommandContext(ctx, "ctr", "--address", c.Socket, "-n", "k8s.io", "images", "import", tarPath)
+	cmd := exec.CommandContext(ctx, c.Bin.path("ctr"), "--address", c.Socket, "-n", "k8s.io", "images", "import", tarPath)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", tarPath, err, out)
 	}

@@ -6,9 +6,18 @@ import (
 	"path/filepath"
 )
 
-// KubeVersion is the Kubernetes release the harness runs; hack/kube/go.mod
-// pins the same one and the setup command builds it.
-const KubeVersion = "v1.34.2"
+// KubeVersion is the Kubernetes release the harness runs by default;
+// hack/kube/<version>/go.mod pins it and the setup command builds it.
+// $HANGWATCH_KUBE_VERSION (hack/e2e.sh sets it) picks another one built
+// into the cache.
+var KubeVersion = kubeVersion()
+
+func kubeVersion() string {
+	if v := os.Getenv("HANGWATCH_KUBE_VERSION"); v != "" {
+		return v
+	}
+	return "v1.37.2"
+}
 
 // KubeBinary finds a Kubernetes binary built by the setup command:
 // $HANGWATCH_KUBE_BIN, else $HANGWATCH_CACHE/kube-<version>, else

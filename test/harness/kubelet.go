@@ -28,7 +28,10 @@ type Kubelet struct {
 	// is its own CA.
 	ServingCert  string
 	StaticPodDir string
-	proc         *process
+	// Gates is the --feature-gates it runs with, such as
+	// "EventedPLEG=true"; empty for the release's defaults.
+	Gates string
+	proc  *process
 }
 
 const kubeletConfigTemplate = `apiVersion: kubelet.config.k8s.io/v1beta1
@@ -48,6 +51,7 @@ cgroupDriver: cgroupfs
 cgroupsPerQOS: false
 enforceNodeAllocatable: []
 failSwapOn: false
+failCgroupV1: false
 containerRuntimeEndpoint: %[5]s
 staticPodPath: %[6]s
 fileCheckFrequency: 1s
@@ -64,8 +68,16 @@ func StartKubelet(ctx context.Context, cp *ControlPlane, c *Containerd, node str
 }
 
 // StartKubeletVia starts a kubelet whose CRI endpoint is runtimeEndpoint
-// (a fault proxy in front of c) and waits until the Node is Ready.
+// (a fault proxy in front of c) and waits until the Node is Ready. Its
+// feature gates are $HANGWATCH_KUBELET_FEATURE_GATES (hack/e2e.sh sets
+// them for a row of its matrix), else the release's defaults.
 func StartKubeletVia(ctx context.Context, cp *ControlPlane, c *Containerd, runtimeEndpoint, node string) (*Kubelet, error) {
+	return StartKubeletWithGates(ctx, cp, c, runtimeEndpoint, node, os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
+}
+
+// StartKubeletWithGates is StartKubeletVia with the kubelet's
+// --feature-gates.
+func StartKubeletWithGates(ctx context.Context, cp *ControlPlane, c *Containerd, runtimeEndpoint, node, gates string) (*Kubelet, error) {
 	bin, err := KubeBinary("kubelet")
 	if err != nil {
 		return nil, err
@@ -74,7 +86,7 @@ func StartKubeletVia(ctx context.Context, cp *ControlPlane, c *Containerd, runti
 	if err != nil {
 		return nil, err
 	}
-	k := &Kubelet{Dir: dir, Node: node, StaticPodDir: filepath.Join(dir, "manifests")}
+	k := &Kubelet{Dir: dir, Node: node, StaticPodDir: filepath.Join(dir, "manifests"), Gates: gates}
 	if err := k.start(ctx, bin, cp, runtimeEndpoint); err != nil {
 		err = fmt.Errorf("%w\n%s", err, k.logTail())
 		k.Stop()
@@ -106,6 +118,9 @@ func (k *Kubelet) start(ctx context.Context, bin string, cp *ControlPlane, runti
 	}
 	args := []string{"--config", config, "--kubeconfig", kubeconfig, "--root-dir", filepath.Join(k.Dir, "root"),
 		"--cert-dir", filepath.Join(k.Dir, "pki"), "--hostname-override", k.Node, "--node-ip", nodeIP(), "--v", "2"}
+	if k.Gates != "" {
+		args = append(args, "--feature-gates", k.Gates)
+	}
 	if k.proc, err = startProcess(k.Dir, "kubelet", bin, args...); err != nil {
 		return err
 	}

@@ -20,6 +20,11 @@ type process struct {
 
 // startProcess starts bin with args, its output going to dir/<name>.log.
 func startProcess(dir, name, bin string, args ...string) (*process, error) {
+	return startProcessEnv(dir, name, nil, bin, args...)
+}
+
+// startProcessEnv is startProcess with env added to the harness's own.
+func startProcessEnv(dir, name string, env []string, bin string, args ...string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -27,6 +32,9 @@ func startProcess(dir, name, bin string, args ...string) (*process, error) {
 	}
 	p := &process{name: name, log: logPath, exited: make(chan struct{}), cmd: exec.Command(bin, args...)}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		_ = log.Close()

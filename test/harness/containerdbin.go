@@ -1,0 +1,95 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+)
+
+// ContainerdVersion is the containerd the harness runs by default; a
+// folder under hack/containerd pins it and the setup command builds it.
+const ContainerdVersion = "v2.3.7"
+
+// Binaries are one containerd version's binaries: containerd,
+// containerd-shim-runc-v2 and ctr in Dir, or, with Dir empty, the ones on
+// PATH (Debian's package, the fallback). runc is Debian's either way.
+type Binaries struct {
+	Dir     string
+	Version string // as `containerd --version` prints it, such as v2.3.7 or 1.6.20~ds1
+	Major   int
+}
+
+func (b Binaries) path(name string) string {
+	if b.Dir == "" {
+		return name
+	}
+	return filepath.Join(b.Dir, name)
+}
+
+// env puts Dir first on containerd's PATH, where it looks for its shim.
+func (b Binaries) env() []string {
+	if b.Dir == "" {
+		return nil
+	}
+	return []string{"PATH=" + b.Dir + string(os.PathListSeparator) + os.Getenv("PATH")}
+}
+
+// ContainerdBinaries finds the containerd the tests run:
+// $HANGWATCH_CONTAINERD_BIN (the setup command sets it; "debian" means the
+// package's), else $HANGWATCH_CACHE or ~/.cache/hangwatch's
+// containerd-<ContainerdVersion>, else the one on PATH.
+func ContainerdBinaries() (Binaries, error) {
+	env := os.Getenv("HANGWATCH_CONTAINERD_BIN")
+	if env == "debian" {
+		return ContainerdBinariesIn("")
+	}
+	var dirs []string
+	if env != "" {
+		dirs = append(dirs, env)
+	}
+	if d := os.Getenv("HANGWATCH_CACHE"); d != "" {
+		dirs = append(dirs, filepath.Join(d, "containerd-"+ContainerdVersion))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".cache", "hangwatch", "containerd-"+ContainerdVersion))
+	}
+	for _, d := range dirs {
+		if st, err := os.Stat(filepath.Join(d, "containerd")); err == nil && st.Mode()&0o111 != 0 {
+			return ContainerdBinariesIn(d)
+		}
+	}
+	if env != "" {
+		return Binaries{}, fmt.Errorf("no containerd in $HANGWATCH_CONTAINERD_BIN %s", env)
+	}
+	return ContainerdBinariesIn("")
+}
+
+var containerdVersionRE = regexp.MustCompile(`containerd\S* \S+ v?((\d+)\.\d+\.\S+)`)
+
+// ContainerdBinariesIn checks that dir (or PATH, for "") holds a complete
+// containerd and reads its version.
+func ContainerdBinariesIn(dir string) (Binaries, error) {
+	b := Binaries{Dir: dir}
+	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "ctr"} {
+		if _, err := exec.LookPath(b.path(bin)); err != nil {
+			return b, fmt.Errorf("%s not found (the README's test command builds containerd %s, or apt-get install containerd): %w", bin, ContainerdVersion, err)
+		}
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		return b, fmt.Errorf("runc not installed (apt-get install runc containernetworking-plugins): %w", err)
+	}
+	out, err := exec.Command(b.path("containerd"), "--version").Output()
+	if err != nil {
+		return b, fmt.Errorf("%s --version: %w", b.path("containerd"), err)
+	}
+	m := containerdVersionRE.FindStringSubmatch(string(out))
+	if m == nil {
+		return b, fmt.Errorf("%s --version printed %q, no version in it", b.path("containerd"), out)
+	}
+	b.Version = m[1]
+	b.Major, _ = strconv.Atoi(m[2])
+	return b, nil
+}
