@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Build hangwatch's container image without a Docker daemon: a static
-# binary in a one-layer OCI image (go-containerregistry), written as an OCI
-# layout tarball that `ctr images import` accepts.
+# Build hangwatch's container image without a Docker daemon: a
+# multi-platform OCI image index (linux/amd64 and linux/arm64, cross-built
+# with pure Go), each a static binary in a one-layer image
+# (go-containerregistry), written as an OCI layout tarball that
+# `ctr images import` accepts (it unpacks this machine's platform).
 #   ./hack/image.sh [--ref NAME:TAG] [--out FILE] [--import]
 #   --import also imports it into the node's containerd (k8s.io namespace).
 source "$(dirname "$0")/lib.sh"
@@ -16,10 +18,14 @@ while [ $# -gt 0 ]; do
   esac
 done
 ensure_go
-build_hangwatch
+args=()
+for arch in amd64 arm64; do
+  build_hangwatch "$arch" "bin/linux-$arch/hangwatch"
+  args+=(-binary "$arch=bin/linux-$arch/hangwatch")
+done
 version=$(hangwatch_version)
 ref=${ref:-hangwatch.local/hangwatch:$version}
-go run ./hack/image -binary bin/hangwatch -ref "$ref" -o "$out" \
+go run ./hack/image "${args[@]}" -ref "$ref" -o "$out" \
   -version "$version" -revision "$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || true)" >/dev/null
 log "wrote $ref to $out"
 if [ -n "$import" ]; then

@@ -14,6 +14,7 @@ KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager)
 # from its Go module, with Debian's runc), or "debian" for Debian's own
 # containerd package (1.6, the fallback).
 CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.3.7}
+CONTAINERD_UPGRADE_VERSION=v2.4.2            # the restart tests upgrade to it; must match test/harness
 CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 PROMTOOL_MODULE_VERSION=v0.315.0           # Prometheus 3.x's Go module; must match hack/tools/go.mod
 HELM_MODULE_VERSION=v3.22.0                # must match hack/helm/go.mod
@@ -130,7 +131,10 @@ hangwatch_version() {
 }
 
 # build_hangwatch writes bin/hangwatch, static, with version information.
+# build_hangwatch [GOARCH OUT] builds the static binary, for this machine
+# into bin/hangwatch, or for linux/GOARCH into OUT (pure Go cross-build).
 build_hangwatch() {
+  local arch=${1:-} out=${2:-bin/hangwatch}
   local v commit date pkg=k8s.io/component-base/version
   v=$(hangwatch_version)
   commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo "")
@@ -139,31 +143,43 @@ build_hangwatch() {
   case "$v" in *-dirty) tree=dirty ;; esac
   major=$(echo "$v" | sed -E 's/^v([0-9]+)\..*/\1/')
   minor=$(echo "$v" | sed -E 's/^v[0-9]+\.([0-9]+).*/\1/')
-  (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o bin/hangwatch \
+  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=${arch:-$(go env GOARCH)} go build -trimpath -o "$out" \
     -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=$tree -X $pkg.buildDate=$date" \
     ./cmd/hangwatch)
 }
 
 # ensure_kube_binaries builds the pinned Kubernetes binaries the tests run
-# from the k8s.io/kubernetes module (hack/kube pins it and its staging
-# modules) into $HANGWATCH_CACHE/kube-<version>, once per machine: about
-# ten minutes on two cores with an empty Go cache. Version ldflags as the release build sets them.
+# from the k8s.io/kubernetes module (hack/kube/<version> pins it and its
+# staging modules) into $HANGWATCH_CACHE/kube-<version>, once per machine:
+# 5-10 minutes on two cores with an empty Go cache, and points the harness
+# at them. Version ldflags as the release build sets them.
 ensure_kube_binaries() {
-  local dir="$HANGWATCH_CACHE/kube-$KUBE_VERSION" missing=() b
-  for b in "${KUBE_BINARIES[@]}"; do [ -x "$dir/$b" ] || missing+=("$b"); done
-  export HANGWATCH_KUBE_BIN="$dir" HANGWATCH_KUBE_VERSION="$KUBE_VERSION"
+  build_kube "$KUBE_VERSION" "${KUBE_BINARIES[@]}"
+  export HANGWATCH_KUBE_BIN="$HANGWATCH_CACHE/kube-$KUBE_VERSION" HANGWATCH_KUBE_VERSION="$KUBE_VERSION"
+}
+
+# ensure_kubelet VERSION builds only that release's kubelet (hack/e2e.sh's
+# matrix runs older kubelets against the default control plane).
+ensure_kubelet() { build_kube "$1" kubelet; }
+
+# build_kube VERSION BINARY... builds the binaries of VERSION that are not
+# in the cache yet.
+build_kube() {
+  local version=$1; shift
+  local dir="$HANGWATCH_CACHE/kube-$version" missing=() b
+  for b in "$@"; do [ -x "$dir/$b" ] || missing+=("$b"); done
   [ ${#missing[@]} -eq 0 ] && return 0
-  [ -f "$ROOT/hack/kube/$KUBE_VERSION/go.mod" ] || { echo "no hack/kube/$KUBE_VERSION/go.mod pins Kubernetes $KUBE_VERSION" >&2; return 1; }
-  log "building Kubernetes $KUBE_VERSION: ${missing[*]} (once; cached in $dir)"
+  [ -f "$ROOT/hack/kube/$version/go.mod" ] || { echo "no hack/kube/$version/go.mod pins Kubernetes $version" >&2; return 1; }
+  log "building Kubernetes $version: ${missing[*]} (once; cached in $dir)"
   local major minor pkgs=() v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version flags=""
-  major=$(echo "$KUBE_VERSION" | sed -E 's/^v([0-9]+)\..*/\1/')
-  minor=$(echo "$KUBE_VERSION" | sed -E 's/^v[0-9]+\.([0-9]+)\..*/\1/')
+  major=$(echo "$version" | sed -E 's/^v([0-9]+)\..*/\1/')
+  minor=$(echo "$version" | sed -E 's/^v[0-9]+\.([0-9]+)\..*/\1/')
   for p in $v $cv; do
-    flags="$flags -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+    flags="$flags -X $p.gitVersion=$version -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
   for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
   mkdir -p "$dir.tmp"
-  (cd "$ROOT/hack/kube/$KUBE_VERSION" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w$flags" -o "$dir.tmp/" "${pkgs[@]}")
+  (cd "$ROOT/hack/kube/$version" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w$flags" -o "$dir.tmp/" "${pkgs[@]}")
   mkdir -p "$dir"
   for b in "${missing[@]}"; do mv "$dir.tmp/$b" "$dir/$b"; done
   rmdir "$dir.tmp"
@@ -181,17 +197,29 @@ ensure_containerd() {
     export HANGWATCH_CONTAINERD_BIN=debian
     return 0
   fi
-  local dir="$HANGWATCH_CACHE/containerd-$CONTAINERD_VERSION" missing=() b pkgs=()
+  build_containerd "$CONTAINERD_VERSION"
+  export HANGWATCH_CONTAINERD_BIN="$HANGWATCH_CACHE/containerd-$CONTAINERD_VERSION"
+}
+
+# ensure_upgrade_containerd builds the second containerd the restart tests
+# upgrade to in place (it has the CRI list streams, which the tests use).
+ensure_upgrade_containerd() {
+  build_containerd "$CONTAINERD_UPGRADE_VERSION"
+  export HANGWATCH_CONTAINERD_UPGRADE_BIN="$HANGWATCH_CACHE/containerd-$CONTAINERD_UPGRADE_VERSION"
+}
+
+# build_containerd VERSION builds that containerd's binaries not yet cached.
+build_containerd() {
+  local version=$1 dir="$HANGWATCH_CACHE/containerd-$1" missing=() b pkgs=()
   for b in "${CONTAINERD_BINARIES[@]}"; do [ -x "$dir/$b" ] || missing+=("$b"); done
-  export HANGWATCH_CONTAINERD_BIN="$dir"
   [ ${#missing[@]} -eq 0 ] && return 0
-  [ -f "$ROOT/hack/containerd/$CONTAINERD_VERSION/go.mod" ] || { echo "no hack/containerd/$CONTAINERD_VERSION/go.mod pins containerd $CONTAINERD_VERSION" >&2; return 1; }
-  log "building containerd $CONTAINERD_VERSION: ${missing[*]} (once; cached in $dir)"
+  [ -f "$ROOT/hack/containerd/$version/go.mod" ] || { echo "no hack/containerd/$version/go.mod pins containerd $version" >&2; return 1; }
+  log "building containerd $version: ${missing[*]} (once; cached in $dir)"
   for b in "${missing[@]}"; do pkgs+=("github.com/containerd/containerd/v2/cmd/$b"); done
   local v=github.com/containerd/containerd/v2/version
   mkdir -p "$dir.tmp"
-  (cd "$ROOT/hack/containerd/$CONTAINERD_VERSION" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
-    -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w -X $v.Version=$CONTAINERD_VERSION -X $v.Revision=module" \
+  (cd "$ROOT/hack/containerd/$version" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w -X $v.Version=$version -X $v.Revision=module" \
     -o "$dir.tmp/" "${pkgs[@]}")
   mkdir -p "$dir"
   for b in "${missing[@]}"; do mv "$dir.tmp/$b" "$dir/$b"; done

@@ -32,10 +32,12 @@ finish() {
 }
 trap finish EXIT
 log "expected on 2 cores: 25-35 min from an empty cache (the Kubernetes binaries, promtool, helm and golangci-lint are built once), about 9 min after"
+APT_PACKAGES+=(qemu-user)   # runs the arm64 image's binary (TestImageRunsAsAContainer)
 step "Debian packages" ensure_packages
 step "Go toolchain" ensure_go
 step "golangci-lint" ensure_golangci_lint
 step "containerd" ensure_containerd
+step "containerd (upgrade)" ensure_upgrade_containerd
 step "Kubernetes binaries" ensure_kube_binaries
 step "promtool" ensure_promtool
 step "helm" ensure_helm

@@ -37,10 +37,19 @@ type Spec struct {
 	Files map[string][]byte
 	// Labels are the image config's labels (org.opencontainers.image.*).
 	Labels map[string]string
+	// Arch is the binary's GOARCH; empty for this machine's.
+	Arch string
+}
+
+func (s Spec) arch() string {
+	if s.Arch == "" {
+		return runtime.GOARCH
+	}
+	return s.Arch
 }
 
 // Build makes the image: one layer holding the executable and the extra
-// files, for this machine's architecture, with reproducible timestamps.
+// files, for s.Arch, with reproducible timestamps.
 func Build(s Spec) (v1.Image, error) {
 	exe, err := os.ReadFile(s.Binary)
 	if err != nil {
@@ -70,7 +79,7 @@ func Build(s Spec) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = runtime.GOARCH, "linux"
+	cfg.Architecture, cfg.OS = s.arch(), "linux"
 	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
 	cfg.Config.Entrypoint = []string{"/" + s.Name}
 	cfg.Config.Cmd = s.Cmd
@@ -79,9 +88,35 @@ func Build(s Spec) (v1.Image, error) {
 	return mutate.ConfigFile(img, cfg)
 }
 
-// WriteLayoutTar writes img as an OCI image layout tarball named ref (the
-// index annotations containerd and other tools read the name from).
-func WriteLayoutTar(tarPath, ref string, img v1.Image) error {
+// BuildIndex makes a multi-platform image: one image per spec (one per
+// architecture), in an OCI image index with each one's platform.
+func BuildIndex(specs []Spec) (v1.ImageIndex, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, s := range specs {
+		img, err := Build(s)
+		if err != nil {
+			return nil, fmt.Errorf("linux/%s: %w", s.arch(), err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: s.arch()}}})
+	}
+	return idx, nil
+}
+
+// WriteLayoutTarIndex writes a multi-platform image as an OCI image layout
+// tarball named ref; `ctr images import` unpacks this machine's platform.
+func WriteLayoutTarIndex(tarPath, ref string, idx v1.ImageIndex) error {
+	return writeLayout(tarPath, func(p layout.Path) error {
+		return p.AppendIndex(idx, layout.WithAnnotations(refAnnotations(ref)))
+	})
+}
+
+func refAnnotations(ref string) map[string]string {
+	return map[string]string{"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref}
+}
+
+// writeLayout writes an OCI layout with add's content to a tarball.
+func writeLayout(tarPath string, add func(layout.Path) error) error {
 	dir, err := os.MkdirTemp("", "oci-layout-")
 	if err != nil {
 		return err
@@ -91,13 +126,19 @@ func WriteLayoutTar(tarPath, ref string, img v1.Image) error {
 	if err != nil {
 		return fmt.Errorf("OCI layout: %w", err)
 	}
-	err = p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref,
-	}), layout.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
-	if err != nil {
+	if err := add(p); err != nil {
 		return fmt.Errorf("OCI layout: %w", err)
 	}
 	return tarDir(dir, tarPath)
+}
+
+// WriteLayoutTar writes img as an OCI image layout tarball named ref (the
+// index annotations containerd and other tools read the name from).
+func WriteLayoutTar(tarPath, ref string, img v1.Image) error {
+	return writeLayout(tarPath, func(p layout.Path) error {
+		return p.AppendImage(img, layout.WithAnnotations(refAnnotations(ref)),
+			layout.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
+	})
 }
 
 type fileEntry struct {

@@ -107,6 +107,10 @@ func StartContainerdFrom(ctx context.Context, bin Binaries) (*Containerd, error)
 	}
 	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin}
 	c.Endpoint = "unix://" + c.Socket
+	if err := makeSharedMount(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
 	if err := c.start(ctx); err != nil {
 		c.Stop()
 		return nil, err
@@ -253,7 +257,22 @@ func (c *Containerd) Stop() {
 	}
 	killShims(c.Socket)
 	unmountUnder(c.Dir)
+	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // makeSharedMount's
 	_ = os.RemoveAll(c.Dir)
+}
+
+// makeSharedMount makes dir a shared mount of its own, as / is on a
+// systemd node: the shipped pods mount the runtime's socket directory with
+// HostToContainer propagation, which the runtime allows only from a shared
+// or slave mount (this machine's / is private).
+func makeSharedMount(dir string) error {
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mount %s on itself: %w", dir, err)
+	}
+	if err := syscall.Mount("", dir, "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("make %s a shared mount: %w", dir, err)
+	}
+	return nil
 }
 
 // stopProcess sends SIGTERM, then SIGKILL if pid has not exited in grace.

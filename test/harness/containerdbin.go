@@ -93,3 +93,30 @@ func ContainerdBinariesIn(dir string) (Binaries, error) {
 	b.Major, _ = strconv.Atoi(m[2])
 	return b, nil
 }
+
+// UpgradeContainerdBinaries is the second containerd version the restart
+// tests upgrade to in place: $HANGWATCH_CONTAINERD_UPGRADE_BIN (the setup
+// command builds it), else $HANGWATCH_CACHE or ~/.cache/hangwatch's
+// containerd-<UpgradeContainerdVersion>.
+func UpgradeContainerdBinaries() (Binaries, error) {
+	var dirs []string
+	if d := os.Getenv("HANGWATCH_CONTAINERD_UPGRADE_BIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d := os.Getenv("HANGWATCH_CACHE"); d != "" {
+		dirs = append(dirs, filepath.Join(d, "containerd-"+UpgradeContainerdVersion))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".cache", "hangwatch", "containerd-"+UpgradeContainerdVersion))
+	}
+	for _, d := range dirs {
+		if st, err := os.Stat(filepath.Join(d, "containerd")); err == nil && st.Mode()&0o111 != 0 {
+			return ContainerdBinariesIn(d)
+		}
+	}
+	return Binaries{}, fmt.Errorf("containerd %s not built (the README's test command builds it); looked in %v", UpgradeContainerdVersion, dirs)
+}
+
+// UpgradeContainerdVersion is the containerd the upgrade test moves to; it
+// implements the CRI list streams, so the streaming tests run on it too.
+const UpgradeContainerdVersion = "v2.4.2"

@@ -22,7 +22,14 @@ func kubeVersion() string {
 // KubeBinary finds a Kubernetes binary built by the setup command:
 // $HANGWATCH_KUBE_BIN, else $HANGWATCH_CACHE/kube-<version>, else
 // ~/.cache/hangwatch/kube-<version>.
+//
+// $HANGWATCH_KUBELET_BIN names a kubelet of another release (hack/e2e.sh's
+// matrix runs kubelets 1.35-1.37 against the same control plane, within
+// the supported version skew).
 func KubeBinary(name string) (string, error) {
+	if p := os.Getenv("HANGWATCH_KUBELET_BIN"); name == "kubelet" && p != "" {
+		return p, nil
+	}
 	var dirs []string
 	if d := os.Getenv("HANGWATCH_KUBE_BIN"); d != "" {
 		dirs = append(dirs, d)
