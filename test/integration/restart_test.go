@@ -2,7 +2,7 @@ package integration
 
 import (
 	"context"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
