@@ -1,22 +1,52 @@
 #!/usr/bin/env bash
 # End to end on a real node: hangwatch as the shipped static pod beside a
 # real kubelet (through the CRI fault proxy), kube-controller-manager and
-# kube-apiserver; every hang scenario and a healthy run with 100 pods.
-# Writes the table of lead times and the footprint into BENCHMARKS.md
-# (between the e2e markers). Needs root; about 35 minutes.
-#   ./hack/e2e.sh [HEALTHY_DURATION (default 10m)]
+# kube-apiserver.
+#   ./hack/e2e.sh [KUBELET CONTAINERD] [HEALTHY_DURATION (default 10m)]
+#       every hang scenario and a healthy run with 100 pods on one pair
+#       (default: the tested stack, kubelet v1.37.2 and containerd v2.3.7);
+#       writes the table of lead times and the footprint into BENCHMARKS.md
+#       (between the e2e markers). About 35 minutes.
+#   ./hack/e2e.sh --matrix [HEALTHY_DURATION (default 1m)]
+#       for each kubelet/containerd pair of E2E_MATRIX: the frozen-runtime
+#       lead, the ListPodSandbox-hang lead and a healthy run with 30 pods;
+#       writes one row per pair into BENCHMARKS.md (between the matrix
+#       markers). About 10 minutes a pair.
+# Needs root. The control plane is always KUBE_VERSION; a row's kubelet is
+# built alone (kubelets may be up to three minors older than the API server).
 # E2E_RUN=<go test -run pattern> runs only some scenarios and adds their
 # figures to the last full run's log before the table is written again.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/e2e.sh starts containerd and a kubelet"
+# KUBELET CONTAINERD [GATES] rows; GATES are the kubelet's --feature-gates.
+E2E_MATRIX=${E2E_MATRIX:-"v1.37.2 v2.3.7
+v1.37.2 v2.4.2 CRIListStreaming=true
+v1.37.2 v2.2.9
+v1.37.2 v2.4.2 EventedPLEG=true
+v1.36.3 v2.3.7
+v1.36.3 v2.2.9 EventedPLEG=true
+v1.35.4 v2.1.9"}
 ensure_packages
 ensure_go
-ensure_containerd
 ensure_kube_binaries
+if [ "${1:-}" = --matrix ]; then
+  shift
+  source "$ROOT/hack/e2e-matrix.sh"
+  run_matrix "${1:-1m}"
+  exit $?
+fi
+if [ $# -ge 2 ] && [[ "$1" == v1.* ]]; then
+  ensure_kubelet "$1"
+  export HANGWATCH_KUBELET_BIN="$HANGWATCH_CACHE/kube-$1/kubelet"
+  CONTAINERD_VERSION=$2
+  shift 2
+fi
+ensure_containerd
+kubelet_version=$("${HANGWATCH_KUBELET_BIN:-$HANGWATCH_KUBE_BIN/kubelet}" --version | awk '{print $2}')
 healthy=${1:-10m}
 log=$HANGWATCH_CACHE/e2e.log
-machine="$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), containerd $(containerd --version | awk '{print $3}'), Kubernetes $KUBE_VERSION"
+machine="$(machine_text), containerd $CONTAINERD_VERSION, kubelet $kubelet_version, control plane $KUBE_VERSION"
 run=${E2E_RUN:-TestStaticPod}
 cmd="HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run '$run' ./test/integration/"
 log "running: $cmd"
@@ -40,7 +70,7 @@ notready() {
 lead() { local v; v=$(m "e2e_lead_pleg_unhealthy_before_not_ready_$1"); [ -n "$v" ] && printf '%.1f s' "$v" || echo "no NotReady"; }
 table=$(cat <<TABLE
 <!-- e2e:begin (written by hack/e2e.sh) -->
-Machine: $machine. Command: \`./hack/e2e.sh $healthy\`, which runs \`HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run TestStaticPod ./test/integration/\` (last run $(date -u +%Y-%m-%d)).
+Machine: $machine. Command: \`./hack/e2e.sh $kubelet_version $CONTAINERD_VERSION $healthy\`, which runs \`HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run TestStaticPod ./test/integration/\` (last run $(date -u +%Y-%m-%d)).
 
 | scenario | hangwatch condition on the Node | kubelet Ready=False / controller Unknown | lead |
 | --- | --- | --- | --- |

@@ -22,6 +22,11 @@ APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server ca-certifi
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+# machine_text describes this machine for BENCHMARKS.md.
+machine_text() {
+  echo "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup | sed 's/tmpfs/v1/; s/cgroup2fs/v2/')"
+}
+
 # need_root re-executes the calling script as root: through sudo when the
 # user is not root and sudo is there, else it explains and exits. A root
 # shell (a fresh Debian machine may have no sudo) runs on unchanged.

@@ -26,7 +26,16 @@ type diagJSON struct {
 		MaxSeconds float64 `json:"maxSeconds"`
 		Errors     int     `json:"errors"`
 		Timeouts   int     `json:"timeouts"`
+		// FirstMessageP50Seconds is set for list streams only.
+		FirstMessageP50Seconds *float64 `json:"firstMessageP50Seconds"`
+		MaxResponseBytes       int      `json:"maxResponseBytes"`
 	} `json:"calls"`
+	ListStreaming     string `json:"listStreaming"`
+	RuntimeConditions []struct {
+		Type     string `json:"type"`
+		Status   bool   `json:"status"`
+		Required bool   `json:"required"`
+	} `json:"runtimeConditions"`
 	Sandboxes  int      `json:"sandboxes"`
 	Containers int      `json:"containers"`
 	PLEG       plegJSON `json:"pleg"`

@@ -35,6 +35,21 @@ func healthyRunDuration(t *testing.T) time.Duration {
 	return d
 }
 
+// healthyRunPods is HANGWATCH_E2E_PODS, 100 by default (hack/e2e.sh's
+// matrix runs fewer).
+func healthyRunPods(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv("HANGWATCH_E2E_PODS")
+	if v == "" {
+		return 100
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("HANGWATCH_E2E_PODS=%q: want a count of pods", v)
+	}
+	return n
+}
+
 // TestStaticPodHealthyNodeRaisesNothing runs 100 pods on the node, creates
 // and deletes pods continuously under CPU load, and checks hangwatch (the
 // static pod) raises no condition; it measures hangwatch's footprint: RSS,
@@ -43,7 +58,7 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 	d := healthyRunDuration(t)
 	n := startStaticPodNode(t)
 	n.waitHealthy(t)
-	const pods = 100
+	pods := healthyRunPods(t)
 	for i := 0; i < pods; i++ {
 		if err := n.k.StaticPod("steady-" + strconv.Itoa(i)); err != nil {
 			t.Fatal(err)

@@ -76,7 +76,10 @@ func longScenarios(t *testing.T) {
 
 func TestStaticPodListPodSandboxHang(t *testing.T) {
 	plegPathScenario(t, "list_pod_sandbox", func(n staticPodNode) func() {
-		return n.proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
+		// A kubelet with CRIListStreaming lists with the stream: hold both.
+		unary := n.proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
+		stream := n.proxy.Inject(criproxy.Fault{Method: "StreamPodSandboxes"})
+		return func() { unary(); stream() }
 	})
 }
 

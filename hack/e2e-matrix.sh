@@ -1,0 +1,61 @@
+# Sourced by hack/e2e.sh --matrix: one short end-to-end run per
+# kubelet/containerd pair of E2E_MATRIX, one row each in BENCHMARKS.md.
+
+# matrix_row KUBELET CONTAINERD GATES HEALTHY runs the pair's scenarios
+# into its log and prints its table row.
+matrix_row() {
+  local k=$1 c=$2 gates=$3 healthy=$4 rc=0
+  ensure_kubelet "$k"
+  CONTAINERD_VERSION=$c ensure_containerd
+  local log="$HANGWATCH_CACHE/e2e-matrix-$k-$c${gates:+-${gates//[=,]/-}}.log"
+  log "matrix: kubelet $k, containerd $c${gates:+, gates $gates}: log $log"
+  HANGWATCH_KUBELET_BIN="$HANGWATCH_CACHE/kube-$k/kubelet" HANGWATCH_KUBELET_FEATURE_GATES="$gates" \
+    HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy HANGWATCH_E2E_PODS=30 \
+    go test -count 1 -timeout 40m -v -run 'TestStaticPodBeatsNotReady$|TestStaticPodListPodSandboxHang$|TestStaticPodHealthyNodeRaisesNothing$' \
+    ./test/integration/ >"$log" 2>&1 || rc=$?
+  m() { grep -o "MEASURE $1 [0-9.]*" "$log" | tail -1 | awk '{print $3}'; }
+  s() { local v; v=$(m "$1"); [ -n "$v" ] && printf '%.1f s' "$v" || echo "-"; }
+  local frozen lps healthy
+  frozen="RuntimeHung $(s e2e_runtime_hung_on_node_after_freeze), Ready=False $(s e2e_kubelet_ready_false_after_freeze): **$(s e2e_lead_runtime_hung_before_not_ready)**"
+  lps="PLEGUnhealthy $(s e2e_pleg_unhealthy_after_list_pod_sandbox_hang), "
+  if [ -n "$(m e2e_kubelet_ready_false_after_list_pod_sandbox_hang)" ]; then
+    lps+="Ready=False $(s e2e_kubelet_ready_false_after_list_pod_sandbox_hang): **$(s e2e_lead_pleg_unhealthy_before_not_ready_list_pod_sandbox)**"
+  else
+    lps+="kubelet stayed Ready"
+  fi
+  if grep -q -- '--- PASS: TestStaticPodHealthyNodeRaisesNothing' "$log"; then
+    healthy="none ($(grep -o 'healthy run: [0-9]* steady pods, [0-9]* churn pods created' "$log" | tail -1 | sed 's/healthy run: //'))"
+  else
+    healthy="FAILED: $(grep -m1 -o 'a healthy node got .*' "$log" | cut -c1-160)"
+  fi
+  local fails; fails=$(grep -o -- '--- FAIL: [A-Za-z/_]*' "$log" | sed 's/--- FAIL: //' | tr '\n' ' ')
+  echo "| $k | $c | ${gates:--} | $frozen | $lps | $healthy | ${fails:-all passed} |"
+  return 0
+}
+
+# run_matrix HEALTHY runs every row and writes the table.
+run_matrix() {
+  local healthy=$1 rows="" k c gates
+  while read -r k c gates; do
+    [ -n "$k" ] || continue
+    rows+="$(matrix_row "$k" "$c" "$gates" "$healthy")"$'\n'
+  done <<<"$E2E_MATRIX"
+  local table
+  table=$(cat <<TABLE
+<!-- e2e-matrix:begin (written by hack/e2e.sh --matrix) -->
+Machine: $(machine_text); control plane $KUBE_VERSION. Command: \`./hack/e2e.sh --matrix $healthy\` (last run $(date -u +%Y-%m-%d)); each row's log is \`\$HANGWATCH_CACHE/e2e-matrix-<kubelet>-<containerd>[-<gates>].log\`.
+
+| kubelet | containerd | kubelet feature gates | containerd frozen: hangwatch, kubelet, **lead** | ListPodSandbox hangs: hangwatch, kubelet, **lead** | conditions raised in the healthy run ($healthy, 30 pods) | tests |
+| --- | --- | --- | --- | --- | --- | --- |
+${rows%$'\n'}
+<!-- e2e-matrix:end -->
+TABLE
+)
+  if grep -q '<!-- e2e-matrix:begin' BENCHMARKS.md; then
+    awk -v t="$table" '/<!-- e2e-matrix:begin/{print t; skip=1} /<!-- e2e-matrix:end -->/{skip=0; next} !skip' BENCHMARKS.md > BENCHMARKS.md.tmp
+  else
+    { cat BENCHMARKS.md; printf '\n## End to end on each supported kubelet and containerd\n\n%s\n' "$table"; } > BENCHMARKS.md.tmp
+  fi
+  mv BENCHMARKS.md.tmp BENCHMARKS.md
+  log "BENCHMARKS.md updated with $(grep -c '^| v1' <<<"$rows") rows"
+}
