@@ -58,7 +58,7 @@ func (s *streamSupport) state() Streaming {
 // streamTally is what a stream has delivered so far; it is read while the
 // stream may still be receiving, so every field is atomic.
 type streamTally struct {
-	start    time.Time
+	start    time.Time // set by begin, in the receiving goroutine
 	clk      clock.PassiveClock
 	first    atomic.Int64 // nanoseconds from start to the first message, 0 before it
 	messages atomic.Int64
@@ -66,8 +66,12 @@ type streamTally struct {
 }
 
 func newStreamTally(clk clock.PassiveClock) *streamTally {
-	return &streamTally{start: clk.Now(), clk: clk}
+	return &streamTally{clk: clk}
 }
+
+// begin marks the stream's send; the first message is timed from here, so
+// it is never later than the call's own end.
+func (t *streamTally) begin() { t.start = t.clk.Now() }
 
 func (t *streamTally) saw(m proto.Message) {
 	if t.messages.Add(1) == 1 {
@@ -111,6 +115,7 @@ func receiveAll[T any, PT interface {
 
 // streamSandboxes lists sandboxes with StreamPodSandboxes.
 func streamSandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient, filter *runtimeapi.PodSandboxFilter, tally *streamTally) ([]*runtimeapi.PodSandbox, error) {
+	tally.begin()
 	stream, err := rt.StreamPodSandboxes(ctx, &runtimeapi.StreamPodSandboxesRequest{Filter: filter})
 	if err != nil {
 		return nil, err
@@ -122,6 +127,7 @@ func streamSandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient, fi
 
 // streamContainers lists containers with StreamContainers.
 func streamContainers(ctx context.Context, rt runtimeapi.RuntimeServiceClient, filter *runtimeapi.ContainerFilter, tally *streamTally) ([]*runtimeapi.Container, error) {
+	tally.begin()
 	stream, err := rt.StreamContainers(ctx, &runtimeapi.StreamContainersRequest{Filter: filter})
 	if err != nil {
 		return nil, err
