@@ -19,6 +19,13 @@ type Stats struct {
 	// RelistP99Source says where RelistP99 came from: "window",
 	// "since-start" or "summary".
 	RelistP99Source string
+	// PodRelists and PodRelistP99 are the per-pod relists of the span
+	// (kubelet_pleg_pod_relist_duration_seconds, 1.36 on): how long reading
+	// one changed pod's status took, the part of a relist one stuck pod
+	// makes slow.
+	PodRelists      float64
+	PodRelistP99    Quantile
+	HasPodRelistP99 bool
 	// Operations are runtime calls and errors in the span by operation_type.
 	Operations map[string]OperationStats
 	// Latest are the relists between the previous scrape and this one:
@@ -97,6 +104,16 @@ func Compare(base, cur *Snapshot, span time.Duration) Stats {
 		if q, ok := cur.Relist.Quantiles[0.99]; ok {
 			st.RelistP99, st.HasRelistP99, st.RelistP99Source = Quantile{Seconds: q}, true, "summary"
 		}
+	}
+	if cur.PodRelist.Histogram != nil {
+		var basePod *Histogram
+		if base != nil {
+			basePod = base.PodRelist.Histogram
+		}
+		delta, reset := cur.PodRelist.Histogram.Sub(basePod)
+		st.Reset = st.Reset || reset
+		st.PodRelists = delta.total()
+		st.PodRelistP99, st.HasPodRelistP99 = delta.Quantile(0.99)
 	}
 	for name, op := range cur.Operations {
 		os := OperationStats{Calls: op.Total, Errors: op.Errors}

@@ -137,3 +137,19 @@ func FuzzParse(f *testing.F) {
 		_ = EventedFromMetrics(s)
 	})
 }
+
+// TestPodRelistStatsFrom136: a 1.36+ kubelet's per-pod relist histogram is
+// read into the window's stats, since start and as deltas.
+func TestPodRelistStatsFrom136(t *testing.T) {
+	s := parseFile(t, "testdata/kubelet-1.36-derived.prom")
+	st := Compare(nil, s, 0)
+	if !st.HasPodRelistP99 || st.PodRelists != s.PodRelist.Count || st.PodRelistP99.Seconds <= 0 {
+		t.Fatalf("since start: %+v, want the per-pod relists of the histogram", st)
+	}
+	if st := Compare(s, s, time.Minute); st.PodRelists != 0 || st.HasPodRelistP99 {
+		t.Fatalf("no new relists: %+v, want none", st)
+	}
+	if st := Compare(nil, parseFile(t, "testdata/kubelet-1.34-healthy.prom"), 0); st.HasPodRelistP99 {
+		t.Fatal("a 1.34 kubelet has no per-pod relist histogram")
+	}
+}

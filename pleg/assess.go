@@ -105,6 +105,8 @@ type Assessment struct {
 	LastSeenAgeSeconds          *float64 `json:"lastSeenAgeSeconds"`
 	RelistP99Seconds            *float64 `json:"relistP99Seconds"`
 	RelistP99AboveLargestBucket bool     `json:"relistP99AboveLargestBucket,omitempty"`
+	PodRelistP99Seconds         *float64 `json:"podRelistP99Seconds,omitempty"`
+	KubeletVersion              string   `json:"kubeletVersion,omitempty"`
 	EmulatedRelistSeconds       *float64 `json:"emulatedRelistSeconds"`
 	EmulationInFlight           bool     `json:"emulationInFlight,omitempty"`
 	ScrapeError                 string   `json:"scrapeError,omitempty"`

@@ -14,7 +14,8 @@ func (a Assessment) Observation() map[string]any {
 		"emulationInFlight": a.EmulationInFlight, "eventedPLEG": a.EventedPLEG, "scrapeError": a.ScrapeError,
 	}
 	for k, v := range map[string]*float64{"lastSeenAgeSeconds": a.LastSeenAgeSeconds, "relistP99Seconds": a.RelistP99Seconds,
-		"emulatedRelistSeconds": a.EmulatedRelistSeconds, "scrapeFailingSeconds": a.ScrapeFailingSeconds} {
+		"emulatedRelistSeconds": a.EmulatedRelistSeconds, "scrapeFailingSeconds": a.ScrapeFailingSeconds,
+		"podRelistP99Seconds": a.PodRelistP99Seconds} {
 		if v != nil {
 			obs[k] = *v
 		}

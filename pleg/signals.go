@@ -32,6 +32,7 @@ func assessMetrics(cfg Config, a *Assessment, in Inputs) (int, []finding) {
 		return 0, nil
 	}
 	a.Signals = append(a.Signals, Signal{signalScrape, stateOK, "kubelet /metrics answered"})
+	a.KubeletVersion = m.Snapshot.Build.GitVersion
 	usable, found := 0, []finding(nil)
 	if f, ok, n := lastSeenSignal(cfg, a, in); n {
 		usable++
@@ -92,6 +93,11 @@ func relistDurationSignal(cfg Config, a *Assessment, m MetricsState) (f finding,
 		above = " or more"
 	}
 	detail := fmt.Sprintf("relist p99 %.3gs%s over %s (%s)", p99, above, windowText(st), m.Snapshot.Relist.Source)
+	if st.HasPodRelistP99 && st.PodRelists > 0 {
+		pod := st.PodRelistP99.Seconds
+		a.PodRelistP99Seconds = &pod
+		detail += fmt.Sprintf("; one pod's relist p99 %.3gs over %.0f (kubelet_pleg_pod_relist_duration_seconds)", pod, st.PodRelists)
+	}
 	if st.RelistP99Source == "since-start" {
 		a.Signals = append(a.Signals, Signal{signalRelist, stateInformational, detail + "; judged once two scrapes make a window"})
 		return f, false, false
