@@ -25,6 +25,9 @@ type goldenView struct {
 	EventedPresent bool              `json:"eventedMetricsPresent"`
 	EventedOn      bool              `json:"eventedOn"`
 	EventedKnown   bool              `json:"eventedKnown"`
+	KubeletVersion string            `json:"kubeletVersion,omitempty"`
+	Gates          map[string]bool   `json:"gates,omitempty"`
+	LastSeenTrust  bool              `json:"lastSeenTrusted"`
 	Operations     map[string]opView `json:"operations"`
 }
 
@@ -79,6 +82,7 @@ func view(s *Snapshot) goldenView {
 	}
 	ev := EventedFromMetrics(s)
 	v.EventedOn, v.EventedKnown = ev.On, ev.Known
+	v.KubeletVersion, v.Gates, v.LastSeenTrust = s.Build.GitVersion, s.Gates, LastSeenTrusted(ev, s.Build)
 	for name, op := range s.Operations {
 		v.Operations[name] = opView{Total: op.Total, Errors: op.Errors, DurationSource: op.Duration.Source, DurationCount: op.Duration.Count}
 	}
@@ -115,7 +119,7 @@ func TestGoldenPerGeneration(t *testing.T) {
 			}
 		})
 	}
-	for _, g := range []Generation{GenMicroseconds, GenTransition, GenLastSeen, GenWideBuckets, GenEvented, GenPodRelist} {
+	for _, g := range []Generation{GenMicroseconds, GenTransition, GenLastSeen, GenWideBuckets, GenEvented, GenPodRelist, GenEventedHints} {
 		if !seen[g] {
 			t.Errorf("no fixture of generation %s", g)
 		}

@@ -124,6 +124,8 @@ type plegJSON struct {
 	LastSeenAgeSeconds    *float64 `json:"lastSeenAgeSeconds"`
 	RelistP99Seconds      *float64 `json:"relistP99Seconds"`
 	EmulatedRelistSeconds *float64 `json:"emulatedRelistSeconds"`
+	EventedPLEG           bool     `json:"eventedPLEG"`
+	KubeletVersion        string   `json:"kubeletVersion"`
 	Signals               []struct {
 		Name, State, Detail string
 	} `json:"signals"`
