@@ -33,14 +33,21 @@ matrix_row() {
   return 0
 }
 
-# run_matrix HEALTHY runs every row and writes the table.
+# run_matrix HEALTHY runs every row, writing the table after each one, so
+# an interrupted matrix still leaves the rows it finished.
 run_matrix() {
   local healthy=$1 rows="" k c gates
   while read -r k c gates; do
     [ -n "$k" ] || continue
     rows+="$(matrix_row "$k" "$c" "$gates" "$healthy")"$'\n'
+    write_matrix "$healthy" "$rows"
   done <<<"$E2E_MATRIX"
-  local table
+}
+
+# write_matrix HEALTHY ROWS puts the table between the matrix markers of
+# BENCHMARKS.md.
+write_matrix() {
+  local healthy=$1 rows=$2 table
   table=$(cat <<TABLE
 <!-- e2e-matrix:begin (written by hack/e2e.sh --matrix) -->
 Machine: $(machine_text); control plane $KUBE_VERSION. Command: \`./hack/e2e.sh --matrix $healthy\` (last run $(date -u +%Y-%m-%d)); each row's log is \`\$HANGWATCH_CACHE/e2e-matrix-<kubelet>-<containerd>[-<gates>].log\`.
@@ -57,5 +64,5 @@ TABLE
     { cat BENCHMARKS.md; printf '\n## End to end on each supported kubelet and containerd\n\n%s\n' "$table"; } > BENCHMARKS.md.tmp
   fi
   mv BENCHMARKS.md.tmp BENCHMARKS.md
-  log "BENCHMARKS.md updated with $(grep -c '^| v1' <<<"$rows") rows"
+  log "BENCHMARKS.md: $(grep -c '^| v1' <<<"$rows") matrix rows written"
 }

@@ -22,11 +22,11 @@ need_root "hack/e2e.sh starts containerd and a kubelet"
 # KUBELET CONTAINERD [GATES] rows; GATES are the kubelet's --feature-gates.
 E2E_MATRIX=${E2E_MATRIX:-"v1.37.2 v2.3.7
 v1.37.2 v2.4.2 CRIListStreaming=true
-v1.37.2 v2.2.9
 v1.37.2 v2.4.2 EventedPLEG=true
-v1.36.3 v2.3.7
 v1.36.3 v2.2.9 EventedPLEG=true
-v1.35.4 v2.1.9"}
+v1.36.3 v2.3.7
+v1.35.4 v2.1.9
+v1.37.2 v2.2.9"}
 ensure_packages
 ensure_go
 ensure_kube_binaries
