@@ -108,8 +108,9 @@ type fixedCall struct {
 }
 
 // fixedCalls runs the calls made once per cycle, all at once, so a frozen
-// runtime costs the caller one timeout, not five. The list streams join
-// them unless the runtime said it does not implement them.
+// runtime costs the caller one timeout, not one per call. The list
+// streams join them unless the runtime said it does not implement them or
+// the kubelet does not use them.
 func (p *Prober) fixedCalls(ctx context.Context) []CallResult {
 	calls := []fixedCall{
 		{method: MethodVersion, call: func(ctx context.Context) (proto.Message, error) {
@@ -128,7 +129,7 @@ func (p *Prober) fixedCalls(ctx context.Context) []CallResult {
 			return p.image.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 		}},
 	}
-	if p.streams.usable() {
+	if p.streams.usable() && !p.skipStreams.Load() {
 		calls = append(calls, p.streamCalls()...)
 	}
 	results := make([]CallResult, len(calls))

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -66,6 +67,9 @@ type Prober struct {
 	cycles      int
 	streams     streamSupport
 	lastVersion string
+	// skipStreams: the kubelet does not list with the streams, so they are
+	// not probed (ProbeStreams). By default they are, when implemented.
+	skipStreams atomic.Bool
 }
 
 // NewProber returns a prober over the given clients; observer may be nil.
@@ -82,6 +86,11 @@ func NewProber(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceCl
 	return &Prober{runtime: rt, image: img, cfg: cfg, clock: clk, observer: observer,
 		inflight: newInflightTracker(clk), sandboxes: newSampler(), containers: newSampler()}
 }
+
+// ProbeStreams says whether cycles time the list streams (when the runtime
+// implements them): the daemon follows the kubelet's CRIListStreaming gate,
+// so it adds no calls the kubelet does not make. On by default.
+func (p *Prober) ProbeStreams(on bool) { p.skipStreams.Store(!on) }
 
 // RedialWith has each cycle first call redial (a Conn's RedialIfReplaced),
 // so a runtime that restarted is dialed again at once. Call before Run.

@@ -93,3 +93,20 @@ func TestStreamsAreAskedAgainAfterAnUpgrade(t *testing.T) {
 		t.Fatalf("after a socket replacement (downgrade) streaming is %s, want unimplemented", c.Streaming)
 	}
 }
+
+// TestStreamsNotProbedWhenTheKubeletDoesNotUseThem: with the kubelet's
+// CRIListStreaming off, the daemon adds no stream calls.
+func TestStreamsNotProbedWhenTheKubeletDoesNotUseThem(t *testing.T) {
+	f := newFakeRuntime(1, 1)
+	f.streams = true
+	p, _, _ := newTestProber(f, testConfig())
+	p.ProbeStreams(false)
+	p.Cycle(context.Background())
+	if n := f.count(MethodStreamPodSandboxes); n != 0 {
+		t.Fatalf("StreamPodSandboxes sent %d times with the kubelet's gate off", n)
+	}
+	p.ProbeStreams(true)
+	if c := p.Cycle(context.Background()); c.Streaming != StreamingImplemented {
+		t.Fatalf("gate on: streaming %s, want implemented", c.Streaming)
+	}
+}

@@ -24,7 +24,11 @@ type Options struct {
 	Relister *cri.Relister
 	// OnAssessment receives every new assessment.
 	OnAssessment func(Assessment)
-	Metrics      *Metrics
+	// OnListStreaming, if set, receives the kubelet's CRIListStreaming gate
+	// after each scrape that tells it (the Relister gets it too): whether
+	// the kubelet lists with the CRI streams.
+	OnListStreaming func(on bool)
+	Metrics         *Metrics
 }
 
 // configzEvery is how often /configz is asked for the Evented PLEG gate.
@@ -121,11 +125,22 @@ func (m *Monitor) ScrapeOnce(ctx context.Context) {
 		m.metrics.Evented = m.eventedLocked(snap)
 	}
 	m.mu.Unlock()
-	if on, known := snap.ListStreaming(); err == nil && known && m.o.Relister != nil {
-		m.o.Relister.SetListStreaming(on) // list as the kubelet lists
+	if on, known := snap.ListStreaming(); err == nil && known {
+		m.tellListStreaming(on)
 	}
 	m.o.Metrics.observeScrape(err)
 	m.publish()
+}
+
+// tellListStreaming hands the kubelet's CRIListStreaming gate on, so the
+// relist and the probes list as the kubelet lists.
+func (m *Monitor) tellListStreaming(on bool) {
+	if m.o.Relister != nil {
+		m.o.Relister.SetListStreaming(on)
+	}
+	if m.o.OnListStreaming != nil {
+		m.o.OnListStreaming(on)
+	}
 }
 
 // refreshConfigz asks /configz for the Evented PLEG gate now and then; a

@@ -43,7 +43,9 @@ func (d *daemon) newPLEGWatch() (*plegWatch, error) {
 				klog.InfoS("PLEG assessment", "verdict", a.Verdict, "reason", a.Reason, "message", a.Message)
 			}
 			d.engine.Observe("pleg", a.Observation())
-		}}, d.clk)
+		},
+		// probe the list streams only if the kubelet uses them
+		OnListStreaming: func(on bool) { d.prober.ProbeStreams(on) }}, d.clk)
 	klog.InfoS("Watching PLEG health", "kubeletMetrics", f.kubelet.opts.URL, "emulation", rel != nil)
 	return w, nil
 }
