@@ -32,7 +32,7 @@ func NewMetrics(reg metrics.KubeRegistry, inflight func() map[string]time.Durati
 		}, []string{"method"}),
 		probes: metrics.NewCounterVec(&metrics.CounterOpts{
 			Name: "hangwatch_cri_probes_total", StabilityLevel: metrics.ALPHA,
-			Help: "Probed CRI calls by method and result (ok, slow, timeout, unreachable, too_large, error, canceled); a call still in flight counts as timeout each cycle it is seen.",
+			Help: "Probed CRI calls by method and result (ok, slow, timeout, unreachable, too_large, error, canceled, unimplemented); a call still in flight counts as timeout each cycle it is seen.",
 		}, []string{"method", "result"}),
 		lastSuccess: metrics.NewGaugeVec(&metrics.GaugeOpts{
 			Name: "hangwatch_cri_last_success_timestamp_seconds", StabilityLevel: metrics.ALPHA,
