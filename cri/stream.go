@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,11 @@ const (
 	MethodStreamPodSandboxes = "StreamPodSandboxes"
 	MethodStreamContainers   = "StreamContainers"
 )
+
+// MaxStreamBytes bounds what one list stream may deliver in all, four
+// times the unary lists' 16 MiB limit: a runtime that streams without end
+// fails the call instead of filling hangwatch's memory.
+const MaxStreamBytes = 4 * MaxMessageSize
 
 // streamSupport is whether the runtime implements the list streams:
 // unknown until a stream answers, and no once one says Unimplemented (the
@@ -63,6 +69,7 @@ type streamTally struct {
 	first    atomic.Int64 // nanoseconds from start to the first message, 0 before it
 	messages atomic.Int64
 	largest  atomic.Int64 // bytes of the largest message
+	total    int64        // bytes so far; only the receiving goroutine uses it
 }
 
 func newStreamTally(clk clock.PassiveClock) *streamTally {
@@ -73,13 +80,19 @@ func newStreamTally(clk clock.PassiveClock) *streamTally {
 // it is never later than the call's own end.
 func (t *streamTally) begin() { t.start = t.clk.Now() }
 
-func (t *streamTally) saw(m proto.Message) {
+// saw counts one message; past MaxStreamBytes in all it is an error.
+func (t *streamTally) saw(m proto.Message) error {
 	if t.messages.Add(1) == 1 {
 		t.first.Store(max(int64(t.clk.Since(t.start)), 1))
 	}
-	if n := int64(proto.Size(m)); n > t.largest.Load() {
+	n := int64(proto.Size(m))
+	if n > t.largest.Load() {
 		t.largest.Store(n)
 	}
+	if t.total += n; t.total > MaxStreamBytes {
+		return fmt.Errorf("list stream over %d bytes after %d messages: not read further", MaxStreamBytes, t.messages.Load())
+	}
+	return nil
 }
 
 // fill copies what the stream delivered so far into r; a nil tally (a
@@ -108,7 +121,9 @@ func receiveAll[T any, PT interface {
 		if err != nil {
 			return err
 		}
-		tally.saw(PT(m))
+		if err := tally.saw(PT(m)); err != nil {
+			return err
+		}
 		each(PT(m))
 	}
 }

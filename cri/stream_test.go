@@ -2,7 +2,11 @@ package cri
 
 import (
 	"context"
+	"strings"
 	"testing"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 )
 
 // TestUnimplementedStreamsAreAskedOnce: on a runtime without the list
@@ -108,5 +112,22 @@ func TestStreamsNotProbedWhenTheKubeletDoesNotUseThem(t *testing.T) {
 	p.ProbeStreams(true)
 	if c := p.Cycle(context.Background()); c.Streaming != StreamingImplemented {
 		t.Fatalf("gate on: streaming %s, want implemented", c.Streaming)
+	}
+}
+
+// TestAnEndlessStreamIsBounded: a stream past MaxStreamBytes fails the
+// call instead of growing without end.
+func TestAnEndlessStreamIsBounded(t *testing.T) {
+	big := &runtimeapi.StreamContainersResponse{Containers: []*runtimeapi.Container{{Id: strings.Repeat("x", 1<<20)}}}
+	s := &fakeStream[runtimeapi.StreamContainersResponse]{}
+	for i := 0; i < MaxStreamBytes>>20+2; i++ {
+		s.msgs = append(s.msgs, big)
+	}
+	tally := newStreamTally(clock.RealClock{})
+	tally.begin()
+	n := 0
+	err := receiveAll(s, tally, func(*runtimeapi.StreamContainersResponse) { n++ })
+	if err == nil || !strings.Contains(err.Error(), "list stream over") || n > MaxStreamBytes>>20 {
+		t.Fatalf("err %v after %d messages, want the bound", err, n)
 	}
 }
