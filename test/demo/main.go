@@ -30,8 +30,13 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	fmt.Printf("demo pid %d: starting containerd (from the machine's packages) in a temp dir ...\n", os.Getpid())
-	c, err := harness.StartContainerd(ctx)
+	bins, err := harness.ContainerdBinaries()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 1
+	}
+	fmt.Printf("demo pid %d: starting containerd %s in a temp dir ...\n", os.Getpid(), bins.Version)
+	c, err := harness.StartContainerdFrom(ctx, bins)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
