@@ -43,6 +43,7 @@ if [ $# -ge 2 ] && [[ "$1" == v1.* ]]; then
   shift 2
 fi
 ensure_containerd
+ensure_upgrade_containerd
 kubelet_version=$("${HANGWATCH_KUBELET_BIN:-$HANGWATCH_KUBE_BIN/kubelet}" --version | awk '{print $2}')
 healthy=${1:-10m}
 log=$HANGWATCH_CACHE/e2e.log
@@ -80,6 +81,9 @@ Machine: $machine. Command: \`./hack/e2e.sh $kubelet_version $CONTAINERD_VERSION
 | PodSandboxStatus of one sandbox hangs (proxy) | PLEGUnhealthy after $(s e2e_pleg_unhealthy_after_pod_sandbox_status_hang) | $(notready pod_sandbox_status) | $(lead pod_sandbox_status) |
 | kubelet frozen (SIGSTOP) | KubeletUnresponsive after $(s e2e_kubelet_unresponsive_after_kubelet_freeze) | Unknown after $(s e2e_node_unknown_after_kubelet_freeze) | $(s e2e_lead_kubelet_unresponsive_before_unknown) |
 | hung-task line for containerd in /dev/kmsg | KernelDeadlock after $(s e2e_kernel_deadlock_on_node_after_kmsg_line) | (none) | |
+| containerd stopped (SIGTERM), down 10 s, started | RuntimeUnreachable after $(s e2e_restart_graceful_stop_10s_down_unreachable_after_stop); False $(s e2e_restart_graceful_stop_10s_down_false_after_socket_answers) after its socket answered | | |
+| containerd killed (SIGKILL), down 20 s, started | RuntimeUnreachable after $(s e2e_restart_sigkill_20s_down_unreachable_after_stop); False $(s e2e_restart_sigkill_20s_down_false_after_socket_answers) after its socket answered | | |
+| containerd upgraded in place ($CONTAINERD_VERSION to $CONTAINERD_UPGRADE_VERSION) | RuntimeUnreachable after $(s e2e_restart_upgrade_in_place_unreachable_after_stop); False $(s e2e_restart_upgrade_in_place_false_after_socket_answers) after its socket answered | | |
 
 Healthy run ($healthy, 100 pods, a pod created and one deleted every 3 s, half the cores
 busy): $(grep -o 'healthy run: .*' "$log" | tail -1 | sed 's/^healthy run: //'); the kubelet's last relist was at most $(m e2e_healthy_max_pleg_last_seen_age_seconds) s old. hangwatch's footprint: RSS
