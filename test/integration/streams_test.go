@@ -2,9 +2,11 @@ package integration
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
@@ -54,5 +56,47 @@ func TestDiagOnEachContainerd2(t *testing.T) {
 		if want := map[string]int{"implemented": 2, "unimplemented": 0}[tc.streaming]; streams != want {
 			t.Errorf("containerd %s: %d stream rows, want %d", r.Runtime.Version, streams, want)
 		}
+	}
+}
+
+// TestKubeletListsWithStreamsWhenGated checks the premise of the list
+// stream probes against the real parts: kubelet v1.37 with its
+// CRIListStreaming gate on, on containerd 2.4, lists pods with
+// StreamPodSandboxes and not ListPodSandbox (the fault proxy holds both
+// and counts which one the kubelet sent).
+func TestKubeletListsWithStreamsWhenGated(t *testing.T) {
+	up, err := harness.UpgradeContainerdBinaries()
+	if err != nil {
+		t.Skip(err)
+	}
+	cp := controlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, err := harness.StartContainerdFrom(ctx, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	proxy, err := criproxy.Start(filepath.Join(c.Dir, "kubelet-cri-proxy.sock"), c.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Stop)
+	k, err := harness.StartKubeletWithGates(ctx, cp, c, proxy.Endpoint, uniqueNode("streams"), "CRIListStreaming=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	unary := proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
+	stream := proxy.Inject(criproxy.Fault{Method: "StreamPodSandboxes"})
+	waitCond(t, time.Minute, "the kubelet's relist to list pods", func() bool {
+		return proxy.Held("StreamPodSandboxes")+proxy.Held("ListPodSandbox") > 0
+	})
+	streams, lists := proxy.Held("StreamPodSandboxes"), proxy.Held("ListPodSandbox")
+	unary()
+	stream()
+	t.Logf("kubelet %s with CRIListStreaming on containerd %s: %d StreamPodSandboxes, %d ListPodSandbox", harness.KubeVersion, up.Version, streams, lists)
+	if streams == 0 || lists != 0 {
+		t.Errorf("the kubelet sent %d StreamPodSandboxes and %d ListPodSandbox; want the stream only", streams, lists)
 	}
 }
