@@ -9,7 +9,7 @@ ensure_packages
 ensure_go
 ensure_containerd
 ensure_kube_binaries
-echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), containerd $(containerd --version | awk '{print $3}')"
+echo "machine: $(machine_text), containerd $CONTAINERD_VERSION, Kubernetes $KUBE_VERSION"
 echo
 echo "\$ go test -run '^\$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/"
 go test -run '^$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/
