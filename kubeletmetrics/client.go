@@ -61,6 +61,25 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// ForNode returns o with the node's name as the server name to verify,
+// when a CA is given for a loopback URL and no name is: the kubelet's
+// self-signed serving certificate names the node (its hostname), never
+// 127.0.0.1.
+func (o Options) ForNode(node string) Options {
+	u, err := url.Parse(o.URL)
+	if err == nil && u.Scheme == "https" && o.CAFile != "" && o.ServerName == "" && isLoopback(u.Hostname()) {
+		o.ServerName = node
+	}
+	return o
+}
+
+// SkipsVerification tells whether the kubelet's serving certificate goes
+// unverified, which the caller should warn about.
+func (o Options) SkipsVerification() bool {
+	u, err := url.Parse(o.URL)
+	return err == nil && u.Scheme == "https" && o.InsecureSkipVerify
+}
+
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true

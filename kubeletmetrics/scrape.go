@@ -69,8 +69,13 @@ func NewScraper(o Options) (*Scraper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Scraper{opts: o, client: &http.Client{Transport: rt}}, nil
+	return &Scraper{opts: o, client: &http.Client{Transport: rt, CheckRedirect: refuseRedirect}}, nil
 }
+
+// refuseRedirect keeps a redirect's answer as the answer: the kubelet
+// never redirects /metrics, and following one would send the bearer token
+// or client certificate to wherever it points.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // URL is the metrics URL scraped.
 func (s *Scraper) URL() string { return s.opts.URL }

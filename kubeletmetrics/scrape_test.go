@@ -2,6 +2,7 @@ package kubeletmetrics
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -135,5 +136,47 @@ func TestEventedFromConfigz(t *testing.T) {
 	}
 	if ev := EventedFromMetrics(parseFile(t, "testdata/kubelet-1.34-healthy.prom")); ev.On || !ev.Known {
 		t.Errorf("healthy 1.34: %+v, want known off", ev)
+	}
+}
+
+// A redirect is the answer, never followed: following it would hand the
+// token to wherever it points.
+func TestScrapeRefusesRedirects(t *testing.T) {
+	var followed bool
+	elsewhere := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		followed = true
+		_, _ = w.Write([]byte("kubelet_pleg_last_seen_seconds 1\n"))
+	})
+	redirect := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/metrics", http.StatusFound)
+	})
+	kind, err := scrapeKind(t, Options{URL: redirect.URL + "/metrics", Timeout: time.Second})
+	if kind != KindHTTP || !strings.Contains(fmt.Sprint(err), "302") {
+		t.Errorf("a redirect: %s %v; want http_error naming 302", kind, err)
+	}
+	if followed {
+		t.Error("the redirect was followed")
+	}
+}
+
+func TestForNodeNamesTheNodeForALoopbackCA(t *testing.T) {
+	cases := []struct {
+		o    Options
+		want string
+	}{
+		{Options{URL: "https://127.0.0.1:10250/metrics", CAFile: "ca.crt"}, "node-a"},
+		{Options{URL: "https://localhost:10250/metrics", CAFile: "ca.crt"}, "node-a"},
+		{Options{URL: "https://127.0.0.1:10250/metrics", CAFile: "ca.crt", ServerName: "given"}, "given"},
+		{Options{URL: "https://10.0.0.5:10250/metrics", CAFile: "ca.crt"}, ""},
+		{Options{URL: "https://127.0.0.1:10250/metrics"}, ""},
+		{Options{URL: "http://127.0.0.1:10255/metrics", CAFile: "ca.crt"}, ""},
+	}
+	for _, c := range cases {
+		if got := c.o.ForNode("node-a").ServerName; got != c.want {
+			t.Errorf("%+v: server name %q, want %q", c.o, got, c.want)
+		}
+	}
+	if !(Options{URL: "https://127.0.0.1:10250/metrics", InsecureSkipVerify: true}).SkipsVerification() {
+		t.Error("insecure https not reported as skipping verification")
 	}
 }

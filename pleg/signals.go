@@ -201,7 +201,7 @@ func scrapeDiagnosis(kind kubeletmetrics.ErrorKind, err error) string {
 	case kubeletmetrics.KindParse:
 		return "the kubelet's answer is not Prometheus text: " + err.Error()
 	case kubeletmetrics.KindTLS:
-		return "the kubelet's serving certificate did not verify: give --kubelet-ca-file, and --kubelet-tls-server-name when the certificate names the node rather than the URL's host (a self-signed kubelet certificate has no IP SANs): " + err.Error()
+		return "the kubelet's serving certificate did not verify: give --kubelet-ca-file, and --kubelet-tls-server-name (or the right --node-name for a loopback URL) when the certificate names another host than the URL's (a self-signed kubelet certificate names its node and has no IP SANs): " + err.Error()
 	}
 	return err.Error()
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/pleg"
 )
 
@@ -40,7 +41,11 @@ type plegDiag struct {
 // judged stalled, as a hung call is judged Hung after it.
 func (o *diagOptions) startPLEG(ctx context.Context, conn *cri.Conn, timeout time.Duration) *plegDiag {
 	pd := &plegDiag{url: o.kubelet.opts.URL}
-	sc, err := o.kubelet.scraper()
+	node, err := o.api.node()
+	var sc *kubeletmetrics.Scraper
+	if err == nil {
+		sc, err = o.kubelet.scraper(node)
+	}
 	if err != nil {
 		pd.err = err
 		return pd

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
@@ -20,8 +21,8 @@ func (f *kubeletMetricsFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opts.TokenFile, "kubelet-token-file", "", "bearer token file for the kubelet (re-read as it rotates); the identity needs get on nodes/metrics")
 	fs.StringVar(&f.opts.Kubeconfig, "kubelet-kubeconfig", "", "kubeconfig whose client certificate (or token) authenticates to the kubelet; its server and CA are not used")
 	fs.StringVar(&f.opts.CAFile, "kubelet-ca-file", "", "CA bundle that signed the kubelet's serving certificate")
-	fs.StringVar(&f.opts.ServerName, "kubelet-tls-server-name", "", "name to verify the kubelet's serving certificate against, when it differs from the URL's host")
-	fs.BoolVar(&f.opts.InsecureSkipVerify, "kubelet-insecure-skip-tls-verify", false, "do not verify the kubelet's serving certificate; allowed only for a loopback URL")
+	fs.StringVar(&f.opts.ServerName, "kubelet-tls-server-name", "", "name to verify the kubelet's serving certificate against; default: the URL's host, or this node's name (--node-name) for a loopback URL with --kubelet-ca-file, as the kubelet's self-signed certificate names its node")
+	fs.BoolVar(&f.opts.InsecureSkipVerify, "kubelet-insecure-skip-tls-verify", false, "do not verify the kubelet's serving certificate (logged as a warning); allowed only for a loopback URL. Prefer --kubelet-ca-file")
 	fs.DurationVar(&f.opts.Timeout, "kubelet-metrics-timeout", kubeletmetrics.DefaultTimeout, "deadline of one scrape; a kubelet blocked on a frozen runtime does not answer, and that is reported")
 }
 
@@ -36,12 +37,17 @@ func (f *kubeletMetricsFlags) validate() error {
 	return f.opts.Validate()
 }
 
-// scraper returns nil without a URL.
-func (f *kubeletMetricsFlags) scraper() (*kubeletmetrics.Scraper, error) {
+// scraper returns nil without a URL. A CA for a loopback URL is checked
+// against the node's name, which the kubelet's serving certificate names.
+func (f *kubeletMetricsFlags) scraper(node string) (*kubeletmetrics.Scraper, error) {
 	if f.opts.URL == "" {
 		return nil, nil
 	}
-	return kubeletmetrics.NewScraper(f.opts)
+	opts := f.opts.ForNode(node)
+	if opts.SkipsVerification() {
+		klog.InfoS("Warning: the kubelet's serving certificate is not verified (--kubelet-insecure-skip-tls-verify); give --kubelet-ca-file instead", "url", opts.URL)
+	}
+	return kubeletmetrics.NewScraper(opts)
 }
 
 // plegFlags tune the PLEG checks of `run`.

@@ -24,7 +24,11 @@ type plegWatch struct {
 // emulation are available.
 func (d *daemon) newPLEGWatch() (*plegWatch, error) {
 	f := &d.o.pleg
-	sc, err := f.kubelet.scraper()
+	node, err := d.o.api.node()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := f.kubelet.scraper(node)
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,9 @@ func TestKubeletMetricsAccess(t *testing.T) {
 		{"certificate in group system:monitoring (static pod)", append(base, "--kubelet-kubeconfig", monitorCert), "ok", "answered"},
 		{"token without nodes/metrics", append(base, "--kubelet-token-file", denied), "problem", "403"},
 		{"bad token", append(base, "--kubelet-token-file", bad), "problem", "401"},
-		{"CA without server name", []string{"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.k.ServingCert, "--kubelet-token-file", allowed}, "problem", "--kubelet-tls-server-name"},
+		{"CA, the node's name as server name (the shipped configs)", []string{"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.k.ServingCert, "--node-name", n.k.Node, "--kubelet-token-file", allowed}, "ok", "answered"},
+		{"CA, another node's name", []string{"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.k.ServingCert, "--node-name", "not-" + n.k.Node, "--kubelet-token-file", allowed}, "problem", "--kubelet-tls-server-name"},
+		{"a CA that did not sign it", []string{"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.cp.PKI.CAFile, "--node-name", n.k.Node, "--kubelet-token-file", allowed}, "problem", "did not verify"},
 		{"skip verify on loopback", []string{"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-insecure-skip-tls-verify", "--kubelet-token-file", allowed}, "ok", "answered"},
 		{"read-only port", []string{"--kubelet-metrics-url", n.k.ReadOnlyMetricsURL()}, "ok", "answered"},
 	}

@@ -109,6 +109,17 @@ func writeStaticPodConfig(t *testing.T, dir string, k *harness.Kubelet) {
 	var cfg map[string]any
 	readYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "static-pod", "config.yaml"), &cfg)
 	cfg["kubelet"].(map[string]any)["metricsURL"] = k.MetricsURL()
+	// The shipped config verifies the kubelet's self-signed serving
+	// certificate against the node's name; here it is in the kubelet's
+	// cert dir, so it goes into the config's folder.
+	cert, err := os.ReadFile(k.ServingCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubelet.crt"), cert, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg["kubelet"].(map[string]any)["caFile"] = "/etc/hangwatch/kubelet.crt"
 	cfg["kernel"].(map[string]any)["lookback"] = "0s"
 	writeYAML(t, filepath.Join(dir, "config.yaml"), cfg)
 }
