@@ -91,6 +91,22 @@ func TestHelmChartPolicyNamesItsServiceAccount(t *testing.T) {
 	}
 }
 
+// TestHelmChartRefusesToRenderWithoutThePolicy: turning the admission
+// policy off must be said twice, since it leaves every Node's status open
+// to a stolen token.
+func TestHelmChartRefusesToRenderWithoutThePolicy(t *testing.T) {
+	helmOrSkip(t)
+	_, err := harness.HelmTemplate("hangwatch", "--set", "admissionPolicy.enabled=false")
+	if err == nil || !strings.Contains(err.Error(), "admissionPolicy.acceptAnyNodeStatusWrites=true") {
+		t.Fatalf("rendering without the policy: %v; want a refusal naming admissionPolicy.acceptAnyNodeStatusWrites", err)
+	}
+	objs := renderHelmChart(t, "hangwatch", "--set", "admissionPolicy.enabled=false", "--set", "admissionPolicy.acceptAnyNodeStatusWrites=true")
+	if objs["ValidatingAdmissionPolicy/hangwatch-own-node-only"] != nil || objs["DaemonSet/hangwatch"] == nil {
+		t.Errorf("with the policy off and accepted: policy %v, DaemonSet rendered %v",
+			objs["ValidatingAdmissionPolicy/hangwatch-own-node-only"] != nil, objs["DaemonSet/hangwatch"] != nil)
+	}
+}
+
 // renderHelmChart runs helm template for a release in kube-system and
 // returns its objects by Kind/name.
 func renderHelmChart(t *testing.T, release string, extra ...string) map[string]map[string]any {

@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions applies
+// the DaemonSet overlay for real and checks, with a token bound to a
+// hangwatch pod on the node, that on its own Node the ServiceAccount may
+// change its own condition types and nothing else: not Ready, not another
+// component's condition, not a label, an annotation or an address.
+func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T) {
+	cp := controlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
+	node := uniqueNode("vap-fields")
+	createNode(t, cp, node)
+	// A foreign condition and an address, as node-problem-detector and the
+	// kubelet would have written them.
+	adminPatch(ctx, t, cp.Admin, node, `{"status":{"addresses":[{"type":"InternalIP","address":"10.1.2.3"}],`+
+		`"conditions":[{"type":"FrequentKubeletRestart","status":"False","reason":"NoFrequentKubeletRestart","message":"kubelet is functioning properly"}]}}`)
+	client := tokenClient(t, cp, hangwatchToken(ctx, t, cp, node, true))
+
+	// Until the API server has loaded the policy this patch is admitted:
+	// it only moves Ready's heartbeat.
+	heartbeat := `{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady",` +
+		`"message":"kubelet is posting ready status","lastHeartbeatTime":"` + time.Now().UTC().Format(time.RFC3339) + `"}]}}`
+	waitPolicyDenies(ctx, t, client, node, heartbeat, "only its own condition types")
+	ready := `{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady","message":"hangwatch says so"}]}}`
+	cases := []struct {
+		name, patch, want string
+	}{
+		{"Ready", ready, "not Ready"},
+		{"a foreign condition", `{"status":{"conditions":[{"type":"FrequentKubeletRestart","status":"True","reason":"FrequentKubeletRestart","message":"x"}]}}`, "not FrequentKubeletRestart"},
+		{"removing a foreign condition", `{"status":{"conditions":[{"type":"FrequentKubeletRestart","$patch":"delete"}]}}`, "or remove others"},
+		{"a label", `{"metadata":{"labels":{"hangwatch.io/owned":"yes"}}}`, "metadata.labels"},
+		{"an annotation", `{"metadata":{"annotations":{"hangwatch.io/note":"x"}}}`, "metadata.annotations"},
+		{"an address", `{"status":{"addresses":[{"type":"InternalIP","address":"10.9.9.9"}]}}`, "status.addresses"},
+		{"capacity", `{"status":{"capacity":{"pods":"1000"}}}`, "status.capacity"},
+	}
+	for _, c := range cases {
+		_, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(c.patch), metav1.PatchOptions{}, "status")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want the policy's denial naming %q", c.name, err, c.want)
+			continue
+		}
+		t.Logf("%s: %v", c.name, err)
+	}
+	n, err := cp.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels["hangwatch.io/owned"] != "" || n.Annotations["hangwatch.io/note"] != "" || n.Status.Addresses[0].Address != "10.1.2.3" {
+		t.Errorf("a denied change landed: labels %v, annotations %v, addresses %v", n.Labels, n.Annotations, n.Status.Addresses)
+	}
+	if c := nodeCond(t, cp, node, "Ready"); c == nil || c.Status != "True" {
+		t.Errorf("Ready after the denied patch: %+v", c)
+	}
+	// hangwatch's own patch, and its own condition raised, are admitted.
+	if err := patchCondition(ctx, client, node); err != nil {
+		t.Fatalf("hangwatch's own status patch: %v", err)
+	}
+	own := `{"status":{"conditions":[{"type":"KernelDeadlock","status":"True","reason":"ContainerRuntimeTaskBlocked","message":"task containerd blocked"}]}}`
+	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(own), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatalf("raising KernelDeadlock: %v", err)
+	}
+	if c := nodeCond(t, cp, node, "KernelDeadlock"); c == nil || c.Status != "True" {
+		t.Errorf("KernelDeadlock after hangwatch's patch: %+v", c)
+	}
+}
+
+func adminPatch(ctx context.Context, t *testing.T, admin kubernetes.Interface, node, patch string) {
+	t.Helper()
+	if _, err := admin.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitPolicyDenies sends patch until the policy (loaded by the API server
+// a moment after it is applied) denies it with want.
+func waitPolicyDenies(ctx context.Context, t *testing.T, c kubernetes.Interface, node, patch, want string) {
+	t.Helper()
+	var err error
+	for {
+		_, err = c.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+		if err != nil && strings.Contains(err.Error(), want) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the policy did not deny %s: last answer %v", patch, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
