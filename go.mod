@@ -2,6 +2,8 @@ module github.com/hangwatch/hangwatch
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/google/cel-go v0.26.0
 	github.com/google/go-containerregistry v0.20.6

@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SCRIPT_ARGS=("$@")                         # the sourcing script's arguments, for need_root
 HANGWATCH_CACHE=${HANGWATCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch}
-GO_VERSION=${GO_VERSION:-1.26.8}           # toolchain fetched when the machine's Go is older than go.mod's
+GO_VERSION=${GO_VERSION:-$(awk '/^toolchain go/{sub(/^go/, "", $2); print $2}' "$ROOT/go.mod")}  # fetched when the machine's Go is older
 GOLANGCI_LINT_VERSION=v2.6.2
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}        # a folder under hack/kube pins it; test/harness reads $HANGWATCH_KUBE_BIN
 KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager)
@@ -82,11 +82,14 @@ ensure_packages() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# go_ok tells whether `go` exists and is at least go.mod's version.
+# go_ok tells whether `go` exists and is at least go.mod's toolchain
+# (its newest patch release: older 1.26 releases lack security fixes that
+# hangwatch's HTTP server relies on, such as GO-2026-6089's).
 go_ok() {
   command -v go >/dev/null 2>&1 || return 1
   local want have
-  want=$(awk '/^go /{print $2}' "$ROOT/go.mod")
+  want=$(awk '/^toolchain go/{sub(/^go/, "", $2); print $2}' "$ROOT/go.mod")
+  [ -n "$want" ] || want=$(awk '/^go /{print $2}' "$ROOT/go.mod")
   have=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
   [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -1)" = "$want" ]
 }
