@@ -34,14 +34,30 @@ matrix_row() {
 }
 
 # run_matrix HEALTHY runs every row, writing the table after each one, so
-# an interrupted matrix still leaves the rows it finished.
+# an interrupted matrix still leaves the rows it finished. Rows of pairs
+# not run this time are kept as they were (E2E_MATRIX may name a few).
 run_matrix() {
-  local healthy=$1 rows="" k c gates
+  local healthy=$1 rows k c gates
+  rows=$(sed -n '/<!-- e2e-matrix:begin/,/<!-- e2e-matrix:end/p' BENCHMARKS.md | grep '^| v1' || true)
+  [ -z "$rows" ] || rows+=$'\n'
   while read -r k c gates; do
     [ -n "$k" ] || continue
-    rows+="$(matrix_row "$k" "$c" "$gates" "$healthy")"$'\n'
+    rows=$(put_row "$rows" "$(matrix_row "$k" "$c" "$gates" "$healthy")")
     write_matrix "$healthy" "$rows"
   done <<<"$E2E_MATRIX"
+}
+
+# put_row ROWS ROW prints ROWS with ROW in place of the row of the same
+# kubelet, containerd and gates, or after them.
+put_row() {
+  local rows=$1 row=$2 key line out="" put=""
+  key=$(cut -d'|' -f2-4 <<<"$row")
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    if [ "$(cut -d'|' -f2-4 <<<"$line")" = "$key" ]; then out+="$row"$'\n'; put=1; else out+="$line"$'\n'; fi
+  done <<<"$rows"
+  [ -n "$put" ] || out+="$row"$'\n'
+  printf '%s' "$out"
 }
 
 # write_matrix HEALTHY ROWS puts the table between the matrix markers of

@@ -11,7 +11,8 @@
 #       for each kubelet/containerd pair of E2E_MATRIX: the frozen-runtime
 #       lead, the ListPodSandbox-hang lead and a healthy run with 30 pods;
 #       writes one row per pair into BENCHMARKS.md (between the matrix
-#       markers). About 10 minutes a pair.
+#       markers), keeping the rows of pairs not run. About 10 minutes a
+#       pair; E2E_MATRIX="v1.35.4 v2.1.9" runs only the pairs it names.
 # Needs root. The control plane is always KUBE_VERSION; a row's kubelet is
 # built alone (kubelets may be up to three minors older than the API server).
 # E2E_RUN=<go test -run pattern> runs only some scenarios and adds their
