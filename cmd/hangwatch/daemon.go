@@ -140,7 +140,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("--listen-address %s: %w", d.o.listen, err)}
 	}
-	srv := &http.Server{Handler: newMux(d.reg, d.conds, d.events, d.health), ReadHeaderTimeout: 5 * time.Second}
+	srv, ln := newServer(ln, newMux(d.reg, d.conds, d.events, d.health))
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	serveErr := make(chan error, 1)

@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 
@@ -44,6 +46,26 @@ func (l *liveness) check() error {
 		return fmt.Errorf("no probe cycle finished for %v (limit %v)", gap.Round(time.Second), l.maxGap)
 	}
 	return nil
+}
+
+// Server limits: every endpoint answers from memory in milliseconds, so a
+// client that sends or reads slowly, or holds many connections, is cut off
+// instead of holding the daemon's goroutines and file descriptors.
+const (
+	maxConnections    = 32
+	maxHeaderBytes    = 8 << 10
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 60 * time.Second
+)
+
+// newServer returns the HTTP server with its limits, listening on ln
+// capped at maxConnections at once.
+func newServer(ln net.Listener, h http.Handler) (*http.Server, net.Listener) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
+	return srv, netutil.LimitListener(ln, maxConnections)
 }
 
 func newMux(reg metrics.KubeRegistry, conds *conditions.Set, events *eventLog, health *liveness) *http.ServeMux {
