@@ -73,15 +73,13 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 }
 
 func (cp *ControlPlane) startEtcd(ctx context.Context) (string, error) {
-	client, err := FreePort()
+	// Two distinct ports: two FreePort calls in a row may return the same
+	// one, and etcd then fails to bind its second listener (seen in a run).
+	ports, err := freePorts(2)
 	if err != nil {
 		return "", err
 	}
-	peer, err := FreePort()
-	if err != nil {
-		return "", err
-	}
-	clientURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", client), fmt.Sprintf("http://127.0.0.1:%d", peer)
+	clientURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	cp.etcd, err = startProcess(cp.Dir, "etcd", "etcd", "--name", "hw", "--data-dir", filepath.Join(cp.Dir, "etcd"),
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL, "--initial-cluster", "hw="+peerURL)
