@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -136,16 +132,16 @@ func (d *daemon) close() {
 // serve runs the HTTP server, the probe loop and the kernel watch until
 // SIGTERM or SIGINT.
 func (d *daemon) serve(ctx context.Context) error {
-	ln, err := net.Listen("tcp", d.o.listen)
+	d.o.serve.warnIfExposed()
+	servers, err := d.openServers()
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("--listen-address %s: %w", d.o.listen, err)}
+		return err
 	}
-	srv, ln := newServer(ln, newMux(d.reg, d.conds, d.events, d.health))
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	klog.InfoS("hangwatch running", "endpoint", d.ep.Address, "endpointSource", d.ep.Source, "listen", ln.Addr().String(),
+	serveErr := make(chan error, 2)
+	servers.serve(serveErr)
+	klog.InfoS("hangwatch running", "endpoint", d.ep.Address, "endpointSource", d.ep.Source, "listen", servers.addrs(),
 		"period", d.o.period, "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil, "pleg", d.pleg != nil, "node", d.api.nodeName(), "conditions", d.conds.Types())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -164,7 +160,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:
-		err = &exitError{code: 1, err: fmt.Errorf("serve %s: %w", ln.Addr(), err)}
+		err = &exitError{code: 1, err: err}
 		stop()
 	}
 	klog.InfoS("Shutting down")
@@ -172,8 +168,8 @@ func (d *daemon) serve(ctx context.Context) error {
 	d.api.shutdown()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if serr := srv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = &exitError{code: 1, err: fmt.Errorf("shut down server: %w", serr)}
+	if serr := servers.shutdown(shutdownCtx); serr != nil && err == nil {
+		err = &exitError{code: 1, err: serr}
 	}
 	return err
 }

@@ -14,7 +14,7 @@ type runOptions struct {
 	period       time.Duration
 	maxPeriod    time.Duration
 	callLifetime time.Duration
-	listen       string
+	serve        serveFlags
 	kernel       kernelFlags
 	conds        conditionFlags
 	api          apiFlags
@@ -55,7 +55,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.period, "period", 10*time.Second, "time between probe cycles")
 	fs.DurationVar(&o.maxPeriod, "max-period", 60*time.Second, "longest time between cycles while backing off from a slow or hung runtime")
 	fs.DurationVar(&o.callLifetime, "call-lifetime", 2*time.Minute, "how long a hung call stays out (tracked in flight, not sent again) before it is cancelled; the kubelet waits 2m")
-	fs.StringVar(&o.listen, "listen-address", "127.0.0.1:9764", "address serving /metrics, /healthz, /conditions and /events (loopback by default: nothing here is authenticated)")
+	o.serve.add(fs)
 	o.kernel.add(fs)
 	o.conds.add(fs)
 	o.api.add(fs)
@@ -76,6 +76,7 @@ func (o *runOptions) configure(fs *pflag.FlagSet) (map[string]string, error) {
 	p.check(o.callLifetime < o.rt.timeout, "--call-lifetime", o.callLifetime, "must not be shorter than --timeout")
 	p.add(o.conds.validate(fs, fromFile))
 	p.add(o.api.validate())
+	p.add(o.serve.validate())
 	p.add(o.pleg.validate())
 	p.add(o.rt.validate())
 	if err := renameFileFields(p.err(), fromFile); err != nil {

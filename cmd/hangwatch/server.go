@@ -68,27 +68,68 @@ func newServer(ln net.Listener, h http.Handler) (*http.Server, net.Listener) {
 	return srv, netutil.LimitListener(ln, maxConnections)
 }
 
-func newMux(reg metrics.KubeRegistry, conds *conditions.Set, events *eventLog, health *liveness) *http.ServeMux {
+// endpoints are what hangwatch serves over HTTP.
+type endpoints struct {
+	reg    metrics.KubeRegistry
+	conds  *conditions.Set
+	events *eventLog
+	health *liveness
+}
+
+// withheld replaces a kernel line on the unauthenticated port: it names
+// processes, PIDs and addresses, which dmesg_restrict hides.
+const withheld = "(withheld: kernel lines are served only on the authenticated --secure-listen-address)"
+
+// plainMux is the unauthenticated port's: only /healthz when the secure
+// port serves the rest, else everything but the kernel lines.
+func (e endpoints) plainMux(secureAddr string) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.HandlerFor(reg, metrics.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := health.check(); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
+	mux.HandleFunc("/healthz", e.healthz)
+	if secureAddr != "" {
+		mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "not here: /metrics, /conditions and /events are served on the secure port "+secureAddr, http.StatusNotFound)
+		})
+		return mux
+	}
+	e.addData(mux, false)
+	return mux
+}
+
+// secureMux is the authenticated port's: everything, kernel lines too.
+func (e endpoints) secureMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", e.healthz)
+	e.addData(mux, true)
+	return mux
+}
+
+func (e endpoints) healthz(w http.ResponseWriter, _ *http.Request) {
+	if err := e.health.check(); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func (e endpoints) addData(mux *http.ServeMux, lines bool) {
+	mux.Handle("/metrics", metrics.HandlerFor(e.reg, metrics.HandlerOpts{}))
 	mux.HandleFunc("/conditions", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"conditions": conds.Snapshot()})
+		writeJSON(w, map[string]any{"conditions": e.conds.Snapshot()})
 	})
 	mux.HandleFunc("/events", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"events": events.snapshot()})
+		events := e.events.snapshot()
+		if !lines {
+			for i := range events {
+				events[i].Message = withheld
+			}
+		}
+		writeJSON(w, map[string]any{"events": events})
 	})
-	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }

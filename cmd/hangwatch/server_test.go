@@ -5,9 +5,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/component-base/metrics"
+	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/kernellog"
 )
 
 // TestServerLimits serves on a loopback port and checks that the timeouts
@@ -41,5 +48,32 @@ func TestServerLimits(t *testing.T) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("a %d KiB header: HTTP %d, want 431", len(big)>>10, resp.StatusCode)
+	}
+}
+
+// TestKernelLinesOnlyOnTheSecurePort checks what each port's mux serves:
+// the plain one withholds kernel lines, and serves only /healthz when the
+// secure port is on.
+func TestKernelLinesOnlyOnTheSecurePort(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Unix(1e9, 0))
+	events := newEventLog(10)
+	events.add(kernellog.Event{Rule: "oom-kill", Reason: "OOMKilling", Message: "Killed process 4242 (secret)", Count: 1})
+	e := endpoints{reg: metrics.NewKubeRegistry(), conds: conditions.NewSet(metrics.NewKubeRegistry(), clk.Now(), nil), events: events, health: newLiveness(clk, time.Minute)}
+	get := func(h http.Handler, path string) (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		return w.Code, w.Body.String()
+	}
+	if code, body := get(e.plainMux(""), "/events"); code != http.StatusOK || strings.Contains(body, "4242") || !strings.Contains(body, "OOMKilling") {
+		t.Errorf("plain /events: %d %s; want the event without its line", code, body)
+	}
+	if code, body := get(e.secureMux(), "/events"); code != http.StatusOK || !strings.Contains(body, "Killed process 4242") {
+		t.Errorf("secure /events: %d %s; want the line", code, body)
+	}
+	withSecure := e.plainMux("0.0.0.0:9765")
+	for path, want := range map[string]int{"/healthz": http.StatusOK, "/metrics": http.StatusNotFound, "/events": http.StatusNotFound, "/conditions": http.StatusNotFound} {
+		if code, body := get(withSecure, path); code != want {
+			t.Errorf("plain %s with the secure port on: %d %s, want %d", path, code, body, want)
+		}
 	}
 }

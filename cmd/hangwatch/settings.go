@@ -40,7 +40,12 @@ type runtimeSettings struct {
 }
 
 type serverSettings struct {
-	ListenAddress *string `json:"listenAddress,omitempty" flag:"listen-address"`
+	ListenAddress          *string          `json:"listenAddress,omitempty" flag:"listen-address"`
+	SecureListenAddress    *string          `json:"secureListenAddress,omitempty" flag:"secure-listen-address"`
+	TLSCertFile            *string          `json:"tlsCertFile,omitempty" flag:"tls-cert-file"`
+	TLSPrivateKeyFile      *string          `json:"tlsPrivateKeyFile,omitempty" flag:"tls-private-key-file"`
+	AuthorizationResource  *string          `json:"authorizationResource,omitempty" flag:"authorization-resource"`
+	AuthenticationCacheTTL *metav1.Duration `json:"authenticationCacheTTL,omitempty" flag:"authentication-cache-ttl"`
 }
 
 type kernelSettings struct {

@@ -80,6 +80,14 @@ func renderHelmChart(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The secure port with a certificate of one's own: the PodMonitor then
+	// verifies it against the Secret's CA.
+	withCert, err := harness.HelmTemplate("hangwatch-chart", append(harness.HelmMonitorsOn, "--set", "secureServing.certSecret=hangwatch-tls",
+		"--set", "secureServing.serverName=hangwatch.kube-system.svc", "--show-only", "templates/podmonitor.yaml", "--set", "fullnameOverride=hangwatch-chart-tls")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(append(out, "\n---\n"...), withCert...)
 	path := filepath.Join(t.TempDir(), "hangwatch-chart.yaml")
 	if err := os.WriteFile(path, out, 0o600); err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 		}
 		peak = peak.max(readRSS(t, pid))
 		if checks%15 == 0 { // as often as the PodMonitor scrapes: /metrics costs hangwatch CPU
-			maxLastSeen = max(maxLastSeen, sumSeries(httpGet(t, "http://127.0.0.1:9764/metrics"), "hangwatch_pleg_last_seen_age_seconds"))
+			maxLastSeen = max(maxLastSeen, sumSeries(n.hangwatchMetrics(t), "hangwatch_pleg_last_seen_age_seconds"))
 		}
 	}
 	t.Logf("MEASURE e2e_healthy_max_pleg_last_seen_age_seconds %.1f", maxLastSeen)
@@ -127,7 +127,7 @@ type footprint struct {
 
 func (n staticPodNode) footprintSample(t *testing.T, pid int) footprint {
 	t.Helper()
-	hw := httpGet(t, "http://127.0.0.1:9764/metrics")
+	hw := n.hangwatchMetrics(t)
 	kl := httpGet(t, n.k.ReadOnlyMetricsURL())
 	return footprint{at: time.Now(), cpuTicks: readCPUTicks(t, pid), rss: readRSS(t, pid),
 		hangwatchCalls: sumSeries(hw, "hangwatch_cri_probes_total") + 2*sumSeries(hw, "hangwatch_pleg_emulated_relists_total"),

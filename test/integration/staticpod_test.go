@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,19 @@ type staticPodNode struct {
 	kubeletNode
 	podName string
 	proxy   *criproxy.Proxy // between the kubelet and containerd; hangwatch talks to containerd
+	// scrapeToken is the PodMonitor's ServiceAccount's, for the secure port.
+	scrapeToken string
+}
+
+// hangwatchMetrics reads hangwatch's /metrics on the shipped secure port
+// (9765 on the host network) as the PodMonitor does.
+func (n staticPodNode) hangwatchMetrics(t *testing.T) string {
+	t.Helper()
+	code, body := secureGet(t, "https://127.0.0.1:9765/metrics", n.scrapeToken)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics on the secure port as the PodMonitor's ServiceAccount: %d %s", code, body)
+	}
+	return body
 }
 
 // startStaticPodNode starts a single-node cluster of its own: etcd,
@@ -84,7 +98,7 @@ func startStaticPodNode(t *testing.T) staticPodNode {
 	configDir := t.TempDir()
 	writeStaticPodConfig(t, configDir, n.k)
 	writeStaticPod(t, n, configDir)
-	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, proxy: proxy}
+	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, proxy: proxy, scrapeToken: scraperToken(t, cp)}
 }
 
 // waitHealthy waits for hangwatch's four conditions to be False on the
