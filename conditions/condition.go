@@ -37,10 +37,16 @@ type Verdict struct {
 // Thresholds set the hysteresis of a condition: RaiseAfter consecutive bad
 // evaluations make it True, ClearAfter consecutive good ones make it False.
 // With MinDuration the bad streak must also have lasted that long.
+// RestoredHold keeps a condition restored True from the Node True for that
+// long after the restore, whatever good verdicts say, unless this process
+// sees the problem itself: for an input that cannot see the past problem
+// again (a kernel line older than the lookback), the rule's own quiet
+// window then runs from the restore.
 type Thresholds struct {
-	RaiseAfter  int
-	ClearAfter  int
-	MinDuration time.Duration
+	RaiseAfter   int
+	ClearAfter   int
+	MinDuration  time.Duration
+	RestoredHold time.Duration
 }
 
 // Tracker holds one condition and applies hysteresis to verdicts.
@@ -49,6 +55,7 @@ type Tracker struct {
 	thresholds Thresholds
 	bad, good  int
 	badSince   time.Time
+	holdUntil  time.Time // a restored True does not clear before this
 }
 
 // NewTracker starts a condition as Unknown.
@@ -72,6 +79,7 @@ func (t *Tracker) Condition() Condition { return t.cond }
 func (t *Tracker) Update(now time.Time, v Verdict) bool {
 	t.cond.LastProbeTime = now
 	if v.Bad {
+		t.holdUntil = time.Time{} // this process's own evidence decides from now on
 		if t.bad == 0 {
 			t.badSince = now
 		}
@@ -84,7 +92,7 @@ func (t *Tracker) Update(now time.Time, v Verdict) bool {
 	switch {
 	case v.Bad && (status == corev1.ConditionTrue || raise):
 		status = corev1.ConditionTrue
-	case !v.Bad && (status != corev1.ConditionTrue || t.good >= t.thresholds.ClearAfter):
+	case !v.Bad && (status != corev1.ConditionTrue || (t.good >= t.thresholds.ClearAfter && !now.Before(t.holdUntil))):
 		status = corev1.ConditionFalse
 	default:
 		return false // not enough evidence yet to move
@@ -98,9 +106,10 @@ func (t *Tracker) Update(now time.Time, v Verdict) bool {
 }
 
 // Restore carries on a condition read back from the Node, so a restart
-// never resets it: the streaks start again from the Node's status. A
-// condition already True from this process's own evidence is kept.
-func (t *Tracker) Restore(c Condition) bool {
+// never resets it: the streaks start again from the Node's status, and a
+// True one is held for RestoredHold from now. A condition already True
+// from this process's own evidence is kept.
+func (t *Tracker) Restore(c Condition, now time.Time) bool {
 	if c.Type != t.cond.Type || t.cond.Status == corev1.ConditionTrue || c.Status == "" {
 		return false
 	}
@@ -108,5 +117,9 @@ func (t *Tracker) Restore(c Condition) bool {
 	t.cond = c
 	t.cond.LastProbeTime = probe
 	t.bad, t.good = 0, 0
+	t.holdUntil = time.Time{}
+	if c.Status == corev1.ConditionTrue && t.thresholds.RestoredHold > 0 {
+		t.holdUntil = now.Add(t.thresholds.RestoredHold)
+	}
 	return true
 }

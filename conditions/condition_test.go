@@ -56,3 +56,31 @@ func TestTrackerKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
 		t.Fatalf("condition = %+v", c)
 	}
 }
+
+func TestRestoredTrueIsHeldUntilItsHoldHasPassed(t *testing.T) {
+	good := Verdict{Reason: "Fine", Message: "fine"}
+	tr := NewTracker("KernelDeadlock", Thresholds{RaiseAfter: 1, ClearAfter: 1, RestoredHold: 15 * time.Minute}, t0)
+	tr.Update(t0, good)
+	if !tr.Restore(Condition{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "TaskBlocked"}, t0) {
+		t.Fatal("restore refused")
+	}
+	if tr.Update(t0.Add(15*time.Minute-time.Second), good) || tr.Condition().Status != corev1.ConditionTrue {
+		t.Fatalf("cleared within the hold: %+v", tr.Condition())
+	}
+	if !tr.Update(t0.Add(15*time.Minute), good) || tr.Condition().Status != corev1.ConditionFalse {
+		t.Fatalf("not cleared after the hold: %+v", tr.Condition())
+	}
+
+	tr = NewTracker("KernelDeadlock", Thresholds{RaiseAfter: 1, ClearAfter: 1, RestoredHold: time.Hour}, t0)
+	tr.Restore(Condition{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "TaskBlocked"}, t0)
+	tr.Update(t0.Add(time.Minute), Verdict{Bad: true, Reason: "TaskBlocked"})
+	if !tr.Update(t0.Add(2*time.Minute), good) || tr.Condition().Status != corev1.ConditionFalse {
+		t.Fatalf("own evidence must end the hold: %+v", tr.Condition())
+	}
+
+	tr = NewTracker("RuntimeHung", Thresholds{RaiseAfter: 1, ClearAfter: 1}, t0)
+	tr.Restore(Condition{Type: "RuntimeHung", Status: corev1.ConditionTrue, Reason: "ListPodSandboxHung"}, t0)
+	if !tr.Update(t0.Add(time.Second), good) {
+		t.Fatal("without a hold a restored True clears by clearAfter")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
@@ -34,6 +35,10 @@ type EngineOptions struct {
 	// OnChange is called, outside the engine's lock, for every change of a
 	// condition's status, reason or message.
 	OnChange func(before, after Condition)
+	// RestoredHold is, by condition type, how long a condition restored
+	// True from the Node stays True without this process's own evidence
+	// (see Thresholds.RestoredHold).
+	RestoredHold map[string]time.Duration
 }
 
 // NewEngine compiles specs; each mistake is reported with its field path.
@@ -54,7 +59,9 @@ func NewEngine(specs []Spec, clk clock.PassiveClock, opts EngineOptions) (*Engin
 			continue
 		}
 		e.rules = append(e.rules, r)
-		types[r.spec.Type] = r.spec.thresholds()
+		th := r.spec.thresholds()
+		th.RestoredHold = opts.RestoredHold[r.spec.Type]
+		types[r.spec.Type] = th
 	}
 	if opts.Registry != nil {
 		opts.Registry.MustRegister(e.errors)

@@ -69,7 +69,7 @@ func TestRestoreCarriesOnTheNodesConditions(t *testing.T) {
 	e, clk := newDefaultEngine(t, "cri")
 	ltt := t0.Add(-time.Hour)
 	took := e.Set().Restore([]conditions.Condition{{Type: conditions.TypeRuntimeHung, Status: corev1.ConditionTrue,
-		Reason: "ListPodSandboxHung", Message: "old", LastTransitionTime: ltt}, {Type: "Ready", Status: corev1.ConditionTrue}})
+		Reason: "ListPodSandboxHung", Message: "old", LastTransitionTime: ltt}, {Type: "Ready", Status: corev1.ConditionTrue}}, clk.Now())
 	if len(took) != 1 {
 		t.Fatalf("took %v", took)
 	}

@@ -85,7 +85,7 @@ func (r *Reporter) restore(ctx context.Context) error {
 		found = append(found, cond)
 		r.written[cond.Type] = cond
 	}
-	if took := r.set.Restore(found); len(took) > 0 {
+	if took := r.set.Restore(found, r.clk.Now()); len(took) > 0 {
 		klog.InfoS("Carrying on the Node's conditions", "node", r.cfg.Node, "types", took)
 	}
 	return nil

@@ -53,13 +53,13 @@ func (s *Set) Update(condType string, now time.Time, v Verdict) (before, after C
 }
 
 // Restore carries on the conditions read back from the Node (see
-// Tracker.Restore) and returns the types it took.
-func (s *Set) Restore(conds []Condition) []string {
+// Tracker.Restore) at now and returns the types it took.
+func (s *Set) Restore(conds []Condition, now time.Time) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var took []string
 	for _, c := range conds {
-		if t, ok := s.trackers[c.Type]; ok && t.Restore(c) {
+		if t, ok := s.trackers[c.Type]; ok && t.Restore(c, now) {
 			took = append(took, c.Type)
 			s.export(t.Condition())
 		}

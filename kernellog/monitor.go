@@ -222,3 +222,21 @@ func (c *condState) state() ConditionState {
 	}
 	return st
 }
+
+// QuietWindow is how long a condition's permanent rules need without a
+// match to clear it: the longest clearAfter among them. ok is false when
+// one of them never clears by time (no clearAfter: only a recovery line,
+// or nothing, clears it, as node-problem-detector does).
+func (m *Monitor) QuietWindow(condType string) (window time.Duration, ok bool) {
+	c, found := m.conds[condType]
+	if !found {
+		return 0, false
+	}
+	for _, rs := range c.rules {
+		if rs.rule.ClearAfter == nil {
+			return 0, false
+		}
+		window = max(window, rs.rule.ClearAfter.Duration)
+	}
+	return window, true
+}

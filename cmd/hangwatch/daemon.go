@@ -65,7 +65,7 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 		available = append(available, "pleg")
 	}
 	d.engine, err = conditions.NewEngine(specs, d.clk, conditions.EngineOptions{
-		Available: available, Registry: d.reg, OnChange: d.api.transition})
+		Available: available, Registry: d.reg, OnChange: d.api.transition, RestoredHold: restoredHolds(monitor)})
 	if err != nil {
 		d.close()
 		return nil, err
@@ -90,7 +90,7 @@ func (d *daemon) newKernelMonitor() (*kernellog.Monitor, error) {
 		return nil, err
 	}
 	km := kernellog.NewMetrics(d.reg)
-	d.kernel = &kernelWatch{metrics: km, states: map[string]any{}}
+	d.kernel = &kernelWatch{metrics: km, states: map[string]any{}, clk: d.clk}
 	mon, err := buildKernelMonitor(sets, d.clk, d.kernel.observe(func(obs map[string]any) { d.engine.Observe("kernel", obs) }), d.events, km)
 	if err != nil {
 		return nil, err

@@ -19,10 +19,17 @@ type kernelWatch struct {
 	monitor *kernellog.Monitor
 	metrics *kernellog.Metrics
 	last    kernellog.KmsgStats
+	clk     clock.PassiveClock
 	mu      sync.Mutex
 	states  map[string]any // the `kernel` input: condition type to its state
 	sink    func(map[string]any)
+	sent    time.Time // when the input was last handed on
 }
+
+// resendEvery is how often the whole `kernel` input is handed on again
+// while nothing changes, so a condition the rules did not decide (one
+// restored from the Node) is evaluated again as time passes.
+const resendEvery = time.Second
 
 // buildKernelMonitor compiles the rules; each condition change goes to
 // onCondition.
@@ -38,6 +45,7 @@ func (k *kernelWatch) observe(sink func(map[string]any)) func(kernellog.Conditio
 	return func(st kernellog.ConditionState) {
 		k.mu.Lock()
 		k.states[st.Type] = kernelFields(st)
+		k.sent = k.clk.Now()
 		obs := maps.Clone(k.states)
 		k.mu.Unlock()
 		sink(obs)
@@ -50,9 +58,31 @@ func (k *kernelWatch) observeAll() {
 	for _, st := range k.monitor.Conditions() {
 		k.states[st.Type] = kernelFields(st)
 	}
+	k.sent = k.clk.Now()
 	obs := maps.Clone(k.states)
 	k.mu.Unlock()
 	k.sink(obs)
+}
+
+// resend hands the unchanged input on again once resendEvery has passed.
+func (k *kernelWatch) resend() {
+	k.mu.Lock()
+	if k.clk.Since(k.sent) < resendEvery {
+		k.mu.Unlock()
+		return
+	}
+	k.sent = k.clk.Now()
+	obs := maps.Clone(k.states)
+	k.mu.Unlock()
+	k.sink(obs)
+}
+
+// tick is the time-based work after each read: quiet windows, held-back
+// events, counters, and the input handed on again.
+func (k *kernelWatch) tick() {
+	k.monitor.Expire()
+	k.exportStats()
+	k.resend()
 }
 
 // kernelFields is one condition of the `kernel` input.
@@ -62,10 +92,7 @@ func kernelFields(st kernellog.ConditionState) map[string]any {
 
 // follow reads records as they are logged until ctx ends.
 func (k *kernelWatch) follow(ctx context.Context) {
-	err := k.kmsg.Follow(ctx, 500*time.Millisecond, k.monitor.Handle, func() {
-		k.monitor.Expire()
-		k.exportStats()
-	})
+	err := k.kmsg.Follow(ctx, 500*time.Millisecond, k.monitor.Handle, k.tick)
 	if err != nil {
 		klog.ErrorS(err, "Kernel log watch stopped")
 	}
@@ -77,4 +104,27 @@ func (k *kernelWatch) exportStats() {
 	k.metrics.Lost.Add(float64(s.Lost - k.last.Lost))
 	k.metrics.ParseErrors.Add(float64(s.ParseErrors - k.last.ParseErrors))
 	k.last = s
+}
+
+// neverClears stands for the quiet window of a rule that only a recovery
+// line clears.
+const neverClears = 100 * 365 * 24 * time.Hour
+
+// restoredHolds is, for each kernel condition, its rules' quiet window: a
+// KernelDeadlock=True read back from the Node was raised by a line this
+// process may not see again (older than --kernel-lookback), so it clears
+// only once the quiet window has passed since the restore without a match.
+func restoredHolds(mon *kernellog.Monitor) map[string]time.Duration {
+	if mon == nil {
+		return nil
+	}
+	holds := map[string]time.Duration{}
+	for _, c := range mon.ConditionTypes() {
+		w, ok := mon.QuietWindow(c.Type)
+		if !ok {
+			w = neverClears
+		}
+		holds[c.Type] = w
+	}
+	return holds
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics"
+	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/kernellog"
+)
+
+var kernelT0 = time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+
+// fakeSource is a kernel log that has nothing to read; Follow returns
+// followErr at once, or blocks until ctx ends.
+type fakeSource struct {
+	followErr error
+	followed  chan struct{}
+}
+
+func (f *fakeSource) ReadAvailable(func(kernellog.Record)) error { return nil }
+func (f *fakeSource) Stats() kernellog.KmsgStats                 { return kernellog.KmsgStats{} }
+func (f *fakeSource) Close() error                               { return nil }
+func (f *fakeSource) Follow(ctx context.Context, _ time.Duration, _ func(kernellog.Record), _ func()) error {
+	if f.followed != nil {
+		f.followed <- struct{}{}
+	}
+	if f.followErr != nil {
+		return f.followErr
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// newKernelFixture wires the built-in kernel rules into the built-in
+// condition rules as the daemon does.
+func newKernelFixture(t *testing.T) (*kernelWatch, *conditions.Engine, *testclock.FakeClock) {
+	t.Helper()
+	clk := testclock.NewFakeClock(kernelT0)
+	k := &kernelWatch{metrics: kernellog.NewMetrics(metrics.NewKubeRegistry()), states: map[string]any{}, clk: clk, kmsg: &fakeSource{}}
+	var engine *conditions.Engine
+	mon, err := buildKernelMonitor([]*kernellog.RuleSet{kernellog.DefaultRuleSet()}, clk,
+		k.observe(func(obs map[string]any) { engine.Observe("kernel", obs) }), newEventLog(10), k.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.monitor = mon
+	engine, err = conditions.NewEngine(conditions.DefaultSpecs(), clk, conditions.EngineOptions{
+		Available: []string{"kernel"}, RestoredHold: restoredHolds(mon)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, engine, clk
+}
+
+func kernelDeadlock(t *testing.T, e *conditions.Engine) conditions.Condition {
+	t.Helper()
+	for _, c := range e.Set().Snapshot() {
+		if c.Type == conditions.TypeKernelDeadlock {
+			return c
+		}
+	}
+	t.Fatal("no KernelDeadlock")
+	return conditions.Condition{}
+}
+
+// TestRestoredKernelDeadlockClearsAfterTheQuietWindow replays the order of
+// a restart: the lookback (which no longer holds the line) is read first,
+// then the Node's KernelDeadlock=True is read back. It must clear once the
+// rule's quiet window (15m) has passed since the restore, and not before.
+func TestRestoredKernelDeadlockClearsAfterTheQuietWindow(t *testing.T) {
+	k, e, clk := newKernelFixture(t)
+	k.observeAll()
+	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionFalse {
+		t.Fatalf("after the lookback: %+v", c)
+	}
+	raised := kernelT0.Add(-time.Hour)
+	took := e.Set().Restore([]conditions.Condition{{Type: conditions.TypeKernelDeadlock, Status: corev1.ConditionTrue,
+		Reason: "ContainerRuntimeTaskBlocked", Message: "task containerd:1 blocked", LastTransitionTime: raised}}, clk.Now())
+	if len(took) != 1 {
+		t.Fatalf("restore took %v", took)
+	}
+	for elapsed := time.Duration(0); elapsed < 15*time.Minute; elapsed += 10 * time.Second {
+		k.tick()
+		if c := kernelDeadlock(t, e); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(raised) {
+			t.Fatalf("%v after the restore, within the quiet window: %+v", elapsed, c)
+		}
+		clk.Step(10 * time.Second)
+	}
+	k.tick()
+	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionFalse || c.Reason != "KernelHasNoDeadlock" {
+		t.Fatalf("15m after the restore: %+v, want False", c)
+	}
+}
+
+// TestRestoredKernelDeadlockSeenAgainFollowsTheKernel: once the line is seen
+// again, the kernel rules decide, and their quiet window runs from the line.
+func TestRestoredKernelDeadlockSeenAgainFollowsTheKernel(t *testing.T) {
+	k, e, clk := newKernelFixture(t)
+	k.observeAll()
+	e.Set().Restore([]conditions.Condition{{Type: conditions.TypeKernelDeadlock, Status: corev1.ConditionTrue,
+		Reason: "ContainerRuntimeTaskBlocked", Message: "old"}}, clk.Now())
+	clk.Step(10 * time.Minute)
+	k.monitor.Handle(kernellog.Record{Time: clk.Now(), Message: "INFO: task containerd:7 blocked for more than 120 seconds."})
+	clk.Step(14 * time.Minute) // 24m after the restore, 14m after the line
+	k.tick()
+	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionTrue {
+		t.Fatalf("14m after a new line: %+v", c)
+	}
+	clk.Step(time.Minute)
+	k.tick()
+	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionFalse {
+		t.Fatalf("15m after the new line: %+v", c)
+	}
+}
