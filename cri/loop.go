@@ -8,7 +8,8 @@ import (
 // Run probes until ctx ends, handing each cycle to sink. The wait between
 // cycles is counted from the end of the last one. After a cycle that saw a
 // timeout or a slow call the wait doubles, up to maxPeriod, so a struggling
-// runtime is probed less; a clean cycle restores the period.
+// runtime is probed less; a clean cycle restores the period. Wake (a
+// heartbeat that sees the runtime come back) starts the next cycle at once.
 func (p *Prober) Run(ctx context.Context, period, maxPeriod time.Duration, sink func(Cycle)) {
 	wait := period
 	for {
@@ -24,6 +25,9 @@ func (p *Prober) Run(ctx context.Context, period, maxPeriod time.Duration, sink 
 			t.Stop()
 			return
 		case <-t.C():
+		case <-p.wake:
+			t.Stop()
+			wait = period
 		}
 	}
 }

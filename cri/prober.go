@@ -60,6 +60,7 @@ type Prober struct {
 	observer Observer
 	inflight *inflightTracker
 	redial   func() bool
+	wake     chan struct{}
 
 	mu          sync.Mutex
 	sandboxes   *sampler
@@ -84,7 +85,7 @@ func NewProber(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceCl
 		cfg.Concurrency = 1
 	}
 	return &Prober{runtime: rt, image: img, cfg: cfg, clock: clk, observer: observer,
-		inflight: newInflightTracker(clk), sandboxes: newSampler(), containers: newSampler()}
+		inflight: newInflightTracker(clk), sandboxes: newSampler(), containers: newSampler(), wake: make(chan struct{}, 1)}
 }
 
 // ProbeStreams says whether cycles time the list streams (when the runtime

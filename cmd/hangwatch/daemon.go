@@ -31,6 +31,7 @@ type daemon struct {
 	api        *apiReporting // nil when there is no API server
 	pleg       *plegWatch    // nil without kubelet metrics and emulation
 	health     *liveness
+	runtime    *runtimeView
 	reg        metrics.KubeRegistry
 }
 
@@ -81,6 +82,7 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 	d.prober = cri.NewProber(d.conn.Runtime, d.conn.Image, cfg, d.clk, d.criMetrics)
 	d.prober.RedialWith(d.conn.RedialIfReplaced)
 	d.health = newLiveness(d.clk, o.maxPeriod+2*ep.Timeout+o.period)
+	d.runtime = &runtimeView{observe: func(c cri.Cycle) { d.engine.Observe("cri", c.Observation(ep.Timeout)) }}
 	return d, nil
 }
 
@@ -142,10 +144,14 @@ func (d *daemon) serve(ctx context.Context) error {
 	serveErr := make(chan error, 2)
 	servers.serve(serveErr)
 	klog.InfoS("hangwatch running", "endpoint", d.ep.Address, "endpointSource", d.ep.Source, "listen", servers.addrs(),
-		"period", d.o.period, "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil, "pleg", d.pleg != nil, "node", d.api.nodeName(), "conditions", d.conds.Types())
+		"period", d.o.period, "heartbeat", d.o.heartbeat, "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil, "pleg", d.pleg != nil, "node", d.api.nodeName(), "conditions", d.conds.Types())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); d.probeLoop(ctx) }()
+	if d.o.heartbeat > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.heartbeatLoop(ctx) }()
+	}
 	if d.kernel != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); d.kernel.follow(ctx) }()
@@ -181,6 +187,6 @@ func (d *daemon) probeLoop(ctx context.Context) {
 		}
 		d.criMetrics.ObserveCycle(c)
 		d.health.beat()
-		d.engine.Observe("cri", c.Observation(d.ep.Timeout))
+		d.runtime.onCycle(c)
 	})
 }

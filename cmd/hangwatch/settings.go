@@ -32,6 +32,7 @@ type runtimeSettings struct {
 	CrictlConfig  *string          `json:"crictlConfig,omitempty" flag:"crictl-config"`
 	KubeletConfig *string          `json:"kubeletConfig,omitempty" flag:"kubelet-config"`
 	Period        *metav1.Duration `json:"period,omitempty" flag:"period"`
+	Heartbeat     *metav1.Duration `json:"heartbeatPeriod,omitempty" flag:"heartbeat-period"`
 	MaxPeriod     *metav1.Duration `json:"maxPeriod,omitempty" flag:"max-period"`
 	CallLifetime  *metav1.Duration `json:"callLifetime,omitempty" flag:"call-lifetime"`
 	SlowThreshold *metav1.Duration `json:"slowThreshold,omitempty" flag:"slow-threshold"`

@@ -49,7 +49,7 @@ func run() int {
 	printGuide(c, *pods, *listen, *period)
 
 	cmd := exec.Command(*bin, "run", "-r", c.Endpoint, "--listen-address", *listen,
-		"--period", period.String(), "--max-period", maxPeriod(*period).String())
+		"--period", period.String(), "--max-period", maxPeriod(*period).String(), "--heartbeat-period", min(heartbeat, *period).String())
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo: start hangwatch:", err)
@@ -79,23 +79,25 @@ hangwatch runs against it below (--period %[6]v, --timeout 2s). In another shell
   bin/hangwatch diag -r %[2]s
 
   kill -STOP %[1]d    # freeze the runtime. RuntimeHung turns True within about
-                      #   %[7]v (period + timeout); PLEGUnhealthy (RelistStalled) about
+                      #   %[7]v (heartbeat + timeout); PLEGUnhealthy (RelistStalled) about
                       #   %[8]v in, once hangwatch's own relist has waited 30s
   kill -CONT %[1]d    # thaw it. PLEGUnhealthy clears within about %[9]v (the next
-                      #   relists); RuntimeHung after two healthy cycles, up to
-                      #   about %[10]v, since the wait between cycles has backed off
-                      #   towards --max-period (%[11]v) while the runtime hung
+                      #   relists); RuntimeHung within about %[10]v: the first
+                      #   heartbeat that answers starts a full cycle at once
 
   echo '<6>INFO: task containerd:4242 blocked for more than 120 seconds.' > /dev/kmsg
                       # KernelDeadlock True within a second (it clears after 15 quiet minutes)
   curl -s http://%[5]s/events              # kernel events such as TaskHung, OOMKilling
 
 Stop everything (hangwatch, the pods, containerd) with Ctrl-C here, or from
-another shell: kill -INT %[12]d  (or kill -TERM %[12]d)
+another shell: kill -INT %[11]d  (or kill -TERM %[11]d)
 
 `, c.PID(), c.Endpoint, pods, 2*pods, listen, period,
-		period+2*time.Second, 30*time.Second+2*period, 2*period, maxPeriod(period)+2*period, maxPeriod(period), os.Getpid())
+		heartbeat+2*time.Second, 30*time.Second+2*period, 2*period, 2*heartbeat, os.Getpid())
 }
+
+// heartbeat is hangwatch's default --heartbeat-period.
+const heartbeat = 2500 * time.Millisecond
 
 // maxPeriod is the --max-period the demo gives hangwatch.
 func maxPeriod(period time.Duration) time.Duration { return 4 * period }

@@ -1,0 +1,127 @@
+package cri
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// waitFor yields until ok, stepping nothing.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for i := 0; !ok(); i++ {
+		if i > 10_000_000 {
+			t.Fatalf("never saw %s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+func nextBeat(t *testing.T, beats <-chan Beat, clk *clocktesting.FakeClock, step time.Duration) Beat {
+	t.Helper()
+	for i := 0; ; i++ {
+		select {
+		case b := <-beats:
+			return b
+		default:
+		}
+		if clk.Waiters() > 0 && i%1000 == 999 {
+			clk.Step(step)
+		}
+		if i > 50_000_000 {
+			t.Fatal("no beat")
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout freezes the runtime
+// right after a beat: the next beat reports Version hung one period and
+// one timeout later, 4.5s with the shipped 2.5s and 2s.
+func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
+	f := newFakeRuntime(1, 1)
+	p, clk, _ := newTestProber(f, testConfig())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	beats := make(chan Beat, 16)
+	go p.Heartbeat(ctx, 2500*time.Millisecond, func(b Beat) { beats <- b })
+	if b := <-beats; b.Call.Class != ClassOK {
+		t.Fatalf("first beat %+v, want ok", b.Call)
+	}
+	f.mu.Lock()
+	f.hang[MethodVersion] = true
+	f.mu.Unlock()
+	frozen := clk.Now()
+	waitFor(t, "the beat's wait", func() bool { return clk.Waiters() == 1 })
+	clk.Step(2500 * time.Millisecond)
+	b := nextBeat(t, beats, clk, 500*time.Millisecond)
+	if b.Call.Class != ClassTimeout || !b.Call.InFlight {
+		t.Fatalf("beat after the freeze %+v, want Version timed out in flight", b.Call)
+	}
+	if took := clk.Since(frozen); took > 5*time.Second {
+		t.Errorf("freeze seen after %v, want within 5s", took)
+	}
+	// Still out: later beats report it, never send a second Version.
+	b = nextBeat(t, beats, clk, 500*time.Millisecond)
+	if b.Call.Class != ClassTimeout || f.count(MethodVersion) != 2 {
+		t.Errorf("next beat %+v after %d Version calls; want the same call still out", b.Call, f.count(MethodVersion))
+	}
+}
+
+// TestHeartbeatRecoveryWakesTheCycles: a beat that answers after failing
+// ones is Recovered and starts the next full cycle at once.
+func TestHeartbeatRecoveryWakesTheCycles(t *testing.T) {
+	f := newFakeRuntime(1, 1)
+	f.errs[MethodVersion] = status.Error(codes.Unavailable, "connection refused")
+	p, clk, _ := newTestProber(f, testConfig())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cycles := make(chan Cycle, 16)
+	go p.Run(ctx, time.Hour, time.Hour, func(c Cycle) { cycles <- c })
+	<-cycles
+	beats := make(chan Beat, 16)
+	go p.Heartbeat(ctx, time.Second, func(b Beat) { beats <- b })
+	if b := <-beats; b.Call.Class != ClassUnreachable || b.Recovered {
+		t.Fatalf("first beat %+v, want unreachable", b)
+	}
+	f.mu.Lock()
+	delete(f.errs, MethodVersion)
+	f.mu.Unlock()
+	waitFor(t, "both waits", func() bool { return clk.Waiters() == 2 })
+	clk.Step(time.Second)
+	if b := <-beats; !b.Recovered {
+		t.Fatalf("beat after the runtime came back %+v, want Recovered", b)
+	}
+	select {
+	case <-cycles:
+	case <-time.After(time.Minute): // a bound for a broken wake only; not a wait the test needs
+		t.Fatal("the recovered beat did not wake the full cycles")
+	}
+}
+
+func TestWithBeatReplacesOnlyAnOlderVersion(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	list := CallResult{Method: MethodListPodSandbox, Start: t0, Class: ClassTimeout, InFlight: true}
+	c := Cycle{Calls: []CallResult{{Method: MethodVersion, Start: t0, Class: ClassOK}, list}}
+	hung := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(3 * time.Second), Class: ClassTimeout, InFlight: true}}
+	got := c.WithBeat(hung)
+	if findCall(t, got, MethodVersion).Class != ClassTimeout || findCall(t, got, MethodListPodSandbox).Class != ClassTimeout {
+		t.Errorf("a newer hung beat: %+v", got.Calls)
+	}
+	if findCall(t, c, MethodVersion).Class != ClassOK {
+		t.Error("WithBeat changed the cycle it was given")
+	}
+	healthy := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(5 * time.Second), Class: ClassOK}}
+	if obs := got.WithBeat(healthy).Observation(2 * time.Second); len(obs["hungCalls"].([]string)) != 1 {
+		t.Errorf("a healthy beat must not clear a hung list call: %v", obs["hungCalls"])
+	}
+	old := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(-time.Second), Class: ClassTimeout}}
+	if findCall(t, c.WithBeat(old), MethodVersion).Class != ClassOK {
+		t.Error("an older beat replaced the cycle's Version")
+	}
+}

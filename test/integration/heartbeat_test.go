@@ -1,0 +1,93 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hangwatch/hangwatch/test/criproxy"
+)
+
+// TestHeartbeatSeesAHangAfterSlowness runs hangwatch with its defaults
+// (--period 30s, --heartbeat-period 2.5s, --timeout 2s) through the fault
+// proxy to a real containerd. A minute of ListPodSandbox answering in
+// 1.5s (slow, not hung) backs the full cycles off to --max-period; then
+// containerd freezes. The heartbeat, which never backs off, must still
+// raise RuntimeHung within a period and a timeout. After a thaw under CPU
+// load, RuntimeHung must clear within two heartbeat periods.
+func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
+	c := sharedContainerd(t)
+	dir, err := os.MkdirTemp("", "hwhb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	proxy, err := criproxy.Start(filepath.Join(dir, "cri.sock"), c.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Stop)
+	d := startDaemon(t, proxy.Endpoint, "--kernel=false", "--pleg-emulation-period", "0")
+	d.waitFor(t, 30*time.Second, "RuntimeHung False", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" })
+
+	slow := proxy.Inject(criproxy.Fault{Method: "ListPodSandbox", Delay: 1500 * time.Millisecond})
+	defer slow()
+	slowUntil := time.Now().Add(time.Minute)
+	d.waitFor(t, 2*time.Minute, "a minute of slow ListPodSandbox", func() bool {
+		if st, reason, _ := d.condition(t, "RuntimeHung"); st != "False" {
+			t.Fatalf("slow calls raised RuntimeHung (%s); slow is not hung", reason)
+		}
+		return time.Now().After(slowUntil)
+	})
+
+	thaw := freeze(t, c)
+	frozen := time.Now()
+	d.waitFor(t, 30*time.Second, "RuntimeHung True after the freeze", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "True" })
+	raised := time.Since(frozen)
+	_, reason, msg := d.condition(t, "RuntimeHung")
+	measure(t, "runtime_hung_after_freeze_following_slowness", raised)
+	t.Logf("RuntimeHung %s: %s", reason, msg)
+	if raised > 10*time.Second {
+		t.Errorf("a freeze after a minute of slow calls took %v to raise RuntimeHung; goal 5s (bound 10s on shared machines)", raised)
+	}
+
+	slow()
+	stop := burnCPU(t, 2)
+	defer stop()
+	thaw()
+	thawed := time.Now()
+	d.waitFor(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" })
+	measure(t, "runtime_hung_cleared_after_thaw_under_cpu_load", time.Since(thawed))
+	if cleared := time.Since(thawed); cleared > 15*time.Second {
+		t.Errorf("cleared %v after the thaw under load; goal two heartbeat periods (5s), bound 15s", cleared)
+	}
+}
+
+// burnCPU keeps n busy processes running until stop, which kills them by PID.
+func burnCPU(t *testing.T, n int) (stop func()) {
+	t.Helper()
+	var procs []*exec.Cmd
+	for range n {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, cmd)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
