@@ -2,6 +2,7 @@ package conditions
 
 import (
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +24,10 @@ type Events struct {
 	recorder    record.EventRecorder
 	node        *corev1.ObjectReference
 	metrics     *ReporterMetrics
+
+	mu       sync.Mutex
+	restored bool                 // the Node's conditions were read back
+	known    map[string]Condition // by type, the state last accounted for
 }
 
 // NewEvents starts recording to the API server through sink.
@@ -32,14 +37,47 @@ func NewEvents(sink corev1client.EventsGetter, node string, m *ReporterMetrics) 
 	// UID is the node's name, as the kubelet does, so `kubectl describe
 	// node` lists the events.
 	ref := &corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}
-	return &Events{broadcaster: b, node: ref, metrics: m,
+	return &Events{broadcaster: b, node: ref, metrics: m, known: map[string]Condition{},
 		recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource, Host: node})}
 }
 
 // Transition records a change of a condition, when it is one worth an
 // Event: any move to True, a new reason while True, and a clear from True.
-// Leaving Unknown for False at start is not news.
+// Leaving Unknown for False at start is not news. Until the Node's
+// conditions are read back (Restored) it records nothing: a change is
+// news only against what the Node holds, so a restart that finds a
+// problem still there tells nobody again.
 func (e *Events) Transition(before, after Condition) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.restored {
+		return
+	}
+	if prev, ok := e.known[after.Type]; ok {
+		before = prev
+	}
+	e.known[after.Type] = after
+	e.record(before, after)
+}
+
+// Restored compares each condition of set, once the Node's conditions
+// have been read back and carried on, with the Node's own: one that moved
+// in a way worth an Event gets it now, one carried on unchanged none.
+func (e *Events) Restored(onNode []Condition, set *Set) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.restored = true
+	byType := map[string]Condition{}
+	for _, c := range onNode {
+		byType[c.Type] = c
+	}
+	for _, c := range set.Snapshot() { // taken under e.mu: a change after it comes through Transition
+		e.known[c.Type] = c
+		e.record(byType[c.Type], c)
+	}
+}
+
+func (e *Events) record(before, after Condition) {
 	eventType, ok := transitionType(before, after)
 	if !ok {
 		return

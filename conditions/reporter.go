@@ -25,6 +25,9 @@ type ReporterConfig struct {
 	RetryMin, RetryMax time.Duration
 	// RequestTimeout bounds each request.
 	RequestTimeout time.Duration
+	// OnRestore, when set, is called once with the Node's conditions after
+	// they have been read back and carried on.
+	OnRestore func(onNode []Condition)
 }
 
 // Reporter writes the conditions of a Set to the Node's status: only the
@@ -87,6 +90,9 @@ func (r *Reporter) restore(ctx context.Context) error {
 	}
 	if took := r.set.Restore(found, r.clk.Now()); len(took) > 0 {
 		klog.InfoS("Carrying on the Node's conditions", "node", r.cfg.Node, "types", took)
+	}
+	if r.cfg.OnRestore != nil {
+		r.cfg.OnRestore(found)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	testclock "k8s.io/utils/clock/testing"
 )
 
@@ -158,6 +159,53 @@ func TestTransitionsWorthAnEvent(t *testing.T) {
 		got, _ := transitionType(c.before, c.after)
 		if got != c.want {
 			t.Errorf("%s/%s -> %s/%s: %q, want %q", c.before.Status, c.before.Reason, c.after.Status, c.after.Reason, got, c.want)
+		}
+	}
+}
+
+func TestNoEventForAConditionCarriedOnUnchanged(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	e := &Events{recorder: rec, node: &corev1.ObjectReference{Kind: "Node", Name: "node-a"}, known: map[string]Condition{}}
+	set := NewSet(nil, t0, map[string]Thresholds{TypeRuntimeHung: {RaiseAfter: 1, ClearAfter: 2}, TypeKernelDeadlock: {RaiseAfter: 1, ClearAfter: 1}})
+	move := func(condType string, v Verdict) {
+		if before, after, changed := set.Update(condType, t0, v); changed {
+			e.Transition(before, after)
+		}
+	}
+	// Before the Node is read back: the runtime is found hung again, and
+	// the kernel is found clean.
+	move(TypeRuntimeHung, Verdict{Bad: true, Reason: "StatusHung", Message: "hung"})
+	move(TypeKernelDeadlock, Verdict{Reason: "KernelHasNoDeadlock", Message: "fine"})
+	onNode := []Condition{
+		{Type: TypeRuntimeHung, Status: corev1.ConditionTrue, Reason: "StatusHung", Message: "hung before"},
+		{Type: TypeKernelDeadlock, Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock", Message: "fine"},
+	}
+	set.Restore(onNode, t0)
+	e.Restored(onNode, set)
+	if got := drain(rec); got != "" {
+		t.Fatalf("events for conditions carried on unchanged: %q", got)
+	}
+	move(TypeKernelDeadlock, Verdict{Bad: true, Reason: "ContainerRuntimeTaskBlocked", Message: "blocked"})
+	if got := drain(rec); got != "Warning ContainerRuntimeTaskBlocked Node condition KernelDeadlock is now True: blocked" {
+		t.Fatalf("a change after the restore: %q", got)
+	}
+
+	// A restart that finds a problem the Node did not have tells it.
+	e = &Events{recorder: rec, node: &corev1.ObjectReference{Kind: "Node", Name: "node-a"}, known: map[string]Condition{}}
+	e.Restored([]Condition{onNode[0], {Type: TypeKernelDeadlock, Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock"}}, set)
+	if got := drain(rec); got != "Warning ContainerRuntimeTaskBlocked Node condition KernelDeadlock is now True: blocked" {
+		t.Fatalf("a change across the restart: %q", got)
+	}
+}
+
+func drain(rec *record.FakeRecorder) string {
+	var out []string
+	for {
+		select {
+		case ev := <-rec.Events:
+			out = append(out, ev)
+		default:
+			return strings.Join(out, "; ")
 		}
 	}
 }
