@@ -90,4 +90,3 @@ func burnCPU(t *testing.T, n int) (stop func()) {
 	t.Cleanup(stop)
 	return stop
 }
-
