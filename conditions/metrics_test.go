@@ -20,8 +20,9 @@ func TestMetricsLint(t *testing.T) {
 	m := NewReporterMetrics(reg)
 	m.patched(nil)
 	m.patched(errors.New("refused"))
+	m.refused(422)
 	m.evented(TypeRuntimeHung, "Warning")
-	if names := metricslint.Check(t, reg); len(names) != 4 {
-		t.Fatalf("metric families %v, want 4", names)
+	if names := metricslint.Check(t, reg); len(names) != 5 {
+		t.Fatalf("metric families %v, want 5", names)
 	}
 }

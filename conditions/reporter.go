@@ -2,11 +2,14 @@ package conditions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
@@ -23,6 +26,10 @@ type ReporterConfig struct {
 	Coalesce time.Duration
 	// RetryMin and RetryMax bound the backoff after a failed request.
 	RetryMin, RetryMax time.Duration
+	// RejectedRetry is the slow retry of a patch the API server refused
+	// (a 4xx such as 403 or 422: admission or RBAC), which sending again
+	// soon would not change; jittered between half of it and all of it.
+	RejectedRetry time.Duration
 	// RequestTimeout bounds each request.
 	RequestTimeout time.Duration
 	// OnRestore, when set, is called once with the Node's conditions after
@@ -42,6 +49,8 @@ type Reporter struct {
 	written  map[string]Condition // what the Node holds, as far as hangwatch knows
 	lastSent time.Time
 	failures int
+	holdOff  bool   // the last patch was refused or throttled: no write before its retry, even on a change
+	refusal  string // the last refusal logged, so each is logged once
 }
 
 // NewReporter returns a reporter for set; m may be nil.
@@ -66,7 +75,11 @@ func (r *Reporter) Run(ctx context.Context) {
 	r.failures = 0
 	for ctx.Err() == nil {
 		next := r.flush(ctx)
-		if r.wait(ctx, r.set.Changed(), next) {
+		changed := r.set.Changed()
+		if r.holdOff {
+			changed = nil
+		}
+		if r.wait(ctx, changed, next) {
 			r.wait(ctx, nil, r.clk.Now().Add(r.cfg.Coalesce)) // let changes that come together go out as one write
 		}
 	}
@@ -108,17 +121,12 @@ func (r *Reporter) flush(ctx context.Context) time.Time {
 	err := r.patch(ctx, snap, now)
 	r.metrics.patched(err)
 	if err != nil {
-		if r.failures == 0 {
-			klog.ErrorS(err, "Writing the Node's conditions failed; the latest state is kept and retried", "node", r.cfg.Node)
-		}
-		delay := r.retryDelay()
-		r.failures++
-		return now.Add(delay)
+		return now.Add(r.failed(err))
 	}
 	if r.failures > 0 {
 		klog.InfoS("Writing the Node's conditions works again", "node", r.cfg.Node, "failedAttempts", r.failures)
 	}
-	r.failures = 0
+	r.failures, r.holdOff, r.refusal = 0, false, ""
 	r.lastSent = now
 	for _, c := range snap {
 		r.written[c.Type] = c
@@ -137,6 +145,60 @@ func (r *Reporter) differs(snap []Condition) bool {
 	return false
 }
 
+// failed logs and counts a failed patch and returns when to try again: a
+// refusal (4xx) slowly, logged once for each distinct answer; a throttle
+// (429) no sooner than the API server asked; anything else with backoff,
+// logged once per run of failures.
+func (r *Reporter) failed(err error) time.Duration {
+	defer func() { r.failures++ }()
+	if status, ok := refused(err); ok {
+		r.metrics.refused(status.Code)
+		r.holdOff = true
+		delay := jitter(r.cfg.RejectedRetry)
+		if text := fmt.Sprint(status.Code, status.Reason, status.Message); text != r.refusal {
+			r.refusal = text
+			klog.ErrorS(err, "The API server refused the Node's conditions; retrying slowly", "node", r.cfg.Node,
+				"code", status.Code, "reason", status.Reason, "causes", causes(status), "retryIn", delay.Round(time.Second))
+		}
+		return delay
+	}
+	delay := r.retryDelay()
+	if apierrors.IsTooManyRequests(err) { // client-go has already waited out Retry-After within the request's timeout
+		r.holdOff = true
+		if secs, ok := apierrors.SuggestsClientDelay(err); ok {
+			delay = max(delay, time.Duration(secs)*time.Second)
+		}
+	}
+	if r.failures == 0 {
+		klog.ErrorS(err, "Writing the Node's conditions failed; the latest state is kept and retried", "node", r.cfg.Node, "retryIn", delay.Round(time.Millisecond))
+	}
+	return delay
+}
+
+// refused returns the API server's answer when it refused the request
+// itself (4xx), as opposed to being busy (408, 429) or away.
+func refused(err error) (metav1.Status, bool) {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return metav1.Status{}, false
+	}
+	s := st.Status()
+	code := int(s.Code)
+	return s, code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
+}
+
+// causes lists the field causes of a refusal (a 422's invalid fields).
+func causes(s metav1.Status) []string {
+	if s.Details == nil {
+		return nil
+	}
+	out := make([]string, 0, len(s.Details.Causes))
+	for _, c := range s.Details.Causes {
+		out = append(out, c.Field+": "+c.Message)
+	}
+	return out
+}
+
 // retryDelay is an exponential backoff with jitter, so a fleet that lost
 // its API server does not come back in step.
 func (r *Reporter) retryDelay() time.Duration {
@@ -144,6 +206,11 @@ func (r *Reporter) retryDelay() time.Duration {
 	if d <= 0 || d > r.cfg.RetryMax {
 		d = r.cfg.RetryMax
 	}
+	return jitter(d)
+}
+
+// jitter returns a random duration from d/2 to d.
+func jitter(d time.Duration) time.Duration {
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1)) //nolint:gosec // jitter, not security
 }
 

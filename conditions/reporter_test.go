@@ -8,11 +8,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	testclock "k8s.io/utils/clock/testing"
 )
 
@@ -207,5 +212,51 @@ func drain(rec *record.FakeRecorder) string {
 		default:
 			return strings.Join(out, "; ")
 		}
+	}
+}
+
+func TestRefusedPatchIsRetriedSlowlyAndCounted(t *testing.T) {
+	f := newReporterFixture(t)
+	reg := metrics.NewKubeRegistry()
+	f.r.metrics = NewReporterMetrics(reg)
+	f.r.cfg.RejectedRetry = 30 * time.Second
+	ctx := context.Background()
+	_ = f.r.restore(ctx)
+	var answer error
+	f.client.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return answer != nil, nil, answer
+	})
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, "node-a",
+		field.ErrorList{field.Forbidden(field.NewPath("status", "conditions"), "denied by policy hangwatch-own-node")})
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "node-a", errors.New("RBAC: no patch on nodes/status"))
+	f.set.Update(TypeRuntimeHung, t0, Verdict{Bad: true, Reason: "StatusHung", Message: "hung"})
+	for i, err := range []error{invalid, invalid, forbidden, forbidden} {
+		answer = err
+		next := f.r.flush(ctx)
+		if d := next.Sub(f.clk.Now()); d < 15*time.Second || d > 30*time.Second {
+			t.Fatalf("refusal %d retried after %v, want 15s to 30s", i, d)
+		}
+		if !f.r.holdOff {
+			t.Fatalf("refusal %d: a change would send the refused patch again at once", i)
+		}
+		f.clk.SetTime(next)
+	}
+	want := `
+# HELP hangwatch_node_status_patch_refusals_total [ALPHA] Patches of the Node's status the API server refused (4xx other than 408 and 429: admission, RBAC, validation), by HTTP code; each is retried slowly.
+# TYPE hangwatch_node_status_patch_refusals_total counter
+hangwatch_node_status_patch_refusals_total{code="403"} 2
+hangwatch_node_status_patch_refusals_total{code="422"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hangwatch_node_status_patch_refusals_total"); err != nil {
+		t.Fatal(err)
+	}
+	answer = apierrors.NewTooManyRequests("slow down", 45)
+	if d := f.r.flush(ctx).Sub(f.clk.Now()); d < 45*time.Second {
+		t.Fatalf("429 with Retry-After 45 retried after %v", d)
+	}
+	answer = nil
+	f.r.flush(ctx)
+	if f.r.holdOff || f.r.failures != 0 || nodeCondition(f.node(), TypeRuntimeHung).Reason != "StatusHung" {
+		t.Fatalf("not recovered: holdOff %v failures %d", f.r.holdOff, f.r.failures)
 	}
 }

@@ -1,11 +1,16 @@
 package conditions
 
-import "k8s.io/component-base/metrics"
+import (
+	"strconv"
+
+	"k8s.io/component-base/metrics"
+)
 
 // ReporterMetrics count what hangwatch writes to the API server.
 type ReporterMetrics struct {
-	patches *metrics.CounterVec
-	events  *metrics.CounterVec
+	patches  *metrics.CounterVec
+	refusals *metrics.CounterVec
+	events   *metrics.CounterVec
 }
 
 // NewReporterMetrics registers the write counters with reg.
@@ -13,11 +18,14 @@ func NewReporterMetrics(reg metrics.KubeRegistry) *ReporterMetrics {
 	m := &ReporterMetrics{
 		patches: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_node_status_patches_total", StabilityLevel: metrics.ALPHA,
 			Help: "Patches of the Node's status by result: success or error."}, []string{"result"}),
+		refusals: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_node_status_patch_refusals_total", StabilityLevel: metrics.ALPHA,
+			Help: "Patches of the Node's status the API server refused (4xx other than 408 and 429: admission, RBAC, validation), by HTTP code; each is retried slowly."},
+			[]string{"code"}),
 		events: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_node_events_total", StabilityLevel: metrics.ALPHA,
 			Help: "Events recorded on the Node for condition transitions, by condition and event type (before client-go's aggregation and rate limit)."},
 			[]string{"condition", "type"}),
 	}
-	reg.MustRegister(m.patches, m.events)
+	reg.MustRegister(m.patches, m.refusals, m.events)
 	return m
 }
 
@@ -35,5 +43,11 @@ func (m *ReporterMetrics) patched(err error) {
 func (m *ReporterMetrics) evented(condType, eventType string) {
 	if m != nil {
 		m.events.WithLabelValues(condType, eventType).Inc()
+	}
+}
+
+func (m *ReporterMetrics) refused(code int32) {
+	if m != nil {
+		m.refusals.WithLabelValues(strconv.Itoa(int(code))).Inc()
 	}
 }

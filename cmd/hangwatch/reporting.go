@@ -52,7 +52,7 @@ func (o *runOptions) newAPIReporting(reg metrics.KubeRegistry) (*apiReporting, e
 func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, set *conditions.Set, engine *conditions.Engine) {
 	clk := clock.RealClock{}
 	r := conditions.NewReporter(a.client.CoreV1(), set, conditions.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
-		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 8 * time.Second,
+		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 8 * time.Second, RejectedRetry: 30 * time.Second,
 		RequestTimeout: 10 * time.Second, OnRestore: func(onNode []conditions.Condition) { a.events.Restored(onNode, set) }}, clk, a.metrics)
 	wg.Add(1)
 	go func() { defer wg.Done(); r.Run(ctx) }()
