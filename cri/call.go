@@ -92,6 +92,11 @@ func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc
 	resp, err := call(callCtx)
 	p.inflight.end(key)
 	r := CallResult{Method: key.method, Object: key.object, Start: start, Duration: p.clock.Since(start)}
+	if r.Duration > p.cfg.Timeout {
+		// It was reported hung, and the last cycle still says so: look
+		// again now rather than after the back-off (a thaw clears at once).
+		p.Wake()
+	}
 	r.Class = p.classify(r.Duration, err)
 	if tally != nil && status.Code(err) == codes.Unimplemented {
 		r.Class = ClassUnimplemented // a stream the runtime lacks; the unary list stands in

@@ -30,10 +30,21 @@ type fakeRuntime struct {
 	// Unimplemented, as on containerd before 2.4.
 	streams bool
 	version string // RuntimeVersion; "1.0" when empty
+	// release, closed by releaseHung, lets the hung calls answer.
+	release chan struct{}
+}
+
+// releaseHung lets every call hanging now answer, as a thawed runtime does.
+func (f *fakeRuntime) releaseHung() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hang = map[string]bool{}
+	close(f.release)
+	f.release = make(chan struct{})
 }
 
 func newFakeRuntime(pods, ctrs int) *fakeRuntime {
-	f := &fakeRuntime{hang: map[string]bool{}, errs: map[string]error{}, calls: map[string]int{}}
+	f := &fakeRuntime{hang: map[string]bool{}, errs: map[string]error{}, calls: map[string]int{}, release: make(chan struct{})}
 	for i := 0; i < pods; i++ {
 		f.pods = append(f.pods, &runtimeapi.PodSandbox{Id: string(rune('a'+i)) + "-pod"})
 	}
@@ -49,11 +60,15 @@ func (f *fakeRuntime) enter(ctx context.Context, method, obj string) error {
 	if obj != "" {
 		f.objs = append(f.objs, method+"/"+obj)
 	}
-	hang, err := f.hang[method], f.errs[method]
+	hang, err, release := f.hang[method], f.errs[method], f.release
 	f.mu.Unlock()
 	if hang {
-		<-ctx.Done()
-		return ctx.Err()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-release:
+			return nil
+		}
 	}
 	return err
 }

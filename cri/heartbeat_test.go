@@ -125,3 +125,31 @@ func TestWithBeatReplacesOnlyAnOlderVersion(t *testing.T) {
 		t.Error("an older beat replaced the cycle's Version")
 	}
 }
+
+// TestAHungCallThatAnswersWakesTheCycles: once a call reported hung
+// answers, Run looks again at once instead of after its back-off.
+func TestAHungCallThatAnswersWakesTheCycles(t *testing.T) {
+	f := newFakeRuntime(1, 1)
+	f.hang[MethodListPodSandbox] = true
+	cfg := testConfig()
+	p, clk, obs := newTestProber(f, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cycles := make(chan Cycle, 16)
+	go p.Run(ctx, time.Hour, time.Hour, func(c Cycle) { cycles <- c })
+	// 4 fixed calls and 2 Unimplemented streams answer; ListPodSandbox waits.
+	waitFor(t, "the hung call's wait", func() bool { return obs.probes.Load() >= 6 && clk.Waiters() >= 1 })
+	clk.Step(cfg.Timeout + time.Second)
+	if c := <-cycles; findCall(t, c, MethodListPodSandbox).Class != ClassTimeout {
+		t.Fatalf("first cycle %+v, want ListPodSandbox hung", c.Calls)
+	}
+	f.releaseHung()
+	select {
+	case c := <-cycles:
+		if findCall(t, c, MethodListPodSandbox).Class == ClassTimeout {
+			t.Errorf("the woken cycle still saw ListPodSandbox hung: %+v", c.Calls)
+		}
+	case <-time.After(time.Minute): // a bound for a broken wake only; not a wait the test needs
+		t.Fatal("the answered call did not wake the cycles")
+	}
+}
