@@ -27,12 +27,19 @@ type Condition struct {
 	LastProbeTime      time.Time              `json:"lastProbeTime"`
 }
 
-// Verdict is what one evaluation of a rule found.
+// Verdict is what one evaluation of a rule found. Unknown means the rule
+// cannot tell (its input is not to be trusted); Bad is then false.
 type Verdict struct {
 	Bad     bool
+	Unknown bool
 	Reason  string
 	Message string
 }
+
+// settleAfter is how many evaluations in a row that agree a condition
+// needs to leave an Unknown its rule chose, whatever its thresholds: a
+// read that works once after failing is not yet to be trusted.
+const settleAfter = 2
 
 // Thresholds set the hysteresis of a condition: RaiseAfter consecutive bad
 // evaluations make it True, ClearAfter consecutive good ones make it False.
@@ -56,6 +63,7 @@ type Tracker struct {
 	bad, good  int
 	badSince   time.Time
 	holdUntil  time.Time // a restored True does not clear before this
+	unsure     bool      // Unknown because the rule could not tell
 }
 
 // NewTracker starts a condition as Unknown.
@@ -75,9 +83,13 @@ func (t *Tracker) Condition() Condition { return t.cond }
 
 // Update applies one verdict and reports whether status, reason or message
 // changed. From Unknown a good verdict clears at once, since there is no
-// problem to be sure has ended.
+// problem to be sure has ended, except from an Unknown the rule chose,
+// which needs settleAfter agreeing verdicts either way.
 func (t *Tracker) Update(now time.Time, v Verdict) bool {
 	t.cond.LastProbeTime = now
+	if v.Unknown {
+		return t.cannotTell(now, v)
+	}
 	if v.Bad {
 		t.holdUntil = time.Time{} // this process's own evidence decides from now on
 		if t.bad == 0 {
@@ -88,15 +100,33 @@ func (t *Tracker) Update(now time.Time, v Verdict) bool {
 		t.good, t.bad = t.good+1, 0
 	}
 	status := t.cond.Status
-	raise := t.bad >= t.thresholds.RaiseAfter && now.Sub(t.badSince) >= t.thresholds.MinDuration
+	raiseAfter, clearAfter := t.thresholds.RaiseAfter, t.thresholds.ClearAfter
+	if t.unsure {
+		raiseAfter, clearAfter = max(raiseAfter, settleAfter), max(clearAfter, settleAfter)
+	}
+	raise := t.bad >= raiseAfter && now.Sub(t.badSince) >= t.thresholds.MinDuration
+	clear := t.good >= clearAfter && !now.Before(t.holdUntil)
 	switch {
 	case v.Bad && (status == corev1.ConditionTrue || raise):
 		status = corev1.ConditionTrue
-	case !v.Bad && (status != corev1.ConditionTrue || (t.good >= t.thresholds.ClearAfter && !now.Before(t.holdUntil))):
+	case !v.Bad && ((status != corev1.ConditionTrue && !t.unsure) || clear):
 		status = corev1.ConditionFalse
 	default:
 		return false // not enough evidence yet to move
 	}
+	t.unsure = false
+	return t.set(now, status, v)
+}
+
+// cannotTell makes the condition Unknown with the verdict's reason: the
+// streaks start again.
+func (t *Tracker) cannotTell(now time.Time, v Verdict) bool {
+	t.bad, t.good, t.unsure = 0, 0, true
+	return t.set(now, corev1.ConditionUnknown, v)
+}
+
+// set moves the condition and reports whether that changed it.
+func (t *Tracker) set(now time.Time, status corev1.ConditionStatus, v Verdict) bool {
 	changed := status != t.cond.Status || v.Reason != t.cond.Reason || v.Message != t.cond.Message
 	if status != t.cond.Status {
 		t.cond.LastTransitionTime = now
@@ -116,7 +146,7 @@ func (t *Tracker) Restore(c Condition, now time.Time) bool {
 	probe := t.cond.LastProbeTime
 	t.cond = c
 	t.cond.LastProbeTime = probe
-	t.bad, t.good = 0, 0
+	t.bad, t.good, t.unsure = 0, 0, false
 	t.holdUntil = time.Time{}
 	if c.Status == corev1.ConditionTrue && t.thresholds.RestoredHold > 0 {
 		t.holdUntil = now.Add(t.thresholds.RestoredHold)

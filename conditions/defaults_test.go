@@ -71,16 +71,67 @@ func TestDefaultRuntimeHungRule(t *testing.T) {
 }
 
 func leaseObs(found bool, missed int) map[string]any {
-	return map[string]any{"found": found, "missedRenewals": missed, "renewIntervalSeconds": 10.0, "graceSeconds": 50.0}
+	return map[string]any{"readable": true, "readError": "", "readSeconds": 0.01,
+		"found": found, "missedRenewals": missed, "renewIntervalSeconds": 10.0, "graceSeconds": 50.0}
+}
+
+func unreadable(readError string, missed int) map[string]any {
+	o := leaseObs(true, missed)
+	o["readable"], o["readError"] = false, readError
+	return o
+}
+
+type leaseStep struct {
+	obs    map[string]any
+	status corev1.ConditionStatus
+	reason string
+}
+
+// observeLease hands each step's observation to e and checks where
+// KubeletUnresponsive is after it.
+func observeLease(t *testing.T, e *conditions.Engine, steps []leaseStep) {
+	t.Helper()
+	for i, s := range steps {
+		e.Observe("lease", s.obs)
+		if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Status != s.status || c.Reason != s.reason {
+			t.Fatalf("step %d: %s %s, want %s %s", i, c.Status, c.Reason, s.status, s.reason)
+		}
+	}
+}
+
+func slowRead(missed int) map[string]any {
+	o := leaseObs(true, missed)
+	o["readSeconds"] = 3.5
+	return o
+}
+
+// TestKubeletUnresponsiveIsUnknownWhileLeaseReadsFail: late renewals seen
+// through failing or slow reads may be the API server's doing; the
+// condition says it cannot tell, and leaves Unknown after 2 good reads.
+func TestKubeletUnresponsiveIsUnknownWhileLeaseReadsFail(t *testing.T) {
+	e, _ := newDefaultEngine(t, "lease")
+	steps := []leaseStep{
+		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{unreadable("forbidden", 0), corev1.ConditionUnknown, "LeaseUnreadable"},
+		{leaseObs(true, 0), corev1.ConditionUnknown, "LeaseUnreadable"}, // one good read is not enough
+		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{slowRead(3), corev1.ConditionUnknown, "LeaseReadSlow"}, // not True: the read itself crawled
+		{leaseObs(true, 3), corev1.ConditionUnknown, "LeaseReadSlow"},
+		{unreadable("timeout", 4), corev1.ConditionUnknown, "LeaseUnreadable"},
+		{leaseObs(true, 3), corev1.ConditionUnknown, "LeaseUnreadable"},
+		{leaseObs(true, 3), corev1.ConditionTrue, "NodeLeaseNotRenewed"}, // two good reads agree: the kubelet is late
+	}
+	observeLease(t, e, steps)
+	e.Observe("lease", unreadable("forbidden", 0))
+	want := "hangwatch cannot read the node Lease (forbidden), so it cannot tell whether the kubelet renews it"
+	if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Message != want {
+		t.Fatalf("message %q, want %q", c.Message, want)
+	}
 }
 
 func TestDefaultKubeletUnresponsiveRule(t *testing.T) {
 	e, _ := newDefaultEngine(t, "lease")
-	steps := []struct {
-		obs    map[string]any
-		status corev1.ConditionStatus
-		reason string
-	}{
+	steps := []leaseStep{
 		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
 		{leaseObs(true, 1), corev1.ConditionFalse, "NodeLeaseRenewed"},
 		{leaseObs(true, 2), corev1.ConditionTrue, "NodeLeaseNotRenewed"},
@@ -89,12 +140,7 @@ func TestDefaultKubeletUnresponsiveRule(t *testing.T) {
 		{leaseObs(false, 1), corev1.ConditionFalse, "NodeLeaseRenewed"},
 		{leaseObs(false, 2), corev1.ConditionTrue, "NodeLeaseMissing"},
 	}
-	for i, s := range steps {
-		e.Observe("lease", s.obs)
-		if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Status != s.status || c.Reason != s.reason {
-			t.Fatalf("step %d: %s %s, want %s %s", i, c.Status, c.Reason, s.status, s.reason)
-		}
-	}
+	observeLease(t, e, steps)
 	want := "the kubelet missed 2 or more renewals of its node Lease (due every 10s); " +
 		"the node lifecycle controller marks the node Unknown 50s after the last one"
 	e.Observe("lease", leaseObs(true, 3))

@@ -12,6 +12,7 @@ import (
 // rule is a compiled Spec.
 type rule struct {
 	spec     Spec
+	unknown  []problem // evaluated first: hangwatch cannot tell
 	problems []problem
 	healthy  outcome
 	inputs   []string // every input the rule reads; it waits for all of them
@@ -32,18 +33,10 @@ func compileRule(env *cel.Env, s Spec, path string) (*rule, []error) {
 	}
 	r := &rule{spec: s}
 	var errs []error
-	for i, p := range s.Problems {
-		at := fmt.Sprintf("%s.problems[%d]", path, i)
-		when, err := compile(env, p.When, cel.BoolType)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.when: %w", at, err))
-			continue
-		}
-		o, oerrs := compileOutcome(env, p.Outcome, at)
-		errs = append(errs, oerrs...)
-		r.problems = append(r.problems, problem{when: when, outcome: o})
-		r.addInputs(when.inputs, o.reason.inputs(), o.message.inputs())
-	}
+	r.unknown, errs = r.compileProblems(env, s.Unknown, path+".unknown")
+	var perrs []error
+	r.problems, perrs = r.compileProblems(env, s.Problems, path+".problems")
+	errs = append(errs, perrs...)
 	var oerrs []error
 	r.healthy, oerrs = compileOutcome(env, s.Healthy, path+".healthy")
 	errs = append(errs, oerrs...)
@@ -52,6 +45,25 @@ func compileRule(env *cel.Env, s Spec, path string) (*rule, []error) {
 		errs = append(errs, fmt.Errorf("%s.problems: read no input (one of %v), so it could never change", path, Inputs))
 	}
 	return r, errs
+}
+
+// compileProblems compiles a list of problems and notes their inputs.
+func (r *rule) compileProblems(env *cel.Env, ps []Problem, path string) ([]problem, []error) {
+	var out []problem
+	var errs []error
+	for i, p := range ps {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		when, err := compile(env, p.When, cel.BoolType)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.when: %w", at, err))
+			continue
+		}
+		o, oerrs := compileOutcome(env, p.Outcome, at)
+		errs = append(errs, oerrs...)
+		out = append(out, problem{when: when, outcome: o})
+		r.addInputs(when.inputs, o.reason.inputs(), o.message.inputs())
+	}
+	return out, errs
 }
 
 func compileOutcome(env *cel.Env, o Outcome, path string) (outcome, []error) {
@@ -84,6 +96,17 @@ func (r *rule) evaluate(obs map[string]any) (Verdict, error) {
 	for _, in := range r.inputs {
 		if _, ok := obs[in]; !ok {
 			return Verdict{}, errNoInput
+		}
+	}
+	for _, p := range r.unknown {
+		unsure, err := p.when.evalBool(obs)
+		if err != nil {
+			return Verdict{}, err
+		}
+		if unsure {
+			v, err := p.verdict(false, obs)
+			v.Unknown = true
+			return v, err
 		}
 	}
 	for _, p := range r.problems {

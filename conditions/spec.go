@@ -17,6 +17,11 @@ type Spec struct {
 	Type string `json:"type"`
 	// Disabled drops a built-in condition.
 	Disabled bool `json:"disabled,omitempty"`
+	// Unknown are tried first, in order; the first whose `when` is true
+	// makes the evaluation say hangwatch cannot tell (its own reads fail,
+	// say): the condition goes Unknown with that reason and message, and
+	// leaves it only after 2 evaluations in a row that agree.
+	Unknown []Problem `json:"unknown,omitempty"`
 	// Problems are tried in order; the first whose `when` is true makes the
 	// evaluation bad and gives the reason and message.
 	Problems []Problem `json:"problems,omitempty"`
@@ -91,6 +96,9 @@ func (s *Spec) validate(path string) []error {
 	if len(s.Problems) > MaxProblems {
 		bad("problems", len(s.Problems), fmt.Sprintf("problems: must list at most %d", MaxProblems))
 	}
+	if len(s.Unknown) > MaxProblems {
+		bad("unknown", len(s.Unknown), fmt.Sprintf("must list at most %d", MaxProblems))
+	}
 	if s.RaiseAfter < 0 || s.RaiseAfter > MaxEvaluations {
 		bad("raiseAfter", s.RaiseAfter, fmt.Sprintf("must be from 0 to %d", MaxEvaluations))
 	}
@@ -100,8 +108,15 @@ func (s *Spec) validate(path string) []error {
 	if s.MinDuration.Duration < 0 || s.MinDuration.Duration > MaxMinDuration {
 		bad("minDuration", s.MinDuration.Duration, fmt.Sprintf("must be from 0 to %v", MaxMinDuration))
 	}
-	for i, p := range s.Problems {
-		at := fmt.Sprintf("%s.problems[%d]", path, i)
+	errs = append(errs, validateProblems(s.Unknown, path+".unknown")...)
+	errs = append(errs, validateProblems(s.Problems, path+".problems")...)
+	return append(errs, s.Healthy.validate(path+".healthy")...)
+}
+
+func validateProblems(ps []Problem, path string) []error {
+	var errs []error
+	for i, p := range ps {
+		at := fmt.Sprintf("%s[%d]", path, i)
 		if strings.TrimSpace(p.When) == "" {
 			errs = append(errs, fmt.Errorf("%s.when: must not be empty", at))
 		}
@@ -110,7 +125,7 @@ func (s *Spec) validate(path string) []error {
 		}
 		errs = append(errs, p.validate(at)...)
 	}
-	return append(errs, s.Healthy.validate(path+".healthy")...)
+	return errs
 }
 
 func (o *Outcome) validate(path string) []error {

@@ -2,46 +2,73 @@ package leases
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 )
 
-// Run reads the Lease every Period until ctx ends and hands each reading to
-// sink. A failed read hands nothing on, since it says nothing about the
-// kubelet (the API server may be what is down); it is counted and logged
-// once per run of failures.
+// Run reads the Lease every Period until ctx ends and hands each reading
+// to sink (see Read).
 func (o *Observer) Run(ctx context.Context, m *Metrics, sink func(Observation)) {
-	failing := false
 	t := o.clk.NewTicker(o.cfg.Period)
 	defer t.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, o.cfg.Period)
-		obs, err := o.Observe(rctx)
+		obs := o.Read(rctx, m)
 		cancel()
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
-		case err != nil:
-			m.read("error")
-			if !failing {
-				klog.ErrorS(err, "Reading the node Lease failed; KubeletUnresponsive keeps its state until a read works")
-			}
-			failing = true
-		default:
-			if failing {
-				klog.InfoS("Reading the node Lease works again")
-			}
-			failing = false
-			m.observe(obs)
-			sink(obs)
 		}
+		sink(obs)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
 		}
 	}
+}
+
+// Read reads the Lease once and says how long that took. A failed read
+// says nothing about the kubelet (the API server may be what is down): it
+// comes back unreadable, with the last good reading, and is counted and
+// logged once per run of failures.
+func (o *Observer) Read(ctx context.Context, m *Metrics) Observation {
+	start := o.clk.Now()
+	obs, err := o.Observe(ctx)
+	if err != nil {
+		m.read("error")
+		if o.last.Readable || o.last.ReadError == "" {
+			klog.ErrorS(err, "Reading the node Lease failed; KubeletUnresponsive is Unknown until reads work again")
+		}
+		o.last.Readable, o.last.ReadError, o.last.ReadLatency = false, readError(err), o.clk.Since(start)
+		o.last.Grace = o.cfg.Grace
+		return o.last
+	}
+	if o.last.ReadError != "" {
+		klog.InfoS("Reading the node Lease works again")
+	}
+	obs.Readable, obs.ReadLatency = true, o.clk.Since(start)
+	m.observe(obs)
+	o.last = obs
+	return obs
+}
+
+// readError classes a failed read for the rules: a class, never the
+// error's text, so the condition's message does not change with it.
+func readError(err error) string {
+	switch {
+	case apierrors.IsForbidden(err):
+		return "forbidden"
+	case apierrors.IsUnauthorized(err):
+		return "unauthorized"
+	case apierrors.IsTooManyRequests(err):
+		return "throttled"
+	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "error"
 }
 
 // Grace returns the node lifecycle controller's default

@@ -5,10 +5,18 @@ import (
 	"time"
 )
 
-// Observation is what one look at the Lease found.
+// Observation is what one look at the Lease found. When the read failed,
+// Readable is false and the other fields are those of the last read that
+// worked (zero before one did).
 type Observation struct {
-	Found  bool
-	Holder string
+	Readable bool
+	// ReadError classes a failed read: forbidden, unauthorized, timeout,
+	// throttled or error.
+	ReadError string
+	// ReadLatency is how long the read took.
+	ReadLatency time.Duration
+	Found       bool
+	Holder      string
 	// RenewTime is spec.renewTime as the kubelet wrote it (node clock).
 	RenewTime time.Time
 	// LeaseDuration is spec.leaseDurationSeconds.
@@ -36,6 +44,9 @@ func (o Observation) MissedRenewals() int {
 
 // Fields is the `lease` input of the condition rules.
 //
+//	readable              bool    the read worked (else the keys below are the last good read's)
+//	readError             string  why it did not: forbidden, unauthorized, timeout, throttled, error
+//	readSeconds           double  how long the read took
 //	found                 bool
 //	holder                string  spec.holderIdentity
 //	renewAgeSeconds       double  since renewTime last changed
@@ -46,6 +57,7 @@ func (o Observation) MissedRenewals() int {
 //	missedRenewals        int     renewals due since the last one
 func (o Observation) Fields() map[string]any {
 	return map[string]any{
+		"readable": o.Readable, "readError": o.ReadError, "readSeconds": round(o.ReadLatency.Seconds()),
 		"found": o.Found, "holder": o.Holder,
 		"renewAgeSeconds":      round(o.RenewAge.Seconds()),
 		"renewIntervalSeconds": o.RenewInterval.Seconds(),

@@ -41,6 +41,7 @@ type Observer struct {
 	// missingSince is when the Lease was first found missing, zero while
 	// it exists: a kubelet just started creates it within seconds.
 	missingSince time.Time
+	last         Observation // the last reading handed on
 }
 
 // NewObserver returns an observer that has not read the Lease yet.

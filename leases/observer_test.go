@@ -2,13 +2,18 @@ package leases
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -151,5 +156,34 @@ func TestMissingLeaseCountsAsUnrenewedSinceFirstMissed(t *testing.T) {
 		if obs.Found || obs.MissedRenewals() != step.missed {
 			t.Fatalf("after %v more: found %v, missed %d, want %d", step.after, obs.Found, obs.MissedRenewals(), step.missed)
 		}
+	}
+}
+
+// TestFailedAndSlowReads: a failed read comes back unreadable, with its
+// class and the last good reading; every reading says how long it took.
+func TestFailedAndSlowReads(t *testing.T) {
+	f := newFixture(t, 40)
+	answer := error(nil)
+	slow := time.Duration(0)
+	f.client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		f.clk.Step(slow) // the read takes this long
+		return answer != nil, nil, answer
+	})
+	read := func(answerNext error, slowNext time.Duration) Observation {
+		answer, slow = answerNext, slowNext
+		return f.obs.Read(context.Background(), nil)
+	}
+	if o := read(nil, 0); !o.Readable || o.ReadLatency != 0 || o.ReadError != "" {
+		t.Fatalf("first read: %+v", o)
+	}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "node-a", errors.New("no RBAC"))
+	if o := read(forbidden, 0); o.Readable || o.ReadError != "forbidden" || !o.Found || o.Holder != "node-a" || o.Grace != 50*time.Second {
+		t.Fatalf("a forbidden read: %+v, want unreadable with the last good reading", o)
+	}
+	if o := read(context.DeadlineExceeded, 0); o.ReadError != "timeout" {
+		t.Fatalf("a timed-out read: %+v", o)
+	}
+	if o := read(nil, 3*time.Second); !o.Readable || o.ReadLatency != 3*time.Second || o.ReadError != "" {
+		t.Fatalf("a slow read: %+v", o)
 	}
 }
