@@ -82,6 +82,9 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 	d.prober = cri.NewProber(d.conn.Runtime, d.conn.Image, cfg, d.clk, d.criMetrics)
 	d.prober.RedialWith(d.conn.RedialIfReplaced)
 	d.health = newLiveness(d.clk, o.maxPeriod+2*ep.Timeout+o.period)
+	if d.kernel != nil {
+		d.health.addCheck(d.kernel.check)
+	}
 	d.runtime = &runtimeView{observe: func(c cri.Cycle) { d.engine.Observe("cri", c.Observation(ep.Timeout)) }}
 	return d, nil
 }
@@ -116,7 +119,11 @@ func (d *daemon) openKernelLog(mon *kernellog.Monitor) {
 		return
 	}
 	klog.InfoS("Watching the kernel log", "source", source)
-	d.kernel.kmsg = k
+	d.kernel.kmsg, d.kernel.lookback, d.kernel.lastRead = k, d.o.kernel.lookback, d.clk.Now()
+	d.kernel.open = func(lookback time.Duration) (kernellog.Source, error) {
+		src, _, err := kernellog.OpenSource(d.o.kernel.kmsgPath, lookback, d.clk)
+		return src, err
+	}
 	d.kernel.observeAll()
 	d.kernel.exportStats()
 }

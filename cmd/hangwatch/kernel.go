@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"maps"
 	"sync"
 	"time"
 
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/kernellog"
@@ -19,11 +17,17 @@ type kernelWatch struct {
 	monitor *kernellog.Monitor
 	metrics *kernellog.Metrics
 	last    kernellog.KmsgStats
-	clk     clock.PassiveClock
-	mu      sync.Mutex
-	states  map[string]any // the `kernel` input: condition type to its state
-	sink    func(map[string]any)
-	sent    time.Time // when the input was last handed on
+	clk     clock.WithTicker
+	// open opens the log again after a failure, skipping records older
+	// than its argument; lookback is --kernel-lookback.
+	open      func(lookback time.Duration) (kernellog.Source, error)
+	lookback  time.Duration
+	lastRead  time.Time // the last read that worked
+	downSince time.Time // zero while the log is read; guarded by mu
+	mu        sync.Mutex
+	states    map[string]any // the `kernel` input: condition type to its state
+	sink      func(map[string]any)
+	sent      time.Time // when the input was last handed on
 }
 
 // resendEvery is how often the whole `kernel` input is handed on again
@@ -80,6 +84,7 @@ func (k *kernelWatch) resend() {
 // tick is the time-based work after each read: quiet windows, held-back
 // events, counters, and the input handed on again.
 func (k *kernelWatch) tick() {
+	k.lastRead = k.clk.Now()
 	k.monitor.Expire()
 	k.exportStats()
 	k.resend()
@@ -88,14 +93,6 @@ func (k *kernelWatch) tick() {
 // kernelFields is one condition of the `kernel` input.
 func kernelFields(st kernellog.ConditionState) map[string]any {
 	return map[string]any{"active": st.Active, "reason": st.Reason, "message": st.Message, "matches": st.Count}
-}
-
-// follow reads records as they are logged until ctx ends.
-func (k *kernelWatch) follow(ctx context.Context) {
-	err := k.kmsg.Follow(ctx, 500*time.Millisecond, k.monitor.Handle, k.tick)
-	if err != nil {
-		klog.ErrorS(err, "Kernel log watch stopped")
-	}
 }
 
 func (k *kernelWatch) exportStats() {

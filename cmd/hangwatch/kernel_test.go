@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,4 +118,55 @@ func TestRestoredKernelDeadlockSeenAgainFollowsTheKernel(t *testing.T) {
 	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionFalse {
 		t.Fatalf("15m after the new line: %+v", c)
 	}
+}
+
+// TestFailedKernelLogReopensWithBackoffAndFailsHealthz: a read error closes
+// the log; it is opened again after 1s, 2s, 4s ... up to 30s, and /healthz
+// fails once it has been down for over a minute, until it works again.
+func TestFailedKernelLogReopensWithBackoffAndFailsHealthz(t *testing.T) {
+	k, _, clk := newKernelFixture(t)
+	k.kmsg = &fakeSource{followErr: syscall.EIO}
+	k.lookback, k.lastRead = 5*time.Minute, clk.Now()
+	opens := make(chan time.Duration)
+	fails := 6
+	reopened := &fakeSource{followed: make(chan struct{}, 1)}
+	k.open = func(lookback time.Duration) (kernellog.Source, error) {
+		opens <- lookback
+		if fails > 0 {
+			fails--
+			return nil, syscall.EACCES
+		}
+		return reopened, nil
+	}
+	health := newLiveness(clk, time.Hour)
+	health.addCheck(k.check)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.follow(ctx) }()
+	var elapsed time.Duration
+	for i, delay := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second} {
+		for !clk.HasWaiters() {
+			runtime.Gosched() // until the watch waits for its next try
+		}
+		if err := health.check(); (elapsed > time.Minute) != (err != nil) {
+			t.Fatalf("down for %v: /healthz says %v", elapsed, err)
+		}
+		clk.Step(delay - time.Millisecond)
+		select {
+		case <-opens:
+			t.Fatalf("try %d came before %v", i, delay)
+		default:
+		}
+		clk.Step(time.Millisecond)
+		elapsed += delay
+		if lookback := <-opens; i == 0 && lookback != time.Second {
+			t.Fatalf("first reopen looks back %v, want to the last good read, 1s ago", lookback)
+		}
+	}
+	<-reopened.followed
+	if err := health.check(); err != nil {
+		t.Fatalf("after the reopen: %v", err)
+	}
+	cancel()
+	<-done
 }

@@ -22,6 +22,7 @@ type liveness struct {
 	mu      sync.Mutex
 	started time.Time
 	last    time.Time
+	checks  []func() error // other watchers' (the kernel log's), see addCheck
 }
 
 func newLiveness(c clock.PassiveClock, maxGap time.Duration) *liveness {
@@ -38,6 +39,11 @@ func (l *liveness) beat() {
 func (l *liveness) check() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for _, check := range l.checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
 	since := l.started
 	if !l.last.IsZero() {
 		since = l.last
