@@ -59,9 +59,16 @@ func (p *Prober) Wake() {
 // WithBeat is the cycle as the latest beat updates it: the beat's Version
 // result replaces the cycle's when it is newer. A cycle's other calls
 // stand until the next cycle, so a healthy beat never clears a hung list
-// call, and a hung beat raises RuntimeHung between cycles.
+// call, and a hung beat raises RuntimeHung between cycles. A beat the
+// socket refused stands for the whole cycle: the runtime is unreachable.
 func (c Cycle) WithBeat(b Beat) Cycle {
-	if b.Call.Method != MethodVersion {
+	if b.Call.Method != MethodVersion || b.Call.Start.Before(c.Start) {
+		return c
+	}
+	if b.Call.Class == ClassUnreachable {
+		// The socket refused a call made after the whole cycle: none of
+		// the cycle's calls would reach the runtime now either.
+		c.Calls = []CallResult{b.Call}
 		return c
 	}
 	calls := make([]CallResult, 0, len(c.Calls)+1)

@@ -126,6 +126,23 @@ func TestWithBeatReplacesOnlyAnOlderVersion(t *testing.T) {
 	}
 }
 
+// TestARefusedBeatMakesTheRuntimeUnreachable: a restarted runtime's socket
+// refuses the heartbeat between cycles; that is RuntimeUnreachable then,
+// not a healthy cycle with one failed call.
+func TestARefusedBeatMakesTheRuntimeUnreachable(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	c := Cycle{Start: t0, Calls: []CallResult{{Method: MethodVersion, Start: t0, Class: ClassOK},
+		{Method: MethodListPodSandbox, Start: t0, Class: ClassOK}}}
+	refused := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(3 * time.Second), Class: ClassUnreachable}}
+	if obs := c.WithBeat(refused).Observation(2 * time.Second); obs["unreachable"] != true {
+		t.Errorf("a refused beat after the cycle: unreachable = %v", obs["unreachable"])
+	}
+	early := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(-time.Second), Class: ClassUnreachable}}
+	if obs := c.WithBeat(early).Observation(2 * time.Second); obs["unreachable"] != false {
+		t.Error("a refused beat older than the cycle overrode it")
+	}
+}
+
 // TestAHungCallThatAnswersWakesTheCycles: once a call reported hung
 // answers, Run looks again at once instead of after its back-off.
 func TestAHungCallThatAnswersWakesTheCycles(t *testing.T) {

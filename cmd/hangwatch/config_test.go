@@ -220,3 +220,40 @@ func FuzzDecodeConfig(f *testing.F) {
 		_, _ = o.configure(fs)
 	})
 }
+
+// TestHeartbeatOnlyWhenShorterThanThePeriod: `--period 1s` alone must run
+// (the full cycles already call Version each second); a heartbeat under
+// 500ms is refused by name.
+func TestHeartbeatOnlyWhenShorterThanThePeriod(t *testing.T) {
+	cases := []struct {
+		args []string
+		want time.Duration
+		err  string
+	}{
+		{args: nil, want: 2500 * time.Millisecond},
+		{args: []string{"--period", "1s"}, want: 0},
+		{args: []string{"--period", "1s", "--heartbeat-period", "500ms"}, want: 500 * time.Millisecond},
+		{args: []string{"--heartbeat-period", "0"}, want: 0},
+		{args: []string{"--heartbeat-period", "100ms"}, err: "--heartbeat-period 100ms: must be 0 (off) or at least 500ms"},
+	}
+	for _, c := range cases {
+		o := &runOptions{}
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		o.addFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		_, err := o.configure(fs)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: error %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", c.args, err)
+		} else if got := o.heartbeatPeriod(); got != c.want {
+			t.Errorf("%v: heartbeat in effect %v, want %v", c.args, got, c.want)
+		}
+	}
+}

@@ -151,11 +151,11 @@ func (d *daemon) serve(ctx context.Context) error {
 	serveErr := make(chan error, 2)
 	servers.serve(serveErr)
 	klog.InfoS("hangwatch running", "endpoint", d.ep.Address, "endpointSource", d.ep.Source, "listen", servers.addrs(),
-		"period", d.o.period, "heartbeat", d.o.heartbeat, "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil, "pleg", d.pleg != nil, "node", d.api.nodeName(), "conditions", d.conds.Types())
+		"period", d.o.period, "heartbeat", d.o.heartbeatPeriod(), "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil, "pleg", d.pleg != nil, "node", d.api.nodeName(), "conditions", d.conds.Types())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); d.probeLoop(ctx) }()
-	if d.o.heartbeat > 0 {
+	if d.o.heartbeatPeriod() > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); d.heartbeatLoop(ctx) }()
 	}

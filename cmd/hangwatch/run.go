@@ -54,7 +54,7 @@ SIGTERM or SIGINT stops it gracefully.`,
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.rt.add(fs)
 	fs.DurationVar(&o.period, "period", 30*time.Second, "time between full probe cycles (every probed call; backs off to --max-period while the runtime is slow)")
-	fs.DurationVar(&o.heartbeat, "heartbeat-period", 2500*time.Millisecond, "time between heartbeats: one Version call, tracked in flight, that never backs off, so a frozen runtime is RuntimeHung within this plus --timeout; 0 turns it off")
+	fs.DurationVar(&o.heartbeat, "heartbeat-period", 2500*time.Millisecond, "time between heartbeats: one Version call, tracked in flight, that never backs off, so a frozen runtime is RuntimeHung within this plus --timeout; 0, or a value not shorter than --period, turns it off")
 	fs.DurationVar(&o.maxPeriod, "max-period", 60*time.Second, "longest time between cycles while backing off from a slow or hung runtime")
 	fs.DurationVar(&o.callLifetime, "call-lifetime", 2*time.Minute, "how long a hung call stays out (tracked in flight, not sent again) before it is cancelled; the kubelet waits 2m")
 	o.serve.add(fs)
@@ -75,7 +75,7 @@ func (o *runOptions) configure(fs *pflag.FlagSet) (map[string]string, error) {
 	p := problems(fileProblems)
 	p.check(o.period <= 0, "--period", o.period, "must be positive")
 	p.check(o.period > 0 && o.maxPeriod < o.period, "--max-period", o.maxPeriod, "must not be shorter than --period")
-	p.check(o.heartbeat != 0 && (o.heartbeat < 500*time.Millisecond || o.heartbeat > o.period), "--heartbeat-period", o.heartbeat, "must be 0 (off) or from 500ms to --period")
+	p.check(o.heartbeat < 0 || (o.heartbeat > 0 && o.heartbeat < 500*time.Millisecond), "--heartbeat-period", o.heartbeat, "must be 0 (off) or at least 500ms")
 	p.check(o.callLifetime < o.rt.timeout, "--call-lifetime", o.callLifetime, "must not be shorter than --timeout")
 	p.add(o.conds.validate(fs, fromFile))
 	p.add(o.api.validate())
@@ -89,6 +89,15 @@ func (o *runOptions) configure(fs *pflag.FlagSet) (map[string]string, error) {
 		return nil, err
 	}
 	return fromFile, nil
+}
+
+// heartbeatPeriod is the heartbeat in effect: none when it would come no
+// more often than the full cycles, which already call Version.
+func (o *runOptions) heartbeatPeriod() time.Duration {
+	if o.heartbeat >= o.period {
+		return 0
+	}
+	return o.heartbeat
 }
 
 func (o *runOptions) run(ctx context.Context, timeoutSet bool) error {

@@ -44,5 +44,5 @@ func (v *runtimeView) onBeat(b cri.Beat) {
 
 // heartbeatLoop calls Version every --heartbeat-period until ctx ends.
 func (d *daemon) heartbeatLoop(ctx context.Context) {
-	d.prober.Heartbeat(ctx, d.o.heartbeat, d.runtime.onBeat)
+	d.prober.Heartbeat(ctx, d.o.heartbeatPeriod(), d.runtime.onBeat)
 }
