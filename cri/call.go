@@ -44,8 +44,8 @@ type Observer interface {
 type rpc func(ctx context.Context) (proto.Message, error)
 
 // invoke sends one call and waits for it at most the per-call timeout. A
-// call still out from an earlier cycle is not sent again: it is reported as
-// timed out with its current age.
+// call already out is not sent again: invoke waits for its answer until
+// it has been out the timeout, then reports it timed out with its age.
 func (p *Prober) invoke(ctx context.Context, method, object string, call rpc) CallResult {
 	return p.invokeTallied(ctx, method, object, call, nil)
 }
@@ -55,9 +55,8 @@ func (p *Prober) invoke(ctx context.Context, method, object string, call rpc) Ca
 func (p *Prober) invokeTallied(ctx context.Context, method, object string, call rpc, tally *streamTally) CallResult {
 	key := callKey{method: method, object: object}
 	start := p.clock.Now()
-	if !p.inflight.begin(key, start) {
-		age, _ := p.inflight.age(key)
-		return p.report(stillOut(method, object, start, age))
+	if out, sent := p.inflight.begin(key, start); !sent {
+		return p.report(p.join(ctx, out, method, object))
 	}
 	done := make(chan CallResult, 1)
 	go p.run(ctx, key, start, call, tally, done)
@@ -90,7 +89,6 @@ func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.CallLifetime)
 	defer cancel()
 	resp, err := call(callCtx)
-	p.inflight.end(key)
 	r := CallResult{Method: key.method, Object: key.object, Start: start, Duration: p.clock.Since(start)}
 	if r.Duration > p.cfg.Timeout {
 		// It was reported hung, and the last cycle still says so: look
@@ -107,8 +105,37 @@ func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc
 		r.resp, r.ResponseBytes = resp, proto.Size(resp)
 	}
 	tally.fill(&r)
+	p.inflight.end(key, r)
 	p.observer.ObserveCompletion(r)
 	done <- r
+}
+
+// join waits for the same call sent by someone else (a heartbeat's
+// Version while a cycle's is out) until it has been out the per-call
+// timeout. Its answer is shared; past the timeout it is reported hung.
+func (p *Prober) join(ctx context.Context, out *outstanding, method, object string) CallResult {
+	age := p.clock.Since(out.start)
+	if age < p.cfg.Timeout {
+		timer := p.clock.NewTimer(p.cfg.Timeout - age)
+		defer timer.Stop()
+		select {
+		case <-out.done:
+			return out.result
+		case <-timer.C():
+		case <-ctx.Done():
+		}
+	}
+	select {
+	case <-out.done:
+		return out.result
+	default:
+	}
+	now := p.clock.Now()
+	r := stillOut(method, object, now, now.Sub(out.start))
+	if ctx.Err() != nil {
+		r.Class = classifyError(ctx.Err())
+	}
+	return r
 }
 
 // stillOut is a call sent by an earlier cycle that has not answered yet.

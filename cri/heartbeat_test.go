@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -169,4 +171,42 @@ func TestAHungCallThatAnswersWakesTheCycles(t *testing.T) {
 	case <-time.After(time.Minute): // a bound for a broken wake only; not a wait the test needs
 		t.Fatal("the answered call did not wake the cycles")
 	}
+}
+
+// TestASecondCallerWaitsForTheCallAlreadyOut: a heartbeat's Version sent
+// while a cycle's is out, a few milliseconds old, is not a hang: it waits
+// for that call's answer, up to the timeout from when it was sent.
+func TestASecondCallerWaitsForTheCallAlreadyOut(t *testing.T) {
+	f := newFakeRuntime(1, 1)
+	f.hang[MethodVersion] = true
+	p, clk, _ := newTestProber(f, testConfig())
+	version := func(ctx context.Context) (proto.Message, error) {
+		return f.Version(ctx, &runtimeapi.VersionRequest{})
+	}
+	first, second := make(chan CallResult, 1), make(chan CallResult, 1)
+	go func() { first <- p.invoke(context.Background(), MethodVersion, "", version) }()
+	waitFor(t, "the first call's wait", func() bool { return clk.Waiters() == 1 })
+	clk.Step(500 * time.Millisecond)
+	go func() { second <- p.invoke(context.Background(), MethodVersion, "", version) }()
+	waitFor(t, "the second caller's wait", func() bool { return clk.Waiters() == 2 })
+	f.releaseHung()
+	a, b := <-first, <-second
+	if a.Class != ClassOK || b.Class != ClassOK || f.count(MethodVersion) != 1 {
+		t.Fatalf("joined an answered call: first %s, second %s, %d calls sent; want ok, ok, 1", a.Class, b.Class, f.count(MethodVersion))
+	}
+
+	f.mu.Lock()
+	f.hang[MethodVersion] = true
+	f.mu.Unlock()
+	go func() { first <- p.invoke(context.Background(), MethodVersion, "", version) }()
+	waitFor(t, "the first call's wait", func() bool { return clk.Waiters() == 1 })
+	clk.Step(1500 * time.Millisecond)
+	go func() { second <- p.invoke(context.Background(), MethodVersion, "", version) }()
+	waitFor(t, "the second caller's wait", func() bool { return clk.Waiters() == 2 })
+	clk.Step(500 * time.Millisecond)
+	a, b = <-first, <-second
+	if a.Class != ClassTimeout || b.Class != ClassTimeout || b.Duration != 2*time.Second {
+		t.Fatalf("a hung call: first %s, second %s after %v; want timeout, timeout after 2s", a.Class, b.Class, b.Duration)
+	}
+	f.releaseHung()
 }

@@ -20,52 +20,56 @@ type callKey struct {
 	object string
 }
 
+// outstanding is one call that has been sent: when, and, once it
+// returns, its result (done is closed then).
+type outstanding struct {
+	start  time.Time
+	done   chan struct{}
+	result CallResult
+}
+
 // inflightTracker records when each outstanding call started. It is safe for
 // concurrent use; a scrape may read it while calls run.
 type inflightTracker struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
-	calls map[callKey]time.Time
+	calls map[callKey]*outstanding
 }
 
 func newInflightTracker(c clock.PassiveClock) *inflightTracker {
-	return &inflightTracker{clock: c, calls: map[callKey]time.Time{}}
+	return &inflightTracker{clock: c, calls: map[callKey]*outstanding{}}
 }
 
-// begin records a call; it returns false if the same call is already out.
-func (t *inflightTracker) begin(k callKey, start time.Time) bool {
+// begin records a call and returns it with true; if the same call is
+// already out it returns that one, with false.
+func (t *inflightTracker) begin(k callKey, start time.Time) (*outstanding, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.calls[k]; ok {
-		return false
+	if o, ok := t.calls[k]; ok {
+		return o, false
 	}
-	t.calls[k] = start
-	return true
+	o := &outstanding{start: start, done: make(chan struct{})}
+	t.calls[k] = o
+	return o, true
 }
 
-func (t *inflightTracker) end(k callKey) {
+// end records the call's result and releases anyone waiting on it.
+func (t *inflightTracker) end(k callKey, r CallResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.calls, k)
-}
-
-// age returns how long the call has been out, if it is.
-func (t *inflightTracker) age(k callKey) (time.Duration, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	start, ok := t.calls[k]
-	if !ok {
-		return 0, false
+	if o, ok := t.calls[k]; ok {
+		o.result = r
+		close(o.done)
+		delete(t.calls, k)
 	}
-	return t.clock.Since(start), true
 }
 
 // snapshot lists the outstanding calls, oldest first.
 func (t *inflightTracker) snapshot() []InFlight {
 	t.mu.Lock()
 	out := make([]InFlight, 0, len(t.calls))
-	for k, start := range t.calls {
-		out = append(out, InFlight{Method: k.method, Object: k.object, Age: t.clock.Since(start)})
+	for k, o := range t.calls {
+		out = append(out, InFlight{Method: k.method, Object: k.object, Age: t.clock.Since(o.start)})
 	}
 	t.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
