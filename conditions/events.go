@@ -2,6 +2,7 @@ package conditions
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,17 @@ func (e *Events) record(before, after Condition) {
 	}
 	e.recorder.Event(e.node, eventType, after.Reason, EventMessage(after))
 	e.metrics.evented(after.Type, eventType)
+}
+
+// Shared records, once, that another field manager writes a condition
+// hangwatch owns, and what hangwatch does about it.
+func (e *Events) Shared(condType string, managers []string, overwrite bool) {
+	what := "hangwatch leaves it to them (overwriteSharedConditions would make it write it anyway)"
+	if overwrite {
+		what = "hangwatch writes it anyway (overwriteSharedConditions), so the last writer wins"
+	}
+	e.recorder.Eventf(e.node, corev1.EventTypeWarning, "ConditionSharedWithAnotherWriter",
+		"Node condition %s is also written by %s; %s", condType, strings.Join(managers, ", "), what)
 }
 
 // Shutdown stops recording, flushing what it can.

@@ -18,17 +18,32 @@ func StatusPatch(conds []corev1.NodeCondition) ([]byte, error) {
 }
 
 // patch sends the patch directly (no read first: a node identity may not
-// GET nodes/<name>/status).
-func (r *Reporter) patch(ctx context.Context, snap []Condition, now time.Time) error {
+// GET nodes/<name>/status) and returns the Node as written.
+func (r *Reporter) patch(ctx context.Context, snap []Condition, now time.Time) (*corev1.Node, error) {
 	body, err := StatusPatch(nodeConditions(snap, now))
 	if err != nil {
-		return fmt.Errorf("encode status patch: %w", err)
+		return nil, fmt.Errorf("encode status patch: %w", err)
 	}
+	return r.sendPatch(ctx, body)
+}
+
+func (r *Reporter) sendPatch(ctx context.Context, body []byte) (*corev1.Node, error) {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
-	_, err = r.nodes.Nodes().Patch(rctx, r.cfg.Node, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	node, err := r.nodes.Nodes().Patch(rctx, r.cfg.Node, types.StrategicMergePatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager}, "status")
 	if err != nil {
-		return fmt.Errorf("patch node %s status: %w", r.cfg.Node, err)
+		return nil, fmt.Errorf("patch node %s status: %w", r.cfg.Node, err)
 	}
-	return nil
+	return node, nil
+}
+
+// RemovalPatch is the strategic-merge patch of nodes/<name>/status that
+// removes the conditions of the given types and leaves the others.
+func RemovalPatch(condTypes []string) ([]byte, error) {
+	conds := make([]map[string]string, 0, len(condTypes))
+	for _, t := range condTypes {
+		conds = append(conds, map[string]string{"type": t, "$patch": "delete"})
+	}
+	return json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
 }

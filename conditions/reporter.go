@@ -35,6 +35,13 @@ type ReporterConfig struct {
 	// OnRestore, when set, is called once with the Node's conditions after
 	// they have been read back and carried on.
 	OnRestore func(onNode []Condition)
+	// Overwrite are the owned types hangwatch writes even when another
+	// field manager writes them too; any other such type is left to that
+	// writer (node-problem-detector's KernelDeadlock, say), not fought over.
+	Overwrite []string
+	// OnShared, when set, is called once for each owned type found written
+	// by other field managers, with them and whether hangwatch overwrites.
+	OnShared func(condType string, managers []string, overwrite bool)
 }
 
 // Reporter writes the conditions of a Set to the Node's status: only the
@@ -49,13 +56,16 @@ type Reporter struct {
 	written  map[string]Condition // what the Node holds, as far as hangwatch knows
 	lastSent time.Time
 	failures int
-	holdOff  bool   // the last patch was refused or throttled: no write before its retry, even on a change
-	refusal  string // the last refusal logged, so each is logged once
+	holdOff  bool                // the last patch was refused or throttled: no write before its retry, even on a change
+	refusal  string              // the last refusal logged, so each is logged once
+	shared   map[string][]string // owned types other managers write, as last reported
+	yielded  map[string]bool     // owned types left to their other writers
 }
 
 // NewReporter returns a reporter for set; m may be nil.
 func NewReporter(nodes corev1client.NodesGetter, set *Set, cfg ReporterConfig, clk clock.Clock, m *ReporterMetrics) *Reporter {
-	return &Reporter{cfg: cfg, nodes: nodes, set: set, clk: clk, metrics: m, written: map[string]Condition{}}
+	return &Reporter{cfg: cfg, nodes: nodes, set: set, clk: clk, metrics: m, written: map[string]Condition{},
+		shared: map[string][]string{}, yielded: map[string]bool{}}
 }
 
 // Run restores the Node's conditions, then writes every change and the
@@ -86,16 +96,20 @@ func (r *Reporter) Run(ctx context.Context) {
 }
 
 // restore reads the Node (GET nodes/<name>: a node identity may not read
-// nodes/<name>/status) and carries on its conditions of the owned types.
+// nodes/<name>/status), notes who else writes its types, removes the types
+// hangwatch wrote before and no longer owns, and carries on its conditions
+// of the owned types no other field manager writes.
 func (r *Reporter) restore(ctx context.Context) error {
-	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
-	defer cancel()
-	node, err := r.nodes.Nodes().Get(rctx, r.cfg.Node, metav1.GetOptions{})
+	node, err := r.getNode(ctx)
 	if err != nil {
-		return fmt.Errorf("get node %s: %w", r.cfg.Node, err)
+		return err
 	}
+	r.removeStale(ctx, r.inspect(node))
 	var found []Condition
 	for _, c := range node.Status.Conditions {
+		if len(r.shared[string(c.Type)]) > 0 {
+			continue // another writer's values, whether left to it or overwritten: not hangwatch's to carry on
+		}
 		cond := Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
 			LastTransitionTime: c.LastTransitionTime.Time}
 		found = append(found, cond)
@@ -114,15 +128,24 @@ func (r *Reporter) restore(ctx context.Context) error {
 // the heartbeat is due, and returns when to look again.
 func (r *Reporter) flush(ctx context.Context) time.Time {
 	now := r.clk.Now()
-	snap := r.set.Snapshot()
-	if !r.differs(snap) && now.Sub(r.lastSent) < r.cfg.Heartbeat {
+	heartbeat := now.Sub(r.lastSent) >= r.cfg.Heartbeat
+	if !r.differs(r.writable()) && !heartbeat {
 		return r.lastSent.Add(r.cfg.Heartbeat)
 	}
-	err := r.patch(ctx, snap, now)
+	if heartbeat && !r.lastSent.IsZero() {
+		r.lookAgain(ctx) // who else writes the types shows only on a read
+	}
+	snap := r.writable()
+	if len(snap) == 0 {
+		r.lastSent = now
+		return now.Add(r.cfg.Heartbeat)
+	}
+	node, err := r.patch(ctx, snap, now)
 	r.metrics.patched(err)
 	if err != nil {
 		return now.Add(r.failed(err))
 	}
+	r.inspect(node)
 	if r.failures > 0 {
 		klog.InfoS("Writing the Node's conditions works again", "node", r.cfg.Node, "failedAttempts", r.failures)
 	}

@@ -11,6 +11,7 @@ type ReporterMetrics struct {
 	patches  *metrics.CounterVec
 	refusals *metrics.CounterVec
 	events   *metrics.CounterVec
+	shared   *metrics.GaugeVec
 }
 
 // NewReporterMetrics registers the write counters with reg.
@@ -24,8 +25,11 @@ func NewReporterMetrics(reg metrics.KubeRegistry) *ReporterMetrics {
 		events: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_node_events_total", StabilityLevel: metrics.ALPHA,
 			Help: "Events recorded on the Node for condition transitions, by condition and event type (before client-go's aggregation and rate limit)."},
 			[]string{"condition", "type"}),
+		shared: metrics.NewGaugeVec(&metrics.GaugeOpts{Name: "hangwatch_node_condition_shared", StabilityLevel: metrics.ALPHA,
+			Help: "1 for each condition hangwatch owns that another field manager also writes on the Node (node-problem-detector, say), by condition and manager; hangwatch leaves such a condition to it unless overwriteSharedConditions names it."},
+			[]string{"condition", "manager"}),
 	}
-	reg.MustRegister(m.patches, m.refusals, m.events)
+	reg.MustRegister(m.patches, m.refusals, m.events, m.shared)
 	return m
 }
 
@@ -49,5 +53,14 @@ func (m *ReporterMetrics) evented(condType, eventType string) {
 func (m *ReporterMetrics) refused(code int32) {
 	if m != nil {
 		m.refusals.WithLabelValues(strconv.Itoa(int(code))).Inc()
+	}
+}
+
+func (m *ReporterMetrics) sharedWith(condType string, managers []string) {
+	if m == nil {
+		return
+	}
+	for _, mgr := range managers {
+		m.shared.WithLabelValues(condType, mgr).Set(1)
 	}
 }

@@ -53,6 +53,10 @@ type Outcome struct {
 	MessageExpression string `json:"messageExpression,omitempty"`
 }
 
+// ValidType says whether t can be a condition type hangwatch writes:
+// CamelCase.
+func ValidType(t string) bool { return len(t) <= 316 && typeRE.MatchString(t) }
+
 // Inputs are the observations a rule may read, each a CEL variable.
 var Inputs = []string{"cri", "kernel", "lease", "pleg"}
 

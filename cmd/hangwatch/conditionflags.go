@@ -22,6 +22,7 @@ type conditionFlags struct {
 	clearAfter   int
 	leaseShare   float64
 	heartbeat    time.Duration
+	overwrite    []string
 	changedRaise bool
 	changedClear bool
 	file         *configFile // the loaded --config, nil without one
@@ -41,6 +42,7 @@ func (f *conditionFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.raiseAfter, "runtime-hung-raise-after", 1, "consecutive hung cycles that make RuntimeHung True")
 	fs.IntVar(&f.clearAfter, "runtime-hung-clear-after", 2, "consecutive healthy cycles that make RuntimeHung False again")
 	fs.Float64Var(&f.leaseShare, "kubelet-unresponsive-share", 0, "raise KubeletUnresponsive once the Lease has gone unrenewed for this share of the grace period (0 < share < 1); 0: after two missed renewals")
+	fs.StringSliceVar(&f.overwrite, "overwrite-shared-conditions", nil, "condition types hangwatch writes even when another field manager (node-problem-detector, say) writes them too; others such are left to that writer, reported once")
 	fs.DurationVar(&f.heartbeat, "status-heartbeat-period", defaultHeartbeat, "how often the conditions' lastHeartbeatTime is refreshed while nothing changes; changes are written at once")
 }
 
@@ -53,6 +55,9 @@ func (f *conditionFlags) validate(fs *pflag.FlagSet, fromFile map[string]string)
 	p.check(f.raiseAfter < 1, "--runtime-hung-raise-after", f.raiseAfter, "must be at least 1")
 	p.check(f.clearAfter < 1, "--runtime-hung-clear-after", f.clearAfter, "must be at least 1")
 	p.check(f.leaseShare < 0 || f.leaseShare >= 1, "--kubelet-unresponsive-share", f.leaseShare, "must be 0 (two missed renewals) or between 0 and 1")
+	for _, t := range f.overwrite {
+		p.check(!conditions.ValidType(t), "--overwrite-shared-conditions", t, "must be a CamelCase condition type")
+	}
 	p.check(f.heartbeat < 10*time.Second, "--status-heartbeat-period", f.heartbeat, "must be at least 10s")
 	return p.err()
 }

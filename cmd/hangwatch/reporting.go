@@ -24,6 +24,7 @@ type apiReporting struct {
 	metrics   *conditions.ReporterMetrics
 	lease     *leases.Metrics
 	heartbeat time.Duration
+	overwrite []string
 }
 
 // newAPIReporting connects to the API server when there is one to reach.
@@ -45,7 +46,7 @@ func (o *runOptions) newAPIReporting(reg metrics.KubeRegistry) (*apiReporting, e
 	}
 	m := conditions.NewReporterMetrics(reg)
 	return &apiReporting{flags: &o.api, node: node, client: client, metrics: m, lease: leases.NewMetrics(reg),
-		heartbeat: o.conds.heartbeat, events: conditions.NewEvents(client.CoreV1(), node, m)}, nil
+		heartbeat: o.conds.heartbeat, overwrite: o.conds.overwrite, events: conditions.NewEvents(client.CoreV1(), node, m)}, nil
 }
 
 // start runs the status reporter and the Lease watch until ctx ends.
@@ -53,7 +54,8 @@ func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, set *condi
 	clk := clock.RealClock{}
 	r := conditions.NewReporter(a.client.CoreV1(), set, conditions.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
 		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 8 * time.Second, RejectedRetry: 30 * time.Second,
-		RequestTimeout: 10 * time.Second, OnRestore: func(onNode []conditions.Condition) { a.events.Restored(onNode, set) }}, clk, a.metrics)
+		RequestTimeout: 10 * time.Second, OnRestore: func(onNode []conditions.Condition) { a.events.Restored(onNode, set) },
+		Overwrite: a.overwrite, OnShared: a.events.Shared}, clk, a.metrics)
 	wg.Add(1)
 	go func() { defer wg.Done(); r.Run(ctx) }()
 	if !engine.Reads("lease") {

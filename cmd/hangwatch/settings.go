@@ -64,6 +64,7 @@ type apiServerSettings struct {
 	LeasePeriod            *metav1.Duration `json:"leasePeriod,omitempty" flag:"lease-period"`
 	NodeMonitorGracePeriod *metav1.Duration `json:"nodeMonitorGracePeriod,omitempty" flag:"node-monitor-grace-period"`
 	StatusHeartbeatPeriod  *metav1.Duration `json:"statusHeartbeatPeriod,omitempty" flag:"status-heartbeat-period"`
+	OverwriteShared        []string         `json:"overwriteSharedConditions,omitempty" flag:"overwrite-shared-conditions"`
 }
 
 type kubeletSettings struct {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
@@ -111,9 +112,27 @@ func (n staticPodNode) waitHealthy(t *testing.T) {
 		n.waitNodeCond(t, 30*time.Second, c, condIs(corev1.ConditionFalse, ""))
 	}
 	t.Logf("static pod hangwatch wrote its conditions False %v after the manifest", time.Since(started).Round(time.Millisecond))
+	n.assertNotShared(t)
 	for _, e := range nodeEvents(t, n.cp, n.k.Node) {
 		if e.Source.Component == "hangwatch" && e.Type == corev1.EventTypeWarning {
 			t.Errorf("a healthy node starting got a Warning from hangwatch: %s %s", e.Reason, e.Message)
+		}
+	}
+}
+
+// assertNotShared reads the Node's managedFields as hangwatch does: the
+// real kubelet, which patches the whole status, must not count as another
+// writer of hangwatch's conditions, or hangwatch would leave them.
+func (n staticPodNode) assertNotShared(t *testing.T) {
+	t.Helper()
+	node, err := n.cp.Admin.CoreV1().Nodes().Get(context.Background(), n.k.Node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := conditions.ReadWriters(node.ManagedFields)
+	for _, c := range []string{"RuntimeHung", "KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy"} {
+		if len(w.Others[c]) > 0 || !w.Ours[c] {
+			t.Errorf("managedFields: %s written by hangwatch %v, by others %v; want hangwatch alone", c, w.Ours[c], w.Others[c])
 		}
 	}
 }
