@@ -23,7 +23,8 @@ type Kmsg struct {
 	fd       int
 	clock    clock.PassiveClock
 	boot     time.Time
-	notAfter time.Time // records before this are skipped (now - lookback at open)
+	notAfter time.Time // records in the ring at open stamped before this are skipped (now - lookback)
+	drained  bool      // the records in the ring at open have been read: what follows is new
 	nextSeq  uint64
 	buf      []byte
 	stats    KmsgStats
@@ -68,6 +69,7 @@ func (k *Kmsg) ReadAvailable(fn func(Record)) error {
 		n, err := unix.Read(k.fd, k.buf)
 		switch {
 		case errors.Is(err, unix.EAGAIN):
+			k.drained = true
 			return nil
 		case errors.Is(err, unix.EPIPE):
 			continue // overrun: the next read returns the oldest record left; the seq gap counts the loss
@@ -91,7 +93,10 @@ func (k *Kmsg) handle(b []byte, fn func(Record)) {
 	}
 	k.nextSeq = r.Seq + 1
 	r.Time = k.boot.Add(r.Monotonic)
-	if r.Time.Before(k.notAfter) {
+	// Only the records the ring held at open are old: a new one stamped
+	// a little before the open (the kernel's printk clock can lag
+	// CLOCK_MONOTONIC by tens of milliseconds) is still news.
+	if !k.drained && r.Time.Before(k.notAfter) {
 		k.stats.Skipped++
 		return
 	}

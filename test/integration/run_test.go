@@ -17,9 +17,10 @@ import (
 
 // daemon is a `hangwatch run` process started by a test.
 type daemon struct {
-	base   string
-	cmd    *exec.Cmd
-	exited chan error
+	base    string
+	cmd     *exec.Cmd
+	exited  chan error
+	logPath string
 }
 
 func freePort(t *testing.T) string {
@@ -40,7 +41,7 @@ func startDaemon(t *testing.T, endpoint string, args ...string) *daemon {
 		t.Fatal(err)
 	}
 	all := append([]string{"run", "-r", endpoint, "--listen-address", addr}, args...)
-	d := &daemon{base: "http://" + addr, cmd: exec.Command(hangwatchBin, all...), exited: make(chan error, 1)}
+	d := &daemon{base: "http://" + addr, cmd: exec.Command(hangwatchBin, all...), exited: make(chan error, 1), logPath: log.Name()}
 	d.cmd.Stdout, d.cmd.Stderr = log, log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
