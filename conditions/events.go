@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 )
 
 // EventSource names hangwatch as the reporting component of its Events.
@@ -17,29 +16,28 @@ const EventSource = "hangwatch"
 
 // Events records every transition of a condition as a core/v1 Event on the
 // Node (a node identity may create core/v1 Events but not events.k8s.io
-// ones). client-go's event correlator aggregates repeats and rate-limits
-// them per node (a burst of 25, then one per 5 minutes); the broadcaster
-// retries while the API server is away.
+// ones). Its recorder, as client-go's, raises the count of a repeat instead
+// of creating another, rate-limits per node (a burst of 25, then one per 5
+// minutes) and retries while the API server is away.
 type Events struct {
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-	node        *corev1.ObjectReference
-	metrics     *ReporterMetrics
+	emit    func(eventType, reason, message string)
+	stop    func()
+	metrics *ReporterMetrics
 
 	mu       sync.Mutex
 	restored bool                 // the Node's conditions were read back
 	known    map[string]Condition // by type, the state last accounted for
 }
 
-// NewEvents starts recording to the API server through sink.
-func NewEvents(sink corev1client.EventsGetter, node string, m *ReporterMetrics) *Events {
-	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: sink.Events("")})
+// NewEvents starts recording to the API server through sink; each request
+// is bounded by timeout.
+func NewEvents(sink EventSink, node string, m *ReporterMetrics, timeout time.Duration) *Events {
 	// UID is the node's name, as the kubelet does, so `kubectl describe
 	// node` lists the events.
-	ref := &corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}
-	return &Events{broadcaster: b, node: ref, metrics: m, known: map[string]Condition{},
-		recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource, Host: node})}
+	ref := corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node), APIVersion: "v1"}
+	rec := newRecorder(sink, clock.RealClock{}, ref, corev1.EventSource{Component: EventSource, Host: node}, timeout)
+	go rec.run()
+	return &Events{emit: rec.record, stop: rec.shutdown, metrics: m, known: map[string]Condition{}}
 }
 
 // Transition records a change of a condition, when it is one worth an
@@ -83,7 +81,7 @@ func (e *Events) record(before, after Condition) {
 	if !ok {
 		return
 	}
-	e.recorder.Event(e.node, eventType, after.Reason, EventMessage(after))
+	e.emit(eventType, after.Reason, EventMessage(after))
 	e.metrics.evented(after.Type, eventType)
 }
 
@@ -94,12 +92,12 @@ func (e *Events) Shared(condType string, managers []string, overwrite bool) {
 	if overwrite {
 		what = "hangwatch writes it anyway (overwriteSharedConditions), so the last writer wins"
 	}
-	e.recorder.Eventf(e.node, corev1.EventTypeWarning, "ConditionSharedWithAnotherWriter",
-		"Node condition %s is also written by %s; %s", condType, strings.Join(managers, ", "), what)
+	e.emit(corev1.EventTypeWarning, "ConditionSharedWithAnotherWriter",
+		fmt.Sprintf("Node condition %s is also written by %s; %s", condType, strings.Join(managers, ", "), what))
 }
 
-// Shutdown stops recording, flushing what it can.
-func (e *Events) Shutdown() { e.broadcaster.Shutdown() }
+// Shutdown stops recording.
+func (e *Events) Shutdown() { e.stop() }
 
 func transitionType(before, after Condition) (string, bool) {
 	switch {

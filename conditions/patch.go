@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -30,8 +29,7 @@ func (r *Reporter) patch(ctx context.Context, snap []Condition, now time.Time) (
 func (r *Reporter) sendPatch(ctx context.Context, body []byte) (*corev1.Node, error) {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
-	node, err := r.nodes.Nodes().Patch(rctx, r.cfg.Node, types.StrategicMergePatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	node, err := r.nodes.PatchNodeStatus(rctx, r.cfg.Node, types.StrategicMergePatchType, body, FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("patch node %s status: %w", r.cfg.Node, err)
 	}

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -49,7 +49,7 @@ type ReporterConfig struct {
 // kubelet's conditions (Ready first of all) are never touched.
 type Reporter struct {
 	cfg      ReporterConfig
-	nodes    corev1client.NodesGetter
+	nodes    NodeClient
 	set      *Set
 	clk      clock.Clock
 	metrics  *ReporterMetrics
@@ -62,8 +62,14 @@ type Reporter struct {
 	yielded  map[string]bool     // owned types left to their other writers
 }
 
+// NodeClient reads the Node and patches its status.
+type NodeClient interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	PatchNodeStatus(ctx context.Context, name string, pt types.PatchType, body []byte, fieldManager string) (*corev1.Node, error)
+}
+
 // NewReporter returns a reporter for set; m may be nil.
-func NewReporter(nodes corev1client.NodesGetter, set *Set, cfg ReporterConfig, clk clock.Clock, m *ReporterMetrics) *Reporter {
+func NewReporter(nodes NodeClient, set *Set, cfg ReporterConfig, clk clock.Clock, m *ReporterMetrics) *Reporter {
 	return &Reporter{cfg: cfg, nodes: nodes, set: set, clk: clk, metrics: m, written: map[string]Condition{},
 		shared: map[string][]string{}, yielded: map[string]bool{}}
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 	testclock "k8s.io/utils/clock/testing"
@@ -34,7 +33,7 @@ func newReporterFixture(t *testing.T, existing ...corev1.NodeCondition) *reporte
 		[]corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}, existing...)}}
 	f := &reporterFixture{t: t, client: fake.NewClientset(node), clk: testclock.NewFakeClock(t0)}
 	f.set = NewSet(nil, t0, map[string]Thresholds{TypeRuntimeHung: {RaiseAfter: 1, ClearAfter: 2}})
-	f.r = NewReporter(f.client.CoreV1(), f.set, ReporterConfig{Node: "node-a", Heartbeat: 5 * time.Minute,
+	f.r = NewReporter(clientsetNodes{f.client}, f.set, ReporterConfig{Node: "node-a", Heartbeat: 5 * time.Minute,
 		Coalesce: 100 * time.Millisecond, RetryMin: time.Second, RetryMax: 30 * time.Second, RequestTimeout: time.Second}, f.clk, nil)
 	return f
 }
@@ -169,8 +168,8 @@ func TestTransitionsWorthAnEvent(t *testing.T) {
 }
 
 func TestNoEventForAConditionCarriedOnUnchanged(t *testing.T) {
-	rec := record.NewFakeRecorder(10)
-	e := &Events{recorder: rec, node: &corev1.ObjectReference{Kind: "Node", Name: "node-a"}, known: map[string]Condition{}}
+	rec := &fakeEmitter{}
+	e := &Events{emit: rec.emit, known: map[string]Condition{}}
 	set := NewSet(nil, t0, map[string]Thresholds{TypeRuntimeHung: {RaiseAfter: 1, ClearAfter: 2}, TypeKernelDeadlock: {RaiseAfter: 1, ClearAfter: 1}})
 	move := func(condType string, v Verdict) {
 		if before, after, changed := set.Update(condType, t0, v); changed {
@@ -196,23 +195,24 @@ func TestNoEventForAConditionCarriedOnUnchanged(t *testing.T) {
 	}
 
 	// A restart that finds a problem the Node did not have tells it.
-	e = &Events{recorder: rec, node: &corev1.ObjectReference{Kind: "Node", Name: "node-a"}, known: map[string]Condition{}}
+	e = &Events{emit: rec.emit, known: map[string]Condition{}}
 	e.Restored([]Condition{onNode[0], {Type: TypeKernelDeadlock, Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock"}}, set)
 	if got := drain(rec); got != "Warning ContainerRuntimeTaskBlocked Node condition KernelDeadlock is now True: blocked" {
 		t.Fatalf("a change across the restart: %q", got)
 	}
 }
 
-func drain(rec *record.FakeRecorder) string {
-	var out []string
-	for {
-		select {
-		case ev := <-rec.Events:
-			out = append(out, ev)
-		default:
-			return strings.Join(out, "; ")
-		}
-	}
+// fakeEmitter collects what Events emits.
+type fakeEmitter struct{ events []string }
+
+func (f *fakeEmitter) emit(eventType, reason, message string) {
+	f.events = append(f.events, eventType+" "+reason+" "+message)
+}
+
+func drain(f *fakeEmitter) string {
+	out := strings.Join(f.events, "; ")
+	f.events = nil
+	return out
 }
 
 func TestRefusedPatchIsRetriedSlowlyAndCounted(t *testing.T) {

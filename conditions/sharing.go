@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -14,7 +13,7 @@ import (
 func (r *Reporter) getNode(ctx context.Context) (*corev1.Node, error) {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
-	node, err := r.nodes.Nodes().Get(rctx, r.cfg.Node, metav1.GetOptions{})
+	node, err := r.nodes.GetNode(rctx, r.cfg.Node)
 	if err != nil {
 		return nil, fmt.Errorf("get node %s: %w", r.cfg.Node, err)
 	}

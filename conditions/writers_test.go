@@ -53,7 +53,7 @@ func sharingFixture(t *testing.T, overwrite []string) (*Reporter, *Set, *fake.Cl
 	client := fake.NewClientset(node)
 	set := NewSet(nil, t0, map[string]Thresholds{TypeRuntimeHung: {}, TypeKernelDeadlock: {}})
 	var shared []string
-	r := NewReporter(client.CoreV1(), set, ReporterConfig{Node: "node-a", Heartbeat: 5 * time.Minute, RequestTimeout: time.Second,
+	r := NewReporter(clientsetNodes{client}, set, ReporterConfig{Node: "node-a", Heartbeat: 5 * time.Minute, RequestTimeout: time.Second,
 		RetryMin: time.Second, RetryMax: time.Second, Overwrite: overwrite,
 		OnShared: func(c string, m []string, o bool) {
 			shared = append(shared, c+" "+strings.Join(m, ",")+" "+map[bool]string{true: "overwrite", false: "leave"}[o])

@@ -7,8 +7,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -34,7 +32,7 @@ type Config struct {
 // One goroutine uses it at a time.
 type Observer struct {
 	cfg       Config
-	leases    coordclient.LeasesGetter
+	leases    LeaseReader
 	clk       clock.WithTicker
 	renewTime time.Time // the last renewTime seen
 	changedAt time.Time // on clk, when it changed (estimated)
@@ -44,15 +42,21 @@ type Observer struct {
 	last         Observation // the last reading handed on
 }
 
+// LeaseReader reads one Lease; resourceVersion "0" asks for the API
+// server's watch cache.
+type LeaseReader interface {
+	GetLease(ctx context.Context, namespace, name, resourceVersion string) (*coordinationv1.Lease, error)
+}
+
 // NewObserver returns an observer that has not read the Lease yet.
-func NewObserver(leases coordclient.LeasesGetter, cfg Config, clk clock.WithTicker) *Observer {
+func NewObserver(leases LeaseReader, cfg Config, clk clock.WithTicker) *Observer {
 	return &Observer{cfg: cfg, leases: leases, clk: clk}
 }
 
 // Observe reads the Lease once, within ctx's deadline. The read is served
 // from the API server's watch cache (resourceVersion 0), which is cheap.
 func (o *Observer) Observe(ctx context.Context) (Observation, error) {
-	lease, err := o.leases.Leases(Namespace).Get(ctx, o.cfg.Node, metav1.GetOptions{ResourceVersion: "0"})
+	lease, err := o.leases.GetLease(ctx, Namespace, o.cfg.Node, "0")
 	now := o.clk.Now()
 	obs := Observation{Grace: o.cfg.Grace}
 	switch {

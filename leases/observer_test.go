@@ -34,7 +34,7 @@ func newFixture(t *testing.T, durationSeconds int32) *fixture {
 	clk := testclock.NewFakeClock(t0)
 	client := fake.NewClientset(lease)
 	return &fixture{t: t, client: client, clk: clk,
-		obs: NewObserver(client.CoordinationV1(), Config{Node: "node-a", Grace: 50 * time.Second, Period: 2 * time.Second}, clk)}
+		obs: NewObserver(clientsetLeases{client}, Config{Node: "node-a", Grace: 50 * time.Second, Period: 2 * time.Second}, clk)}
 }
 
 func (f *fixture) renew() {
@@ -143,7 +143,7 @@ func TestRunHandsOnReadingsEveryPeriod(t *testing.T) {
 func TestMissingLeaseCountsAsUnrenewedSinceFirstMissed(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Now())
 	client := fake.NewSimpleClientset()
-	o := NewObserver(client.CoordinationV1(), Config{Node: "n1", Grace: 50 * time.Second, Period: 5 * time.Second}, clk)
+	o := NewObserver(clientsetLeases{client}, Config{Node: "n1", Grace: 50 * time.Second, Period: 5 * time.Second}, clk)
 	for _, step := range []struct {
 		after  time.Duration
 		missed int

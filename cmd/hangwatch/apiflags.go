@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/pflag"
 	apiversion "k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
+	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/leases"
 )
 
@@ -98,14 +98,14 @@ func (f *apiFlags) restConfig() (*rest.Config, error) {
 
 // graceFor returns --node-monitor-grace-period, or the controller's default
 // for the API server's version when not given.
-func (f *apiFlags) graceFor(ctx context.Context, client kubernetes.Interface) time.Duration {
+func (f *apiFlags) graceFor(ctx context.Context, client *apiclient.Client) time.Duration {
 	if f.grace > 0 {
 		return f.grace
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var v apiversion.Info
-	raw, err := client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	raw, err := client.ServerVersion(ctx)
 	if err == nil {
 		err = json.Unmarshal(raw, &v)
 	}

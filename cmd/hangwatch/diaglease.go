@@ -7,9 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/leases"
 )
 
@@ -39,9 +39,9 @@ func (f *apiFlags) readLease(ctx context.Context) *leaseSection {
 		ls.Error = err.Error()
 		return ls
 	}
-	var client kubernetes.Interface
+	var client *apiclient.Client
 	if err == nil {
-		client, err = kubernetes.NewForConfig(cfg)
+		client, err = apiclient.New(cfg)
 	}
 	if err != nil {
 		ls.Error = err.Error()
@@ -50,7 +50,7 @@ func (f *apiFlags) readLease(ctx context.Context) *leaseSection {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	grace := f.graceFor(ctx, client)
-	obs, err := leases.NewObserver(client.CoordinationV1(), leases.Config{Node: ls.Node, Grace: grace, Period: time.Second},
+	obs, err := leases.NewObserver(client, leases.Config{Node: ls.Node, Grace: grace, Period: time.Second},
 		clock.RealClock{}).Observe(ctx)
 	if err != nil {
 		ls.Error = err.Error()

@@ -5,11 +5,11 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/leases"
 )
@@ -19,7 +19,7 @@ import (
 type apiReporting struct {
 	flags     *apiFlags
 	node      string
-	client    kubernetes.Interface
+	client    *apiclient.Client
 	events    *conditions.Events
 	metrics   *conditions.ReporterMetrics
 	lease     *leases.Metrics
@@ -40,19 +40,19 @@ func (o *runOptions) newAPIReporting(reg metrics.KubeRegistry) (*apiReporting, e
 	if err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := apiclient.New(cfg)
 	if err != nil {
 		return nil, fieldError("--kubeconfig", o.api.kubeconfig, err.Error())
 	}
 	m := conditions.NewReporterMetrics(reg)
 	return &apiReporting{flags: &o.api, node: node, client: client, metrics: m, lease: leases.NewMetrics(reg),
-		heartbeat: o.conds.heartbeat, overwrite: o.conds.overwrite, events: conditions.NewEvents(client.CoreV1(), node, m)}, nil
+		heartbeat: o.conds.heartbeat, overwrite: o.conds.overwrite, events: conditions.NewEvents(client, node, m, cfg.Timeout)}, nil
 }
 
 // start runs the status reporter and the Lease watch until ctx ends.
 func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, set *conditions.Set, engine *conditions.Engine) {
 	clk := clock.RealClock{}
-	r := conditions.NewReporter(a.client.CoreV1(), set, conditions.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
+	r := conditions.NewReporter(a.client, set, conditions.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
 		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 8 * time.Second, RejectedRetry: 30 * time.Second,
 		RequestTimeout: 10 * time.Second, OnRestore: func(onNode []conditions.Condition) { a.events.Restored(onNode, set) },
 		Overwrite: a.overwrite, OnShared: a.events.Shared}, clk, a.metrics)
@@ -66,7 +66,7 @@ func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, set *condi
 		defer wg.Done()
 		grace := a.flags.graceFor(ctx, a.client)
 		klog.InfoS("Watching the node Lease", "node", a.node, "grace", grace, "period", a.flags.leasePoll)
-		obs := leases.NewObserver(a.client.CoordinationV1(), leases.Config{Node: a.node, Grace: grace, Period: a.flags.leasePoll}, clk)
+		obs := leases.NewObserver(a.client, leases.Config{Node: a.node, Grace: grace, Period: a.flags.leasePoll}, clk)
 		obs.Run(ctx, a.lease, func(o leases.Observation) { engine.Observe("lease", o.Fields()) })
 	}()
 }
