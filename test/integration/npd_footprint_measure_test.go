@@ -132,6 +132,7 @@ type footprintRow struct {
 	setup, process    string
 	vmRSS, anon, file stat
 	cpuPercent        float64 // of one core
+	cpu               time.Duration
 	binaryBytes       int64
 	cachedPages       int
 	samples           int
@@ -163,6 +164,7 @@ func rowOf(t *testing.T, setup string, p *benchProc, w procWindow, wall time.Dur
 		vmRSS:      statOf(w.samples, func(m memSample) uint64 { return m.vmRSS }),
 		anon:       statOf(w.samples, func(m memSample) uint64 { return m.anon }),
 		file:       statOf(w.samples, func(m memSample) uint64 { return m.file }),
+		cpu:        cpu,
 		cpuPercent: cpu.Seconds() / wall.Seconds() * 100}
 }
 
@@ -172,7 +174,7 @@ func logRow(t *testing.T, r footprintRow) {
 	t.Logf("MEASURE npd_bench_%s_vmrss_kib median=%d peak=%d", id, r.vmRSS.median, r.vmRSS.peak)
 	t.Logf("MEASURE npd_bench_%s_rssanon_kib median=%d peak=%d", id, r.anon.median, r.anon.peak)
 	t.Logf("MEASURE npd_bench_%s_rssfile_kib median=%d peak=%d", id, r.file.median, r.file.peak)
-	t.Logf("MEASURE npd_bench_%s_cpu_percent %.2f", id, r.cpuPercent)
+	t.Logf("MEASURE npd_bench_%s_cpu_percent %.2f (%.2fs)", id, r.cpuPercent, r.cpu.Seconds())
 	t.Logf("MEASURE npd_bench_%s_binary_bytes %d (pages cached at start: %d; %d samples)", id, r.binaryBytes, r.cachedPages, r.samples)
 }
 
@@ -180,12 +182,12 @@ func logRow(t *testing.T, r footprintRow) {
 // node-problem-detector, as a markdown table with a ratio row per setup.
 func footprintTable(rows []footprintRow) string {
 	var b strings.Builder
-	b.WriteString("| setup | process | VmRSS median / peak | RssAnon median / peak | RssFile median / peak | CPU (% of a core) | binary |\n")
+	b.WriteString("| setup | process | VmRSS median / peak | RssAnon median / peak | RssFile median / peak | CPU: % of a core (seconds) | binary |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
 	for i := 0; i+1 < len(rows); i += 2 {
 		for _, r := range rows[i : i+2] {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2f | %.1f MiB |\n", r.setup, r.process,
-				mib(r.vmRSS), mib(r.anon), mib(r.file), r.cpuPercent, float64(r.binaryBytes)/(1<<20))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2f %% (%.2f s) | %.1f MiB |\n", r.setup, r.process,
+				mib(r.vmRSS), mib(r.anon), mib(r.file), r.cpuPercent, r.cpu.Seconds(), float64(r.binaryBytes)/(1<<20))
 		}
 		hw, npd := rows[i], rows[i+1]
 		fmt.Fprintf(&b, "| %s | hangwatch / NPD | %s | %s | %s | %s | %.2f |\n", hw.setup,
