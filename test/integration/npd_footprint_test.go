@@ -78,10 +78,10 @@ func leanHangwatch(t *testing.T) string {
 }
 
 // footprintWindows are the warm-up and the measured window:
-// HANGWATCH_NPD_WINDOW (default 90s) and a third of it before.
+// HANGWATCH_NPD_WINDOW (default 2m) and a third of it before.
 func footprintWindows(t *testing.T) (warmUp, window time.Duration) {
 	t.Helper()
-	window = 90 * time.Second
+	window = 2 * time.Minute
 	if v := os.Getenv("HANGWATCH_NPD_WINDOW"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 10*time.Second {
