@@ -142,7 +142,15 @@ type footprintRow struct {
 // window and returns hangwatch's row, then node-problem-detector's.
 func measurePair(t *testing.T, setup string, hw, npd *benchProc, warmUp, window time.Duration) []footprintRow {
 	t.Helper()
-	time.Sleep(warmUp)
+	warm := time.NewTimer(warmUp)
+	defer warm.Stop()
+	select {
+	case <-warm.C:
+	case <-hw.exited:
+		t.Fatalf("%s exited during the warm-up", hw.name)
+	case <-npd.exited:
+		t.Fatalf("%s exited during the warm-up", npd.name)
+	}
 	procs := []*benchProc{hw, npd}
 	windows, wall := sampleWindow(t, procs, window)
 	rows := make([]footprintRow, len(procs))

@@ -234,13 +234,16 @@ func (p *benchProc) waitReady(t *testing.T, url string) {
 func (p *benchProc) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if !p.running() {
+		select {
+		case <-p.exited:
 			t.Fatalf("%s exited while waiting for %s", p.name, what)
+		case <-tick.C:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: gave up after a minute waiting for %s", p.name, what)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
