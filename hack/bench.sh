@@ -9,6 +9,7 @@ ensure_packages
 ensure_go
 ensure_containerd
 ensure_kube_binaries
+ensure_npd
 echo "machine: $(machine_text), containerd $CONTAINERD_VERSION, Kubernetes $KUBE_VERSION"
 echo
 echo "\$ go test -run '^\$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/"
@@ -22,6 +23,9 @@ go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | gre
 echo
 echo "\$ HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE"
 HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE | sed 's/^ *//'
+echo
+echo "\$ HANGWATCH_BENCH=1 HANGWATCH_NPD_BIN=$HANGWATCH_NPD_BIN go test -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | grep -E 'MEASURE|^ *\\|'"
+HANGWATCH_BENCH=1 go test -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | grep -E 'MEASURE|^ *\|' | sed 's/^ *//'
 echo
 echo "\$ go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE"
 go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE | sed 's/^ *//'

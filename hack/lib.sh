@@ -18,6 +18,7 @@ CONTAINERD_UPGRADE_VERSION=v2.4.2            # the restart tests upgrade to it; 
 CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 PROMTOOL_MODULE_VERSION=v0.315.0           # Prometheus 3.x's Go module; must match hack/tools/go.mod
 HELM_MODULE_VERSION=v3.22.0                # must match hack/helm/go.mod
+NPD_VERSION=v1.34.0                        # node-problem-detector the footprint benchmark runs beside; must match hack/npd/go.mod
 APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server ca-certificates curl unzip git)
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -260,4 +261,29 @@ ensure_promtool() {
 ensure_helm() {
   export HANGWATCH_HELM="$HANGWATCH_CACHE/bin/helm"
   ensure_cached_tool helm "$HELM_MODULE_VERSION" hack/helm helm.sh/helm/v3/cmd/helm
+}
+
+# ensure_npd builds node-problem-detector from its Go module (hack/npd pins
+# it) into $HANGWATCH_CACHE/npd-<version>, once per machine, as its Makefile
+# does with ENABLE_JOURNALD=0: CGO_ENABLED=0 and without the journald build
+# tag (its journald log watcher needs cgo); -trimpath and stripped, as
+# build_hangwatch builds hangwatch, so the binaries compare. Its default
+# kernel monitor config (config/kernel-monitor.json: the kmsg plugin on
+# /dev/kmsg) is copied beside it. Points the footprint benchmark
+# (TestFootprintBesideNPD) at it through $HANGWATCH_NPD_BIN.
+ensure_npd() {
+  local dir="$HANGWATCH_CACHE/npd-$NPD_VERSION" mod=k8s.io/node-problem-detector src
+  if [ ! -x "$dir/node-problem-detector" ] || [ ! -f "$dir/kernel-monitor.json" ]; then
+    grep -q "$mod $NPD_VERSION" "$ROOT/hack/npd/go.mod" || { echo "hack/npd/go.mod does not pin $mod $NPD_VERSION" >&2; return 1; }
+    log "building node-problem-detector $NPD_VERSION (once; cached in $dir)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    (cd "$ROOT/hack/npd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+      -ldflags "-s -w -X $mod/pkg/version.version=$NPD_VERSION" \
+      -o "$dir.tmp/node-problem-detector" "$mod/cmd/nodeproblemdetector")
+    src=$(cd "$ROOT/hack/npd" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$mod")
+    cp "$src/config/kernel-monitor.json" "$dir.tmp/"
+    chmod u+w "$dir.tmp/kernel-monitor.json"   # the module cache's files are read-only
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  export HANGWATCH_NPD_BIN="$dir/node-problem-detector"
 }

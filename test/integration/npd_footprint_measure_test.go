@@ -1,0 +1,221 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// dropPageCache writes back and drops a file's pages from the page cache
+// (posix_fadvise POSIX_FADV_DONTNEED after fsync: dirty pages are not
+// dropped) and returns how many of its pages are still cached (mincore),
+// which is 0 unless a running process maps them.
+func dropPageCache(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("drop page cache: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("fsync %s: %w", path, err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return 0, fmt.Errorf("fadvise %s: %w", path, err)
+	}
+	return cachedPages(f)
+}
+
+// cachedPages counts the file's pages in the page cache without faulting
+// any in.
+func cachedPages(f *os.File) (int, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat: %w", err)
+	}
+	if fi.Size() == 0 {
+		return 0, nil
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return 0, fmt.Errorf("mmap %s: %w", f.Name(), err)
+	}
+	defer func() { _ = unix.Munmap(data) }()
+	page := os.Getpagesize()
+	vec := make([]byte, (len(data)+page-1)/page)
+	// x/sys/unix has no Mincore wrapper.
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		return 0, fmt.Errorf("mincore %s: %w", f.Name(), errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n, nil
+}
+
+// memSample is one reading of /proc/PID/status, in KiB.
+type memSample struct{ vmRSS, anon, file uint64 }
+
+func readMem(pid int) (memSample, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memSample{}, fmt.Errorf("read status: %w", err)
+	}
+	var m memSample
+	fields := map[string]*uint64{"VmRSS:": &m.vmRSS, "RssAnon:": &m.anon, "RssFile:": &m.file}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && fields[f[0]] != nil {
+			*fields[f[0]], _ = strconv.ParseUint(f[1], 10, 64)
+		}
+	}
+	return m, nil
+}
+
+// procWindow is what one process did over the window.
+type procWindow struct {
+	samples  []memSample
+	cpuTicks uint64 // utime+stime, in USER_HZ (100 a second)
+}
+
+// sampleWindow reads each process's memory every second for window, and
+// its CPU time at both ends.
+func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]procWindow, time.Duration) {
+	t.Helper()
+	out := make([]procWindow, len(procs))
+	for i, p := range procs {
+		out[i].cpuTicks = readCPUTicks(t, p.pid())
+	}
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for time.Since(start) < window {
+		<-tick.C
+		for i, p := range procs {
+			m, err := readMem(p.pid())
+			if err != nil || !p.running() {
+				t.Fatalf("%s stopped during the window: %v", p.name, err)
+			}
+			out[i].samples = append(out[i].samples, m)
+		}
+	}
+	wall := time.Since(start)
+	for i, p := range procs {
+		out[i].cpuTicks = readCPUTicks(t, p.pid()) - out[i].cpuTicks
+	}
+	return out, wall
+}
+
+// stat is a median and a peak, in KiB.
+type stat struct{ median, peak uint64 }
+
+func statOf(samples []memSample, field func(memSample) uint64) stat {
+	v := make([]uint64, len(samples))
+	for i, s := range samples {
+		v[i] = field(s)
+	}
+	slices.Sort(v)
+	n := len(v)
+	return stat{median: (v[(n-1)/2] + v[n/2]) / 2, peak: v[n-1]}
+}
+
+// footprintRow is one process's figures in one setup.
+type footprintRow struct {
+	setup, process    string
+	vmRSS, anon, file stat
+	cpuPercent        float64 // of one core
+	cpu               time.Duration
+	binaryBytes       int64
+	cachedPages       int
+	samples           int
+}
+
+// measurePair lets both processes warm up, samples them over the same
+// window and returns hangwatch's row, then node-problem-detector's.
+func measurePair(t *testing.T, setup string, hw, npd *benchProc, warmUp, window time.Duration) []footprintRow {
+	t.Helper()
+	warm := time.NewTimer(warmUp)
+	defer warm.Stop()
+	select {
+	case <-warm.C:
+	case <-hw.exited:
+		t.Fatalf("%s exited during the warm-up", hw.name)
+	case <-npd.exited:
+		t.Fatalf("%s exited during the warm-up", npd.name)
+	}
+	procs := []*benchProc{hw, npd}
+	windows, wall := sampleWindow(t, procs, window)
+	rows := make([]footprintRow, len(procs))
+	for i, p := range procs {
+		rows[i] = rowOf(t, setup, p, windows[i], wall)
+		logRow(t, rows[i])
+	}
+	return rows
+}
+
+func rowOf(t *testing.T, setup string, p *benchProc, w procWindow, wall time.Duration) footprintRow {
+	t.Helper()
+	fi, err := os.Stat(p.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := time.Duration(w.cpuTicks) * (time.Second / 100) // USER_HZ is 100 on Linux
+	return footprintRow{setup: setup, process: p.name, binaryBytes: fi.Size(), cachedPages: p.cachedPages, samples: len(w.samples),
+		vmRSS:      statOf(w.samples, func(m memSample) uint64 { return m.vmRSS }),
+		anon:       statOf(w.samples, func(m memSample) uint64 { return m.anon }),
+		file:       statOf(w.samples, func(m memSample) uint64 { return m.file }),
+		cpu:        cpu,
+		cpuPercent: cpu.Seconds() / wall.Seconds() * 100}
+}
+
+func logRow(t *testing.T, r footprintRow) {
+	t.Helper()
+	id := strings.ReplaceAll(r.setup, "-", "") + "_" + strings.ReplaceAll(r.process, "-", "_")
+	t.Logf("MEASURE npd_bench_%s_vmrss_kib median=%d peak=%d", id, r.vmRSS.median, r.vmRSS.peak)
+	t.Logf("MEASURE npd_bench_%s_rssanon_kib median=%d peak=%d", id, r.anon.median, r.anon.peak)
+	t.Logf("MEASURE npd_bench_%s_rssfile_kib median=%d peak=%d", id, r.file.median, r.file.peak)
+	t.Logf("MEASURE npd_bench_%s_cpu_percent %.2f (%.2fs)", id, r.cpuPercent, r.cpu.Seconds())
+	t.Logf("MEASURE npd_bench_%s_binary_bytes %d (pages cached at start: %d; %d samples)", id, r.binaryBytes, r.cachedPages, r.samples)
+}
+
+// footprintTable renders the rows, pairs of hangwatch then
+// node-problem-detector, as a markdown table with a ratio row per setup.
+func footprintTable(rows []footprintRow) string {
+	var b strings.Builder
+	b.WriteString("| setup | process | VmRSS median / peak | RssAnon median / peak | RssFile median / peak | CPU: % of a core (seconds) | binary |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	for i := 0; i+1 < len(rows); i += 2 {
+		for _, r := range rows[i : i+2] {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2f %% (%.2f s) | %.1f MiB |\n", r.setup, r.process,
+				mib(r.vmRSS), mib(r.anon), mib(r.file), r.cpuPercent, r.cpu.Seconds(), float64(r.binaryBytes)/(1<<20))
+		}
+		hw, npd := rows[i], rows[i+1]
+		fmt.Fprintf(&b, "| %s | hangwatch / NPD | %s | %s | %s | %s | %.2f |\n", hw.setup,
+			ratios(hw.vmRSS, npd.vmRSS), ratios(hw.anon, npd.anon), ratios(hw.file, npd.file),
+			ratio(hw.cpuPercent, npd.cpuPercent), float64(hw.binaryBytes)/float64(npd.binaryBytes))
+	}
+	return b.String()
+}
+
+func mib(s stat) string {
+	return fmt.Sprintf("%.1f / %.1f MiB", float64(s.median)/1024, float64(s.peak)/1024)
+}
+
+func ratios(a, b stat) string {
+	return ratio(float64(a.median), float64(b.median)) + " / " + ratio(float64(a.peak), float64(b.peak))
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}

@@ -1,0 +1,249 @@
+package integration
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// TestFootprintBesideNPD runs hangwatch and node-problem-detector side by
+// side over the same window and compares their memory and CPU: first
+// standalone (the same containerd, the same /dev/kmsg, no API server),
+// then both reporting to the same kube-apiserver for the same Node as its
+// node identity. It is part of the benchmark command: HANGWATCH_BENCH=1,
+// with HANGWATCH_NPD_BIN pointing at the binary hack/lib.sh's ensure_npd
+// builds (its kernel-monitor.json beside it).
+func TestFootprintBesideNPD(t *testing.T) {
+	npd := npdUnderTest(t)
+	c := sharedContainerd(t)
+	hw := leanHangwatch(t)
+	warmUp, window := footprintWindows(t)
+	var rows []footprintRow
+	t.Run("standalone", func(t *testing.T) {
+		hwProc, npdProc := startStandalonePair(t, c.Endpoint, hw, npd)
+		rows = append(rows, measurePair(t, "standalone", hwProc, npdProc, warmUp, window)...)
+	})
+	t.Run("apiserver", func(t *testing.T) {
+		hwProc, npdProc := startReportingPair(t, c.Endpoint, hw, npd)
+		rows = append(rows, measurePair(t, "kube-apiserver", hwProc, npdProc, warmUp, window)...)
+	})
+	t.Logf("footprint beside node-problem-detector, %v after a %v warm-up, sampled every second:\n%s",
+		window, warmUp, footprintTable(rows))
+}
+
+// npdBinary is the node-problem-detector under test and its default kernel
+// monitor config.
+type npdBinary struct{ bin, kernelMonitor string }
+
+func npdUnderTest(t *testing.T) npdBinary {
+	t.Helper()
+	if os.Getenv("HANGWATCH_BENCH") == "" {
+		t.Skip("benchmark: run with HANGWATCH_BENCH=1 (./hack/bench.sh)")
+	}
+	bin := os.Getenv("HANGWATCH_NPD_BIN")
+	if bin == "" {
+		t.Skip("no node-problem-detector: set HANGWATCH_NPD_BIN (./hack/bench.sh builds it with ensure_npd)")
+	}
+	n := npdBinary{bin: bin, kernelMonitor: filepath.Join(filepath.Dir(bin), "kernel-monitor.json")}
+	for _, p := range []string{n.bin, n.kernelMonitor} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("node-problem-detector: %v", err)
+		}
+	}
+	return n
+}
+
+// leanHangwatch builds hangwatch as the release does (hack/lib.sh's
+// build_hangwatch: static, -trimpath, stripped), as ensure_npd builds
+// node-problem-detector, so the two binaries compare.
+func leanHangwatch(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "hangwatch")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/hangwatch")
+	build.Dir = harness.ModuleRoot()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build hangwatch: %v\n%s", err, msg)
+	}
+	return out
+}
+
+// footprintWindows are the warm-up and the measured window:
+// HANGWATCH_NPD_WINDOW (default 2m) and a third of it before.
+func footprintWindows(t *testing.T) (warmUp, window time.Duration) {
+	t.Helper()
+	window = 2 * time.Minute
+	if v := os.Getenv("HANGWATCH_NPD_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second {
+			t.Fatalf("HANGWATCH_NPD_WINDOW=%q: want a duration of at least 10s", v)
+		}
+		window = d
+	}
+	return window / 3, window
+}
+
+// startStandalonePair starts both without an API server: hangwatch on the
+// containerd (and the kernel log, by default), node-problem-detector's
+// system-log-monitor with its kernel-monitor.json (/dev/kmsg).
+func startStandalonePair(t *testing.T, endpoint, hw string, npd npdBinary) (hwProc, npdProc *benchProc) {
+	t.Helper()
+	addr := freePort(t)
+	hwProc = startBenchProc(t, "hangwatch", hw, "run", "-r", endpoint, "--listen-address", addr)
+	hwProc.waitReady(t, "http://"+addr+"/healthz")
+	promAddr := freePort(t)
+	npdProc = startBenchProc(t, "node-problem-detector", npd.bin,
+		append(npd.args(t, "bench-standalone", promAddr), "--enable-k8s-exporter=false")...)
+	// Without the k8s exporter NPD serves no /healthz; its Prometheus
+	// endpoint answers once the exporters are set up.
+	npdProc.waitReady(t, "http://"+promAddr+"/metrics")
+	return hwProc, npdProc
+}
+
+// startReportingPair registers a Node, renews its Lease as a kubelet
+// would, and starts both reporting to the API server as the node
+// identity; it returns once each has written its conditions.
+func startReportingPair(t *testing.T, endpoint, hw string, npd npdBinary) (hwProc, npdProc *benchProc) {
+	t.Helper()
+	cp := controlPlane(t)
+	node := uniqueNode("hw-npd")
+	kc := createNode(t, cp, node)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	renewLease(t, clientFor(t, kc), node, 10*time.Second, stop)
+
+	addr := freePort(t)
+	hwProc = startBenchProc(t, "hangwatch", hw, "run", "-r", endpoint, "--listen-address", addr,
+		"--kubeconfig", kc, "--node-name", node)
+	hwProc.waitReady(t, "http://"+addr+"/healthz")
+	healthAddr := freePort(t)
+	host, port, _ := net.SplitHostPort(healthAddr)
+	npdProc = startBenchProc(t, "node-problem-detector", npd.bin, append(npd.args(t, node, freePort(t)),
+		"--apiserver-override="+cp.URL+"?inClusterConfig=false&auth="+kc, "--address="+host, "--port="+port)...)
+	npdProc.waitReady(t, "http://"+healthAddr+"/healthz")
+	for _, p := range []struct {
+		proc *benchProc
+		cond string
+	}{{hwProc, "RuntimeHung"}, {npdProc, "KernelDeadlock"}} {
+		p.proc.waitFor(t, "Node "+node+" "+p.cond, func() bool { return nodeCond(t, cp, node, p.cond) != nil })
+	}
+	if c := nodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
+		t.Errorf("KubeletUnresponsive %+v while the Lease is renewed", c)
+	}
+	return hwProc, npdProc
+}
+
+// args are node-problem-detector's flags common to both setups: the kernel
+// monitor only, and its Prometheus endpoint on a free loopback port.
+func (n npdBinary) args(t *testing.T, node, promAddr string) []string {
+	t.Helper()
+	host, port, err := net.SplitHostPort(promAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--config.system-log-monitor=" + n.kernelMonitor, "--hostname-override=" + node,
+		"--prometheus-address=" + host, "--prometheus-port=" + port}
+}
+
+// benchProc is a process the benchmark started, stopped by PID when the
+// test ends.
+type benchProc struct {
+	name, bin, log string
+	cmd            *exec.Cmd
+	exited         chan struct{}
+	// cachedPages is how many of the binary's pages were in the page
+	// cache just before the start, after dropping them.
+	cachedPages int
+}
+
+// startBenchProc drops bin's pages from the page cache (a just-linked
+// binary's are all there, and the faults of a warm start map more of them)
+// and starts it with its output in a log file.
+func startBenchProc(t *testing.T, name, bin string, args ...string) *benchProc {
+	t.Helper()
+	cached, err := dropPageCache(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &benchProc{name: name, bin: bin, log: filepath.Join(t.TempDir(), name+".log"), exited: make(chan struct{}), cachedPages: cached}
+	log, err := os.Create(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { _ = p.cmd.Wait(); _ = log.Close(); close(p.exited) }()
+	t.Cleanup(func() { p.stop(t) })
+	return p
+}
+
+func (p *benchProc) pid() int { return p.cmd.Process.Pid }
+
+// stop sends SIGTERM, then SIGKILL after 10s, to the process's PID.
+func (p *benchProc) stop(t *testing.T) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	if t.Failed() {
+		data, _ := os.ReadFile(p.log)
+		t.Logf("%s log:\n%s", p.name, data)
+	}
+}
+
+func (p *benchProc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitReady waits until url answers 200.
+func (p *benchProc) waitReady(t *testing.T, url string) {
+	t.Helper()
+	p.waitFor(t, url+" to answer 200", func() bool {
+		resp, err := http.Get(url) //nolint:noctx // a loopback readiness probe
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// waitFor polls cond every 50ms for up to a minute, failing when the
+// process exits first.
+func (p *benchProc) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-p.exited:
+			t.Fatalf("%s exited while waiting for %s", p.name, what)
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: gave up after a minute waiting for %s", p.name, what)
+		}
+	}
+}
