@@ -21,3 +21,23 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "hangwatch.username" -}}
 system:serviceaccount:{{ .Release.Namespace }}:{{ include "hangwatch.fullname" . }}
 {{- end -}}
+
+{{/* The Secret holding the secure port's certificate: the user's
+certSecret, else the one the chart generates, else none (self-signed per
+pod). */}}
+{{- define "hangwatch.servingSecret" -}}
+{{- if .Values.secureServing.certSecret -}}
+{{ .Values.secureServing.certSecret }}
+{{- else if .Values.secureServing.generateCert -}}
+{{ include "hangwatch.fullname" . }}-serving-cert
+{{- end -}}
+{{- end -}}
+
+{{/* The name the PodMonitor verifies the certificate against. */}}
+{{- define "hangwatch.serverName" -}}
+{{- if .Values.secureServing.certSecret -}}
+{{ required "secureServing.serverName: a name secureServing.certSecret's certificate holds" .Values.secureServing.serverName }}
+{{- else -}}
+{{ .Values.secureServing.serverName | default (printf "%s.%s.svc" (include "hangwatch.fullname" .) .Release.Namespace) }}
+{{- end -}}
+{{- end -}}
