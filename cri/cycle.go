@@ -68,6 +68,7 @@ func (p *Prober) Cycle(ctx context.Context) Cycle {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := Cycle{Start: p.clock.Now(), Sandboxes: -1, Containers: -1}
+	p.share.cycleStarted(c.Start)
 	if p.redial != nil {
 		c.SocketReplaced = p.redial()
 	}
@@ -79,9 +80,10 @@ func (p *Prober) Cycle(ctx context.Context) Cycle {
 		if r.resp == nil {
 			continue
 		}
+		if info, ok := runtimeInfo(r); ok {
+			c.Runtime = info
+		}
 		switch resp := r.resp.(type) {
-		case *runtimeapi.VersionResponse:
-			c.Runtime = RuntimeInfo{Name: resp.RuntimeName, Version: resp.RuntimeVersion, APIVersion: resp.RuntimeApiVersion}
 		case *runtimeapi.StatusResponse:
 			c.Conditions = runtimeConditions(resp)
 		case *runtimeapi.ListPodSandboxResponse:
@@ -91,6 +93,9 @@ func (p *Prober) Cycle(ctx context.Context) Cycle {
 			ctrs = resp.Containers
 			c.Containers = len(ctrs)
 		}
+	}
+	if p.share.versionByBeat.Load() {
+		c.Runtime = p.share.runtimeOf()
 	}
 	p.learnStreams(&c)
 	if c.Sandboxes >= 0 && c.Containers >= 0 && !anyTimeout(fixed) {
@@ -108,14 +113,18 @@ type fixedCall struct {
 }
 
 // fixedCalls runs the calls made once per cycle, all at once, so a frozen
-// runtime costs the caller one timeout, not one per call. The list
+// runtime costs the caller one timeout, not one per call. Version is left
+// out when a heartbeat makes it (VersionByHeartbeat). The list
 // streams join them unless the runtime said it does not implement them or
 // the kubelet does not use them.
 func (p *Prober) fixedCalls(ctx context.Context) []CallResult {
-	calls := []fixedCall{
-		{method: MethodVersion, call: func(ctx context.Context) (proto.Message, error) {
+	var calls []fixedCall
+	if !p.share.versionByBeat.Load() {
+		calls = append(calls, fixedCall{method: MethodVersion, call: func(ctx context.Context) (proto.Message, error) {
 			return p.runtime.Version(ctx, &runtimeapi.VersionRequest{})
-		}},
+		}})
+	}
+	calls = append(calls, []fixedCall{
 		{method: MethodStatus, call: func(ctx context.Context) (proto.Message, error) {
 			return p.runtime.Status(ctx, &runtimeapi.StatusRequest{})
 		}},
@@ -128,7 +137,7 @@ func (p *Prober) fixedCalls(ctx context.Context) []CallResult {
 		{method: MethodImageFsInfo, call: func(ctx context.Context) (proto.Message, error) {
 			return p.image.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 		}},
-	}
+	}...)
 	if p.streams.usable() && !p.skipStreams.Load() {
 		calls = append(calls, p.streamCalls()...)
 	}
@@ -213,4 +222,13 @@ func anyTimeout(rs []CallResult) bool {
 		}
 	}
 	return false
+}
+
+// runtimeInfo is what an answered Version call said.
+func runtimeInfo(r CallResult) (RuntimeInfo, bool) {
+	resp, ok := r.resp.(*runtimeapi.VersionResponse)
+	if !ok {
+		return RuntimeInfo{}, false
+	}
+	return RuntimeInfo{Name: resp.RuntimeName, Version: resp.RuntimeVersion, APIVersion: resp.RuntimeApiVersion}, true
 }

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -22,6 +23,8 @@ type Beat struct {
 // period and one timeout, whatever the full cycles' back-off, and costs
 // it at most the one Version call that is out. Run the full cycles with
 // Run alongside; a beat that answers after one that did not wakes them.
+// A beat due within a period of a cycle's start waits out that period:
+// the cycle's calls, timed in flight, tell what it would.
 func (p *Prober) Heartbeat(ctx context.Context, period time.Duration, sink func(Beat)) {
 	failing := false
 	for {
@@ -31,6 +34,7 @@ func (p *Prober) Heartbeat(ctx context.Context, period time.Duration, sink func(
 		if ctx.Err() != nil {
 			return
 		}
+		p.share.learnRuntime(r)
 		ok := r.Class == ClassOK || r.Class == ClassSlow
 		b := Beat{Call: r, Recovered: ok && failing}
 		failing = !ok
@@ -38,13 +42,23 @@ func (p *Prober) Heartbeat(ctx context.Context, period time.Duration, sink func(
 			p.Wake()
 		}
 		sink(b)
-		t := p.clock.NewTimer(period)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
+		for wait := period; wait > 0; wait = p.share.coveredFor(p.clock.Now(), period) {
+			if !p.sleep(ctx, wait) {
+				return
+			}
 		}
+	}
+}
+
+// sleep waits d on the prober's clock; false when ctx ended first.
+func (p *Prober) sleep(ctx context.Context, d time.Duration) bool {
+	t := p.clock.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-t.C():
+		return true
 	}
 }
 
@@ -57,32 +71,33 @@ func (p *Prober) Wake() {
 }
 
 // WithBeat is the cycle as the latest beat updates it: the beat's Version
-// result replaces the cycle's when it is newer. A cycle's other calls
-// stand until the next cycle, so a healthy beat never clears a hung list
-// call, and a hung beat raises RuntimeHung between cycles. A beat the
-// socket refused stands for the whole cycle: the runtime is unreachable.
+// result replaces the cycle's when it is newer, and stands in for it when
+// the cycle left Version to the heartbeat (an older beat then only when
+// it answered: the cycle's own calls are newer evidence of a failure). A
+// cycle's other calls stand until the next cycle, so a healthy beat never
+// clears a hung list call, and a hung beat raises RuntimeHung between
+// cycles. A beat the socket refused after the cycle stands for the whole
+// cycle: the runtime is unreachable.
 func (c Cycle) WithBeat(b Beat) Cycle {
-	if b.Call.Method != MethodVersion || b.Call.Start.Before(c.Start) {
+	if b.Call.Method != MethodVersion {
 		return c
 	}
-	if b.Call.Class == ClassUnreachable {
+	own := slices.IndexFunc(c.Calls, func(r CallResult) bool { return r.Method == MethodVersion && r.Object == "" })
+	newer := !b.Call.Start.Before(c.Start)
+	answered := b.Call.Class == ClassOK || b.Call.Class == ClassSlow
+	switch {
+	case newer && b.Call.Class == ClassUnreachable:
 		// The socket refused a call made after the whole cycle: none of
 		// the cycle's calls would reach the runtime now either.
 		c.Calls = []CallResult{b.Call}
 		return c
+	case own >= 0 && b.Call.Start.Before(c.Calls[own].Start), own < 0 && !newer && !answered:
+		return c
 	}
-	calls := make([]CallResult, 0, len(c.Calls)+1)
-	replaced := false
-	for _, r := range c.Calls {
-		if r.Method == MethodVersion && r.Object == "" {
-			if b.Call.Start.Before(r.Start) {
-				return c
-			}
-			r, replaced = b.Call, true
-		}
-		calls = append(calls, r)
-	}
-	if !replaced {
+	calls := slices.Clone(c.Calls)
+	if own >= 0 {
+		calls[own] = b.Call
+	} else {
 		calls = append(calls, b.Call)
 	}
 	c.Calls = calls

@@ -19,6 +19,7 @@ func (p *Prober) Run(ctx context.Context, period, maxPeriod time.Duration, sink 
 		}
 		sink(c)
 		wait = nextWait(c, wait, period, maxPeriod)
+		p.share.cycleDue(p.clock.Now().Add(wait))
 		t := p.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():

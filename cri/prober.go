@@ -71,6 +71,8 @@ type Prober struct {
 	// skipStreams: the kubelet does not list with the streams, so they are
 	// not probed (ProbeStreams). By default they are, when implemented.
 	skipStreams atomic.Bool
+	// share: what the cycles and a heartbeat beside them share.
+	share beatShare
 }
 
 // NewProber returns a prober over the given clients; observer may be nil.

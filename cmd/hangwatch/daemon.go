@@ -153,6 +153,9 @@ func (d *daemon) serve(ctx context.Context) error {
 	klog.InfoS("hangwatch running", "endpoint", d.ep.Address, "endpointSource", d.ep.Source, "listen", servers.addrs(),
 		"period", d.o.period, "heartbeat", d.o.heartbeatPeriod(), "timeout", d.ep.Timeout, "kernelLog", d.kernel != nil, "pleg", d.pleg != nil, "node", d.api.nodeName(), "conditions", d.conds.Types())
 	var wg sync.WaitGroup
+	if d.o.heartbeatPeriod() > 0 {
+		d.prober.VersionByHeartbeat() // before the first cycle
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); d.probeLoop(ctx) }()
 	if d.o.heartbeatPeriod() > 0 {
