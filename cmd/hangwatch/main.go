@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/component-base/logs"
+	"k8s.io/klog/v2"
 )
 
 // exitError ends the process with a code; its error, if any, is printed.
@@ -25,9 +25,9 @@ func (e *exitError) Error() string {
 }
 
 func main() {
-	logs.InitLogs()
+	initLogs()
 	code := execute(os.Args[1:])
-	logs.FlushLogs()
+	klog.Flush()
 	os.Exit(code)
 }
 

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-	logsapi "k8s.io/component-base/logs/api/v1"
-	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 )
 
 func newRootCommand() *cobra.Command {
-	logCfg := logsapi.NewLoggingConfiguration()
+	var logs logFlags
 	root := &cobra.Command{
 		Use:   "hangwatch",
 		Short: "Catch container runtime, PLEG, kubelet and kernel hangs before the node goes NotReady",
@@ -22,21 +17,10 @@ socket, and reports a call that hangs while it is still in flight.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
-			return logsapi.ValidateAndApply(logCfg, nil)
+			return logs.apply()
 		},
 	}
-	logsapi.AddFlags(logCfg, root.PersistentFlags())
-	hideAlphaLogFlags(root.PersistentFlags())
+	logs.add(root.PersistentFlags())
 	root.AddCommand(newDiagCommand(), newRunCommand(), newRulesCommand(), newConfigCommand(), newVersionCommand())
 	return root
-}
-
-// hideAlphaLogFlags hides klog's [Alpha] output-buffer options from --help
-// (they still work): they are for the kubelet's log volume, not hangwatch's.
-func hideAlphaLogFlags(fs *pflag.FlagSet) {
-	fs.VisitAll(func(f *pflag.Flag) {
-		if strings.HasPrefix(f.Usage, "[Alpha]") {
-			_ = fs.MarkHidden(f.Name)
-		}
-	})
 }
