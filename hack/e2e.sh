@@ -21,13 +21,19 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/e2e.sh starts containerd and a kubelet"
 # KUBELET CONTAINERD [GATES] rows; GATES are the kubelet's --feature-gates.
+# Every supported pair: kubelets 1.36 and 1.37 want containerd 2.2 or later,
+# so containerd 2.1 runs under kubelet 1.35 only.
 E2E_MATRIX=${E2E_MATRIX:-"v1.37.2 v2.3.7
 v1.37.2 v2.4.2 CRIListStreaming=true
 v1.37.2 v2.4.2 EventedPLEG=true
-v1.36.3 v2.2.9 EventedPLEG=true
+v1.37.2 v2.2.9
+v1.36.3 v2.4.2 CRIListStreaming=true
 v1.36.3 v2.3.7
-v1.35.4 v2.1.9
-v1.37.2 v2.2.9"}
+v1.36.3 v2.2.9 EventedPLEG=true
+v1.35.4 v2.4.2
+v1.35.4 v2.3.7
+v1.35.4 v2.2.9
+v1.35.4 v2.1.9"}
 ensure_packages
 ensure_go
 ensure_kube_binaries
