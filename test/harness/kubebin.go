@@ -3,7 +3,9 @@ package harness
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // KubeVersion is the Kubernetes release the harness runs by default;
@@ -47,6 +49,25 @@ func KubeBinary(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s %s not built (the README's test command builds it into the cache); looked in %v", name, KubeVersion, dirs)
+}
+
+// KubeletVersion is the version of the kubelet KubeBinary finds, as its
+// --version prints it: KubeVersion unless $HANGWATCH_KUBELET_BIN names a
+// kubelet of another release.
+func KubeletVersion() (string, error) {
+	bin, err := KubeBinary("kubelet")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	f := strings.Fields(string(out)) // "Kubernetes v1.36.3"
+	if len(f) != 2 {
+		return "", fmt.Errorf("%s --version said %q", bin, out)
+	}
+	return f[1], nil
 }
 
 // Promtool finds Prometheus' promtool built by the setup command from the

@@ -37,18 +37,22 @@ func TestEventedPLEGGenerations(t *testing.T) {
 	})
 	lastSeen := r.PLEG.signal("lastSeen")
 	t.Logf("kubelet %s, Evented PLEG on: PLEG %s (%s); lastSeen %s: %s", r.PLEG.KubeletVersion, r.PLEG.Verdict, r.PLEG.Reason, lastSeen.State, lastSeen.Detail)
-	if r.PLEG.KubeletVersion != harness.KubeVersion {
-		t.Errorf("kubelet version %q from the metrics, want %s", r.PLEG.KubeletVersion, harness.KubeVersion)
+	kubelet, err := harness.KubeletVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PLEG.KubeletVersion != kubelet {
+		t.Errorf("kubelet version %q from the metrics, want %s", r.PLEG.KubeletVersion, kubelet)
 	}
 	want := "ok"
-	if !strings.HasPrefix(harness.KubeVersion, "v1.37") && !strings.HasPrefix(harness.KubeVersion, "v1.38") {
+	if !strings.HasPrefix(kubelet, "v1.37") && !strings.HasPrefix(kubelet, "v1.38") {
 		want = "untrusted"
 	}
 	if lastSeen.State != want || r.PLEG.Verdict != "Healthy" {
 		t.Errorf("kubelet %s with the Evented PLEG: lastSeen %s (%s), PLEG %s; want %s and Healthy", r.PLEG.KubeletVersion, lastSeen.State, lastSeen.Detail, r.PLEG.Verdict, want)
 	}
 	if os.Getenv("HANGWATCH_CAPTURE") == "1" {
-		minor := strings.Join(strings.Split(strings.TrimPrefix(harness.KubeVersion, "v"), ".")[:2], ".")
+		minor := strings.Join(strings.Split(strings.TrimPrefix(kubelet, "v"), ".")[:2], ".")
 		body := httpGet(t, k.ReadOnlyMetricsURL())
 		path := filepath.Join(harness.ModuleRoot(), "kubeletmetrics", "testdata", "kubelet-"+minor+"-evented-on.prom")
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
