@@ -146,6 +146,9 @@ func (rs *RuleSet) validate() error {
 		if c.Type == "" {
 			errs = append(errs, fmt.Errorf("conditions[%d]: type is empty", i))
 		}
+		if e := checkReason(c.Reason); e != "" {
+			errs = append(errs, fmt.Errorf("conditions[%d] (%s): %s", i, c.Type, e))
+		}
 		conds[c.Type] = true
 	}
 	for i, r := range rs.Rules {
@@ -171,8 +174,8 @@ func (r Rule) problems(conds map[string]bool) []string {
 	default:
 		out = append(out, fmt.Sprintf("type %q: must be %q or %q", r.Type, TypeTemporary, TypePermanent))
 	}
-	if r.Reason == "" {
-		out = append(out, "reason is empty")
+	if e := checkReason(r.Reason); e != "" {
+		out = append(out, e)
 	}
 	if err := checkPattern("pattern", r.Pattern); err != "" {
 		out = append(out, err)
@@ -191,6 +194,31 @@ func (r Rule) problems(conds map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// reasonRE is the form Kubernetes gives a condition's reason
+// (metav1.Condition): CamelCase, with digits, "_", "," and ":" inside.
+var reasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// MaxReasonBytes bounds a reason, as the condition rules do.
+const MaxReasonBytes = 128
+
+// checkReason says what is wrong with a reason a rule writes, or "".
+func checkReason(reason string) string {
+	switch {
+	case reason == "":
+		return "reason is empty"
+	case len(reason) > MaxReasonBytes || !reasonRE.MatchString(reason):
+		return fmt.Sprintf("reason %q: must be CamelCase (letters and digits, \"_\", \",\" or \":\" inside) of at most %d bytes", cutText(reason, 80), MaxReasonBytes)
+	}
+	return ""
+}
+
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func checkPattern(field, p string) string {

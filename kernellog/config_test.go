@@ -108,3 +108,28 @@ func FuzzParseRuleSet(f *testing.F) {
 		}
 	})
 }
+
+// TestRuleFileReasonsAreChecked: a reason the Node would refuse, or an
+// Event would carry oddly, is refused when the file loads, not when a
+// line first matches.
+func TestRuleFileReasonsAreChecked(t *testing.T) {
+	_, err := ParseRuleSet([]byte(`{"source": "s",
+	 "conditions": [{"type": "KernelDeadlock", "reason": "no deadlock", "message": "m"}],
+	 "rules": [
+	  {"type": "temporary", "reason": "Task Hung!", "pattern": "x"},
+	  {"type": "permanent", "condition": "KernelDeadlock", "reason": "ContainerRuntimeTaskBlocked", "pattern": "y"}]}`))
+	if err == nil {
+		t.Fatal("reasons that are not CamelCase were accepted")
+	}
+	for _, want := range []string{
+		`conditions[0] (KernelDeadlock): reason "no deadlock": must be CamelCase`,
+		`rules[0] (s/0, reason "Task Hung!"): reason "Task Hung!": must be CamelCase`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "ContainerRuntimeTaskBlocked") {
+		t.Errorf("a CamelCase reason was refused:\n%v", err)
+	}
+}
