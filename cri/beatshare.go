@@ -8,9 +8,9 @@ import (
 // beatShare is what the full cycles and the heartbeat share so that
 // neither sends a call the other has just made. With the heartbeat on,
 // the cycles leave Version to it and take the runtime's name and version
-// from its last answer; the heartbeat skips a beat that would come within
-// one period of a cycle's start, whose calls, timed in flight like a
-// beat's, tell the same.
+// from its last answer; the heartbeat leaves a beat that would come
+// within a period after a cycle's start, or just before a cycle due, to
+// that cycle, whose calls, timed in flight like a beat's, tell the same.
 type beatShare struct {
 	versionByBeat atomic.Bool
 	runtime       atomic.Pointer[RuntimeInfo]

@@ -23,8 +23,9 @@ type Beat struct {
 // period and one timeout, whatever the full cycles' back-off, and costs
 // it at most the one Version call that is out. Run the full cycles with
 // Run alongside; a beat that answers after one that did not wakes them.
-// A beat due within a period of a cycle's start waits out that period:
-// the cycle's calls, timed in flight, tell what it would.
+// A beat due within a period after a cycle's start, or just before a
+// cycle due, is left to the cycle (beatShare.coveredFor): the cycle's
+// calls, timed in flight, tell what it would.
 func (p *Prober) Heartbeat(ctx context.Context, period time.Duration, sink func(Beat)) {
 	failing := false
 	for {
