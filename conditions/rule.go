@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
+
+	"github.com/hangwatch/hangwatch/internal/reason"
 )
 
 // rule is a compiled Spec.
@@ -122,25 +124,25 @@ func (r *rule) evaluate(obs map[string]any) (Verdict, error) {
 }
 
 func (o outcome) verdict(bad bool, obs map[string]any) (Verdict, error) {
-	reason, err := o.reason.eval(obs)
+	why, err := o.reason.eval(obs)
 	if err != nil {
 		return Verdict{}, err
 	}
-	if len(reason) > MaxReasonBytes || !reasonRE.MatchString(reason) {
-		return Verdict{}, fmt.Errorf("reason %q is not CamelCase of at most %d bytes", cut(reason, 80), MaxReasonBytes)
+	if !reason.Valid(why) {
+		return Verdict{}, fmt.Errorf("reason %q is not CamelCase of at most %d bytes", cut(why, 80), MaxReasonBytes)
 	}
 	msg, err := o.message.eval(obs)
 	if err != nil {
 		return Verdict{}, err
 	}
-	return Verdict{Bad: bad, Reason: reason, Message: cut(msg, MaxMessageBytes)}, nil
+	return Verdict{Bad: bad, Reason: why, Message: cut(msg, MaxMessageBytes)}, nil
 }
 
 // Bounds on what a rule may write to the Node: a status patch with a
 // message of megabytes would be refused, and retried, forever.
 const (
 	MaxMessageBytes = 1024
-	MaxReasonBytes  = 128
+	MaxReasonBytes  = reason.MaxBytes
 )
 
 // cut shortens s to at most n bytes, on a UTF-8 boundary, ending in "..."

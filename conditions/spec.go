@@ -8,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/internal/reason"
 )
 
 // Spec is the rule of one condition, as data: CEL expressions over the
@@ -60,10 +62,7 @@ func ValidType(t string) bool { return len(t) <= 316 && typeRE.MatchString(t) }
 // Inputs are the observations a rule may read, each a CEL variable.
 var Inputs = []string{"cri", "kernel", "lease", "pleg"}
 
-var (
-	typeRE   = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
-	reasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
-)
+var typeRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
 // KubeletConditionTypes are the Node conditions the kubelet writes; no
 // rule may own one.
@@ -139,7 +138,7 @@ func (o *Outcome) validate(path string) []error {
 		errs = append(errs, fmt.Errorf("%s: set reason or reasonExpression, not both", path))
 	case o.Reason == "" && o.ReasonExpression == "":
 		errs = append(errs, fmt.Errorf("%s.reason: must be set (or reasonExpression)", path))
-	case o.Reason != "" && !reasonRE.MatchString(o.Reason):
+	case o.Reason != "" && !reason.Form(o.Reason):
 		errs = append(errs, fmt.Errorf("%s.reason: %q must be CamelCase (letters, digits, '_', ',' or ':')", path, o.Reason))
 	}
 	if o.Message != "" && o.MessageExpression != "" {

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/hangwatch/hangwatch/internal/reason"
 )
 
 // Rule types, as in node-problem-detector.
@@ -196,29 +198,15 @@ func (r Rule) problems(conds map[string]bool) []string {
 	return out
 }
 
-// reasonRE is the form Kubernetes gives a condition's reason
-// (metav1.Condition): CamelCase, with digits, "_", "," and ":" inside.
-var reasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
-
-// MaxReasonBytes bounds a reason, as the condition rules do.
-const MaxReasonBytes = 128
-
 // checkReason says what is wrong with a reason a rule writes, or "".
-func checkReason(reason string) string {
+func checkReason(r string) string {
 	switch {
-	case reason == "":
+	case r == "":
 		return "reason is empty"
-	case len(reason) > MaxReasonBytes || !reasonRE.MatchString(reason):
-		return fmt.Sprintf("reason %q: must be CamelCase (letters and digits, \"_\", \",\" or \":\" inside) of at most %d bytes", cutText(reason, 80), MaxReasonBytes)
+	case !reason.Valid(r):
+		return fmt.Sprintf("reason %.80q: must be CamelCase (letters and digits, \"_\", \",\" or \":\" inside) of at most %d bytes", r, reason.MaxBytes)
 	}
 	return ""
-}
-
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 func checkPattern(field, p string) string {
