@@ -62,12 +62,13 @@ func (p *Prober) invokeTallied(ctx context.Context, method, object string, call 
 	go p.run(ctx, key, start, call, tally, done)
 
 	timer := p.clock.NewTimer(p.cfg.Timeout)
-	defer timer.Stop()
 	select {
 	case r := <-done:
+		timer.Stop() // before the report: a reported call leaves no timer behind
 		return p.report(r)
 	case <-timer.C():
 	case <-ctx.Done():
+		timer.Stop()
 	}
 	select {
 	case r := <-done: // answered just as the wait ended
@@ -90,11 +91,6 @@ func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc
 	defer cancel()
 	resp, err := call(callCtx)
 	r := CallResult{Method: key.method, Object: key.object, Start: start, Duration: p.clock.Since(start)}
-	if r.Duration > p.cfg.Timeout {
-		// It was reported hung, and the last cycle still says so: look
-		// again now rather than after the back-off (a thaw clears at once).
-		p.Wake()
-	}
 	r.Class = p.classify(r.Duration, err)
 	if tally != nil && status.Code(err) == codes.Unimplemented {
 		r.Class = ClassUnimplemented // a stream the runtime lacks; the unary list stands in
@@ -108,6 +104,13 @@ func (p *Prober) run(ctx context.Context, key callKey, start time.Time, call rpc
 	p.inflight.end(key, r)
 	p.observer.ObserveCompletion(r)
 	done <- r
+	if r.Duration > p.cfg.Timeout {
+		// It was reported hung, and the last cycle still says so: look
+		// again now rather than after the back-off (a thaw clears at once).
+		// Only once it is out of the in-flight table, or the woken cycle
+		// would find it still out.
+		p.Wake()
+	}
 }
 
 // join waits for the same call sent by someone else (a heartbeat's

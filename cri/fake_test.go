@@ -32,6 +32,8 @@ type fakeRuntime struct {
 	version string // RuntimeVersion; "1.0" when empty
 	// release, closed by releaseHung, lets the hung calls answer.
 	release chan struct{}
+	// blocked counts the calls waiting in a hang now.
+	blocked atomic.Int64
 }
 
 // releaseHung lets every call hanging now answer, as a thawed runtime does.
@@ -63,6 +65,8 @@ func (f *fakeRuntime) enter(ctx context.Context, method, obj string) error {
 	hang, err, release := f.hang[method], f.errs[method], f.release
 	f.mu.Unlock()
 	if hang {
+		f.blocked.Add(1)
+		defer f.blocked.Add(-1)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -158,10 +162,13 @@ func (o *countingObserver) ObserveProbe(CallResult)      { o.probes.Add(1) }
 func (o *countingObserver) ObserveCompletion(CallResult) { o.completions.Add(1) }
 
 // cycleWithFakeClock runs one cycle and, once `fast` calls have been
-// reported, steps the fake clock a timeout whenever `hung` timers wait,
-// until the cycle returns.
+// reported, steps the fake clock a timeout whenever `hung` calls are
+// blocked in the fake runtime and as many timers wait, until the cycle
+// returns. A reported call has stopped its timer, so the timers waiting
+// then are the hung calls'.
 func cycleWithFakeClock(t *testing.T, p *Prober, clk *clocktesting.FakeClock, obs *countingObserver, fast int64, hung int) Cycle {
 	t.Helper()
+	f := p.runtime.(*fakeRuntime)
 	done := make(chan Cycle, 1)
 	go func() { done <- p.Cycle(context.Background()) }()
 	for obs.probes.Load() < fast {
@@ -177,12 +184,18 @@ func cycleWithFakeClock(t *testing.T, p *Prober, clk *clocktesting.FakeClock, ob
 		case c := <-done:
 			return c
 		default:
-			if clk.Waiters() >= hung {
+			if f.blocked.Load() >= int64(hung) && clk.Waiters() >= hung {
 				clk.Step(p.cfg.Timeout)
 			}
 			runtime.Gosched()
 		}
 	}
+}
+
+// sleepingLoops says n loops (Run, Heartbeat) wait between probes and
+// no other timer is out: stepping the fake clock then moves only them.
+func sleepingLoops(p *Prober, clk *clocktesting.FakeClock, n int) func() bool {
+	return func() bool { return p.sleeping.Load() == int32(n) && clk.Waiters() == n }
 }
 
 func newTestProber(f *fakeRuntime, cfg Config) (*Prober, *clocktesting.FakeClock, *countingObserver) {

@@ -29,6 +29,7 @@ type Beat struct {
 func (p *Prober) Heartbeat(ctx context.Context, period time.Duration, sink func(Beat)) {
 	failing := false
 	for {
+		start := p.clock.Now() // not r.Start: a joined call may be older
 		r := p.invoke(ctx, MethodVersion, "", func(ctx context.Context) (proto.Message, error) {
 			return p.runtime.Version(ctx, &runtimeapi.VersionRequest{})
 		})
@@ -43,23 +44,58 @@ func (p *Prober) Heartbeat(ctx context.Context, period time.Duration, sink func(
 			p.Wake()
 		}
 		sink(b)
-		for wait := period; wait > 0; wait = p.share.coveredFor(p.clock.Now(), period) {
-			if !p.sleep(ctx, wait) {
-				return
-			}
+		if !p.sleepToNextBeat(ctx, start, period) {
+			return
 		}
+	}
+}
+
+// sleepToNextBeat waits until a period after the last beat's start, so a
+// slow answer does not stretch the period, then for as long as a cycle
+// covers the beat due; false when ctx ended first.
+func (p *Prober) sleepToNextBeat(ctx context.Context, last time.Time, period time.Duration) bool {
+	wait := period - p.clock.Since(last)
+	for {
+		if wait <= 0 {
+			wait = p.share.coveredFor(p.clock.Now(), period)
+		}
+		if wait <= 0 {
+			return true
+		}
+		if !p.sleep(ctx, wait) {
+			return false
+		}
+		wait = 0
 	}
 }
 
 // sleep waits d on the prober's clock; false when ctx ended first.
 func (p *Prober) sleep(ctx context.Context, d time.Duration) bool {
+	return p.sleepOrWake(ctx, d, nil) != sleptCancelled
+}
+
+type slept int
+
+const (
+	sleptFull slept = iota
+	sleptWoken
+	sleptCancelled
+)
+
+// sleepOrWake waits d on the prober's clock, or until wake delivers or
+// ctx ends, and says which ended it.
+func (p *Prober) sleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) slept {
 	t := p.clock.NewTimer(d)
+	defer t.Stop()
+	p.sleeping.Add(1)
+	defer p.sleeping.Add(-1)
 	select {
 	case <-ctx.Done():
-		t.Stop()
-		return false
+		return sleptCancelled
+	case <-wake:
+		return sleptWoken
 	case <-t.C():
-		return true
+		return sleptFull
 	}
 }
 

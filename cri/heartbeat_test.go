@@ -59,7 +59,7 @@ func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
 	f.hang[MethodVersion] = true
 	f.mu.Unlock()
 	frozen := clk.Now()
-	waitFor(t, "the beat's wait", func() bool { return clk.Waiters() == 1 })
+	waitFor(t, "the beat's wait", sleepingLoops(p, clk, 1))
 	clk.Step(2500 * time.Millisecond)
 	b := nextBeat(t, beats, clk, 500*time.Millisecond)
 	if b.Call.Class != ClassTimeout || !b.Call.InFlight {
@@ -94,7 +94,7 @@ func TestHeartbeatRecoveryWakesTheCycles(t *testing.T) {
 	f.mu.Lock()
 	delete(f.errs, MethodVersion)
 	f.mu.Unlock()
-	waitFor(t, "both waits", func() bool { return clk.Waiters() == 2 })
+	waitFor(t, "both waits", sleepingLoops(p, clk, 2))
 	clk.Step(time.Second)
 	if b := <-beats; !b.Recovered {
 		t.Fatalf("beat after the runtime came back %+v, want Recovered", b)

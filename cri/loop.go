@@ -20,14 +20,10 @@ func (p *Prober) Run(ctx context.Context, period, maxPeriod time.Duration, sink 
 		sink(c)
 		wait = nextWait(c, wait, period, maxPeriod)
 		p.share.cycleDue(p.clock.Now().Add(wait))
-		t := p.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		switch p.sleepOrWake(ctx, wait, p.wake) {
+		case sleptCancelled:
 			return
-		case <-t.C():
-		case <-p.wake:
-			t.Stop()
+		case sleptWoken:
 			wait = period
 		}
 	}

@@ -73,6 +73,9 @@ type Prober struct {
 	skipStreams atomic.Bool
 	// share: what the cycles and a heartbeat beside them share.
 	share beatShare
+	// sleeping counts the loops (Run, Heartbeat) waiting between probes:
+	// a test steps its fake clock once every loop sleeps.
+	sleeping atomic.Int32
 }
 
 // NewProber returns a prober over the given clients; observer may be nil.
