@@ -173,6 +173,9 @@ func (d *daemon) serve(ctx context.Context) error {
 	if d.api != nil {
 		d.api.start(ctx, &wg, d.conds, d.engine)
 	}
+	setGCPercent()
+	wg.Add(1)
+	go func() { defer wg.Done(); trimResidentSet(ctx, d.clk) }()
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:

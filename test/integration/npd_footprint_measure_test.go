@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -88,6 +90,24 @@ type procWindow struct {
 
 // sampleWindow reads each process's memory every second for window, and
 // its CPU time at both ends.
+// scrapeEvery is how often, in one-second samples, the window scrapes
+// each process's /metrics, as a Prometheus beside them would: the code
+// that serves a scrape is part of the resident set.
+const scrapeEvery = 15
+
+// scrape reads the process's metrics once.
+func (p *benchProc) scrape(t *testing.T) {
+	t.Helper()
+	resp, err := http.Get(p.metricsURL)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", p.name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape %s: %s, %v", p.name, resp.Status, err)
+	}
+}
+
 func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]procWindow, time.Duration) {
 	t.Helper()
 	out := make([]procWindow, len(procs))
@@ -97,8 +117,13 @@ func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]pro
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for time.Since(start) < window {
+	for n := 0; time.Since(start) < window; n++ {
 		<-tick.C
+		if n%scrapeEvery == 0 {
+			for _, p := range procs {
+				p.scrape(t)
+			}
+		}
 		for i, p := range procs {
 			m, err := readMem(p.pid())
 			if err != nil || !p.running() {

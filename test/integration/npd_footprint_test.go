@@ -106,6 +106,7 @@ func startStandalonePair(t *testing.T, endpoint, hw string, npd npdBinary) (hwPr
 	// Without the k8s exporter NPD serves no /healthz; its Prometheus
 	// endpoint answers once the exporters are set up.
 	npdProc.waitReady(t, "http://"+promAddr+"/metrics")
+	hwProc.metricsURL, npdProc.metricsURL = "http://"+addr+"/metrics", "http://"+promAddr+"/metrics"
 	return hwProc, npdProc
 }
 
@@ -125,11 +126,12 @@ func startReportingPair(t *testing.T, endpoint, hw string, npd npdBinary) (hwPro
 	hwProc = startBenchProc(t, "hangwatch", hw, "run", "-r", endpoint, "--listen-address", addr,
 		"--kubeconfig", kc, "--node-name", node)
 	hwProc.waitReady(t, "http://"+addr+"/healthz")
-	healthAddr := freePort(t)
+	healthAddr, promAddr := freePort(t), freePort(t)
 	host, port, _ := net.SplitHostPort(healthAddr)
-	npdProc = startBenchProc(t, "node-problem-detector", npd.bin, append(npd.args(t, node, freePort(t)),
+	npdProc = startBenchProc(t, "node-problem-detector", npd.bin, append(npd.args(t, node, promAddr),
 		"--apiserver-override="+cp.URL+"?inClusterConfig=false&auth="+kc, "--address="+host, "--port="+port)...)
 	npdProc.waitReady(t, "http://"+healthAddr+"/healthz")
+	hwProc.metricsURL, npdProc.metricsURL = "http://"+addr+"/metrics", "http://"+promAddr+"/metrics"
 	for _, p := range []struct {
 		proc *benchProc
 		cond string
@@ -158,8 +160,10 @@ func (n npdBinary) args(t *testing.T, node, promAddr string) []string {
 // test ends.
 type benchProc struct {
 	name, bin, log string
-	cmd            *exec.Cmd
-	exited         chan struct{}
+	// metricsURL is its Prometheus endpoint, scraped during the window.
+	metricsURL string
+	cmd        *exec.Cmd
+	exited     chan struct{}
 	// cachedPages is how many of the binary's pages were in the page
 	// cache just before the start, after dropping them.
 	cachedPages int

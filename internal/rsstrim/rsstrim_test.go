@@ -1,0 +1,85 @@
+package rsstrim
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const sampleMaps = `00400000-011ad000 r-xp 00000000 fe:00 1234 /usr/bin/hangwatch
+011ad000-021fe000 r--p 00dad000 fe:00 1234 /usr/bin/hangwatch
+021fe000-022b1000 rw-p 01dfe000 fe:00 1234 /usr/bin/hangwatch
+022b1000-04300000 rw-p 00000000 00:00 0
+c000000000-c000400000 rw-p 00000000 00:00 0
+7f0000000000-7f0000001000 r--p 00000000 fe:00 99 /usr/lib/other
+7ffd0000000-7ffd0021000 rw-p 00000000 00:00 0 [stack]
+`
+
+func TestReadOnlyRegionsAreTheBinarysOwn(t *testing.T) {
+	got, err := ReadOnlyRegions(sampleMaps, "/usr/bin/hangwatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Region{{0x400000, 0x11ad000}, {0x11ad000, 0x21fe000}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("regions %+v, want the code and the constants only (not the writable data, not another file): %+v", got, want)
+	}
+}
+
+func TestReadOnlyRegionsNamesABadLine(t *testing.T) {
+	_, err := ReadOnlyRegions("zz-011ad000 r-xp 00000000 fe:00 1234 /bin/x\n", "/bin/x")
+	if err == nil || !strings.Contains(err.Error(), "line 1") || !strings.Contains(err.Error(), "zz-011ad000") {
+		t.Fatalf("error %v, want the line and its range named", err)
+	}
+}
+
+// TestTrimDropsThisBinarysPages trims the test binary itself: its file
+// pages leave the resident set, and the code it runs next maps again.
+func TestTrimDropsThisBinarysPages(t *testing.T) {
+	before := rssFileKiB(t)
+	n, err := Trim()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := rssFileKiB(t)
+	if n <= 0 || after >= before {
+		t.Fatalf("trimmed %d bytes of mappings: RssFile %d KiB -> %d KiB, want fewer", n, before, after)
+	}
+	t.Logf("trimmed %d bytes of mappings: RssFile %d KiB -> %d KiB", n, before, after)
+}
+
+func rssFileKiB(t *testing.T) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				t.Fatalf("RssFile line %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no RssFile in /proc/self/status")
+	return 0
+}
+
+func FuzzReadOnlyRegions(f *testing.F) {
+	f.Add(sampleMaps, "/usr/bin/hangwatch")
+	f.Add("1-0 r-xp 0 0:0 1 /x\n", "/x")
+	f.Fuzz(func(t *testing.T, maps, exe string) {
+		regions, err := ReadOnlyRegions(maps, exe)
+		if err != nil {
+			return
+		}
+		for _, r := range regions {
+			if r.End <= r.Start {
+				t.Fatalf("region %+v: end not after start", r)
+			}
+		}
+	})
+}
