@@ -142,6 +142,12 @@ hangwatch_version() {
 # build_hangwatch writes bin/hangwatch, static, with version information.
 # build_hangwatch [GOARCH OUT] builds the static binary, for this machine
 # into bin/hangwatch, or for linux/GOARCH into OUT (pure Go cross-build).
+# BUILD_TAGS are hangwatch's build tags (test/harness.BuildTags says the
+# same): grpcnotrace keeps gRPC from linking golang.org/x/net/trace, whose
+# html/template turns off the linker's pruning of unused methods; the
+# binary is 26 MB with it and 32 MB without.
+BUILD_TAGS=grpcnotrace
+
 build_hangwatch() {
   local arch=${1:-} out=${2:-bin/hangwatch}
   local v commit date pkg=k8s.io/component-base/version
@@ -152,7 +158,7 @@ build_hangwatch() {
   case "$v" in *-dirty) tree=dirty ;; esac
   major=$(echo "$v" | sed -E 's/^v([0-9]+)\..*/\1/')
   minor=$(echo "$v" | sed -E 's/^v[0-9]+\.([0-9]+).*/\1/')
-  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=${arch:-$(go env GOARCH)} go build -trimpath -o "$out" \
+  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=${arch:-$(go env GOARCH)} go build -tags "$BUILD_TAGS" -trimpath -o "$out" \
     -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=$tree -X $pkg.buildDate=$date" \
     ./cmd/hangwatch)
 }

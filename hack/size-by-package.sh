@@ -8,7 +8,7 @@ bin=${1:-}
 if [ -z "$bin" ]; then
   bin=$(mktemp -d)/hangwatch
   trap 'rm -rf "$(dirname "$bin")"' EXIT
-  CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/hangwatch
+  CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -o "$bin" ./cmd/hangwatch
 fi
 bss=$(readelf -S -W "$bin" | awk '$2==".bss"{print $4}')
 echo "binary: $(stat -c %s "$bin") bytes unstripped; k8s.io/api groups linked: $(go list -deps ./cmd/hangwatch | grep -c '^k8s.io/api/')"

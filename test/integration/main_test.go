@@ -37,7 +37,7 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(workDir)
 	hangwatchBin = filepath.Join(workDir, "hangwatch")
-	build := exec.Command("go", "build", "-o", hangwatchBin, "./cmd/hangwatch")
+	build := exec.Command("go", "build", "-tags", harness.BuildTags, "-o", hangwatchBin, "./cmd/hangwatch")
 	build.Dir = harness.ModuleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build hangwatch: %v\n%s", err, out)
