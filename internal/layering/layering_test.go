@@ -1,0 +1,104 @@
+// Package layering holds the test that keeps hangwatch's imports flowing
+// one way: signals -> observations -> conditions -> Node.
+package layering
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/hangwatch/hangwatch/"
+
+// signals are the packages that read a signal; each hands the engine
+// observations and imports no other signal package but these pairs.
+var (
+	signals      = []string{"cri", "pleg", "kubeletmetrics", "leases", "kernellog"}
+	signalImport = map[string][]string{"pleg": {"cri", "kubeletmetrics"}}
+)
+
+// TestImportsFlowOneWay: conditions imports no signal package; a signal
+// package imports neither conditions nor another signal package (but for
+// pleg, which reads cri and kubeletmetrics); nothing imports cmd/ or
+// agent/. Checked on each package's whole import graph, tests left out.
+func TestImportsFlowOneWay(t *testing.T) {
+	deps := moduleDeps(t)
+	for pkg, ds := range deps {
+		for _, d := range ds {
+			if why := forbidden(pkg, d); why != "" {
+				t.Errorf("%s imports %s: %s", pkg, d, why)
+			}
+		}
+	}
+	if len(deps["pleg"]) == 0 {
+		t.Fatalf("no imports read for pleg: %v", deps)
+	}
+}
+
+// forbidden says why pkg may not depend on dep, or "" when it may.
+func forbidden(pkg, dep string) string {
+	top := func(p string) string { return strings.SplitN(p, "/", 2)[0] }
+	switch {
+	case top(dep) == "cmd" || top(dep) == "agent":
+		return "nothing imports the command or the agent's assembly"
+	case top(pkg) == "conditions" && slices.Contains(signals, top(dep)):
+		return "conditions reads observations, not signal packages"
+	case slices.Contains(signals, top(pkg)) && top(dep) == "conditions":
+		return "a signal package does not import the conditions it feeds"
+	case slices.Contains(signals, top(pkg)) && slices.Contains(signals, top(dep)) && top(pkg) != top(dep) &&
+		!slices.Contains(signalImport[top(pkg)], top(dep)):
+		return "signal packages do not import each other (only pleg reads cri and kubeletmetrics)"
+	}
+	return ""
+}
+
+// moduleDeps maps each of the module's packages (path inside the module)
+// to the module's packages it depends on, directly or not.
+func moduleDeps(t *testing.T) map[string][]string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command, to list imports: %v", err)
+	}
+	cmd := exec.Command(goTool, "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		deps[pkg] = []string{}
+		for _, d := range fields[1:] {
+			if rest, ok := strings.CutPrefix(d, module); ok {
+				deps[pkg] = append(deps[pkg], rest)
+			}
+		}
+	}
+	return deps
+}
+
+func TestForbiddenNamesEachRule(t *testing.T) {
+	for _, c := range []struct {
+		pkg, dep string
+		ok       bool
+	}{
+		{"conditions", "cri", false},
+		{"conditions", "internal/reason", true},
+		{"cri", "conditions", false},
+		{"kernellog", "leases", false},
+		{"pleg", "cri", true},
+		{"pleg", "kubeletmetrics", true},
+		{"cri", "pleg", false},
+		{"pleg", "kernellog", false},
+		{"conditions", "agent", false},
+		{"test/integration", "cmd/hangwatch", false},
+		{"cri/sub", "cri", true},
+	} {
+		if got := forbidden(c.pkg, c.dep) == ""; got != c.ok {
+			t.Errorf("%s -> %s allowed = %v, want %v", c.pkg, c.dep, got, c.ok)
+		}
+	}
+}
