@@ -3,7 +3,6 @@ package leases
 import (
 	"context"
 	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
@@ -69,14 +68,4 @@ func readError(err error) string {
 		return "timeout"
 	}
 	return "error"
-}
-
-// Grace returns the node lifecycle controller's default
-// --node-monitor-grace-period for a Kubernetes minor version: 50s from 1.32
-// (PR #126287), 40s before.
-func Grace(major, minor int) time.Duration {
-	if major > 1 || minor >= 32 {
-		return 50 * time.Second
-	}
-	return 40 * time.Second
 }

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-	apiversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
@@ -97,26 +94,16 @@ func (f *apiFlags) restConfig() (*rest.Config, error) {
 }
 
 // graceFor returns --node-monitor-grace-period, or the controller's default
-// for the API server's version when not given.
+// for the API server's version (leases.ServerGrace).
 func (f *apiFlags) graceFor(ctx context.Context, client *apiclient.Client) time.Duration {
 	if f.grace > 0 {
 		return f.grace
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var v apiversion.Info
-	raw, err := client.ServerVersion(ctx)
-	if err == nil {
-		err = json.Unmarshal(raw, &v)
+	grace, err := leases.ServerGrace(ctx, client)
+	if err != nil {
+		klog.ErrorS(err, "API server version unknown; assuming the 1.32+ default grace period", "grace", grace)
 	}
-	if err == nil {
-		major, merr := strconv.Atoi(strings.TrimRight(v.Major, "+"))
-		minor, nerr := strconv.Atoi(strings.TrimRight(v.Minor, "+"))
-		if merr == nil && nerr == nil {
-			return leases.Grace(major, minor)
-		}
-		err = fmt.Errorf("version %q.%q not understood", v.Major, v.Minor)
-	}
-	klog.ErrorS(err, "API server version unknown; assuming the 1.32+ default grace period", "grace", "50s")
-	return 50 * time.Second
+	return grace
 }

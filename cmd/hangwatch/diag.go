@@ -14,6 +14,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/pleg"
 )
 
@@ -30,7 +31,7 @@ type diagOptions struct {
 type diagOutput struct {
 	cri.Report
 	Kernel *kernelSection `json:"kernel,omitempty"`
-	Lease  *leaseSection  `json:"lease,omitempty"`
+	Lease  *leases.Report `json:"lease,omitempty"`
 	PLEG   *plegSection   `json:"pleg,omitempty"`
 }
 
@@ -167,7 +168,7 @@ func writeReport(w io.Writer, format string, r diagOutput) error {
 		}
 	}
 	if r.Lease != nil {
-		if err := writeLeaseTable(w, r.Lease); err != nil {
+		if err := r.Lease.WriteTable(w); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,49 @@
+package leases
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is the node Lease as one look found it, for `hangwatch diag`: the
+// same figures, rounded alike, as the observation the daemon's rules read.
+type Report struct {
+	Node                 string     `json:"node"`
+	Found                bool       `json:"found"`
+	RenewTime            *time.Time `json:"renewTime,omitempty"`
+	RenewAgeSeconds      float64    `json:"renewAgeSeconds"`
+	RenewIntervalSeconds float64    `json:"renewIntervalSeconds"`
+	GraceSeconds         float64    `json:"graceSeconds"`
+	SecondsLeft          float64    `json:"secondsLeft"`
+	MissedRenewals       int        `json:"missedRenewals"`
+	Error                string     `json:"error,omitempty"`
+}
+
+// NewReport is the report of one observation of node's Lease.
+func NewReport(node string, o Observation) *Report {
+	r := &Report{Node: node, Found: o.Found, GraceSeconds: o.Grace.Seconds()}
+	if o.Found {
+		rt := o.RenewTime
+		r.RenewTime = &rt
+		r.RenewAgeSeconds, r.RenewIntervalSeconds = round(o.RenewAge.Seconds()), o.RenewInterval.Seconds()
+		r.SecondsLeft, r.MissedRenewals = round(o.SecondsLeft()), o.MissedRenewals()
+	}
+	return r
+}
+
+// WriteTable writes the report as diag's NODE LEASE line.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	switch {
+	case r.Error != "":
+		fmt.Fprintf(tw, "\nNODE LEASE\tnot read: %s\n", r.Error)
+	case !r.Found:
+		fmt.Fprintf(tw, "\nNODE LEASE\t%s/%s does not exist: nothing renews it\n", Namespace, r.Node)
+	default:
+		fmt.Fprintf(tw, "\nNODE LEASE\t%s/%s renewed %.1fs ago (due every %gs, %d missed); %.1fs of the %gs grace left before the node is marked Unknown\n",
+			Namespace, r.Node, r.RenewAgeSeconds, r.RenewIntervalSeconds, r.MissedRenewals, r.SecondsLeft, r.GraceSeconds)
+	}
+	return tw.Flush()
+}
