@@ -32,7 +32,7 @@ type diagOutput struct {
 	cri.Report
 	Kernel *kernelSection `json:"kernel,omitempty"`
 	Lease  *leases.Report `json:"lease,omitempty"`
-	PLEG   *plegSection   `json:"pleg,omitempty"`
+	PLEG   *pleg.Report   `json:"pleg,omitempty"`
 }
 
 // kernelSection is the kernel log part of diag: matches in the lookback
@@ -173,7 +173,7 @@ func writeReport(w io.Writer, format string, r diagOutput) error {
 		}
 	}
 	if r.PLEG != nil {
-		return writePLEGTable(w, r.PLEG)
+		return r.PLEG.WriteTable(w)
 	}
 	return nil
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -15,17 +12,10 @@ import (
 	"github.com/hangwatch/hangwatch/pleg"
 )
 
-// plegSection is PLEG health as diag sees it: one emulated relist, and the
-// kubelet's metrics when --kubelet-metrics-url is given (scraped as the probe
-// cycles start, and again after them with --samples > 1, so the relist p99
-// has a window).
-type plegSection struct {
-	pleg.Assessment
-	KubeletMetricsURL string `json:"kubeletMetricsURL,omitempty"`
-	Error             string `json:"error,omitempty"`
-}
-
-// plegDiag holds what diag needs between starting and judging.
+// plegDiag holds what diag needs between starting and judging PLEG health:
+// one emulated relist, and the kubelet's metrics when --kubelet-metrics-url
+// is given (scraped as the probe cycles start, and again after them with
+// --samples > 1, so the relist p99 has a window).
 type plegDiag struct {
 	monitor *pleg.Monitor
 	rel     *cri.Relister
@@ -68,28 +58,14 @@ func (o *diagOptions) startPLEG(ctx context.Context, conn *cri.Conn, timeout tim
 
 // finish waits for the scrape and the emulation, scrapes again when there
 // were several probe cycles (a window for the relist p99), and judges.
-func (pd *plegDiag) finish(ctx context.Context, samples int) *plegSection {
+func (pd *plegDiag) finish(ctx context.Context, samples int) *pleg.Report {
 	if pd.err != nil {
-		return &plegSection{Assessment: pleg.Assessment{Verdict: pleg.VerdictUnknown}, KubeletMetricsURL: pd.url, Error: pd.err.Error()}
+		return &pleg.Report{Assessment: pleg.Assessment{Verdict: pleg.VerdictUnknown}, KubeletMetricsURL: pd.url, Error: pd.err.Error()}
 	}
 	defer pd.rel.Close()
 	pd.done.Wait()
 	if samples > 1 {
 		pd.monitor.ScrapeOnce(ctx)
 	}
-	return &plegSection{Assessment: pd.monitor.Assess(), KubeletMetricsURL: pd.url}
-}
-
-func writePLEGTable(w io.Writer, p *plegSection) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if p.Error != "" {
-		fmt.Fprintf(tw, "\nPLEG\tnot checked: %s\n", p.Error)
-		return tw.Flush()
-	}
-	fmt.Fprintf(tw, "\nPLEG\t%s (%s): %s\n", p.Verdict, p.Reason, p.Message)
-	fmt.Fprintln(tw, "SIGNAL\tSTATE\tDETAIL")
-	for _, s := range p.Signals {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.State, s.Detail)
-	}
-	return tw.Flush()
+	return &pleg.Report{Assessment: pd.monitor.Assess(), KubeletMetricsURL: pd.url}
 }

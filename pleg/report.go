@@ -1,0 +1,31 @@
+package pleg
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Report is PLEG health as `hangwatch diag` shows it: the assessment the
+// daemon's rules read, with where the kubelet's metrics came from, or why
+// it could not be made.
+type Report struct {
+	Assessment
+	KubeletMetricsURL string `json:"kubeletMetricsURL,omitempty"`
+	Error             string `json:"error,omitempty"`
+}
+
+// WriteTable writes the report as diag's PLEG section.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if r.Error != "" {
+		fmt.Fprintf(tw, "\nPLEG\tnot checked: %s\n", r.Error)
+		return tw.Flush()
+	}
+	fmt.Fprintf(tw, "\nPLEG\t%s (%s): %s\n", r.Verdict, r.Reason, r.Message)
+	fmt.Fprintln(tw, "SIGNAL\tSTATE\tDETAIL")
+	for _, s := range r.Signals {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.State, s.Detail)
+	}
+	return tw.Flush()
+}
