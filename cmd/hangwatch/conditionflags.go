@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -73,19 +71,18 @@ func (f *conditionFlags) specs() []conditions.Spec {
 		}
 	}
 	for i := range specs {
-		switch specs[i].Type {
-		case conditions.TypeRuntimeHung:
-			if f.changedRaise {
-				specs[i].RaiseAfter = f.raiseAfter
-			}
-			if f.changedClear {
-				specs[i].ClearAfter = f.clearAfter
-			}
-		case conditions.TypeKubeletUnresponsive:
-			if f.leaseShare > 0 && !fromFile[specs[i].Type] { // a rule from the file is the user's own
-				specs[i].Problems = []conditions.Problem{specs[i].Problems[0], leaseShareProblem(f.leaseShare)}
-			}
+		if specs[i].Type != conditions.TypeRuntimeHung {
+			continue
 		}
+		if f.changedRaise {
+			specs[i].RaiseAfter = f.raiseAfter
+		}
+		if f.changedClear {
+			specs[i].ClearAfter = f.clearAfter
+		}
+	}
+	if f.leaseShare > 0 && !fromFile[conditions.TypeKubeletUnresponsive] { // a rule from the file is the user's own
+		specs = conditions.WithLeaseShare(specs, f.leaseShare)
 	}
 	return specs
 }
@@ -113,13 +110,4 @@ func (f *conditionFlags) disabledInFile(condType string) bool {
 		}
 	}
 	return false
-}
-
-func leaseShareProblem(share float64) conditions.Problem {
-	pct := strconv.FormatFloat(share*100, 'f', -1, 64)
-	return conditions.Problem{
-		When: fmt.Sprintf("lease.renewAgeSeconds >= %s * lease.graceSeconds", strconv.FormatFloat(share, 'f', -1, 64)),
-		Outcome: conditions.Outcome{Reason: "NodeLeaseNotRenewed", MessageExpression: `"the kubelet has not renewed its node Lease for ` + pct +
-			`% of the grace period; the node lifecycle controller marks the node Unknown " + string(lease.graceSeconds) + "s after the last renewal"`},
-	}
 }
