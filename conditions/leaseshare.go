@@ -22,7 +22,7 @@ func WithLeaseShare(specs []Spec, share float64) []Spec {
 		}
 		problems := []Problem{}
 		for _, p := range out[i].Problems {
-			if p.Outcome.Reason != ReasonNodeLeaseNotRenewed {
+			if p.Reason != ReasonNodeLeaseNotRenewed {
 				problems = append(problems, p)
 			}
 		}
