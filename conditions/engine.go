@@ -22,6 +22,7 @@ type Engine struct {
 	lastErr map[string]string
 	errors  *metrics.CounterVec
 	onMove  func(before, after Condition)
+	opts    EngineOptions
 }
 
 // EngineOptions wire an engine.
@@ -47,27 +48,36 @@ func NewEngine(specs []Spec, clk clock.PassiveClock, opts EngineOptions) (*Engin
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{clk: clk, latest: map[string]any{}, lastErr: map[string]string{}, onMove: opts.OnChange,
+	e := &Engine{clk: clk, latest: map[string]any{}, lastErr: map[string]string{}, onMove: opts.OnChange, opts: opts,
 		errors: metrics.NewCounterVec(&metrics.CounterOpts{
 			Name: "hangwatch_condition_rule_errors_total", StabilityLevel: metrics.ALPHA,
 			Help: "Evaluations of a condition rule that failed (an expression error); the condition keeps its state.",
 		}, []string{"condition"})}
+	var types map[string]Thresholds
+	e.rules, types = ownedRules(rules, opts)
+	if opts.Registry != nil {
+		opts.Registry.MustRegister(e.errors)
+	}
+	e.set = NewSet(opts.Registry, clk.Now(), types)
+	return e, nil
+}
+
+// ownedRules keeps the rules whose inputs are all observed, with each
+// one's thresholds by condition type.
+func ownedRules(rules []*rule, opts EngineOptions) ([]*rule, map[string]Thresholds) {
+	var owned []*rule
 	types := map[string]Thresholds{}
 	for _, r := range rules {
 		if !subset(r.inputs, opts.Available) {
 			klog.InfoS("Condition not owned: one of its inputs is not observed", "type", r.spec.Type, "inputs", r.inputs)
 			continue
 		}
-		e.rules = append(e.rules, r)
+		owned = append(owned, r)
 		th := r.spec.thresholds()
 		th.RestoredHold = opts.RestoredHold[r.spec.Type]
 		types[r.spec.Type] = th
 	}
-	if opts.Registry != nil {
-		opts.Registry.MustRegister(e.errors)
-	}
-	e.set = NewSet(opts.Registry, clk.Now(), types)
-	return e, nil
+	return owned, types
 }
 
 // Reads tells whether an owned condition's rule reads input.
@@ -86,24 +96,37 @@ func (e *Engine) Set() *Set { return e.set }
 // Observe records the latest observation of one input and evaluates the
 // rules that read it.
 func (e *Engine) Observe(input string, obs map[string]any) {
-	type move struct{ before, after Condition }
 	var moves []move
 	e.mu.Lock()
 	e.latest[input] = obs
 	now := e.clk.Now()
 	for _, r := range e.rules {
-		if !slices.Contains(r.inputs, input) {
-			continue
-		}
-		v, err := r.evaluate(e.latest)
-		if e.noteError(r.spec.Type, err) {
-			continue
-		}
-		if before, after, changed := e.set.Update(r.spec.Type, now, v); changed {
-			moves = append(moves, move{before, after})
+		if slices.Contains(r.inputs, input) {
+			moves = e.apply(r, now, moves)
 		}
 	}
 	e.mu.Unlock()
+	e.tell(moves)
+}
+
+// apply evaluates r on the latest observations and applies its verdict,
+// appending the change, if any, to moves. Called with e.mu held.
+func (e *Engine) apply(r *rule, now time.Time, moves []move) []move {
+	v, err := r.evaluate(e.latest)
+	if e.noteError(r.spec.Type, err) {
+		return moves
+	}
+	if before, after, changed := e.set.Update(r.spec.Type, now, v); changed {
+		moves = append(moves, move{before, after})
+	}
+	return moves
+}
+
+// move is one condition's change, told outside the engine's lock.
+type move struct{ before, after Condition }
+
+// tell logs each change and hands it to OnChange.
+func (e *Engine) tell(moves []move) {
 	for _, m := range moves {
 		klog.InfoS("Condition changed", "type", m.after.Type, "status", m.after.Status, "reason", m.after.Reason, "message", m.after.Message)
 		if e.onMove != nil {

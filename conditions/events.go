@@ -96,6 +96,10 @@ func (e *Events) Shared(condType string, managers []string, overwrite bool) {
 		fmt.Sprintf("Node condition %s is also written by %s; %s", condType, strings.Join(managers, ", "), what))
 }
 
+// Warning records a Warning Event on the Node about hangwatch itself (a
+// config reload it refused, say), rate-limited like the others.
+func (e *Events) Warning(reason, message string) { e.emit(corev1.EventTypeWarning, reason, message) }
+
 // Shutdown stops recording.
 func (e *Events) Shutdown() { e.stop() }
 

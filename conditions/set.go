@@ -114,3 +114,28 @@ func (s *Set) export(c Condition) {
 		s.gauge.WithLabelValues(c.Type, strings.ToLower(string(st))).Set(v)
 	}
 }
+
+// Retype makes types the set's condition types: a type that is fresh (a
+// new or changed rule) or new starts over as Unknown at now, the others
+// keep their trackers, state and transition times, and a type not in
+// types leaves the set and its hangwatch_node_condition series.
+func (s *Set) Retype(types map[string]Thresholds, fresh map[string]bool, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t := range s.trackers {
+		if _, keep := types[t]; !keep {
+			delete(s.trackers, t)
+			for _, st := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown} {
+				s.gauge.Delete(map[string]string{"condition": t, "status": strings.ToLower(string(st))})
+			}
+		}
+	}
+	for t, th := range types {
+		if _, ok := s.trackers[t]; ok && !fresh[t] {
+			continue
+		}
+		s.trackers[t] = NewTracker(t, th, now)
+		s.export(s.trackers[t].Condition())
+	}
+	s.notify()
+}

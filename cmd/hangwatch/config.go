@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/pflag"
 	sigsjson "sigs.k8s.io/json"
@@ -49,10 +48,15 @@ func loadConfig(path string) (*configFile, error) {
 // are returned with the decoded file so they can be reported beside the
 // invalid values.
 func decodeConfig(path, named string) (*configFile, []error, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readConfigBytes(path)
 	if err != nil {
 		return nil, nil, fieldError(named, path, err.Error())
 	}
+	return decodeConfigBytes(raw, path, named)
+}
+
+// decodeConfigBytes is decodeConfig of the file's content, read already.
+func decodeConfigBytes(raw []byte, path, named string) (*configFile, []error, error) {
 	data, err := yaml.YAMLToJSON(raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %s: not YAML: %w", named, path, err)

@@ -33,6 +33,7 @@ type daemon struct {
 	health     *liveness
 	runtime    *runtimeView
 	reg        metrics.KubeRegistry
+	reloader   *configReloader // nil without --config
 }
 
 func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
@@ -72,6 +73,13 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 		return nil, err
 	}
 	d.conds = d.engine.Set()
+	if o.conds.config != "" {
+		var kernelTypes []kernellog.ConditionSpec
+		if monitor != nil {
+			kernelTypes = monitor.ConditionTypes()
+		}
+		d.reloader = newConfigReloader(d, kernelTypes)
+	}
 	if monitor != nil {
 		d.openKernelLog(monitor)
 	}
@@ -174,6 +182,10 @@ func (d *daemon) serve(ctx context.Context) error {
 		d.api.start(ctx, &wg, d.conds, d.engine)
 	}
 	setGCPercent()
+	if d.reloader != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.reloader.run(ctx) }()
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); trimResidentSet(ctx, d.clk) }()
 	select {

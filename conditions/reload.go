@@ -1,0 +1,77 @@
+package conditions
+
+import (
+	"reflect"
+	"sort"
+)
+
+// ReloadResult says what a reload did, by condition type, each list sorted.
+type ReloadResult struct {
+	// Kept are the conditions whose rule is unchanged: state and
+	// transition time carry on.
+	Kept []string
+	// Changed and Added start over from the latest observations.
+	Changed, Added []string
+	// Removed have no owned rule any more: hangwatch stops writing them,
+	// and the Node keeps their last state.
+	Removed []string
+}
+
+// Reload replaces the rules with specs, compiled and owned as NewEngine
+// does (each mistake reported with its field path; the running rules stay
+// on any). A rule unchanged keeps its condition as it is; a new or changed
+// rule starts over and is evaluated at once from the latest observations,
+// so it need not wait for its inputs' next look.
+func (e *Engine) Reload(specs []Spec) (ReloadResult, error) {
+	compiled, err := compileAll(specs)
+	if err != nil {
+		return ReloadResult{}, err
+	}
+	rules, types := ownedRules(compiled, e.opts)
+	e.mu.Lock()
+	res, fresh := e.diffRules(rules)
+	now := e.clk.Now()
+	e.set.Retype(types, fresh, now)
+	var moves []move
+	for _, r := range e.rules {
+		if fresh[r.spec.Type] {
+			moves = e.apply(r, now, moves)
+		}
+	}
+	e.mu.Unlock()
+	e.tell(moves)
+	return res, nil
+}
+
+// diffRules installs rules, keeping each unchanged rule's compiled form,
+// and says which types are fresh. Called with e.mu held.
+func (e *Engine) diffRules(rules []*rule) (ReloadResult, map[string]bool) {
+	old := map[string]*rule{}
+	for _, r := range e.rules {
+		old[r.spec.Type] = r
+	}
+	var res ReloadResult
+	fresh := map[string]bool{}
+	for i, r := range rules {
+		t := r.spec.Type
+		prev, ok := old[t]
+		switch {
+		case !ok:
+			res.Added, fresh[t] = append(res.Added, t), true
+		case reflect.DeepEqual(prev.spec, r.spec):
+			rules[i], res.Kept = prev, append(res.Kept, t)
+		default:
+			res.Changed, fresh[t] = append(res.Changed, t), true
+		}
+		delete(old, t)
+	}
+	for t := range old {
+		res.Removed = append(res.Removed, t)
+		delete(e.lastErr, t)
+	}
+	for _, l := range [][]string{res.Kept, res.Changed, res.Added, res.Removed} {
+		sort.Strings(l)
+	}
+	e.rules = rules
+	return res, fresh
+}
