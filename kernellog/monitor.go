@@ -32,6 +32,14 @@ type ConditionState struct {
 	Count   int64     `json:"matches"`
 }
 
+// Fields is the condition as the `kernel` input of the condition rules
+// reads it, under its type: kernel.<Type>.active (a match within the
+// rule's window, or not yet cleared), .reason, .message (the last
+// matching line) and .matches (how many so far).
+func (s ConditionState) Fields() map[string]any {
+	return map[string]any{"active": s.Active, "reason": s.Reason, "message": s.Message, "matches": s.Count}
+}
+
 // Event rate limit per rule: a burst, then one event per interval; matches
 // in between are counted into the next event.
 const (

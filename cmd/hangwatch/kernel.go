@@ -48,7 +48,7 @@ func (k *kernelWatch) observe(sink func(map[string]any)) func(kernellog.Conditio
 	k.sink = sink
 	return func(st kernellog.ConditionState) {
 		k.mu.Lock()
-		k.states[st.Type] = kernelFields(st)
+		k.states[st.Type] = st.Fields()
 		k.sent = k.clk.Now()
 		obs := maps.Clone(k.states)
 		k.mu.Unlock()
@@ -57,10 +57,17 @@ func (k *kernelWatch) observe(sink func(map[string]any)) func(kernellog.Conditio
 }
 
 // observeAll hands on every condition's state, once the lookback is read.
+// The monitor's states are read before k.mu is taken: the monitor calls
+// observe's callback, which takes k.mu, under its own lock, so taking them
+// in the other order here could deadlock. A state the callback stored
+// meanwhile is newer and stays.
 func (k *kernelWatch) observeAll() {
+	states := k.monitor.Conditions()
 	k.mu.Lock()
-	for _, st := range k.monitor.Conditions() {
-		k.states[st.Type] = kernelFields(st)
+	for _, st := range states {
+		if _, told := k.states[st.Type]; !told {
+			k.states[st.Type] = st.Fields()
+		}
 	}
 	k.sent = k.clk.Now()
 	obs := maps.Clone(k.states)
@@ -88,11 +95,6 @@ func (k *kernelWatch) tick() {
 	k.monitor.Expire()
 	k.exportStats()
 	k.resend()
-}
-
-// kernelFields is one condition of the `kernel` input.
-func kernelFields(st kernellog.ConditionState) map[string]any {
-	return map[string]any{"active": st.Active, "reason": st.Reason, "message": st.Message, "matches": st.Count}
 }
 
 func (k *kernelWatch) exportStats() {

@@ -170,3 +170,27 @@ func TestFailedKernelLogReopensWithBackoffAndFailsHealthz(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestObserveAllBesideNewLines runs observeAll while lines arrive: the
+// monitor calls back into the watch under its lock, so observeAll must
+// not hold the watch's lock while it asks the monitor (it once did, and
+// two goroutines could wait on each other). The last state told is the
+// monitor's.
+func TestObserveAllBesideNewLines(t *testing.T) {
+	k, e, clk := newKernelFixture(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 500; i++ {
+			k.monitor.Handle(kernellog.Record{Time: clk.Now(), Message: "INFO: task containerd:7 blocked for more than 120 seconds."})
+		}
+	}()
+	for i := 0; i < 500; i++ {
+		k.observeAll()
+	}
+	<-done
+	k.observeAll()
+	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionTrue {
+		t.Fatalf("after the lines: %+v", c)
+	}
+}
