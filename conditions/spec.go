@@ -59,8 +59,19 @@ type Outcome struct {
 // CamelCase.
 func ValidType(t string) bool { return len(t) <= 316 && typeRE.MatchString(t) }
 
+// The inputs a rule may read, each a CEL variable holding one signal's
+// latest observation: its keys are documented beside the signal (cri's
+// Cycle.Observation, kernellog's ConditionState.Fields, leases'
+// Observation.Fields, pleg's Assessment.Observation).
+const (
+	InputCRI    = "cri"
+	InputKernel = "kernel"
+	InputLease  = "lease"
+	InputPLEG   = "pleg"
+)
+
 // Inputs are the observations a rule may read, each a CEL variable.
-var Inputs = []string{"cri", "kernel", "lease", "pleg"}
+var Inputs = []string{InputCRI, InputKernel, InputLease, InputPLEG}
 
 var typeRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 

@@ -41,20 +41,20 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 	registerBuildInfo(d.reg)
 	specs := o.conds.specs()
 	var err error
-	available := []string{"cri"}
+	available := []string{conditions.InputCRI}
 	var monitor *kernellog.Monitor
 	if o.kernel.enabled {
 		if monitor, err = d.newKernelMonitor(); err != nil {
 			return nil, err
 		}
-		available = append(available, "kernel")
+		available = append(available, conditions.InputKernel)
 		specs = o.conds.withKernelSpecs(specs, monitor.ConditionTypes())
 	}
 	if d.api, err = o.newAPIReporting(d.reg); err != nil {
 		return nil, err
 	}
 	if d.api != nil {
-		available = append(available, "lease")
+		available = append(available, conditions.InputLease)
 	}
 	if d.conn, err = cri.Dial(ep.Address); err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 		return nil, err
 	}
 	if d.pleg != nil {
-		available = append(available, "pleg")
+		available = append(available, conditions.InputPLEG)
 	}
 	d.engine, err = conditions.NewEngine(specs, d.clk, conditions.EngineOptions{
 		Available: available, Registry: d.reg, OnChange: d.api.transition, RestoredHold: restoredHolds(monitor)})
@@ -93,7 +93,7 @@ func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
 	if d.kernel != nil {
 		d.health.addCheck(d.kernel.check)
 	}
-	d.runtime = &runtimeView{observe: func(c cri.Cycle) { d.engine.Observe("cri", c.Observation(ep.Timeout)) }}
+	d.runtime = &runtimeView{observe: func(c cri.Cycle) { d.engine.Observe(conditions.InputCRI, c.Observation(ep.Timeout)) }}
 	return d, nil
 }
 
@@ -104,7 +104,7 @@ func (d *daemon) newKernelMonitor() (*kernellog.Monitor, error) {
 	}
 	km := kernellog.NewMetrics(d.reg)
 	d.kernel = &kernelWatch{metrics: km, states: map[string]any{}, clk: d.clk}
-	mon, err := buildKernelMonitor(sets, d.clk, d.kernel.observe(func(obs map[string]any) { d.engine.Observe("kernel", obs) }), d.events, km)
+	mon, err := buildKernelMonitor(sets, d.clk, d.kernel.observe(func(obs map[string]any) { d.engine.Observe(conditions.InputKernel, obs) }), d.events, km)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/pleg"
 )
@@ -46,7 +47,7 @@ func (d *daemon) newPLEGWatch() (*plegWatch, error) {
 			if changed {
 				klog.InfoS("PLEG assessment", "verdict", a.Verdict, "reason", a.Reason, "message", a.Message)
 			}
-			d.engine.Observe("pleg", a.Observation())
+			d.engine.Observe(conditions.InputPLEG, a.Observation())
 		},
 		// probe the list streams only if the kubelet uses them
 		OnListStreaming: func(on bool) { d.prober.ProbeStreams(on) }}, d.clk)

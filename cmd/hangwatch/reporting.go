@@ -58,7 +58,7 @@ func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, set *condi
 		Overwrite: a.overwrite, OnShared: a.events.Shared}, clk, a.metrics)
 	wg.Add(1)
 	go func() { defer wg.Done(); r.Run(ctx) }()
-	if !engine.Reads("lease") {
+	if !engine.Reads(conditions.InputLease) {
 		return // no owned condition looks at the Lease: spare the API server the reads
 	}
 	wg.Add(1)
@@ -67,7 +67,7 @@ func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, set *condi
 		grace := a.flags.graceFor(ctx, a.client)
 		klog.InfoS("Watching the node Lease", "node", a.node, "grace", grace, "period", a.flags.leasePoll)
 		obs := leases.NewObserver(a.client, leases.Config{Node: a.node, Grace: grace, Period: a.flags.leasePoll}, clk)
-		obs.Run(ctx, a.lease, func(o leases.Observation) { engine.Observe("lease", o.Fields()) })
+		obs.Run(ctx, a.lease, func(o leases.Observation) { engine.Observe(conditions.InputLease, o.Fields()) })
 	}()
 }
 
