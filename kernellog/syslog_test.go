@@ -27,7 +27,7 @@ func (r *ringBuffer) read(b []byte) (int, error) {
 	return copy(b, t), nil
 }
 
-func messages(t *testing.T, k *Klog) []string {
+func messages(t *testing.T, k *Syslog) []string {
 	t.Helper()
 	var out []string
 	if err := k.ReadAvailable(func(r Record) { out = append(out, r.Message) }); err != nil {
@@ -36,11 +36,11 @@ func messages(t *testing.T, k *Klog) []string {
 	return out
 }
 
-func TestKlogHandsOnEachLineOnce(t *testing.T) {
+func TestSyslogHandsOnEachLineOnce(t *testing.T) {
 	rb := &ringBuffer{size: 1 << 20}
 	rb.log("<6>[    1.000000] boot", "<4>[    2.000000] old")
 	clk := clocktesting.NewFakeClock(time.Now())
-	k, err := newKlog(rb.read, rb.size, everything, clk)
+	k, err := newSyslog(rb.read, rb.size, everything, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +65,10 @@ func TestKlogHandsOnEachLineOnce(t *testing.T) {
 	}
 }
 
-func TestKlogCountsLinesOverwrittenUnseen(t *testing.T) {
+func TestSyslogCountsLinesOverwrittenUnseen(t *testing.T) {
 	rb := &ringBuffer{size: 120}
 	rb.log("<6>[    1.000000] first")
-	k, err := newKlog(rb.read, rb.size, everything, clocktesting.NewFakeClock(time.Now()))
+	k, err := newSyslog(rb.read, rb.size, everything, clocktesting.NewFakeClock(time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +111,13 @@ func FuzzParseSyslogLine(f *testing.F) {
 	})
 }
 
-// TestKlogReadsTheRealKernelLog writes a line through /dev/kmsg and reads
+// TestSyslogReadsTheRealKernelLog writes a line through /dev/kmsg and reads
 // it back with syslog(2) (needs root).
-func TestKlogReadsTheRealKernelLog(t *testing.T) {
+func TestSyslogReadsTheRealKernelLog(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for /dev/kmsg and syslog(2)")
 	}
-	k, err := OpenKlog(time.Minute, clocktesting.NewFakeClock(time.Now()))
+	k, err := OpenSyslog(time.Minute, clocktesting.NewFakeClock(time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,14 +18,14 @@ const (
 	syslogActionSizeBuffer = 10
 )
 
-// Klog reads the kernel's ring buffer with syslog(2) (SYSLOG_ACTION_READ_ALL,
+// Syslog reads the kernel's ring buffer with syslog(2) (SYSLOG_ACTION_READ_ALL,
 // what dmesg reads without /dev/kmsg). It needs CAP_SYSLOG (or
 // kernel.dmesg_restrict=0) but no device: a container that may not open
 // /dev/kmsg (the device cgroup of a non-privileged container) can still
-// read it. The buffer has no sequence numbers, so Klog polls it and hands
+// read it. The buffer has no sequence numbers, so Syslog polls it and hands
 // on the lines stamped after the last one it handed on. It is not safe for
 // concurrent use.
-type Klog struct {
+type Syslog struct {
 	read     func([]byte) (int, error)
 	clock    clock.PassiveClock
 	boot     time.Time
@@ -38,23 +38,23 @@ type Klog struct {
 	stats    KmsgStats
 }
 
-// OpenKlog checks that syslog(2) may be read and sizes the buffer; records
+// OpenSyslog checks that syslog(2) may be read and sizes the buffer; records
 // logged before now minus lookback are skipped.
-func OpenKlog(lookback time.Duration, clk clock.PassiveClock) (*Klog, error) {
+func OpenSyslog(lookback time.Duration, clk clock.PassiveClock) (*Syslog, error) {
 	size, err := unix.Klogctl(syslogActionSizeBuffer, nil)
 	if err != nil {
 		return nil, fmt.Errorf("syslog(2) SIZE_BUFFER: %w", err)
 	}
 	read := func(b []byte) (int, error) { return unix.Klogctl(syslogActionReadAll, b) }
-	return newKlog(read, size, lookback, clk)
+	return newSyslog(read, size, lookback, clk)
 }
 
-func newKlog(read func([]byte) (int, error), size int, lookback time.Duration, clk clock.PassiveClock) (*Klog, error) {
+func newSyslog(read func([]byte) (int, error), size int, lookback time.Duration, clk clock.PassiveClock) (*Syslog, error) {
 	boot, err := BootTime(clk)
 	if err != nil {
 		return nil, err
 	}
-	k := &Klog{read: read, clock: clk, boot: boot, notAfter: clk.Now().Add(-lookback), buf: make([]byte, size)}
+	k := &Syslog{read: read, clock: clk, boot: boot, notAfter: clk.Now().Add(-lookback), buf: make([]byte, size)}
 	if _, err := k.read(k.buf); err != nil {
 		return nil, fmt.Errorf("syslog(2) READ_ALL: %w", err)
 	}
@@ -62,13 +62,13 @@ func newKlog(read func([]byte) (int, error), size int, lookback time.Duration, c
 }
 
 // Close releases nothing; it is there to match Kmsg.
-func (k *Klog) Close() error { return nil }
+func (k *Syslog) Close() error { return nil }
 
 // Stats returns the counts so far.
-func (k *Klog) Stats() KmsgStats { return k.stats }
+func (k *Syslog) Stats() KmsgStats { return k.stats }
 
 // ReadAvailable hands on every line logged since the last call.
-func (k *Klog) ReadAvailable(fn func(Record)) error {
+func (k *Syslog) ReadAvailable(fn func(Record)) error {
 	n, err := k.read(k.buf)
 	if err != nil {
 		return fmt.Errorf("syslog(2) READ_ALL: %w", err)
@@ -83,7 +83,7 @@ func (k *Klog) ReadAvailable(fn func(Record)) error {
 // newLines returns the lines after the last one handed on, oldest first,
 // scanning back from the newest. A buffer whose oldest line is already
 // newer than the last one handed on has lost lines in between.
-func (k *Klog) newLines(b []byte) [][]byte {
+func (k *Syslog) newLines(b []byte) [][]byte {
 	var out [][]byte
 	rest := bytes.TrimRight(b, "\n")
 	for len(rest) > 0 {
@@ -109,7 +109,7 @@ func (k *Klog) newLines(b []byte) [][]byte {
 
 // skipSeen drops the lines stamped like the last one handed on that were
 // already handed on, and remembers the new last stamp.
-func (k *Klog) skipSeen(lines [][]byte) [][]byte {
+func (k *Syslog) skipSeen(lines [][]byte) [][]byte {
 	var out [][]byte
 	seenAtLast := 0
 	for _, line := range lines {
@@ -133,7 +133,7 @@ func (k *Klog) skipSeen(lines [][]byte) [][]byte {
 	return out
 }
 
-func (k *Klog) handle(line []byte, fn func(Record)) {
+func (k *Syslog) handle(line []byte, fn func(Record)) {
 	r, err := parseSyslogLine(line)
 	if err != nil {
 		k.stats.ParseErrors++
@@ -151,7 +151,7 @@ func (k *Klog) handle(line []byte, fn func(Record)) {
 }
 
 // Follow polls every interval until ctx ends, calling idle after each poll.
-func (k *Klog) Follow(ctx context.Context, interval time.Duration, fn func(Record), idle func()) error {
+func (k *Syslog) Follow(ctx context.Context, interval time.Duration, fn func(Record), idle func()) error {
 	ticking, ok := k.clock.(clock.WithTicker)
 	if !ok {
 		ticking = clock.RealClock{}
@@ -237,7 +237,7 @@ func OpenSource(path string, lookback time.Duration, clk clock.PassiveClock) (So
 	if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EACCES) {
 		return nil, "", err
 	}
-	kl, klErr := OpenKlog(lookback, clk)
+	kl, klErr := OpenSyslog(lookback, clk)
 	if klErr != nil {
 		return nil, "", fmt.Errorf("%w; and the fallback: %w", err, klErr)
 	}
