@@ -42,6 +42,9 @@ type configReloader struct {
 	clk         clock.WithTicker
 	ok, okTime  *metrics.Gauge
 	sum         [sha256.Size]byte
+	// leaseIdle: there is an API server but no rule read the Lease at
+	// start, so it is not being read (apiReporting.start).
+	leaseIdle bool
 }
 
 func newConfigReloader(d *daemon, kernelTypes []kernellog.ConditionSpec) *configReloader {
@@ -54,6 +57,7 @@ func newConfigReloader(d *daemon, kernelTypes []kernellog.ConditionSpec) *config
 	d.reg.MustRegister(r.ok, r.okTime)
 	if d.api != nil {
 		r.warn = d.api.events.Warning
+		r.leaseIdle = !d.engine.Reads(conditions.InputLease)
 	}
 	if raw, err := readConfigBytes(r.conds.config); err == nil {
 		r.sum = sha256.Sum256(raw)
@@ -128,6 +132,9 @@ func (r *configReloader) reload(raw []byte) {
 		"kept", res.Kept, "changed", res.Changed, "added", res.Added, "removed", res.Removed)
 	if len(res.Removed) > 0 {
 		klog.InfoS("Conditions without a rule after the reload are no longer written; the Node keeps their last state", "types", res.Removed)
+	}
+	if r.leaseIdle && r.engine.Reads(conditions.InputLease) {
+		klog.InfoS("A reloaded rule reads the node Lease, which hangwatch started without reading; restart hangwatch to read it")
 	}
 	if len(restart) > 0 {
 		klog.InfoS("The config file changed settings a reload does not apply; restart hangwatch to apply them", "sections", restart)
