@@ -82,6 +82,8 @@ func ownedRules(rules []*rule, opts EngineOptions) ([]*rule, map[string]Threshol
 
 // Reads tells whether an owned condition's rule reads input.
 func (e *Engine) Reads(input string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, r := range e.rules {
 		if slices.Contains(r.inputs, input) {
 			return true
