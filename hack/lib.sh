@@ -139,15 +139,15 @@ hangwatch_version() {
   echo "$v"
 }
 
-# build_hangwatch writes bin/hangwatch, static, with version information.
-# build_hangwatch [GOARCH OUT] builds the static binary, for this machine
-# into bin/hangwatch, or for linux/GOARCH into OUT (pure Go cross-build).
 # BUILD_TAGS are hangwatch's build tags (test/harness.BuildTags says the
 # same): grpcnotrace keeps gRPC from linking golang.org/x/net/trace, whose
 # html/template turns off the linker's pruning of unused methods; the
 # binary is 26 MB with it and 32 MB without.
 BUILD_TAGS=grpcnotrace
 
+# build_hangwatch writes bin/hangwatch, static, with version information.
+# build_hangwatch [GOARCH OUT] builds the static binary, for this machine
+# into bin/hangwatch, or for linux/GOARCH into OUT (pure Go cross-build).
 build_hangwatch() {
   local arch=${1:-} out=${2:-bin/hangwatch}
   local v commit date pkg=k8s.io/component-base/version
