@@ -28,20 +28,6 @@ type configFile struct {
 	Conditions []conditions.Spec `json:"conditions,omitempty"`
 }
 
-// loadConfig reads and checks the config file, reporting every problem at
-// once with its field path: unknown and duplicate fields, wrong identity and
-// rules that do not compile.
-func loadConfig(path string) (*configFile, error) {
-	c, errs, err := decodeConfig(path, "--config")
-	if err != nil {
-		return nil, err
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("--config %s:\n%w", path, errors.Join(errs...))
-	}
-	return c, nil
-}
-
 // decodeConfig reads the file; named is how the user gave it ("--config",
 // or config check's FILE argument), for the messages. A file that is not
 // YAML, or whose values do not fit their types, is an error; other problems

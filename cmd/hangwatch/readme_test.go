@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -119,4 +120,18 @@ func TestConfigErrorsNameEveryField(t *testing.T) {
 	if _, err := loadConfig(path); err == nil || !strings.Contains(err.Error(), "conditons") {
 		t.Errorf("an unknown field must be an error naming it: %v", err)
 	}
+}
+
+// loadConfig reads and checks the config file, reporting every problem at
+// once with its field path: unknown and duplicate fields, wrong identity and
+// rules that do not compile.
+func loadConfig(path string) (*configFile, error) {
+	c, errs, err := decodeConfig(path, "--config")
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("--config %s:\n%w", path, errors.Join(errs...))
+	}
+	return c, nil
 }
