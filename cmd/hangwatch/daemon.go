@@ -179,7 +179,7 @@ func (d *daemon) serve(ctx context.Context) error {
 		go func() { defer wg.Done(); d.pleg.run(ctx, d.ep.Timeout) }()
 	}
 	if d.api != nil {
-		d.api.start(ctx, &wg, d.conds, d.engine)
+		d.api.start(ctx, &wg, d.clk, d.conds, d.engine)
 	}
 	setGCPercent()
 	if d.reloader != nil {

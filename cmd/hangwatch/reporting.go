@@ -49,9 +49,9 @@ func (o *runOptions) newAPIReporting(reg metrics.KubeRegistry) (*apiReporting, e
 		heartbeat: o.conds.heartbeat, overwrite: o.conds.overwrite, events: conditions.NewEvents(client, node, m, cfg.Timeout)}, nil
 }
 
-// start runs the status reporter and the Lease watch until ctx ends.
-func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, set *conditions.Set, engine *conditions.Engine) {
-	clk := clock.RealClock{}
+// start runs the status reporter and the Lease watch on the daemon's clock
+// until ctx ends.
+func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, clk clock.WithTicker, set *conditions.Set, engine *conditions.Engine) {
 	r := conditions.NewReporter(a.client, set, conditions.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
 		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 8 * time.Second, RejectedRetry: 30 * time.Second,
 		RequestTimeout: 10 * time.Second, OnRestore: func(onNode []conditions.Condition) { a.events.Restored(onNode, set) },
