@@ -25,10 +25,13 @@ echo "\$ HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./tes
 HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE | sed 's/^ *//'
 echo
 echo "\$ HANGWATCH_BENCH=1 HANGWATCH_NPD_BIN=$HANGWATCH_NPD_BIN go test -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | grep -E 'MEASURE|^ *\\|'"
-HANGWATCH_BENCH=1 go test -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | grep -E 'MEASURE|^ *\|' | sed 's/^ *//'
+fp_log=$HANGWATCH_CACHE/bench-footprint.log
+HANGWATCH_BENCH=1 go test -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | tee "$fp_log" | grep -E 'MEASURE|^ *\|' | sed 's/^ *//'
 echo
 echo "\$ HANGWATCH_E2E_HEALTHY=5m go test -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/ | grep -E 'MEASURE e2e_(footprint|cri)'"
-HANGWATCH_E2E_HEALTHY=5m go test -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/ | grep -E 'MEASURE e2e_(footprint|cri)' | sed 's/^ *//'
+healthy_log=$HANGWATCH_CACHE/bench-healthy.log
+HANGWATCH_E2E_HEALTHY=5m go test -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/ | tee "$healthy_log" | grep -E 'MEASURE e2e_(footprint|cri)' | sed 's/^ *//'
+./hack/footprint-table.sh "$fp_log" "$healthy_log" "$(machine_text), containerd $CONTAINERD_VERSION, Kubernetes $KUBE_VERSION"
 echo
 echo "\$ go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE"
 go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE | sed 's/^ *//'
