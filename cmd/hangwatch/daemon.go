@@ -26,7 +26,7 @@ type daemon struct {
 	criMetrics *cri.Metrics
 	engine     *conditions.Engine
 	conds      *conditions.Set
-	events     *eventLog
+	events     *kernelEventLog
 	kernel     *kernelWatch  // nil when the kernel log is not watched
 	api        *apiReporting // nil when there is no API server
 	pleg       *plegWatch    // nil without kubelet metrics and emulation
@@ -37,7 +37,7 @@ type daemon struct {
 }
 
 func (o *runOptions) newDaemon(ep cri.Endpoint) (*daemon, error) {
-	d := &daemon{o: o, ep: ep, clk: clock.RealClock{}, reg: metrics.NewKubeRegistry(), events: newEventLog(200)}
+	d := &daemon{o: o, ep: ep, clk: clock.RealClock{}, reg: metrics.NewKubeRegistry(), events: newKernelEventLog(200)}
 	registerBuildInfo(d.reg)
 	specs := o.conds.specs()
 	var err error

@@ -38,7 +38,7 @@ const resendEvery = time.Second
 // buildKernelMonitor compiles the rules; each condition change goes to
 // onCondition.
 func buildKernelMonitor(sets []*kernellog.RuleSet, clk clock.PassiveClock, onCondition func(kernellog.ConditionState),
-	events *eventLog, metrics *kernellog.Metrics) (*kernellog.Monitor, error) {
+	events *kernelEventLog, metrics *kernellog.Metrics) (*kernellog.Monitor, error) {
 	return kernellog.NewMonitor(sets, clk, kernellog.Options{Metrics: metrics, OnEvent: events.add, OnCondition: onCondition})
 }
 

@@ -46,7 +46,7 @@ func newKernelFixture(t *testing.T) (*kernelWatch, *conditions.Engine, *testcloc
 	k := &kernelWatch{metrics: kernellog.NewMetrics(metrics.NewKubeRegistry()), states: map[string]any{}, clk: clk, kmsg: &fakeSource{}}
 	var engine *conditions.Engine
 	mon, err := buildKernelMonitor([]*kernellog.RuleSet{kernellog.DefaultRuleSet()}, clk,
-		k.observe(func(obs map[string]any) { engine.Observe("kernel", obs) }), newEventLog(10), k.metrics)
+		k.observe(func(obs map[string]any) { engine.Observe("kernel", obs) }), newKernelEventLog(10), k.metrics)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func newServer(ln net.Listener, h http.Handler) (*http.Server, net.Listener) {
 type endpoints struct {
 	reg    metrics.KubeRegistry
 	conds  *conditions.Set
-	events *eventLog
+	events *kernelEventLog
 	health *liveness
 }
 

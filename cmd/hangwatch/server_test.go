@@ -56,7 +56,7 @@ func TestServerLimits(t *testing.T) {
 // secure port is on.
 func TestKernelLinesOnlyOnTheSecurePort(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Unix(1e9, 0))
-	events := newEventLog(10)
+	events := newKernelEventLog(10)
 	events.add(kernellog.Event{Rule: "oom-kill", Reason: "OOMKilling", Message: "Killed process 4242 (secret)", Count: 1})
 	e := endpoints{reg: metrics.NewKubeRegistry(), conds: conditions.NewSet(metrics.NewKubeRegistry(), clk.Now(), nil), events: events, health: newLiveness(clk, time.Minute)}
 	get := func(h http.Handler, path string) (int, string) {

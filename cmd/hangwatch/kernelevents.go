@@ -8,16 +8,17 @@ import (
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
-// eventLog keeps the most recent events for /events; older ones are dropped.
-type eventLog struct {
+// kernelEventLog keeps the most recent kernel events (the kernel rules' matches) for
+// /events; older ones are dropped. Events on the Node are conditions.Events.
+type kernelEventLog struct {
 	mu     sync.Mutex
 	max    int
 	events []kernellog.Event
 }
 
-func newEventLog(max int) *eventLog { return &eventLog{max: max} }
+func newKernelEventLog(max int) *kernelEventLog { return &kernelEventLog{max: max} }
 
-func (l *eventLog) add(e kernellog.Event) {
+func (l *kernelEventLog) add(e kernellog.Event) {
 	klog.InfoS("Kernel event", "reason", e.Reason, "rule", e.Rule, "count", e.Count, "message", e.Message)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -28,7 +29,7 @@ func (l *eventLog) add(e kernellog.Event) {
 	l.events = append(l.events, e)
 }
 
-func (l *eventLog) snapshot() []kernellog.Event {
+func (l *kernelEventLog) snapshot() []kernellog.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]kernellog.Event{}, l.events...)
