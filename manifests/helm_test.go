@@ -169,3 +169,18 @@ func dig(o any, path ...string) any {
 	}
 	return o
 }
+
+// TestHelmChartCanLeaveConfigChangesToTheReload: by default a changed
+// config rolls the pods (a checksum annotation); rollOnConfigChange=false
+// leaves them, and hangwatch reloads the rules from the ConfigMap.
+func TestHelmChartCanLeaveConfigChangesToTheReload(t *testing.T) {
+	annotations := func(objs map[string]map[string]any) any {
+		return dig(objs["DaemonSet/hangwatch"], "spec", "template", "metadata", "annotations")
+	}
+	if a, _ := annotations(renderHelmChart(t, "hangwatch")).(map[string]any); a["checksum/config"] == nil {
+		t.Errorf("default pod annotations %v, want checksum/config", a)
+	}
+	if a, _ := annotations(renderHelmChart(t, "hangwatch", "--set", "rollOnConfigChange=false")).(map[string]any); a["checksum/config"] != nil {
+		t.Errorf("rollOnConfigChange=false: pod annotations %v, want no checksum/config", a)
+	}
+}
