@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
-	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/pleg"
 )
@@ -85,12 +84,4 @@ func (f *plegFlags) validate() error {
 	p.check(f.cfg.SlowFor < 0, "--pleg-slow-for", f.cfg.SlowFor, "must not be negative")
 	p.add(f.kubelet.validate())
 	return p.err()
-}
-
-// relister returns nil when the emulation is off.
-func (f *plegFlags) relister(conn *cri.Conn, d *daemon) *cri.Relister {
-	if f.emulationPeriod == 0 {
-		return nil
-	}
-	return cri.NewRelister(conn.Runtime, d.clk, cri.KubeletRuntimeRequestTimeout)
 }

@@ -33,7 +33,10 @@ func (d *daemon) newPLEGWatch() (*plegWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	rel := f.relister(d.conn, d)
+	var rel *cri.Relister
+	if f.emulationPeriod > 0 {
+		rel = cri.NewRelister(d.conn.Runtime, d.clk, cri.KubeletRuntimeRequestTimeout)
+	}
 	if sc == nil && rel == nil {
 		return nil, nil
 	}
