@@ -92,15 +92,22 @@ func (k *Kmsg) handle(b []byte, fn func(Record)) {
 		k.stats.Lost += r.Seq - k.nextSeq
 	}
 	k.nextSeq = r.Seq + 1
-	r.Time = k.boot.Add(r.Monotonic)
 	// Only the records the ring held at open are old: a new one stamped
 	// a little before the open (the kernel's printk clock can lag
 	// CLOCK_MONOTONIC by tens of milliseconds) is still news.
-	if !k.drained && r.Time.Before(k.notAfter) {
-		k.stats.Skipped++
+	k.stats.admit(r, k.boot, k.notAfter, !k.drained, fn)
+}
+
+// admit stamps r with its wall-clock time (boot plus its monotonic stamp)
+// and hands it to fn, counted, unless checkAge and it is older than
+// notAfter (before the lookback window), which it counts as skipped.
+func (st *KmsgStats) admit(r Record, boot, notAfter time.Time, checkAge bool, fn func(Record)) {
+	r.Time = boot.Add(r.Monotonic)
+	if checkAge && r.Time.Before(notAfter) {
+		st.Skipped++
 		return
 	}
-	k.stats.Lines++
+	st.Lines++
 	fn(r)
 }
 

@@ -141,13 +141,7 @@ func (k *Syslog) handle(line []byte, fn func(Record)) {
 	}
 	k.seq++
 	r.Seq = k.seq
-	r.Time = k.boot.Add(r.Monotonic)
-	if r.Time.Before(k.notAfter) {
-		k.stats.Skipped++
-		return
-	}
-	k.stats.Lines++
-	fn(r)
+	k.stats.admit(r, k.boot, k.notAfter, true, fn)
 }
 
 // Follow polls every interval until ctx ends, calling idle after each poll.
