@@ -88,8 +88,6 @@ type procWindow struct {
 	cpuTicks uint64 // utime+stime, in USER_HZ (100 a second)
 }
 
-// sampleWindow reads each process's memory every second for window, and
-// its CPU time at both ends.
 // scrapeEvery is how often, in one-second samples, the window scrapes
 // each process's /metrics, as a Prometheus beside them would: the code
 // that serves a scrape is part of the resident set.
@@ -108,6 +106,8 @@ func (p *benchProc) scrape(t *testing.T) {
 	}
 }
 
+// sampleWindow reads each process's memory every second for window, and
+// its CPU time at both ends, scraping each every scrapeEvery seconds.
 func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]procWindow, time.Duration) {
 	t.Helper()
 	out := make([]procWindow, len(procs))
