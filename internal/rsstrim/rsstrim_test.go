@@ -1,10 +1,15 @@
 package rsstrim
 
 import (
+	"context"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 const sampleMaps = `00400000-011ad000 r-xp 00000000 fe:00 1234 /usr/bin/hangwatch
@@ -82,4 +87,31 @@ func FuzzReadOnlyRegions(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEveryTrimsAfterFirstThenEachPeriod steps a fake clock: the first
+// trim after `first`, then one each period, until ctx ends.
+func TestEveryTrimsAfterFirstThenEachPeriod(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
+	ctx, cancel := context.WithCancel(context.Background())
+	trims := make(chan error, 10)
+	done := make(chan struct{})
+	go func() { defer close(done); Every(ctx, clk, 20*time.Second, time.Minute, func(_ int, err error) { trims <- err }) }()
+	for i, step := range []time.Duration{20 * time.Second, time.Minute, time.Minute} {
+		for !clk.HasWaiters() {
+			runtime.Gosched()
+		}
+		clk.Step(step - time.Millisecond)
+		select {
+		case <-trims:
+			t.Fatalf("trim %d came %v early", i, time.Millisecond)
+		default:
+		}
+		clk.Step(time.Millisecond)
+		if err := <-trims; err != nil {
+			t.Fatalf("trim %d: %v", i, err)
+		}
+	}
+	cancel()
+	<-done
 }
