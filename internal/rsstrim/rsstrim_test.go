@@ -96,7 +96,10 @@ func TestEveryTrimsAfterFirstThenEachPeriod(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	trims := make(chan error, 10)
 	done := make(chan struct{})
-	go func() { defer close(done); Every(ctx, clk, 20*time.Second, time.Minute, func(_ int, err error) { trims <- err }) }()
+	go func() {
+		defer close(done)
+		Every(ctx, clk, 20*time.Second, time.Minute, func(_ int, err error) { trims <- err })
+	}()
 	for i, step := range []time.Duration{20 * time.Second, time.Minute, time.Minute} {
 		for !clk.HasWaiters() {
 			runtime.Gosched()
