@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -26,6 +27,9 @@ type configFile struct {
 	// Conditions replace built-in rules of the same type, add new condition
 	// types, or drop built-in ones (disabled: true).
 	Conditions []conditions.Spec `json:"conditions,omitempty"`
+	// sum is the SHA-256 of the file's bytes as read, so a reload can tell
+	// whether the file changed since.
+	sum [sha256.Size]byte
 }
 
 // decodeConfig reads the file; named is how the user gave it ("--config",
@@ -47,7 +51,7 @@ func decodeConfigBytes(raw []byte, path, named string) (*configFile, []error, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %s: not YAML: %w", named, path, err)
 	}
-	var c configFile
+	c := configFile{sum: sha256.Sum256(raw)}
 	strict, err := sigsjson.UnmarshalStrict(data, &c, sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
 	if err != nil {
 		if leafErrs := settingTypeErrors(data); len(leafErrs) > 0 {

@@ -59,8 +59,8 @@ func newConfigReloader(d *daemon, kernelTypes []kernellog.ConditionSpec) *config
 		r.warn = d.api.events.Warning
 		r.leaseIdle = !d.engine.Reads(conditions.InputLease)
 	}
-	if raw, err := readConfigBytes(r.conds.config); err == nil {
-		r.sum = sha256.Sum256(raw)
+	if r.conds.file != nil {
+		r.sum = r.conds.file.sum // the file as start-up read it: a change since is reloaded
 	}
 	r.ok.Set(1)
 	r.okTime.Set(float64(d.clk.Now().Unix()))
