@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport"
+	"k8s.io/klog/v2"
 )
 
 // Options say where the kubelet's metrics are and how to authenticate.
@@ -112,4 +113,18 @@ func (o Options) roundTripper() (http.RoundTripper, error) {
 		return nil, fmt.Errorf("kubelet metrics client: %w", err)
 	}
 	return rt, nil
+}
+
+// ScraperFor returns nil without a URL. A CA for a loopback URL is checked
+// against the node's name, which the kubelet's serving certificate names;
+// a certificate left unverified is logged as a warning.
+func ScraperFor(o Options, node string) (*Scraper, error) {
+	if o.URL == "" {
+		return nil, nil
+	}
+	o = o.ForNode(node)
+	if o.SkipsVerification() {
+		klog.InfoS("Warning: the kubelet's serving certificate is not verified (--kubelet-insecure-skip-tls-verify); give --kubelet-ca-file instead", "url", o.URL)
+	}
+	return NewScraper(o)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"k8s.io/klog/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -49,4 +50,21 @@ func ServerGrace(ctx context.Context, server ServerVersioner) (time.Duration, er
 		return DefaultGrace, fmt.Errorf("API server version: major %q, minor %q not understood", v.Major, v.Minor)
 	}
 	return Grace(major, minor), nil
+}
+
+// GraceFor is the grace period to judge the Lease against: configured
+// when positive (--node-monitor-grace-period), else the controller's
+// default for the API server's version, asked within 5 s. A version that
+// cannot be read is logged, and DefaultGrace assumed.
+func GraceFor(ctx context.Context, server ServerVersioner, configured time.Duration) time.Duration {
+	if configured > 0 {
+		return configured
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	grace, err := ServerGrace(ctx, server)
+	if err != nil {
+		klog.ErrorS(err, "API server version unknown; assuming the 1.32+ default grace period", "grace", grace)
+	}
+	return grace
 }

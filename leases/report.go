@@ -1,10 +1,13 @@
 package leases
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Report is the node Lease as one look found it, for `hangwatch diag`: the
@@ -46,4 +49,25 @@ func (r *Report) WriteTable(w io.Writer) error {
 			Namespace, r.Node, r.RenewAgeSeconds, r.RenewIntervalSeconds, r.MissedRenewals, r.SecondsLeft, r.GraceSeconds)
 	}
 	return tw.Flush()
+}
+
+// Client reads the node's Lease and the API server's version.
+type Client interface {
+	LeaseReader
+	ServerVersioner
+}
+
+// Check reads the node's Lease once and reports its age against the grace
+// period (configured when positive, else the server's version's), within
+// 5 s. The age comes from the node's own clock, which the kubelet stamps
+// renewTime with. `diag` shows it; the daemon watches the same Observation.
+func Check(ctx context.Context, client Client, node string, configuredGrace time.Duration, clk clock.WithTicker) *Report {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	grace := GraceFor(ctx, client, configuredGrace)
+	obs, err := NewObserver(client, Config{Node: node, Grace: grace, Period: time.Second}, clk).Observe(ctx)
+	if err != nil {
+		return &Report{Node: node, Error: err.Error()}
+	}
+	return NewReport(node, obs)
 }

@@ -5,9 +5,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/config"
 )
 
 func newConfigCommand() *cobra.Command {
@@ -20,11 +20,10 @@ func newConfigCommand() *cobra.Command {
 }
 
 func newConfigCheckCommand() *cobra.Command {
-	o := &runOptions{}
-	var output string
+	var output, unused string
 	cmd := &cobra.Command{
 		Use:   "check FILE [run flags]",
-		Short: "Validate a " + configKind + " file",
+		Short: "Validate a " + config.Kind + " file",
 		Long: `check decodes FILE strictly (unknown fields are errors), applies the run flags
 given after it over the file as 'hangwatch run --config FILE' would, and
 reports every invalid value at once with its field path. A valid file gets
@@ -36,19 +35,19 @@ built-in ones merged. Exit code 0 when valid, 2 when not.`,
 			if output != "" && output != "yaml" {
 				return fieldError("--output", output, "must be empty or yaml")
 			}
-			o.conds.config, o.conds.configArg = args[0], true
-			if _, err := o.configure(cmd.Flags()); err != nil {
+			c, err := (&config.Loader{Path: args[0], Named: "FILE", Flags: cmd.Flags()}).Load()
+			if err != nil {
 				return err
 			}
-			if o.kernel.enabled {
-				if _, err := o.kernel.ruleSets(); err != nil {
+			if c.Kernel.Enabled {
+				if _, err := c.Kernel.RuleSets(); err != nil {
 					return err
 				}
 			}
 			if output == "" {
-				return printValid(cmd, args[0], o.conds.specs())
+				return printValid(cmd, args[0], c.Specs())
 			}
-			out, err := effectiveConfig(o, cmd)
+			out, err := c.Effective(c.Specs())
 			if err != nil {
 				return err
 			}
@@ -56,7 +55,7 @@ built-in ones merged. Exit code 0 when valid, 2 when not.`,
 			return err
 		},
 	}
-	o.addFlags(cmd.Flags())
+	addRunFlags(cmd.Flags(), &unused)
 	_ = cmd.Flags().MarkHidden("config") // FILE is the argument
 	cmd.Flags().StringVarP(&output, "output", "o", "", "empty: one line saying the file is valid; yaml: the effective configuration")
 	return cmd
@@ -71,27 +70,9 @@ func printValid(cmd *cobra.Command, path string, specs []conditions.Spec) error 
 		}
 	}
 	_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s: valid (%s %s). 'hangwatch config check %s -o yaml' prints the effective configuration.\n",
-		path, configAPIVersion, configKind, path)
+		path, config.APIVersion, config.Kind, path)
 	if err == nil {
 		_, err = fmt.Fprintf(cmd.OutOrStdout(), "conditions: %s\n", strings.Join(on, ", "))
 	}
 	return err
-}
-
-// effectiveConfig is the configuration `run` would use, as YAML.
-func effectiveConfig(o *runOptions, cmd *cobra.Command) ([]byte, error) {
-	s, err := effectiveSettings(cmd.Flags())
-	if err != nil {
-		return nil, err
-	}
-	body := struct {
-		settings   `json:",inline"`
-		Conditions []conditions.Spec `json:"conditions"`
-	}{*s, o.conds.specs()}
-	out, err := yaml.Marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("print the effective configuration: %w", err)
-	}
-	header := fmt.Sprintf("apiVersion: %s\nkind: %s\n", configAPIVersion, configKind)
-	return append([]byte(header), out...), nil
 }

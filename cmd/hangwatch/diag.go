@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -12,20 +13,26 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hangwatch/hangwatch/apiclient"
+	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/pleg"
 )
 
 type diagOptions struct {
-	rt      runtimeFlags
-	kernel  kernelFlags
-	api     apiFlags
-	kubelet kubeletMetricsFlags
+	cfg     *config.Configuration // the settings diag has flags for; the rest default
 	output  string
 	samples int
 }
+
+// diagFlags are the settings diag takes.
+var diagFlags = []string{"runtime-endpoint", "timeout", "crictl-config", "kubelet-config", "slow-threshold", "sample-size", "concurrency",
+	"kernel", "kmsg-path", "kernel-rules", "kernel-lookback", "kubeconfig", "node-name", "node-monitor-grace-period",
+	"kubelet-metrics-url", "kubelet-token-file", "kubelet-kubeconfig", "kubelet-ca-file", "kubelet-tls-server-name",
+	"kubelet-insecure-skip-tls-verify", "kubelet-metrics-timeout"}
 
 // diagOutput is the CRI report with the kernel log's matches beside it.
 type diagOutput struct {
@@ -46,7 +53,7 @@ type kernelSection struct {
 const maxDiagKernelMatches = 20
 
 func newDiagCommand() *cobra.Command {
-	o := &diagOptions{}
+	o := &diagOptions{cfg: config.Default()}
 	cmd := &cobra.Command{
 		Use:   "diag",
 		Short: "Check once whether the container runtime answers the CRI calls the kubelet depends on",
@@ -69,19 +76,21 @@ Exit codes: 0 Healthy, 1 Degraded, Hung or Unreachable (or PLEG Unhealthy),
   hangwatch diag --kubelet-metrics-url https://127.0.0.1:10250/metrics --kubelet-token-file /var/run/secrets/hangwatch/token --kubelet-ca-file /var/lib/kubelet/pki/kubelet.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.Flags().Changed("timeout"))
+			if err := o.validate(cmd); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
-	o.rt.add(cmd.Flags())
-	o.kernel.add(cmd.Flags())
-	o.api.addIdentity(cmd.Flags())
-	o.kubelet.add(cmd.Flags())
+	config.AddFlags(cmd.Flags(), o.cfg, diagFlags...)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	cmd.Flags().IntVar(&o.samples, "samples", 1, "probe cycles to run back to back")
 	return cmd
 }
 
-func (o *diagOptions) validate() error {
+// validate checks the flags as run checks them; the settings diag has no
+// flag for keep their defaults, which pass.
+func (o *diagOptions) validate(cmd *cobra.Command) error {
 	switch o.output {
 	case "table", "json", "yaml":
 	default:
@@ -90,17 +99,12 @@ func (o *diagOptions) validate() error {
 	if o.samples < 1 {
 		return fieldError("--samples", o.samples, "must be at least 1")
 	}
-	if err := o.kubelet.validate(); err != nil {
-		return err
-	}
-	return o.rt.validate()
+	_, err := (&config.Loader{Flags: cmd.Flags()}).Load()
+	return err
 }
 
-func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) error {
-	if err := o.validate(); err != nil {
-		return err
-	}
-	ep, err := o.rt.resolve(timeoutSet)
+func (o *diagOptions) run(ctx context.Context, w io.Writer) error {
+	ep, err := cri.ResolveEndpoint(o.cfg.Runtime.EndpointOptions())
 	if err != nil {
 		return err
 	}
@@ -109,20 +113,20 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) err
 		return err
 	}
 	defer conn.Close()
-	cfg := o.rt.proberConfig(ep)
-	p := cri.NewProber(conn.Runtime, conn.Image, cfg, clock.RealClock{}, nil)
-	pd := o.startPLEG(ctx, conn, ep.Timeout)
+	p := cri.NewProber(conn.Runtime, conn.Image, o.cfg.Runtime.ProberConfig(ep), clock.RealClock{}, nil)
+	node, nodeErr := apiclient.NodeName(o.cfg.APIServer.NodeName)
+	pd := o.diagnosePLEG(ctx, conn, node, nodeErr, ep.Timeout)
 	cycles := make([]cri.Cycle, 0, o.samples)
 	for i := 0; i < o.samples; i++ {
 		cycles = append(cycles, p.Cycle(ctx))
 	}
 	report := cri.NewReport(ep, p.Config(), cycles, p.InFlight())
 	out := diagOutput{Report: report}
-	if o.kernel.enabled {
+	if o.cfg.Kernel.Enabled {
 		out.Kernel = o.scanKernel()
 	}
-	out.Lease = o.api.readLease(ctx)
-	out.PLEG = pd.finish(ctx, o.samples)
+	out.Lease = o.checkLease(ctx, node, nodeErr)
+	out.PLEG = pd.Finish(ctx, o.samples)
 	if err := writeReport(w, o.output, out); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("write report: %w", err)}
 	}
@@ -132,12 +136,42 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer, timeoutSet bool) err
 	return nil
 }
 
+// diagnosePLEG starts the PLEG check beside the probe cycles.
+func (o *diagOptions) diagnosePLEG(ctx context.Context, conn *cri.Conn, node string, nodeErr error, timeout time.Duration) *pleg.Diagnosis {
+	k := o.cfg.Kubelet
+	var sc *kubeletmetrics.Scraper
+	err := nodeErr
+	if err == nil {
+		sc, err = kubeletmetrics.ScraperFor(k.Options(), node)
+	}
+	return pleg.Diagnose(ctx, conn.Runtime, sc, k.MetricsURL, err, timeout)
+}
+
+// checkLease reads the Lease once when there are credentials; nil without.
+// It does not change diag's verdict.
+func (o *diagOptions) checkLease(ctx context.Context, node string, nodeErr error) *leases.Report {
+	api := o.cfg.APIServer
+	cfg, err := apiclient.RESTConfig(api.Kubeconfig, float32(api.QPS), api.Burst)
+	if cfg == nil && err == nil {
+		return nil
+	}
+	var client *apiclient.Client
+	if err = errors.Join(nodeErr, err); err == nil {
+		client, err = apiclient.New(cfg)
+	}
+	if err != nil {
+		return &leases.Report{Node: node, Error: err.Error()}
+	}
+	return leases.Check(ctx, client, node, api.NodeMonitorGracePeriod.Duration, clock.RealClock{})
+}
+
 // scanKernel reads the kernel log's lookback window through the rules.
 func (o *diagOptions) scanKernel() *kernelSection {
 	ks := &kernelSection{}
-	sets, err := o.kernel.ruleSets()
+	k := o.cfg.Kernel
+	sets, err := k.RuleSets()
 	if err == nil {
-		ks.Scan, err = kernellog.ScanKmsg(o.kernel.kmsgPath, o.kernel.lookback, sets, clock.RealClock{}, maxDiagKernelMatches)
+		ks.Scan, err = kernellog.ScanKmsg(k.KmsgPath, k.Lookback.Duration, sets, clock.RealClock{}, maxDiagKernelMatches)
 	}
 	if err != nil {
 		ks.Error = err.Error()

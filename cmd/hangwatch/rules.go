@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 
+	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
@@ -31,7 +32,7 @@ func newRulesCheckCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var bad []error
 			for _, path := range args {
-				rs, err := loadRuleSet(path)
+				rs, err := config.LoadRuleSet(path)
 				if err == nil {
 					_, err = kernellog.NewMonitor([]*kernellog.RuleSet{rs}, clock.RealClock{}, kernellog.Options{})
 				}
@@ -61,7 +62,7 @@ type testMatch struct {
 }
 
 func newRulesTestCommand() *cobra.Command {
-	var kf kernelFlags
+	cfg := config.Default()
 	var output string
 	cmd := &cobra.Command{
 		Use:   "test [--kernel-rules FILE]... LOGFILE",
@@ -74,14 +75,14 @@ plain messages; - for standard input) through the rules (the built-in ones unles
 			if output != "json" {
 				return fieldError("--output", output, "must be json")
 			}
-			sets, err := kf.ruleSets()
+			sets, err := cfg.Kernel.RuleSets()
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
 			return replayMatches(cmd.OutOrStdout(), args[0], sets)
 		},
 	}
-	kf.addRules(cmd.Flags())
+	config.AddFlags(cmd.Flags(), cfg, "kernel-rules")
 	cmd.Flags().StringVarP(&output, "output", "o", "json", "output format: json (one object per line)")
 	return cmd
 }

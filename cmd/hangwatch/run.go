@@ -1,29 +1,22 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"time"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/hangwatch/hangwatch/agent"
+	"github.com/hangwatch/hangwatch/apiclient"
+	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/cri"
 )
 
-type runOptions struct {
-	rt           runtimeFlags
-	period       time.Duration
-	heartbeat    time.Duration
-	maxPeriod    time.Duration
-	callLifetime time.Duration
-	serve        serveFlags
-	kernel       kernelFlags
-	conds        conditionFlags
-	api          apiFlags
-	pleg         plegFlags
-}
-
 func newRunCommand() *cobra.Command {
-	o := &runOptions{}
+	var configPath string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Probe the container runtime continuously and export RuntimeHung, /metrics and /conditions",
@@ -36,82 +29,65 @@ KernelDeadlock (or the conditions of the --kernel-rules files) and events.
 PLEGUnhealthy comes from hangwatch's own emulation of the kubelet's PLEG
 relist (every --pleg-emulation-period) and, with --kubelet-metrics-url,
 from the kubelet's kubelet_pleg_* metrics.
-SIGTERM or SIGINT stops it gracefully.`,
+With --config, the file's condition rules are reloaded when it changes and
+on SIGHUP. SIGTERM or SIGINT stops it gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fromFile, err := o.configure(cmd.Flags())
+			loader := &config.Loader{Path: configPath, Named: "--config", Flags: cmd.Flags()}
+			loaded, err := loader.Load()
 			if err != nil {
 				return err
 			}
-			_, timeoutFromFile := fromFile["timeout"]
-			return o.run(cmd.Context(), cmd.Flags().Changed("timeout") || timeoutFromFile)
+			return runAgent(cmd, loader, loaded)
 		},
 	}
-	o.addFlags(cmd.Flags())
+	addRunFlags(cmd.Flags(), &configPath)
 	return cmd
 }
 
-func (o *runOptions) addFlags(fs *pflag.FlagSet) {
-	o.rt.add(fs)
-	fs.DurationVar(&o.period, "period", 30*time.Second, "time between full probe cycles (every probed call; backs off to --max-period while the runtime is slow)")
-	fs.DurationVar(&o.heartbeat, "heartbeat-period", 2500*time.Millisecond, "time between heartbeats: one Version call, tracked in flight, that never backs off, so a frozen runtime is RuntimeHung within this plus --timeout; 0, or a value not shorter than --period, turns it off")
-	fs.DurationVar(&o.maxPeriod, "max-period", 60*time.Second, "longest time between cycles while backing off from a slow or hung runtime")
-	fs.DurationVar(&o.callLifetime, "call-lifetime", 2*time.Minute, "how long a hung call stays out (tracked in flight, not sent again) before it is cancelled; the kubelet waits 2m")
-	o.serve.add(fs)
-	o.kernel.add(fs)
-	o.conds.add(fs)
-	o.api.add(fs)
-	o.pleg.add(fs)
+// addRunFlags adds --config and a flag for every setting.
+func addRunFlags(fs *pflag.FlagSet, configPath *string) {
+	fs.StringVar(configPath, "config", "", "HangwatchConfiguration file ("+config.APIVersion+"); flags given override it")
+	config.AddFlags(fs, config.Default())
 }
 
-// configure applies --config under the command line's flags and checks
-// every value, reporting all problems at once, each named by the file's
-// path when the file set it. It returns the flags the file set.
-func (o *runOptions) configure(fs *pflag.FlagSet) (map[string]string, error) {
-	fromFile, fileProblems, err := o.applyConfig(fs)
-	if err != nil {
-		return nil, err
-	}
-	p := problems(fileProblems)
-	p.check(o.period <= 0, "--period", o.period, "must be positive")
-	p.check(o.period > 0 && o.maxPeriod < o.period, "--max-period", o.maxPeriod, "must not be shorter than --period")
-	p.check(o.heartbeat < 0 || (o.heartbeat > 0 && o.heartbeat < 500*time.Millisecond), "--heartbeat-period", o.heartbeat, "must be 0 (off) or at least 500ms")
-	p.check(o.callLifetime < o.rt.timeout, "--call-lifetime", o.callLifetime, "must not be shorter than --timeout")
-	p.add(o.conds.validate(fs, fromFile))
-	p.add(o.api.validate())
-	p.add(o.serve.validate())
-	p.add(o.pleg.validate())
-	p.add(o.rt.validate())
-	if err := renameFileFields(p.err(), fromFile); err != nil {
-		if o.conds.config != "" {
-			return nil, fmt.Errorf("invalid configuration (%s %s and flags):\n%w", o.conds.configName(), o.conds.config, err)
-		}
-		return nil, err
-	}
-	return fromFile, nil
-}
-
-// heartbeatPeriod is the heartbeat in effect: none when it would come no
-// more often than the full cycles, which already call Version.
-func (o *runOptions) heartbeatPeriod() time.Duration {
-	if o.heartbeat >= o.period {
-		return 0
-	}
-	return o.heartbeat
-}
-
-func (o *runOptions) run(ctx context.Context, timeoutSet bool) error {
-	ep, err := o.rt.resolve(timeoutSet)
+func runAgent(cmd *cobra.Command, loader *config.Loader, loaded *config.Loaded) error {
+	opts, err := agentOptions(loaded)
 	if err != nil {
 		return err
 	}
-	if o.callLifetime < ep.Timeout {
-		return fieldError("--call-lifetime", o.callLifetime, "must not be shorter than --timeout")
+	if loader.Path != "" {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		opts.Reload = &agent.Reload{Path: loader.Path, Load: loader.LoadBytes, Signal: hup}
 	}
-	d, err := o.newDaemon(ep)
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err = agent.Run(ctx, opts)
+	if se := (*agent.ServeError)(nil); errors.As(err, &se) {
+		return &exitError{code: 1, err: err}
+	}
+	return err
+}
+
+// agentOptions settles what the configuration leaves to the node: the CRI
+// endpoint, the node's name and the API server.
+func agentOptions(c *config.Loaded) (agent.Options, error) {
+	ep, err := cri.ResolveEndpoint(c.Runtime.EndpointOptions())
 	if err != nil {
-		return err
+		return agent.Options{}, err
 	}
-	defer d.close()
-	return d.serve(ctx)
+	if c.Runtime.CallLifetime.Duration < ep.Timeout { // crictl's config may have set the timeout
+		return agent.Options{}, fieldError("--call-lifetime", c.Runtime.CallLifetime.Duration, "must not be shorter than --timeout")
+	}
+	node, err := apiclient.NodeName(c.APIServer.NodeName)
+	if err != nil {
+		return agent.Options{}, err
+	}
+	api, err := apiclient.RESTConfig(c.APIServer.Kubeconfig, float32(c.APIServer.QPS), c.APIServer.Burst)
+	if err != nil {
+		return agent.Options{}, err
+	}
+	return agent.Options{Config: c, Endpoint: ep, Node: node, API: api}, nil
 }

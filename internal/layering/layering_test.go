@@ -20,8 +20,9 @@ var (
 
 // TestImportsFlowOneWay: conditions imports no signal package; a signal
 // package imports neither conditions nor another signal package (but for
-// pleg, which reads cri and kubeletmetrics); nothing imports cmd/ or
-// agent/. Checked on each package's whole import graph, tests left out.
+// pleg, which reads cri and kubeletmetrics); nothing imports cmd/, only
+// cmd/ imports agent/, and neither conditions nor a signal package
+// imports config/. Checked on each package's whole import graph, tests left out.
 func TestImportsFlowOneWay(t *testing.T) {
 	deps := moduleDeps(t)
 	for pkg, ds := range deps {
@@ -40,8 +41,12 @@ func TestImportsFlowOneWay(t *testing.T) {
 func forbidden(pkg, dep string) string {
 	top := func(p string) string { return strings.SplitN(p, "/", 2)[0] }
 	switch {
-	case top(dep) == "cmd" || top(dep) == "agent":
-		return "nothing imports the command or the agent's assembly"
+	case top(dep) == "cmd":
+		return "nothing imports the command"
+	case top(dep) == "agent" && top(pkg) != "cmd":
+		return "only the command imports the agent's assembly"
+	case top(dep) == "config" && (top(pkg) == "conditions" || slices.Contains(signals, top(pkg))):
+		return "the configuration is read by the agent and the command; signal packages and conditions take their own options"
 	case top(pkg) == "conditions" && slices.Contains(signals, top(dep)):
 		return "conditions reads observations, not signal packages"
 	case slices.Contains(signals, top(pkg)) && top(dep) == "conditions":

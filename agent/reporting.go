@@ -1,23 +1,23 @@
-package main
+package agent
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
-	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/leases"
 )
 
 // apiReporting is everything that talks to the API server: the Node's
 // status, its Events and the Lease. A nil one stands for standalone mode.
 type apiReporting struct {
-	flags     *apiFlags
 	node      string
 	client    *apiclient.Client
 	events    *conditions.Events
@@ -25,28 +25,26 @@ type apiReporting struct {
 	lease     *leases.Metrics
 	heartbeat time.Duration
 	overwrite []string
+	grace     time.Duration // apiServer.nodeMonitorGracePeriod; 0: the server's version's
+	leasePoll time.Duration
 }
 
 // newAPIReporting connects to the API server when there is one to reach.
-func (o *runOptions) newAPIReporting(reg metrics.KubeRegistry) (*apiReporting, error) {
-	cfg, err := o.api.restConfig()
-	if err != nil || cfg == nil {
-		if err == nil {
-			klog.InfoS("No --kubeconfig and not in a pod: conditions go to /conditions and /metrics only")
-		}
-		return nil, err
+func newAPIReporting(o Options, cfg *config.Configuration) (*apiReporting, error) {
+	if o.API == nil {
+		klog.InfoS("No --kubeconfig and not in a pod: conditions go to /conditions and /metrics only")
+		return nil, nil
 	}
-	node, err := o.api.node()
+	client, err := apiclient.New(o.API)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("API server client: %w", err)
 	}
-	client, err := apiclient.New(cfg)
-	if err != nil {
-		return nil, fieldError("--kubeconfig", o.api.kubeconfig, err.Error())
-	}
-	m := conditions.NewReporterMetrics(reg)
-	return &apiReporting{flags: &o.api, node: node, client: client, metrics: m, lease: leases.NewMetrics(reg),
-		heartbeat: o.conds.heartbeat, overwrite: o.conds.overwrite, events: conditions.NewEvents(client, node, m, cfg.Timeout)}, nil
+	m := conditions.NewReporterMetrics(o.Registry)
+	api := cfg.APIServer
+	return &apiReporting{node: o.Node, client: client, metrics: m, lease: leases.NewMetrics(o.Registry),
+		heartbeat: api.StatusHeartbeatPeriod.Duration, overwrite: api.OverwriteShared,
+		events: conditions.NewEvents(client, o.Node, m, o.API.Timeout),
+		grace:  api.NodeMonitorGracePeriod.Duration, leasePoll: api.LeasePeriod.Duration}, nil
 }
 
 // start runs the status reporter and the Lease watch on the daemon's clock
@@ -64,9 +62,9 @@ func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, clk clock.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		grace := a.flags.graceFor(ctx, a.client)
-		klog.InfoS("Watching the node Lease", "node", a.node, "grace", grace, "period", a.flags.leasePoll)
-		obs := leases.NewObserver(a.client, leases.Config{Node: a.node, Grace: grace, Period: a.flags.leasePoll}, clk)
+		grace := leases.GraceFor(ctx, a.client, a.grace)
+		klog.InfoS("Watching the node Lease", "node", a.node, "grace", grace, "period", a.leasePoll)
+		obs := leases.NewObserver(a.client, leases.Config{Node: a.node, Grace: grace, Period: a.leasePoll}, clk)
 		obs.Run(ctx, a.lease, func(o leases.Observation) { engine.Observe(conditions.InputLease, o.Fields()) })
 	}()
 }

@@ -1,17 +1,12 @@
-package main
+package agent
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 	"time"
 
 	"k8s.io/component-base/metrics"
@@ -19,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
@@ -27,15 +23,13 @@ import (
 // through the path sees at once. A file of a few KiB, twice a second.
 const configPoll = 500 * time.Millisecond
 
-// maxConfigBytes bounds the config file a reload reads.
-const maxConfigBytes = 1 << 20
-
 // configReloader reloads the condition rules of --config when the file
 // changes and on SIGHUP. A file that fails the checks of `config check`
 // is refused, the running rules stay, and the refusal is logged, counted
 // in hangwatch_config_last_reload_successful and told as a Warning Event.
 type configReloader struct {
-	conds       conditionFlags // the flags as started; file is replaced per reload
+	Reload
+	running     *config.Configuration
 	engine      *conditions.Engine
 	kernelTypes []kernellog.ConditionSpec // nil without the kernel log
 	warn        func(reason, message string)
@@ -47,39 +41,33 @@ type configReloader struct {
 	leaseIdle bool
 }
 
-func newConfigReloader(d *daemon, kernelTypes []kernellog.ConditionSpec) *configReloader {
-	r := &configReloader{conds: d.o.conds, engine: d.engine, kernelTypes: kernelTypes, clk: d.clk,
-		warn: func(string, string) {},
+func newConfigReloader(a *Agent, kernelTypes []kernellog.ConditionSpec) *configReloader {
+	r := &configReloader{Reload: *a.o.Reload, running: a.cfg, engine: a.engine, kernelTypes: kernelTypes, clk: a.o.Clock,
+		warn: func(string, string) {}, sum: a.o.Config.Sum, // the file as start-up read it: a change since is reloaded
 		ok: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_successful", StabilityLevel: metrics.ALPHA,
 			Help: "1 when the last load of --config (at start or a reload) succeeded, 0 when the last reload was refused."}),
 		okTime: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_success_timestamp_seconds", StabilityLevel: metrics.ALPHA,
 			Help: "When --config was last loaded successfully, in seconds since the Unix epoch."})}
-	d.reg.MustRegister(r.ok, r.okTime)
-	if d.api != nil {
-		r.warn = d.api.events.Warning
-		r.leaseIdle = !d.engine.Reads(conditions.InputLease)
-	}
-	if r.conds.file != nil {
-		r.sum = r.conds.file.sum // the file as start-up read it: a change since is reloaded
+	a.o.Registry.MustRegister(r.ok, r.okTime)
+	if a.api != nil {
+		r.warn = a.api.events.Warning
+		r.leaseIdle = !a.engine.Reads(conditions.InputLease)
 	}
 	r.ok.Set(1)
-	r.okTime.Set(float64(d.clk.Now().Unix()))
+	r.okTime.Set(float64(a.o.Clock.Now().Unix()))
 	return r
 }
 
 // run polls the file and listens for SIGHUP until ctx ends.
 func (r *configReloader) run(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	tick := r.clk.NewTicker(configPoll)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-hup:
-			klog.InfoS("SIGHUP: reloading the config file", "path", r.conds.config)
+		case <-r.Signal:
+			klog.InfoS("SIGHUP: reloading the config file", "path", r.Path)
 			r.check(true)
 		case <-tick.C():
 			r.check(false)
@@ -89,7 +77,7 @@ func (r *configReloader) run(ctx context.Context) {
 
 // check reloads when the file's content changed, or always when forced.
 func (r *configReloader) check(force bool) {
-	raw, err := readConfigBytes(r.conds.config)
+	raw, err := config.ReadFile(r.Path)
 	if err != nil {
 		if force {
 			r.refuse(err)
@@ -106,29 +94,25 @@ func (r *configReloader) check(force bool) {
 
 // reload checks the file as `config check` does and installs its rules.
 func (r *configReloader) reload(raw []byte) {
-	c, errs, err := decodeConfigBytes(raw, r.conds.config, r.conds.configName())
-	if err == nil && len(errs) > 0 {
-		err = fmt.Errorf("%s %s:\n%w", r.conds.configName(), r.conds.config, errors.Join(errs...))
-	}
+	c, err := r.Load(raw)
 	if err != nil {
 		r.refuse(err)
 		return
 	}
-	restart := changedSections(r.conds.file, c)
-	f := r.conds
-	f.file = c
-	specs := f.specs()
+	specs := c.Specs()
 	if r.kernelTypes != nil {
-		specs = f.withKernelSpecs(specs, r.kernelTypes)
+		specs = c.WithKernelSpecs(specs, r.kernelTypes)
 	}
 	res, err := r.engine.Reload(specs)
 	if err != nil {
 		r.refuse(err)
 		return
 	}
+	restart := changedSections(r.running, c.Configuration)
+	r.running = c.Configuration
 	r.ok.Set(1)
 	r.okTime.Set(float64(r.clk.Now().Unix()))
-	klog.InfoS("Reloaded the config file's condition rules", "path", r.conds.config,
+	klog.InfoS("Reloaded the config file's condition rules", "path", r.Path,
 		"kept", res.Kept, "changed", res.Changed, "added", res.Added, "removed", res.Removed)
 	if len(res.Removed) > 0 {
 		klog.InfoS("Conditions without a rule after the reload are no longer written; the Node keeps their last state", "types", res.Removed)
@@ -143,55 +127,33 @@ func (r *configReloader) reload(raw []byte) {
 
 func (r *configReloader) refuse(err error) {
 	r.ok.Set(0)
-	klog.ErrorS(err, "Config reload refused; the running rules stay", "path", r.conds.config)
-	r.warn("ConfigReloadFailed", fmt.Sprintf("hangwatch refused the new %s; the running rules stay: %v", r.conds.config, err))
+	klog.ErrorS(err, "Config reload refused; the running rules stay", "path", r.Path)
+	r.warn("ConfigReloadFailed", fmt.Sprintf("hangwatch refused the new %s; the running rules stay: %v", r.Path, err))
 }
 
-// changedSections names the config file's settings sections (all but
-// conditions) that differ between the running file and c.
-func changedSections(running, c *configFile) []string {
-	var before, after map[string]json.RawMessage
-	if running != nil {
-		before = sectionsOf(running.settings)
+// changedSections names the settings sections (all but conditions) that
+// differ between the running configuration and c; a nil running one
+// stands for the defaults.
+func changedSections(running, c *config.Configuration) []string {
+	if running == nil {
+		running = config.Default()
 	}
-	after = sectionsOf(c.settings)
+	before, after := sectionsOf(running.Settings), sectionsOf(c.Settings)
 	var out []string
 	for name, v := range after {
 		if !bytes.Equal(v, before[name]) {
 			out = append(out, name)
 		}
 	}
-	for name := range before {
-		if _, ok := after[name]; !ok {
-			out = append(out, name)
-		}
-	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
-func sectionsOf(s settings) map[string]json.RawMessage {
+func sectionsOf(s config.Settings) map[string]json.RawMessage {
 	raw, err := json.Marshal(s)
 	out := map[string]json.RawMessage{}
 	if err == nil {
 		_ = json.Unmarshal(raw, &out)
 	}
 	return out
-}
-
-// readConfigBytes reads the config file, at most maxConfigBytes.
-func readConfigBytes(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxConfigBytes {
-		return nil, fmt.Errorf("%s: more than %d bytes", path, maxConfigBytes)
-	}
-	return raw, nil
 }

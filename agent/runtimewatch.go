@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -43,6 +43,6 @@ func (v *runtimeView) onBeat(b cri.Beat) {
 }
 
 // heartbeatLoop calls Version every --heartbeat-period until ctx ends.
-func (d *daemon) heartbeatLoop(ctx context.Context) {
-	d.prober.Heartbeat(ctx, d.o.heartbeatPeriod(), d.runtime.onBeat)
+func (a *Agent) heartbeatLoop(ctx context.Context) {
+	a.prober.Heartbeat(ctx, a.cfg.Runtime.EffectiveHeartbeat(), a.runtime.onBeat)
 }

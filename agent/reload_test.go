@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"slices"
@@ -6,15 +6,17 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/config"
 )
 
 func TestChangedSectionsNamesWhatAReloadDoesNotApply(t *testing.T) {
 	period := metav1.Duration{Duration: 5 * time.Second}
 	endpoint := "unix:///run/containerd/containerd.sock"
-	running := &configFile{}
-	running.Runtime.Period = &period
-	edited := &configFile{}
-	edited.Runtime.Period, edited.Runtime.Endpoint = &period, &endpoint
+	running := config.Default()
+	running.Runtime.Period = period
+	edited := config.Default()
+	edited.Runtime.Period, edited.Runtime.Endpoint = period, endpoint
 	if got := changedSections(running, edited); !slices.Equal(got, []string{"runtime"}) {
 		t.Fatalf("changed sections %v, want [runtime]", got)
 	}

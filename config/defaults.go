@@ -1,0 +1,62 @@
+package config
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/kubeletmetrics"
+	"github.com/hangwatch/hangwatch/pleg"
+)
+
+// Defaults that are not another package's.
+const (
+	// DefaultStatusHeartbeat matches the kubelet's nodeStatusReportFrequency.
+	DefaultStatusHeartbeat = 5 * time.Minute
+	// DefaultRaiseAfter and DefaultClearAfter are the built-in RuntimeHung
+	// rule's, shown where the file does not override them.
+	DefaultRaiseAfter = 1
+	DefaultClearAfter = 2
+)
+
+func d(x time.Duration) metav1.Duration { return metav1.Duration{Duration: x} }
+
+// Default returns the configuration `run` uses when neither the file nor
+// a flag says otherwise.
+func Default() *Configuration {
+	probe, plegDefaults := cri.DefaultConfig(), pleg.DefaultConfig()
+	return &Configuration{Settings: Settings{
+		Runtime: Runtime{
+			KubeletConfig: cri.DefaultKubeletConfig,
+			Period:        d(30 * time.Second), HeartbeatPeriod: d(2500 * time.Millisecond),
+			MaxPeriod: d(time.Minute), CallLifetime: d(2 * time.Minute),
+			SlowThreshold: d(probe.SlowThreshold), SampleSize: probe.SampleSize, Concurrency: probe.Concurrency,
+		},
+		Server: Server{ListenAddress: "127.0.0.1:9764", AuthenticationCacheTTL: d(2 * time.Minute)},
+		Kernel: Kernel{Enabled: true, KmsgPath: "/dev/kmsg", Lookback: d(5 * time.Minute)},
+		APIServer: APIServer{QPS: 5, Burst: 10, LeasePeriod: d(5 * time.Second),
+			StatusHeartbeatPeriod: d(DefaultStatusHeartbeat)},
+		Kubelet: Kubelet{MetricsTimeout: d(kubeletmetrics.DefaultTimeout), MetricsPeriod: d(10 * time.Second)},
+		PLEG: PLEG{Window: d(5 * time.Minute), StaleAfter: d(plegDefaults.StaleAfter),
+			EmulationStallAfter: d(plegDefaults.EmulationStallAfter), SlowRelist: d(plegDefaults.SlowRelist),
+			SlowFor: d(plegDefaults.SlowFor), EmulationPeriod: d(5 * time.Second)},
+	}}
+}
+
+// TimeoutOr is the CRI timeout the file or a flag set, or fallback.
+func (r Runtime) TimeoutOr(fallback time.Duration) time.Duration {
+	if r.Timeout == nil {
+		return fallback
+	}
+	return r.Timeout.Duration
+}
+
+// EffectiveHeartbeat is the heartbeat in effect: none when it would come no
+// more often than the full cycles, which already call Version.
+func (r Runtime) EffectiveHeartbeat() time.Duration {
+	if r.HeartbeatPeriod.Duration >= r.Period.Duration {
+		return 0
+	}
+	return r.HeartbeatPeriod.Duration
+}

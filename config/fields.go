@@ -1,0 +1,117 @@
+package config
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/hangwatch/hangwatch/cri"
+)
+
+// field is one setting: its path in the file, its flag of `run`, and where
+// its value lives in a Configuration. It is the one place that ties the
+// two together.
+type field struct {
+	path, flag, short, usage string
+	value                    any // *string, *bool, *int, *float64, *metav1.Duration, *[]string, **metav1.Duration or **int
+}
+
+// fields lists every setting of c in file order.
+func (c *Configuration) fields() []field {
+	s := &c.Settings
+	return slices.Concat(runtimeFields(&s.Runtime), serverFields(&s.Server), kernelFields(&s.Kernel),
+		apiServerFields(&s.APIServer), kubeletFields(&s.Kubelet), plegFields(&s.PLEG), conditionFields(s))
+}
+
+func runtimeFields(r *Runtime) []field {
+	return []field{
+		{"runtime.endpoint", "runtime-endpoint", "r", "CRI endpoint (unix:///path); default: $CONTAINER_RUNTIME_ENDPOINT, crictl's config, the kubelet's config, then the containerd, CRI-O and cri-dockerd sockets", &r.Endpoint},
+		{"runtime.timeout", "timeout", "t", "how long to wait for each CRI call before reporting it hung; when not given, the timeout in crictl's config applies if set", &r.Timeout},
+		{"runtime.crictlConfig", "crictl-config", "", "crictl config file (default $CRI_CONFIG_FILE or " + cri.DefaultCrictlConfig + ")", &r.CrictlConfig},
+		{"runtime.kubeletConfig", "kubelet-config", "", "kubelet config file whose containerRuntimeEndpoint is used when readable", &r.KubeletConfig},
+		{"runtime.period", "period", "", "time between full probe cycles (every probed call; backs off to --max-period while the runtime is slow)", &r.Period},
+		{"runtime.heartbeatPeriod", "heartbeat-period", "", "time between heartbeats: one Version call, tracked in flight, that never backs off, so a frozen runtime is RuntimeHung within this plus --timeout; 0, or a value not shorter than --period, turns it off", &r.HeartbeatPeriod},
+		{"runtime.maxPeriod", "max-period", "", "longest time between cycles while backing off from a slow or hung runtime", &r.MaxPeriod},
+		{"runtime.callLifetime", "call-lifetime", "", "how long a hung call stays out (tracked in flight, not sent again) before it is cancelled; the kubelet waits 2m", &r.CallLifetime},
+		{"runtime.slowThreshold", "slow-threshold", "", "an answered call slower than this is slow", &r.SlowThreshold},
+		{"runtime.sampleSize", "sample-size", "", "most sandboxes, and most containers, whose status one cycle reads", &r.SampleSize},
+		{"runtime.concurrency", "concurrency", "", "most per-object status calls out at once", &r.Concurrency},
+	}
+}
+
+func serverFields(s *Server) []field {
+	return []field{
+		{"server.listenAddress", "listen-address", "", "plain HTTP, not authenticated: /healthz, and with no --secure-listen-address also /metrics, /conditions and /events (kernel lines withheld); keep it on loopback", &s.ListenAddress},
+		{"server.secureListenAddress", "secure-listen-address", "", "HTTPS with bearer tokens checked by TokenReview and SubjectAccessReview: /metrics, /conditions, /events (with kernel lines) and /healthz; for example 0.0.0.0:9765; needs an API server", &s.SecureListenAddress},
+		{"server.tlsCertFile", "tls-cert-file", "", "serving certificate of the secure port (PEM, re-read when it changes); empty with --tls-private-key-file: self-signed in memory, as the kubelet does", &s.TLSCertFile},
+		{"server.tlsPrivateKeyFile", "tls-private-key-file", "", "private key of --tls-cert-file", &s.TLSPrivateKeyFile},
+		{"server.authorizationResource", "authorization-resource", "", "what the secure port checks a caller for: empty for get on the request's path as a non-resource URL (RBAC nonResourceURLs: [\"/metrics\"]); or RESOURCE[.GROUP][/SUBRESOURCE] on this Node, such as nodes/metrics", &s.AuthorizationResource},
+		{"server.authenticationCacheTTL", "authentication-cache-ttl", "", "how long a TokenReview or an allowing SubjectAccessReview answer is kept (a denial at most 30s)", &s.AuthenticationCacheTTL},
+	}
+}
+
+func kernelFields(k *Kernel) []field {
+	return []field{
+		{"kernel.enabled", "kernel", "", "watch the kernel log with the kernel rules", &k.Enabled},
+		{"kernel.kmsgPath", "kmsg-path", "", "kernel log device", &k.KmsgPath},
+		{"kernel.rules", "kernel-rules", "", "kernel rules files in node-problem-detector's system-log-monitor format (repeatable); default: the built-in rules", &k.Rules},
+		{"kernel.lookback", "kernel-lookback", "", "kernel records older than this at start are skipped", &k.Lookback},
+	}
+}
+
+func apiServerFields(a *APIServer) []field {
+	return []field{
+		{"apiServer.kubeconfig", "kubeconfig", "", "kubeconfig for the API server; for the static pod, the kubelet's (/etc/kubernetes/kubelet.conf on kubeadm nodes), whose rotated client certificate is re-read; empty: the in-cluster ServiceAccount when run in a pod, else no API server", &a.Kubeconfig},
+		{"apiServer.nodeName", "node-name", "", "this node's name (default $NODE_NAME, else the hostname)", &a.NodeName},
+		{"apiServer.qps", "kube-api-qps", "", "most API requests per second", &a.QPS},
+		{"apiServer.burst", "kube-api-burst", "", "most API requests in a burst", &a.Burst},
+		{"apiServer.leasePeriod", "lease-period", "", "how often the node's Lease is read (a node identity may get it, not watch it)", &a.LeasePeriod},
+		{"apiServer.nodeMonitorGracePeriod", "node-monitor-grace-period", "", "the controller manager's --node-monitor-grace-period; 0: its default for the API server's version (50s from 1.32, 40s before)", &a.NodeMonitorGracePeriod},
+		{"apiServer.statusHeartbeatPeriod", "status-heartbeat-period", "", "how often the conditions' lastHeartbeatTime is refreshed while nothing changes; changes are written at once", &a.StatusHeartbeatPeriod},
+		{"apiServer.overwriteSharedConditions", "overwrite-shared-conditions", "", "condition types hangwatch writes even when another field manager (node-problem-detector, say) writes them too; others such are left to that writer, reported once", &a.OverwriteShared},
+	}
+}
+
+func kubeletFields(k *Kubelet) []field {
+	return []field{
+		{"kubelet.metricsURL", "kubelet-metrics-url", "", "the kubelet's metrics URL, e.g. https://127.0.0.1:10250/metrics (or the read-only port's http://127.0.0.1:10255/metrics); empty: no kubelet metrics, PLEG health from the relist emulation only", &k.MetricsURL},
+		{"kubelet.tokenFile", "kubelet-token-file", "", "bearer token file for the kubelet (re-read as it rotates); the identity needs get on nodes/metrics", &k.TokenFile},
+		{"kubelet.kubeconfig", "kubelet-kubeconfig", "", "kubeconfig whose client certificate (or token) authenticates to the kubelet; its server and CA are not used", &k.Kubeconfig},
+		{"kubelet.caFile", "kubelet-ca-file", "", "CA bundle that signed the kubelet's serving certificate", &k.CAFile},
+		{"kubelet.tlsServerName", "kubelet-tls-server-name", "", "name to verify the kubelet's serving certificate against; default: the URL's host, or this node's name (--node-name) for a loopback URL with --kubelet-ca-file, as the kubelet's self-signed certificate names its node", &k.TLSServerName},
+		{"kubelet.insecureSkipTLSVerify", "kubelet-insecure-skip-tls-verify", "", "do not verify the kubelet's serving certificate (logged as a warning); allowed only for a loopback URL. Prefer --kubelet-ca-file", &k.InsecureSkipTLSVerify},
+		{"kubelet.metricsTimeout", "kubelet-metrics-timeout", "", "deadline of one scrape; a kubelet blocked on a frozen runtime does not answer, and that is reported", &k.MetricsTimeout},
+		{"kubelet.metricsPeriod", "kubelet-metrics-period", "", "time between scrapes of the kubelet's metrics", &k.MetricsPeriod},
+	}
+}
+
+func plegFields(p *PLEG) []field {
+	return []field{
+		{"pleg.window", "pleg-window", "", "span the kubelet's relist p99 is taken over", &p.Window},
+		{"pleg.staleAfter", "pleg-stale-after", "", "PLEGUnhealthy (RelistStalled) when kubelet_pleg_last_seen_seconds is older; the kubelet's own threshold is 3m", &p.StaleAfter},
+		{"pleg.emulationStallAfter", "pleg-emulation-stall-after", "", "PLEGUnhealthy (RelistStalled) when hangwatch's own relist waits on one CRI call this long", &p.EmulationStallAfter},
+		{"pleg.slowRelist", "pleg-slow-relist", "", "PLEGUnhealthy (RelistSlow) when the relist p99, or two emulated relists in a row, take this long", &p.SlowRelist},
+		{"pleg.slowFor", "pleg-slow-for", "", "how long RelistSlow must last before PLEGUnhealthy rises (a burst of pods starting slows relists for a while on a healthy node)", &p.SlowFor},
+		{"pleg.emulationPeriod", "pleg-emulation-period", "", "time between emulated relists while the kubelet's gauge cannot tell (0 turns the emulation off)", &p.EmulationPeriod},
+	}
+}
+
+func conditionFields(s *Settings) []field {
+	return []field{
+		{"runtimeHung.raiseAfter", "runtime-hung-raise-after", "", "consecutive hung cycles that make RuntimeHung True", &s.RuntimeHung.RaiseAfter},
+		{"runtimeHung.clearAfter", "runtime-hung-clear-after", "", "consecutive healthy cycles that make RuntimeHung False again", &s.RuntimeHung.ClearAfter},
+		{"kubeletUnresponsive.share", "kubelet-unresponsive-share", "", "raise KubeletUnresponsive once the Lease has gone unrenewed for this share of the grace period (0 < share < 1); 0: after two missed renewals", &s.KubeletUnresponsive.Share},
+	}
+}
+
+func sectionOf(path string) string { s, _, _ := strings.Cut(path, "."); return s }
+func leafOf(path string) string    { _, l, _ := strings.Cut(path, "."); return l }
+
+// flagOf names the flag of a setting's path.
+func flagOf(path string) string {
+	for _, f := range Default().fields() {
+		if f.path == path {
+			return f.flag
+		}
+	}
+	return ""
+}

@@ -1,0 +1,120 @@
+package config
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/conditions"
+)
+
+// The file's identity.
+const (
+	APIVersion = "hangwatch.io/v1alpha1"
+	Kind       = "HangwatchConfiguration"
+)
+
+// Configuration is what `hangwatch run` runs with: every setting, and the
+// condition rules.
+type Configuration struct {
+	Settings `json:",inline"`
+	// Conditions replace built-in rules of the same type, add new condition
+	// types, or drop built-in ones (disabled: true).
+	Conditions []conditions.Spec `json:"conditions,omitempty"`
+}
+
+// Settings are the sections of the file but the condition rules: each leaf
+// has a flag of `run` (fields.go).
+type Settings struct {
+	Runtime             Runtime             `json:"runtime"`
+	Server              Server              `json:"server"`
+	Kernel              Kernel              `json:"kernel"`
+	APIServer           APIServer           `json:"apiServer"`
+	Kubelet             Kubelet             `json:"kubelet"`
+	PLEG                PLEG                `json:"pleg"`
+	RuntimeHung         RuntimeHung         `json:"runtimeHung"`
+	KubeletUnresponsive KubeletUnresponsive `json:"kubeletUnresponsive"`
+}
+
+// Runtime chooses the CRI endpoint and paces the probe.
+type Runtime struct {
+	Endpoint string `json:"endpoint"`
+	// Timeout of each CRI call; nil: crictl's config's, else
+	// cri.DefaultTimeout.
+	Timeout         *metav1.Duration `json:"timeout,omitempty"`
+	CrictlConfig    string           `json:"crictlConfig"`
+	KubeletConfig   string           `json:"kubeletConfig"`
+	Period          metav1.Duration  `json:"period"`
+	HeartbeatPeriod metav1.Duration  `json:"heartbeatPeriod"`
+	MaxPeriod       metav1.Duration  `json:"maxPeriod"`
+	CallLifetime    metav1.Duration  `json:"callLifetime"`
+	SlowThreshold   metav1.Duration  `json:"slowThreshold"`
+	SampleSize      int              `json:"sampleSize"`
+	Concurrency     int              `json:"concurrency"`
+}
+
+// Server says where hangwatch serves and how its secure port checks
+// callers.
+type Server struct {
+	ListenAddress          string          `json:"listenAddress"`
+	SecureListenAddress    string          `json:"secureListenAddress"`
+	TLSCertFile            string          `json:"tlsCertFile"`
+	TLSPrivateKeyFile      string          `json:"tlsPrivateKeyFile"`
+	AuthorizationResource  string          `json:"authorizationResource"`
+	AuthenticationCacheTTL metav1.Duration `json:"authenticationCacheTTL"`
+}
+
+// Kernel chooses the kernel log and its rules.
+type Kernel struct {
+	Enabled  bool            `json:"enabled"`
+	KmsgPath string          `json:"kmsgPath"`
+	Rules    []string        `json:"rules,omitempty"`
+	Lookback metav1.Duration `json:"lookback"`
+}
+
+// APIServer reaches the API server: who hangwatch is and how hard it may
+// call.
+type APIServer struct {
+	Kubeconfig             string          `json:"kubeconfig"`
+	NodeName               string          `json:"nodeName"`
+	QPS                    float64         `json:"qps"`
+	Burst                  int             `json:"burst"`
+	LeasePeriod            metav1.Duration `json:"leasePeriod"`
+	NodeMonitorGracePeriod metav1.Duration `json:"nodeMonitorGracePeriod"`
+	StatusHeartbeatPeriod  metav1.Duration `json:"statusHeartbeatPeriod"`
+	OverwriteShared        []string        `json:"overwriteSharedConditions,omitempty"`
+}
+
+// Kubelet says where the kubelet's /metrics is and how to get in.
+type Kubelet struct {
+	MetricsURL            string          `json:"metricsURL"`
+	TokenFile             string          `json:"tokenFile"`
+	Kubeconfig            string          `json:"kubeconfig"`
+	CAFile                string          `json:"caFile"`
+	TLSServerName         string          `json:"tlsServerName"`
+	InsecureSkipTLSVerify bool            `json:"insecureSkipTLSVerify"`
+	MetricsTimeout        metav1.Duration `json:"metricsTimeout"`
+	MetricsPeriod         metav1.Duration `json:"metricsPeriod"`
+}
+
+// PLEG tunes the PLEG checks.
+type PLEG struct {
+	Window              metav1.Duration `json:"window"`
+	StaleAfter          metav1.Duration `json:"staleAfter"`
+	EmulationStallAfter metav1.Duration `json:"emulationStallAfter"`
+	SlowRelist          metav1.Duration `json:"slowRelist"`
+	SlowFor             metav1.Duration `json:"slowFor"`
+	EmulationPeriod     metav1.Duration `json:"emulationPeriod"`
+}
+
+// RuntimeHung overrides single settings of the built-in RuntimeHung rule;
+// nil keeps the rule's own.
+type RuntimeHung struct {
+	RaiseAfter *int `json:"raiseAfter,omitempty"`
+	ClearAfter *int `json:"clearAfter,omitempty"`
+}
+
+// KubeletUnresponsive moves the built-in rule's threshold.
+type KubeletUnresponsive struct {
+	// Share of the grace period the Lease may go unrenewed; 0: two missed
+	// renewals.
+	Share float64 `json:"share"`
+}

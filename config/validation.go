@@ -1,0 +1,128 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/cri"
+)
+
+// FieldError is a setting with a value that is wrong, named by its path in
+// the file.
+type FieldError struct {
+	Path    string
+	Value   any
+	Problem string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s %v: %s", e.Path, e.Value, e.Problem)
+}
+
+// checks gathers every problem, so a configuration is reported whole.
+type checks []error
+
+func (p *checks) check(bad bool, path string, value any, problem string) {
+	if bad {
+		*p = append(*p, &FieldError{Path: path, Value: value, Problem: problem})
+	}
+}
+
+func (p *checks) add(err error) {
+	if err != nil {
+		*p = append(*p, err)
+	}
+}
+
+// Validate returns every problem of c: invalid settings as FieldErrors,
+// and condition rules that do not compile.
+func Validate(c *Configuration) []error {
+	var p checks
+	validateRuntime(&p, c.Runtime)
+	validateServer(&p, c.Server)
+	validateAPIServer(&p, c.APIServer)
+	validateKubelet(&p, c.Kubelet)
+	validatePLEG(&p, c.PLEG, c.Kubelet.MetricsPeriod.Duration)
+	validateConditions(&p, c)
+	return p
+}
+
+func validateRuntime(p *checks, r Runtime) {
+	period := r.Period.Duration
+	p.check(period <= 0, "runtime.period", period, "must be positive")
+	p.check(period > 0 && r.MaxPeriod.Duration < period, "runtime.maxPeriod", r.MaxPeriod.Duration, "must not be shorter than --period")
+	hb := r.HeartbeatPeriod.Duration
+	p.check(hb < 0 || (hb > 0 && hb < 500*time.Millisecond), "runtime.heartbeatPeriod", hb, "must be 0 (off) or at least 500ms")
+	p.check(r.Timeout != nil && r.Timeout.Duration <= 0, "runtime.timeout", r.TimeoutOr(0), "must be positive")
+	p.check(r.CallLifetime.Duration < r.TimeoutOr(cri.DefaultTimeout), "runtime.callLifetime", r.CallLifetime.Duration, "must not be shorter than --timeout")
+	p.check(r.SlowThreshold.Duration <= 0, "runtime.slowThreshold", r.SlowThreshold.Duration, "must be positive")
+	p.check(r.SampleSize < 0, "runtime.sampleSize", r.SampleSize, "must not be negative")
+	p.check(r.Concurrency < 1, "runtime.concurrency", r.Concurrency, "must be at least 1")
+}
+
+func validateServer(p *checks, s Server) {
+	_, _, err := net.SplitHostPort(s.ListenAddress)
+	p.check(err != nil, "server.listenAddress", s.ListenAddress, "want HOST:PORT")
+	if s.SecureListenAddress != "" {
+		_, _, err := net.SplitHostPort(s.SecureListenAddress)
+		p.check(err != nil, "server.secureListenAddress", s.SecureListenAddress, "want HOST:PORT")
+	}
+	p.check((s.TLSCertFile == "") != (s.TLSPrivateKeyFile == ""), "server.tlsCertFile", s.TLSCertFile, "give it with --tls-private-key-file, or neither")
+	p.check(s.SecureListenAddress == "" && s.TLSCertFile != "", "server.tlsCertFile", s.TLSCertFile, "needs --secure-listen-address")
+	ttl := s.AuthenticationCacheTTL.Duration
+	p.check(ttl < 0 || ttl > time.Hour, "server.authenticationCacheTTL", ttl, "must be from 0 to 1h")
+}
+
+func validateAPIServer(p *checks, a APIServer) {
+	p.check(a.QPS <= 0, "apiServer.qps", a.QPS, "must be positive")
+	p.check(a.Burst < 1, "apiServer.burst", a.Burst, "must be at least 1")
+	p.check(a.NodeMonitorGracePeriod.Duration < 0, "apiServer.nodeMonitorGracePeriod", a.NodeMonitorGracePeriod.Duration, "must not be negative")
+	p.check(a.LeasePeriod.Duration <= 0, "apiServer.leasePeriod", a.LeasePeriod.Duration, "must be positive")
+	hb := a.StatusHeartbeatPeriod.Duration
+	p.check(hb < 10*time.Second, "apiServer.statusHeartbeatPeriod", hb, "must be at least 10s")
+	for _, t := range a.OverwriteShared {
+		p.check(!conditions.ValidType(t), "apiServer.overwriteSharedConditions", t, "must be a CamelCase condition type")
+	}
+}
+
+// validateKubelet checks the kubelet options when a URL is given.
+func validateKubelet(p *checks, k Kubelet) {
+	if k.MetricsURL == "" {
+		return
+	}
+	if k.MetricsTimeout.Duration <= 0 {
+		p.check(true, "kubelet.metricsTimeout", k.MetricsTimeout.Duration, "must be positive")
+		return
+	}
+	p.add(k.Options().Validate())
+}
+
+func validatePLEG(p *checks, g PLEG, metricsPeriod time.Duration) {
+	for _, d := range []struct {
+		path string
+		d    time.Duration
+	}{{"kubelet.metricsPeriod", metricsPeriod}, {"pleg.window", g.Window.Duration}, {"pleg.staleAfter", g.StaleAfter.Duration},
+		{"pleg.emulationStallAfter", g.EmulationStallAfter.Duration}, {"pleg.slowRelist", g.SlowRelist.Duration}} {
+		p.check(d.d <= 0, d.path, d.d, "must be positive")
+	}
+	p.check(g.EmulationPeriod.Duration < 0, "pleg.emulationPeriod", g.EmulationPeriod.Duration, "must not be negative")
+	p.check(g.SlowFor.Duration < 0, "pleg.slowFor", g.SlowFor.Duration, "must not be negative")
+}
+
+func validateConditions(p *checks, c *Configuration) {
+	if n := c.RuntimeHung.RaiseAfter; n != nil {
+		p.check(*n < 1, "runtimeHung.raiseAfter", *n, "must be at least 1")
+	}
+	if n := c.RuntimeHung.ClearAfter; n != nil {
+		p.check(*n < 1, "runtimeHung.clearAfter", *n, "must be at least 1")
+	}
+	share := c.KubeletUnresponsive.Share
+	p.check(share < 0 || share >= 1, "kubeletUnresponsive.share", share, "must be 0 (two missed renewals) or between 0 and 1")
+	p.add(conditions.CompileSpecs(c.Conditions))
+}
+
+// Err joins problems, or is nil without any.
+func Err(problems []error) error { return errors.Join(problems...) }
