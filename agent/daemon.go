@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,15 +21,15 @@ type Agent struct {
 	cfg        *config.Configuration
 	conn       *cri.Conn
 	prober     *cri.Prober
+	relister   *cri.Relister // nil without the PLEG emulation
 	criMetrics *cri.Metrics
 	engine     *conditions.Engine
 	conds      *conditions.Set
+	feeds      []feed // the signals, each feeding one input
 	events     *kernelEventLog
-	kernel     *kernelWatch  // nil when the kernel log is not watched
-	api        *apiReporting // nil when there is no API server
-	pleg       *plegWatch    // nil without kubelet metrics and emulation
+	kernel     *kernellog.Watch // nil when the kernel log is not watched
+	api        *apiReporting    // nil when there is no API server
 	health     *liveness
-	runtime    *runtimeView
 	secure     *securePort     // nil without --secure-listen-address
 	reloader   *configReloader // nil without --config
 }
@@ -45,57 +46,70 @@ func New(o Options) (*Agent, error) {
 	return a, nil
 }
 
+// assemble builds the signals, then the engine over the inputs they give,
+// then what reads the engine.
 func (a *Agent) assemble() error {
-	specs := a.cfg.Specs()
-	available := []string{conditions.InputCRI}
-	var monitor *kernellog.Monitor
-	var err error
-	if a.cfg.Kernel.Enabled {
-		if monitor, err = a.newKernelMonitor(); err != nil {
-			return err
-		}
-		available = append(available, conditions.InputKernel)
-		specs = a.cfg.WithKernelSpecs(specs, monitor.ConditionTypes())
-	}
-	if a.api, err = newAPIReporting(a.o, a.cfg); err != nil {
+	specs, err := a.signals()
+	if err != nil {
 		return err
+	}
+	available := []string{}
+	for _, f := range a.feeds {
+		available = append(available, f.input)
 	}
 	if a.api != nil {
 		available = append(available, conditions.InputLease)
 	}
-	if a.conn, err = a.o.DialCRI(a.o.Endpoint.Address); err != nil {
-		return err
-	}
-	if a.pleg, err = a.newPLEGWatch(); err != nil {
-		return err
-	}
-	if a.pleg != nil {
-		available = append(available, conditions.InputPLEG)
+	var holds map[string]time.Duration
+	if a.kernel != nil {
+		holds = a.kernel.RestoredHolds()
 	}
 	a.engine, err = conditions.NewEngine(specs, a.o.Clock, conditions.EngineOptions{
-		Available: available, Registry: a.o.Registry, OnChange: a.api.transition, RestoredHold: restoredHolds(monitor)})
+		Available: available, Registry: a.o.Registry, OnChange: a.api.transition, RestoredHold: holds})
 	if err != nil {
 		return err
 	}
 	a.conds = a.engine.Set()
+	if a.api != nil && a.engine.Reads(conditions.InputLease) { // else spare the API server the reads
+		a.feeds = append(a.feeds, feed{conditions.InputLease, a.leaseWatch()})
+	}
 	if a.o.Reload != nil {
-		a.reloader = newConfigReloader(a, kernelTypes(monitor))
+		a.reloader = newConfigReloader(a)
 	}
-	if monitor != nil {
-		a.openKernelLog(monitor)
-	}
-	a.newProber()
-	if a.secure, err = newSecurePort(a.o, a.cfg.Server); err != nil {
-		return err
-	}
-	return nil
+	a.openKernelLog()
+	a.secure, err = newSecurePort(a.o, a.cfg.Server)
+	return err
 }
 
-func kernelTypes(monitor *kernellog.Monitor) []kernellog.ConditionSpec {
-	if monitor == nil {
-		return nil
+// signals builds each signal and returns the condition rules for the
+// inputs they give. The Lease's input is available with an API server,
+// but read only when a rule reads it (assemble).
+func (a *Agent) signals() ([]conditions.Spec, error) {
+	specs := a.cfg.Specs()
+	var err error
+	if a.cfg.Kernel.Enabled {
+		if a.kernel, err = a.kernelWatch(); err != nil {
+			return nil, err
+		}
+		specs = a.cfg.WithKernelSpecs(specs, a.kernel.Monitor().ConditionTypes())
 	}
-	return monitor.ConditionTypes()
+	if a.api, err = newAPIReporting(a.o, a.cfg); err != nil {
+		return nil, err
+	}
+	if a.conn, err = a.o.DialCRI(a.o.Endpoint.Address); err != nil {
+		return nil, err
+	}
+	a.newProber()
+	a.feeds = append(a.feeds, feed{conditions.InputCRI, a.criWatch()})
+	if a.kernel != nil {
+		a.feeds = append(a.feeds, feed{conditions.InputKernel, a.kernel})
+	}
+	pw, err := a.plegWatch()
+	if err != nil || pw == nil {
+		return specs, err
+	}
+	a.feeds = append(a.feeds, feed{conditions.InputPLEG, pw})
+	return specs, nil
 }
 
 func (a *Agent) newProber() {
@@ -107,60 +121,37 @@ func (a *Agent) newProber() {
 	a.prober = cri.NewProber(a.conn.Runtime, a.conn.Image, cfg, a.o.Clock, a.criMetrics)
 	a.prober.RedialWith(a.conn.RedialIfReplaced)
 	a.health = newLiveness(a.o.Clock, rt.MaxPeriod.Duration+2*ep.Timeout+rt.Period.Duration)
-	if a.kernel != nil {
-		a.health.addCheck(a.kernel.check)
-	}
-	a.runtime = &runtimeView{observe: func(c cri.Cycle) { a.engine.Observe(conditions.InputCRI, c.Observation(ep.Timeout)) }}
-}
-
-func (a *Agent) newKernelMonitor() (*kernellog.Monitor, error) {
-	sets, err := a.cfg.Kernel.RuleSets()
-	if err != nil {
-		return nil, err
-	}
-	km := kernellog.NewMetrics(a.o.Registry)
-	a.kernel = &kernelWatch{metrics: km, states: map[string]any{}, clk: a.o.Clock}
-	mon, err := buildKernelMonitor(sets, a.o.Clock, a.kernel.observe(func(obs map[string]any) { a.engine.Observe(conditions.InputKernel, obs) }), a.events, km)
-	if err != nil {
-		return nil, err
-	}
-	a.kernel.monitor = mon
-	return mon, nil
 }
 
 // openKernelLog opens /dev/kmsg (or, where a non-privileged container may
 // not open the device, syslog(2)) and replays the lookback window, so the
-// kernel conditions leave Unknown. Without a readable kernel log they stay
-// Unknown and the rest of hangwatch runs on.
-func (a *Agent) openKernelLog(mon *kernellog.Monitor) {
-	path, lookback := a.cfg.Kernel.KmsgPath, a.cfg.Kernel.Lookback.Duration
-	k, source, err := a.o.OpenKernelLog(path, lookback, a.o.Clock)
-	if err == nil {
-		err = k.ReadAvailable(mon.Handle)
+// kernel conditions leave Unknown before the Node's are read back. Without
+// a readable kernel log they stay Unknown and the rest of hangwatch runs
+// on.
+func (a *Agent) openKernelLog() {
+	if a.kernel == nil {
+		return
 	}
-	if err != nil {
-		klog.ErrorS(err, "Kernel log not watched; its conditions stay Unknown", "path", path)
+	if err := a.kernel.Open(); err != nil {
+		klog.ErrorS(err, "Kernel log not watched; its conditions stay Unknown", "path", a.cfg.Kernel.KmsgPath)
+		a.feeds = slices.DeleteFunc(a.feeds, func(f feed) bool { return f.input == conditions.InputKernel })
 		a.kernel = nil
 		return
 	}
-	klog.InfoS("Watching the kernel log", "source", source)
-	a.kernel.kmsg, a.kernel.lookback, a.kernel.lastRead = k, lookback, a.o.Clock.Now()
-	a.kernel.open = func(lookback time.Duration) (kernellog.Source, error) {
-		src, _, err := a.o.OpenKernelLog(path, lookback, a.o.Clock)
-		return src, err
-	}
-	a.kernel.observeAll()
-	a.kernel.exportStats()
+	a.engine.Observe(conditions.InputKernel, a.kernel.Input())
+	a.health.addCheck(a.kernel.Check)
 }
 
 // Close releases what New opened.
 func (a *Agent) Close() {
-	a.pleg.close()
+	if a.relister != nil {
+		a.relister.Close()
+	}
 	if a.conn != nil {
 		_ = a.conn.Close()
 	}
-	if a.kernel != nil && a.kernel.kmsg != nil {
-		_ = a.kernel.kmsg.Close()
+	if a.kernel != nil {
+		a.kernel.Close()
 	}
 }
 
@@ -183,7 +174,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	rt := a.cfg.Runtime
 	klog.InfoS("hangwatch running", "endpoint", a.o.Endpoint.Address, "endpointSource", a.o.Endpoint.Source, "listen", servers.addrs(),
-		"period", rt.Period.Duration, "heartbeat", rt.EffectiveHeartbeat(), "timeout", a.o.Endpoint.Timeout, "kernelLog", a.kernel != nil, "pleg", a.pleg != nil, "node", a.api.nodeName(), "conditions", a.conds.Types())
+		"period", rt.Period.Duration, "heartbeat", rt.EffectiveHeartbeat(), "timeout", a.o.Endpoint.Timeout, "kernelLog", a.kernel != nil, "pleg", a.has(conditions.InputPLEG), "node", a.api.nodeName(), "conditions", a.conds.Types())
 	var wg sync.WaitGroup
 	a.start(ctx, &wg)
 	select {
@@ -209,20 +200,11 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 		wg.Add(1)
 		go func() { defer wg.Done(); f(ctx) }()
 	}
-	heartbeat := a.cfg.Runtime.EffectiveHeartbeat()
-	if heartbeat > 0 {
-		a.prober.VersionByHeartbeat() // before the first cycle
-		run(a.heartbeatLoop)
-	}
-	run(a.probeLoop)
-	if a.kernel != nil {
-		run(a.kernel.follow)
-	}
-	if a.pleg != nil {
-		run(func(ctx context.Context) { a.pleg.run(ctx, a.o.Endpoint.Timeout) })
+	for _, f := range a.feeds {
+		run(func(ctx context.Context) { f.src.Run(ctx, a.observe(f.input)) })
 	}
 	if a.api != nil {
-		a.api.start(ctx, wg, a.o.Clock, a.conds, a.engine)
+		run(func(ctx context.Context) { a.api.report(ctx, a.o.Clock, a.conds) })
 	}
 	setGCPercent()
 	if a.reloader != nil {
@@ -231,14 +213,7 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 	run(func(ctx context.Context) { trimResidentSet(ctx, a.o.Clock) })
 }
 
-func (a *Agent) probeLoop(ctx context.Context) {
-	rt := a.cfg.Runtime
-	a.prober.Run(ctx, rt.Period.Duration, rt.MaxPeriod.Duration, func(c cri.Cycle) {
-		if c.SocketReplaced {
-			klog.InfoS("Runtime socket was recreated (runtime restarted or upgraded); dialed it again", "endpoint", a.o.Endpoint.Address)
-		}
-		a.criMetrics.ObserveCycle(c)
-		a.health.beat()
-		a.runtime.onCycle(c)
-	})
+// has tells whether a signal feeds input.
+func (a *Agent) has(input string) bool {
+	return slices.ContainsFunc(a.feeds, func(f feed) bool { return f.input == input })
 }

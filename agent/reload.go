@@ -41,7 +41,11 @@ type configReloader struct {
 	leaseIdle bool
 }
 
-func newConfigReloader(a *Agent, kernelTypes []kernellog.ConditionSpec) *configReloader {
+func newConfigReloader(a *Agent) *configReloader {
+	var kernelTypes []kernellog.ConditionSpec
+	if a.kernel != nil {
+		kernelTypes = a.kernel.Monitor().ConditionTypes()
+	}
 	r := &configReloader{Reload: *a.o.Reload, running: a.cfg, engine: a.engine, kernelTypes: kernelTypes, clk: a.o.Clock,
 		warn: func(string, string) {}, sum: a.o.Config.Sum, // the file as start-up read it: a change since is reloaded
 		ok: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_successful", StabilityLevel: metrics.ALPHA,

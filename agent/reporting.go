@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -25,8 +24,6 @@ type apiReporting struct {
 	lease     *leases.Metrics
 	heartbeat time.Duration
 	overwrite []string
-	grace     time.Duration // apiServer.nodeMonitorGracePeriod; 0: the server's version's
-	leasePoll time.Duration
 }
 
 // newAPIReporting connects to the API server when there is one to reach.
@@ -43,30 +40,17 @@ func newAPIReporting(o Options, cfg *config.Configuration) (*apiReporting, error
 	api := cfg.APIServer
 	return &apiReporting{node: o.Node, client: client, metrics: m, lease: leases.NewMetrics(o.Registry),
 		heartbeat: api.StatusHeartbeatPeriod.Duration, overwrite: api.OverwriteShared,
-		events: conditions.NewEvents(client, o.Node, m, o.API.Timeout),
-		grace:  api.NodeMonitorGracePeriod.Duration, leasePoll: api.LeasePeriod.Duration}, nil
+		events: conditions.NewEvents(client, o.Node, m, o.API.Timeout)}, nil
 }
 
-// start runs the status reporter and the Lease watch on the daemon's clock
-// until ctx ends.
-func (a *apiReporting) start(ctx context.Context, wg *sync.WaitGroup, clk clock.WithTicker, set *conditions.Set, engine *conditions.Engine) {
+// report writes the conditions to the Node, on the daemon's clock, until
+// ctx ends.
+func (a *apiReporting) report(ctx context.Context, clk clock.WithTicker, set *conditions.Set) {
 	r := conditions.NewReporter(a.client, set, conditions.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
 		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 8 * time.Second, RejectedRetry: 30 * time.Second,
 		RequestTimeout: 10 * time.Second, OnRestore: func(onNode []conditions.Condition) { a.events.Restored(onNode, set) },
 		Overwrite: a.overwrite, OnShared: a.events.Shared}, clk, a.metrics)
-	wg.Add(1)
-	go func() { defer wg.Done(); r.Run(ctx) }()
-	if !engine.Reads(conditions.InputLease) {
-		return // no owned condition looks at the Lease: spare the API server the reads
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		grace := leases.GraceFor(ctx, a.client, a.grace)
-		klog.InfoS("Watching the node Lease", "node", a.node, "grace", grace, "period", a.leasePoll)
-		obs := leases.NewObserver(a.client, leases.Config{Node: a.node, Grace: grace, Period: a.leasePoll}, clk)
-		obs.Run(ctx, a.lease, func(o leases.Observation) { engine.Observe(conditions.InputLease, o.Fields()) })
-	}()
+	r.Run(ctx)
 }
 
 // transition records a condition's change as an Event on the Node.

@@ -139,3 +139,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
+
+// addCheck makes /healthz fail too when check does.
+func (l *liveness) addCheck(check func() error) {
+	l.mu.Lock()
+	l.checks = append(l.checks, check)
+	l.mu.Unlock()
+}

@@ -1,4 +1,4 @@
-package agent
+package kernellog
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/conditions"
-	"github.com/hangwatch/hangwatch/kernellog"
 )
 
 var kernelT0 = time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
@@ -24,10 +23,10 @@ type fakeSource struct {
 	followed  chan struct{}
 }
 
-func (f *fakeSource) ReadAvailable(func(kernellog.Record)) error { return nil }
-func (f *fakeSource) Stats() kernellog.KmsgStats                 { return kernellog.KmsgStats{} }
-func (f *fakeSource) Close() error                               { return nil }
-func (f *fakeSource) Follow(ctx context.Context, _ time.Duration, _ func(kernellog.Record), _ func()) error {
+func (f *fakeSource) ReadAvailable(func(Record)) error { return nil }
+func (f *fakeSource) Stats() KmsgStats                 { return KmsgStats{} }
+func (f *fakeSource) Close() error                     { return nil }
+func (f *fakeSource) Follow(ctx context.Context, _ time.Duration, _ func(Record), _ func()) error {
 	if f.followed != nil {
 		f.followed <- struct{}{}
 	}
@@ -39,24 +38,25 @@ func (f *fakeSource) Follow(ctx context.Context, _ time.Duration, _ func(kernell
 }
 
 // newKernelFixture wires the built-in kernel rules into the built-in
-// condition rules as the daemon does.
-func newKernelFixture(t *testing.T) (*kernelWatch, *conditions.Engine, *testclock.FakeClock) {
+// condition rules as the agent does.
+func newKernelFixture(t *testing.T) (*Watch, *conditions.Engine, *testclock.FakeClock) {
 	t.Helper()
 	clk := testclock.NewFakeClock(kernelT0)
-	k := &kernelWatch{metrics: kernellog.NewMetrics(metrics.NewKubeRegistry()), states: map[string]any{}, clk: clk, kmsg: &fakeSource{}}
-	var engine *conditions.Engine
-	mon, err := buildKernelMonitor([]*kernellog.RuleSet{kernellog.DefaultRuleSet()}, clk,
-		k.observe(func(obs map[string]any) { engine.Observe("kernel", obs) }), newKernelEventLog(10), k.metrics)
+	w, err := NewWatch([]*RuleSet{DefaultRuleSet()}, WatchOptions{Metrics: NewMetrics(metrics.NewKubeRegistry()), Clock: clk,
+		Open: func(time.Duration) (Source, error) { return &fakeSource{}, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.monitor = mon
-	engine, err = conditions.NewEngine(conditions.DefaultSpecs(), clk, conditions.EngineOptions{
-		Available: []string{"kernel"}, RestoredHold: restoredHolds(mon)})
+	if err := w.Open(); err != nil {
+		t.Fatal(err)
+	}
+	engine, err := conditions.NewEngine(conditions.DefaultSpecs(), clk, conditions.EngineOptions{
+		Available: []string{"kernel"}, RestoredHold: w.RestoredHolds()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k, engine, clk
+	w.emit = func(obs map[string]any) { engine.Observe("kernel", obs) }
+	return w, engine, clk
 }
 
 func kernelDeadlock(t *testing.T, e *conditions.Engine) conditions.Condition {
@@ -76,7 +76,7 @@ func kernelDeadlock(t *testing.T, e *conditions.Engine) conditions.Condition {
 // rule's quiet window (15m) has passed since the restore, and not before.
 func TestRestoredKernelDeadlockClearsAfterTheQuietWindow(t *testing.T) {
 	k, e, clk := newKernelFixture(t)
-	k.observeAll()
+	k.send()
 	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionFalse {
 		t.Fatalf("after the lookback: %+v", c)
 	}
@@ -103,11 +103,11 @@ func TestRestoredKernelDeadlockClearsAfterTheQuietWindow(t *testing.T) {
 // again, the kernel rules decide, and their quiet window runs from the line.
 func TestRestoredKernelDeadlockSeenAgainFollowsTheKernel(t *testing.T) {
 	k, e, clk := newKernelFixture(t)
-	k.observeAll()
+	k.send()
 	e.Set().Restore([]conditions.Condition{{Type: conditions.TypeKernelDeadlock, Status: corev1.ConditionTrue,
 		Reason: "ContainerRuntimeTaskBlocked", Message: "old"}}, clk.Now())
 	clk.Step(10 * time.Minute)
-	k.monitor.Handle(kernellog.Record{Time: clk.Now(), Message: "INFO: task containerd:7 blocked for more than 120 seconds."})
+	k.handle(Record{Time: clk.Now(), Message: "INFO: task containerd:7 blocked for more than 120 seconds."})
 	clk.Step(14 * time.Minute) // 24m after the restore, 14m after the line
 	k.tick()
 	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionTrue {
@@ -125,12 +125,12 @@ func TestRestoredKernelDeadlockSeenAgainFollowsTheKernel(t *testing.T) {
 // fails once it has been down for over a minute, until it works again.
 func TestFailedKernelLogReopensWithBackoffAndFailsHealthz(t *testing.T) {
 	k, _, clk := newKernelFixture(t)
-	k.kmsg = &fakeSource{followErr: syscall.EIO}
+	k.src = &fakeSource{followErr: syscall.EIO}
 	k.lookback, k.lastRead = 5*time.Minute, clk.Now()
 	opens := make(chan time.Duration)
 	fails := 6
 	reopened := &fakeSource{followed: make(chan struct{}, 1)}
-	k.open = func(lookback time.Duration) (kernellog.Source, error) {
+	k.open = func(lookback time.Duration) (Source, error) {
 		opens <- lookback
 		if fails > 0 {
 			fails--
@@ -138,8 +138,6 @@ func TestFailedKernelLogReopensWithBackoffAndFailsHealthz(t *testing.T) {
 		}
 		return reopened, nil
 	}
-	health := newLiveness(clk, time.Hour)
-	health.addCheck(k.check)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); k.follow(ctx) }()
@@ -148,7 +146,7 @@ func TestFailedKernelLogReopensWithBackoffAndFailsHealthz(t *testing.T) {
 		for !clk.HasWaiters() {
 			runtime.Gosched() // until the watch waits for its next try
 		}
-		if err := health.check(); (elapsed > time.Minute) != (err != nil) {
+		if err := k.Check(); (elapsed > time.Minute) != (err != nil) {
 			t.Fatalf("down for %v: /healthz says %v", elapsed, err)
 		}
 		clk.Step(delay - time.Millisecond)
@@ -164,32 +162,32 @@ func TestFailedKernelLogReopensWithBackoffAndFailsHealthz(t *testing.T) {
 		}
 	}
 	<-reopened.followed
-	if err := health.check(); err != nil {
+	if err := k.Check(); err != nil {
 		t.Fatalf("after the reopen: %v", err)
 	}
 	cancel()
 	<-done
 }
 
-// TestObserveAllBesideNewLines runs observeAll while lines arrive: the
-// monitor calls back into the watch under its lock, so observeAll must
-// not hold the watch's lock while it asks the monitor (it once did, and
-// two goroutines could wait on each other). The last state told is the
-// monitor's.
-func TestObserveAllBesideNewLines(t *testing.T) {
+// TestInputBesideNewLines reads the whole input, as the agent does at
+// start, while lines arrive: the monitor calls back into the watch under
+// its lock, so reading the input must not wait on the watch while it
+// holds the monitor's (an earlier kernelWatch did, and two goroutines
+// could wait on each other). The last state told is the monitor's.
+func TestInputBesideNewLines(t *testing.T) {
 	k, e, clk := newKernelFixture(t)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := 0; i < 500; i++ {
-			k.monitor.Handle(kernellog.Record{Time: clk.Now(), Message: "INFO: task containerd:7 blocked for more than 120 seconds."})
+			k.handle(Record{Time: clk.Now(), Message: "INFO: task containerd:7 blocked for more than 120 seconds."})
 		}
 	}()
 	for i := 0; i < 500; i++ {
-		k.observeAll()
+		e.Observe("kernel", k.Input())
 	}
 	<-done
-	k.observeAll()
+	k.send()
 	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionTrue {
 		t.Fatalf("after the lines: %+v", c)
 	}
