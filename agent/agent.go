@@ -16,9 +16,12 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 
+	"github.com/hangwatch/hangwatch/apiclient"
+	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/leases"
 )
 
 // Options are what the agent runs with and what it talks to.
@@ -29,9 +32,11 @@ type Options struct {
 	Endpoint cri.Endpoint
 	// Node is this node's name.
 	Node string
-	// API is the API server's client configuration; nil: standalone, the
-	// conditions go to /conditions and /metrics only.
+	// API is the API server's client configuration; nil with no Client:
+	// standalone, the conditions go to /conditions and /metrics only.
 	API *rest.Config
+	// Client talks to the API server; nil: one built from API.
+	Client APIClient
 	// Reload reloads the config file's condition rules; nil: no file.
 	Reload *Reload
 	// Clock is the daemon's clock; nil: the real one.
@@ -48,6 +53,15 @@ type Options struct {
 	OnReady func(addrs []string)
 }
 
+// APIClient is what the agent asks of the API server: the Node and its
+// status, Events, the node's Lease and the server's version.
+// *apiclient.Client is one.
+type APIClient interface {
+	conditions.NodeClient
+	conditions.EventSink
+	leases.Client
+}
+
 // Reload says where the config file is and how it loads.
 type Reload struct {
 	Path string
@@ -58,7 +72,7 @@ type Reload struct {
 	Signal <-chan os.Signal
 }
 
-func (o *Options) defaults() {
+func (o *Options) defaults() error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -68,9 +82,17 @@ func (o *Options) defaults() {
 	if o.OpenKernelLog == nil {
 		o.OpenKernelLog = kernellog.OpenSource
 	}
+	if o.Client == nil && o.API != nil {
+		c, err := apiclient.New(o.API)
+		if err != nil {
+			return fmt.Errorf("API server client: %w", err)
+		}
+		o.Client = c
+	}
 	if o.Registry == nil {
 		o.Registry = metrics.NewKubeRegistry()
 	}
+	return nil
 }
 
 // ServeError is a failure of the running agent (a port that cannot be

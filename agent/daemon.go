@@ -36,7 +36,9 @@ type Agent struct {
 
 // New assembles the agent; nothing runs until Run.
 func New(o Options) (*Agent, error) {
-	o.defaults()
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
 	a := &Agent{o: o, cfg: o.Config.Configuration, events: newKernelEventLog(200)}
 	buildinfo.Register(o.Registry)
 	if err := a.assemble(); err != nil {

@@ -35,7 +35,8 @@ type configReloader struct {
 	warn        func(reason, message string)
 	clk         clock.WithTicker
 	ok, okTime  *metrics.Gauge
-	sum         [sha256.Size]byte
+	sum         [sha256.Size]byte // of the file last loaded or refused
+	unsettled   [sha256.Size]byte // of a changed file that failed once
 	// leaseIdle: there is an API server but no rule read the Lease at
 	// start, so it is not being read (apiReporting.start).
 	leaseIdle bool
@@ -80,6 +81,9 @@ func (r *configReloader) run(ctx context.Context) {
 }
 
 // check reloads when the file's content changed, or always when forced.
+// A changed file that fails the checks is refused only once a later poll
+// reads the same content: an editor that truncates and then writes is
+// read half-written now and then, and that is not worth a Warning Event.
 func (r *configReloader) check(force bool) {
 	raw, err := config.ReadFile(r.Path)
 	if err != nil {
@@ -92,17 +96,21 @@ func (r *configReloader) check(force bool) {
 	if sum == r.sum && !force {
 		return
 	}
-	r.sum = sum
-	r.reload(raw)
-}
-
-// reload checks the file as `config check` does and installs its rules.
-func (r *configReloader) reload(raw []byte) {
 	c, err := r.Load(raw)
+	if err != nil && !force && sum != r.unsettled {
+		r.unsettled = sum // read it again at the next poll
+		return
+	}
+	r.sum, r.unsettled = sum, [sha256.Size]byte{}
 	if err != nil {
 		r.refuse(err)
 		return
 	}
+	r.install(c)
+}
+
+// install puts a loaded file's rules in the engine.
+func (r *configReloader) install(c *config.Loaded) {
 	specs := c.Specs()
 	if r.kernelTypes != nil {
 		specs = c.WithKernelSpecs(specs, r.kernelTypes)

@@ -2,13 +2,11 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/leases"
@@ -18,7 +16,7 @@ import (
 // status, its Events and the Lease. A nil one stands for standalone mode.
 type apiReporting struct {
 	node      string
-	client    *apiclient.Client
+	client    APIClient
 	events    *conditions.Events
 	metrics   *conditions.ReporterMetrics
 	lease     *leases.Metrics
@@ -28,19 +26,19 @@ type apiReporting struct {
 
 // newAPIReporting connects to the API server when there is one to reach.
 func newAPIReporting(o Options, cfg *config.Configuration) (*apiReporting, error) {
-	if o.API == nil {
+	if o.Client == nil {
 		klog.InfoS("No --kubeconfig and not in a pod: conditions go to /conditions and /metrics only")
 		return nil, nil
 	}
-	client, err := apiclient.New(o.API)
-	if err != nil {
-		return nil, fmt.Errorf("API server client: %w", err)
+	timeout := 10 * time.Second // the kubelet's heartbeat client uses the same
+	if o.API != nil && o.API.Timeout > 0 {
+		timeout = o.API.Timeout
 	}
 	m := conditions.NewReporterMetrics(o.Registry)
 	api := cfg.APIServer
-	return &apiReporting{node: o.Node, client: client, metrics: m, lease: leases.NewMetrics(o.Registry),
+	return &apiReporting{node: o.Node, client: o.Client, metrics: m, lease: leases.NewMetrics(o.Registry),
 		heartbeat: api.StatusHeartbeatPeriod.Duration, overwrite: api.OverwriteShared,
-		events: conditions.NewEvents(client, o.Node, m, o.API.Timeout)}, nil
+		events: conditions.NewEvents(o.Client, o.Node, m, timeout)}, nil
 }
 
 // report writes the conditions to the Node, on the daemon's clock, until

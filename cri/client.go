@@ -63,7 +63,19 @@ func (c *Conn) RedialIfReplaced() bool {
 }
 
 // Close closes the connection; calls still out end with Canceled.
-func (c *Conn) Close() error { return c.conn.Close() }
+func (c *Conn) Close() error {
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.Close()
+}
+
+// NewConn wraps CRI clients that are not a gRPC connection of this
+// package's (an in-process runtime in tests); Close and the redial do
+// nothing.
+func NewConn(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient) *Conn {
+	return &Conn{Runtime: rt, Image: img}
+}
 
 // grpcTarget turns a CRI endpoint into a gRPC target.
 func grpcTarget(endpoint string) (string, error) {
