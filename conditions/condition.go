@@ -27,9 +27,9 @@ type Condition struct {
 	LastProbeTime      time.Time              `json:"lastProbeTime"`
 }
 
-// Verdict is what one evaluation of a rule found. Unknown means the rule
+// Evaluation is what one evaluation of a rule found. Unknown means the rule
 // cannot tell (its input is not to be trusted); Bad is then false.
-type Verdict struct {
+type Evaluation struct {
 	Bad     bool
 	Unknown bool
 	Reason  string
@@ -85,7 +85,7 @@ func (t *Tracker) Condition() Condition { return t.cond }
 // changed. From Unknown a good verdict clears at once, since there is no
 // problem to be sure has ended, except from an Unknown the rule chose,
 // which needs settleAfter agreeing verdicts either way.
-func (t *Tracker) Update(now time.Time, v Verdict) bool {
+func (t *Tracker) Update(now time.Time, v Evaluation) bool {
 	t.cond.LastProbeTime = now
 	if v.Unknown {
 		return t.cannotTell(now, v)
@@ -120,13 +120,13 @@ func (t *Tracker) Update(now time.Time, v Verdict) bool {
 
 // cannotTell makes the condition Unknown with the verdict's reason: the
 // streaks start again.
-func (t *Tracker) cannotTell(now time.Time, v Verdict) bool {
+func (t *Tracker) cannotTell(now time.Time, v Evaluation) bool {
 	t.bad, t.good, t.unsure = 0, 0, true
 	return t.set(now, corev1.ConditionUnknown, v)
 }
 
 // set moves the condition and reports whether that changed it.
-func (t *Tracker) set(now time.Time, status corev1.ConditionStatus, v Verdict) bool {
+func (t *Tracker) set(now time.Time, status corev1.ConditionStatus, v Evaluation) bool {
 	changed := status != t.cond.Status || v.Reason != t.cond.Reason || v.Message != t.cond.Message
 	if status != t.cond.Status {
 		t.cond.LastTransitionTime = now

@@ -14,10 +14,10 @@ func TestTrackerStartsUnknownAndAppliesHysteresis(t *testing.T) {
 	if c := tr.Condition(); c.Status != corev1.ConditionUnknown || c.Reason != ReasonNoData {
 		t.Fatalf("initial = %+v, want Unknown/NoDataYet", c)
 	}
-	good := Verdict{Reason: "Fine", Message: "fine"}
-	bad := Verdict{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"}
+	good := Evaluation{Reason: "Fine", Message: "fine"}
+	bad := Evaluation{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"}
 	steps := []struct {
-		v       Verdict
+		v       Evaluation
 		status  corev1.ConditionStatus
 		changed bool
 	}{
@@ -48,8 +48,8 @@ func TestTrackerStartsUnknownAndAppliesHysteresis(t *testing.T) {
 
 func TestTrackerKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
 	tr := NewTracker("RuntimeHung", Thresholds{RaiseAfter: 1, ClearAfter: 1}, t0)
-	tr.Update(t0.Add(time.Second), Verdict{Bad: true, Reason: "ListPodSandboxHung", Message: "a"})
-	if !tr.Update(t0.Add(2*time.Second), Verdict{Bad: true, Reason: "RuntimeNotResponding", Message: "b"}) {
+	tr.Update(t0.Add(time.Second), Evaluation{Bad: true, Reason: "ListPodSandboxHung", Message: "a"})
+	if !tr.Update(t0.Add(2*time.Second), Evaluation{Bad: true, Reason: "RuntimeNotResponding", Message: "b"}) {
 		t.Fatal("a new reason must count as a change")
 	}
 	if c := tr.Condition(); c.LastTransitionTime != t0.Add(time.Second) || c.Reason != "RuntimeNotResponding" {
@@ -58,7 +58,7 @@ func TestTrackerKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
 }
 
 func TestRestoredTrueIsHeldUntilItsHoldHasPassed(t *testing.T) {
-	good := Verdict{Reason: "Fine", Message: "fine"}
+	good := Evaluation{Reason: "Fine", Message: "fine"}
 	tr := NewTracker("KernelDeadlock", Thresholds{RaiseAfter: 1, ClearAfter: 1, RestoredHold: 15 * time.Minute}, t0)
 	tr.Update(t0, good)
 	if !tr.Restore(Condition{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "TaskBlocked"}, t0) {
@@ -73,7 +73,7 @@ func TestRestoredTrueIsHeldUntilItsHoldHasPassed(t *testing.T) {
 
 	tr = NewTracker("KernelDeadlock", Thresholds{RaiseAfter: 1, ClearAfter: 1, RestoredHold: time.Hour}, t0)
 	tr.Restore(Condition{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "TaskBlocked"}, t0)
-	tr.Update(t0.Add(time.Minute), Verdict{Bad: true, Reason: "TaskBlocked"})
+	tr.Update(t0.Add(time.Minute), Evaluation{Bad: true, Reason: "TaskBlocked"})
 	if !tr.Update(t0.Add(2*time.Minute), good) || tr.Condition().Status != corev1.ConditionFalse {
 		t.Fatalf("own evidence must end the hold: %+v", tr.Condition())
 	}

@@ -114,7 +114,7 @@ func (e *Engine) Observe(input string, obs map[string]any) {
 // apply evaluates r on the latest observations and applies its verdict,
 // appending the change, if any, to moves. Called with e.mu held.
 func (e *Engine) apply(r *rule, now time.Time, moves []move) []move {
-	v, err := r.evaluate(e.latest)
+	v, err := r.evaluate(e.latest, now)
 	if e.noteError(r.spec.Type, err) {
 		return moves
 	}

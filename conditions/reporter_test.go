@@ -72,7 +72,7 @@ func TestReporterWritesOnlyItsConditionsAndOnlyOnChange(t *testing.T) {
 	if err := f.r.restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.set.Update(TypeRuntimeHung, t0, Verdict{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
+	f.set.Update(TypeRuntimeHung, t0, Evaluation{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
 	next := f.r.flush(ctx)
 	p := f.patches()
 	if len(p) != 1 || !strings.HasPrefix(p[0], "status ") || strings.Contains(p[0], "Ready") {
@@ -89,7 +89,7 @@ func TestReporterWritesOnlyItsConditionsAndOnlyOnChange(t *testing.T) {
 		t.Fatalf("next look %v, want the heartbeat", next)
 	}
 	f.clk.Step(time.Minute)
-	f.set.Update(TypeRuntimeHung, f.clk.Now(), Verdict{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
+	f.set.Update(TypeRuntimeHung, f.clk.Now(), Evaluation{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
 	f.r.flush(ctx)
 	if len(f.patches()) != 1 {
 		t.Fatal("an unchanged state was written again")
@@ -111,7 +111,7 @@ func TestReporterCarriesOnTheNodesConditions(t *testing.T) {
 	if err := f.r.restore(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f.set.Update(TypeRuntimeHung, t0, Verdict{Reason: "RuntimeResponsive", Message: "fine"}) // one good cycle of two
+	f.set.Update(TypeRuntimeHung, t0, Evaluation{Reason: "RuntimeResponsive", Message: "fine"}) // one good cycle of two
 	f.r.flush(context.Background())
 	c := nodeCondition(f.node(), TypeRuntimeHung)
 	if c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(&ltt) {
@@ -130,7 +130,7 @@ func TestReporterKeepsTheStateWhileTheAPIServerFails(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	f.set.Update(TypeRuntimeHung, t0, Verdict{Bad: true, Reason: "StatusHung", Message: "hung"})
+	f.set.Update(TypeRuntimeHung, t0, Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
 	var delays []time.Duration
 	for range 6 {
 		next := f.r.flush(ctx)
@@ -143,7 +143,7 @@ func TestReporterKeepsTheStateWhileTheAPIServerFails(t *testing.T) {
 			t.Fatalf("retry %d after %v, want within [%v, %v]", i, d, limit/2, limit)
 		}
 	}
-	f.set.Update(TypeRuntimeHung, f.clk.Now(), Verdict{Bad: true, Reason: "RuntimeNotResponding", Message: "all hung"})
+	f.set.Update(TypeRuntimeHung, f.clk.Now(), Evaluation{Bad: true, Reason: "RuntimeNotResponding", Message: "all hung"})
 	down = false
 	f.r.flush(ctx)
 	if c := nodeCondition(f.node(), TypeRuntimeHung); c == nil || c.Reason != "RuntimeNotResponding" {
@@ -171,15 +171,15 @@ func TestNoEventForAConditionCarriedOnUnchanged(t *testing.T) {
 	rec := &fakeEmitter{}
 	e := &Events{emit: rec.emit, known: map[string]Condition{}}
 	set := NewSet(nil, t0, map[string]Thresholds{TypeRuntimeHung: {RaiseAfter: 1, ClearAfter: 2}, TypeKernelDeadlock: {RaiseAfter: 1, ClearAfter: 1}})
-	move := func(condType string, v Verdict) {
+	move := func(condType string, v Evaluation) {
 		if before, after, changed := set.Update(condType, t0, v); changed {
 			e.Transition(before, after)
 		}
 	}
 	// Before the Node is read back: the runtime is found hung again, and
 	// the kernel is found clean.
-	move(TypeRuntimeHung, Verdict{Bad: true, Reason: "StatusHung", Message: "hung"})
-	move(TypeKernelDeadlock, Verdict{Reason: "KernelHasNoDeadlock", Message: "fine"})
+	move(TypeRuntimeHung, Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
+	move(TypeKernelDeadlock, Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
 	onNode := []Condition{
 		{Type: TypeRuntimeHung, Status: corev1.ConditionTrue, Reason: "StatusHung", Message: "hung before"},
 		{Type: TypeKernelDeadlock, Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock", Message: "fine"},
@@ -189,7 +189,7 @@ func TestNoEventForAConditionCarriedOnUnchanged(t *testing.T) {
 	if got := drain(rec); got != "" {
 		t.Fatalf("events for conditions carried on unchanged: %q", got)
 	}
-	move(TypeKernelDeadlock, Verdict{Bad: true, Reason: "ContainerRuntimeTaskBlocked", Message: "blocked"})
+	move(TypeKernelDeadlock, Evaluation{Bad: true, Reason: "ContainerRuntimeTaskBlocked", Message: "blocked"})
 	if got := drain(rec); got != "Warning ContainerRuntimeTaskBlocked Node condition KernelDeadlock is now True: blocked" {
 		t.Fatalf("a change after the restore: %q", got)
 	}
@@ -229,7 +229,7 @@ func TestRefusedPatchIsRetriedSlowlyAndCounted(t *testing.T) {
 	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, "node-a",
 		field.ErrorList{field.Forbidden(field.NewPath("status", "conditions"), "denied by policy hangwatch-own-node")})
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "node-a", errors.New("RBAC: no patch on nodes/status"))
-	f.set.Update(TypeRuntimeHung, t0, Verdict{Bad: true, Reason: "StatusHung", Message: "hung"})
+	f.set.Update(TypeRuntimeHung, t0, Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
 	for i, err := range []error{invalid, invalid, forbidden, forbidden} {
 		answer = err
 		next := f.r.flush(ctx)

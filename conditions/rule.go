@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
@@ -21,7 +22,9 @@ type rule struct {
 }
 
 type problem struct {
-	when *expr
+	when        *expr
+	minDuration time.Duration
+	since       time.Time // when `when` began to hold, in a row; guarded by the engine's lock
 	outcome
 }
 
@@ -62,7 +65,7 @@ func (r *rule) compileProblems(env *cel.Env, ps []Problem, path string) ([]probl
 		}
 		o, oerrs := compileOutcome(env, p.Outcome, at)
 		errs = append(errs, oerrs...)
-		out = append(out, problem{when: when, outcome: o})
+		out = append(out, problem{when: when, minDuration: p.MinDuration.Duration, outcome: o})
 		r.addInputs(when.inputs, o.reason.inputs(), o.message.inputs())
 	}
 	return out, errs
@@ -92,18 +95,18 @@ func (r *rule) addInputs(lists ...[]string) {
 	slices.Sort(r.inputs)
 }
 
-// evaluate runs the rule over the latest observations; errNoInput when one
-// of its inputs has not been observed.
-func (r *rule) evaluate(obs map[string]any) (Verdict, error) {
+// evaluate runs the rule over the latest observations at now; errNoInput
+// when one of its inputs has not been observed.
+func (r *rule) evaluate(obs map[string]any, now time.Time) (Evaluation, error) {
 	for _, in := range r.inputs {
 		if _, ok := obs[in]; !ok {
-			return Verdict{}, errNoInput
+			return Evaluation{}, errNoInput
 		}
 	}
 	for _, p := range r.unknown {
 		unsure, err := p.when.evalBool(obs)
 		if err != nil {
-			return Verdict{}, err
+			return Evaluation{}, err
 		}
 		if unsure {
 			v, err := p.verdict(false, obs)
@@ -111,31 +114,45 @@ func (r *rule) evaluate(obs map[string]any) (Verdict, error) {
 			return v, err
 		}
 	}
-	for _, p := range r.problems {
+	for i := range r.problems {
+		p := &r.problems[i]
 		bad, err := p.when.evalBool(obs)
 		if err != nil {
-			return Verdict{}, err
+			return Evaluation{}, err
 		}
-		if bad {
+		if p.held(bad, now) {
 			return p.verdict(true, obs)
 		}
 	}
 	return r.healthy.verdict(false, obs)
 }
 
-func (o outcome) verdict(bad bool, obs map[string]any) (Verdict, error) {
+// held tells whether the problem counts: its `when` holds now and has held
+// for minDuration.
+func (p *problem) held(bad bool, now time.Time) bool {
+	if !bad {
+		p.since = time.Time{}
+		return false
+	}
+	if p.since.IsZero() {
+		p.since = now
+	}
+	return now.Sub(p.since) >= p.minDuration
+}
+
+func (o outcome) verdict(bad bool, obs map[string]any) (Evaluation, error) {
 	why, err := o.reason.eval(obs)
 	if err != nil {
-		return Verdict{}, err
+		return Evaluation{}, err
 	}
 	if !reason.Valid(why) {
-		return Verdict{}, fmt.Errorf("reason %q is not CamelCase of at most %d bytes", cut(why, 80), MaxReasonBytes)
+		return Evaluation{}, fmt.Errorf("reason %q is not CamelCase of at most %d bytes", cut(why, 80), MaxReasonBytes)
 	}
 	msg, err := o.message.eval(obs)
 	if err != nil {
-		return Verdict{}, err
+		return Evaluation{}, err
 	}
-	return Verdict{Bad: bad, Reason: why, Message: cut(msg, MaxMessageBytes)}, nil
+	return Evaluation{Bad: bad, Reason: why, Message: cut(msg, MaxMessageBytes)}, nil
 }
 
 // Bounds on what a rule may write to the Node: a status patch with a

@@ -37,7 +37,7 @@ func NewSet(reg metrics.KubeRegistry, now time.Time, types map[string]Thresholds
 
 // Update applies a verdict to one condition and returns the condition
 // before and after. Unknown types are ignored.
-func (s *Set) Update(condType string, now time.Time, v Verdict) (before, after Condition, changed bool) {
+func (s *Set) Update(condType string, now time.Time, v Evaluation) (before, after Condition, changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.trackers[condType]

@@ -40,8 +40,12 @@ type Spec struct {
 // Problem is one way a condition can be bad.
 type Problem struct {
 	// When is a CEL expression giving a bool.
-	When    string `json:"when"`
-	Outcome `json:",inline"`
+	When string `json:"when"`
+	// MinDuration is how long When must have held, evaluation after
+	// evaluation, before the problem counts (Prometheus's `for`); until
+	// then the rule goes on to the next problem. 0: at once.
+	MinDuration metav1.Duration `json:"minDuration,omitempty"`
+	Outcome     `json:",inline"`
 }
 
 // Outcome gives a reason and a message, each a literal or a CEL expression
@@ -136,6 +140,9 @@ func validateProblems(ps []Problem, path string) []error {
 		}
 		if len(p.When) > MaxExpressionBytes {
 			errs = append(errs, fmt.Errorf("%s.when: %d bytes, at most %d", at, len(p.When), MaxExpressionBytes))
+		}
+		if d := p.MinDuration.Duration; d < 0 || d > MaxMinDuration {
+			errs = append(errs, fmt.Errorf("%s.minDuration: %q must be from 0 to %v", at, d.String(), MaxMinDuration))
 		}
 		errs = append(errs, p.validate(at)...)
 	}

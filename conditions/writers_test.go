@@ -70,8 +70,8 @@ func TestASharedConditionIsLeftToItsOtherWriter(t *testing.T) {
 	if s := set.Snapshot(); s[0].Type != TypeKernelDeadlock || s[0].Status != corev1.ConditionUnknown {
 		t.Errorf("npd's KernelDeadlock was carried on as hangwatch's: %+v", s[0])
 	}
-	set.Update(TypeKernelDeadlock, t0, Verdict{Reason: "KernelHasNoDeadlock", Message: "fine"})
-	set.Update(TypeRuntimeHung, t0, Verdict{Reason: "RuntimeResponsive", Message: "fine"})
+	set.Update(TypeKernelDeadlock, t0, Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
+	set.Update(TypeRuntimeHung, t0, Evaluation{Reason: "RuntimeResponsive", Message: "fine"})
 	r.flush(ctx)
 	var patches []string
 	for _, a := range client.Actions() {
@@ -97,7 +97,7 @@ func TestASharedConditionIsOverwrittenWhenConfigured(t *testing.T) {
 	if err := r.restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	set.Update(TypeKernelDeadlock, t0, Verdict{Reason: "KernelHasNoDeadlock", Message: "fine"})
+	set.Update(TypeKernelDeadlock, t0, Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
 	r.flush(ctx)
 	last := client.Actions()[len(client.Actions())-1]
 	if p := string(last.(interface{ GetPatch() []byte }).GetPatch()); !strings.Contains(p, "KernelDeadlock") {

@@ -40,7 +40,7 @@ func Default() *Configuration {
 		Kubelet: Kubelet{MetricsTimeout: d(kubeletmetrics.DefaultTimeout), MetricsPeriod: d(10 * time.Second)},
 		PLEG: PLEG{Window: d(5 * time.Minute), StaleAfter: d(plegDefaults.StaleAfter),
 			EmulationStallAfter: d(plegDefaults.EmulationStallAfter), SlowRelist: d(plegDefaults.SlowRelist),
-			SlowFor: d(plegDefaults.SlowFor), EmulationPeriod: d(5 * time.Second)},
+			SlowFor: d(2 * time.Minute), EmulationPeriod: d(5 * time.Second)},
 	}}
 }
 

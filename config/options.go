@@ -13,11 +13,12 @@ func (k Kubelet) Options() kubeletmetrics.Options {
 		Timeout: k.MetricsTimeout.Duration}
 }
 
-// Config is the PLEG monitor's configuration.
+// Config is the PLEG monitor's configuration. SlowFor is not the
+// monitor's: it tunes the PLEGUnhealthy rule (Specs).
 func (g PLEG) Config() pleg.Config {
 	c := pleg.DefaultConfig()
 	c.StaleAfter, c.EmulationStallAfter = g.StaleAfter.Duration, g.EmulationStallAfter.Duration
-	c.SlowRelist, c.SlowFor = g.SlowRelist.Duration, g.SlowFor.Duration
+	c.SlowRelist = g.SlowRelist.Duration
 	return c
 }
 

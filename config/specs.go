@@ -6,8 +6,8 @@ import (
 )
 
 // Specs returns the condition rules: the built-in ones with the file's
-// rules merged and the runtimeHung and kubeletUnresponsive settings
-// applied.
+// rules merged and the runtimeHung, kubeletUnresponsive and pleg.slowFor
+// settings applied to the built-in rules they tune.
 func (c *Configuration) Specs() []conditions.Spec {
 	specs := conditions.MergeSpecs(conditions.DefaultSpecs(), c.Conditions)
 	fromFile := map[string]bool{}
@@ -27,6 +27,9 @@ func (c *Configuration) Specs() []conditions.Spec {
 	}
 	if share := c.KubeletUnresponsive.Share; share > 0 && !fromFile[conditions.TypeKubeletUnresponsive] { // a rule from the file is the user's own
 		specs = conditions.WithLeaseShare(specs, share)
+	}
+	if !fromFile[conditions.TypePLEGUnhealthy] {
+		specs = conditions.WithPLEGSlowFor(specs, c.PLEG.SlowFor.Duration)
 	}
 	return specs
 }

@@ -56,8 +56,11 @@ type Rule struct {
 	Pattern   string `json:"pattern"`
 	// hangwatch's additions, all optional:
 	Name string `json:"name,omitempty"` // metric label; default "<source>/<index>"
-	// ClearAfter clears a permanent rule after this long without a match.
-	ClearAfter *Duration `json:"clearAfter,omitempty"`
+	// QuietWindow clears a permanent rule after this long without a match.
+	// Its field in the file stays clearAfter, as documented, so rules files
+	// load unchanged; it is a duration, unlike a condition rule's
+	// clearAfter, a count of evaluations.
+	QuietWindow *Duration `json:"clearAfter,omitempty"`
 	// RecoveryPattern clears a permanent rule when a line matches it.
 	RecoveryPattern string `json:"recoveryPattern,omitempty"`
 	// MinCount matches within Window are needed before the rule fires.
@@ -166,7 +169,7 @@ func (r Rule) problems(conds map[string]bool) []string {
 	var out []string
 	switch r.Type {
 	case TypeTemporary:
-		if r.ClearAfter != nil || r.RecoveryPattern != "" {
+		if r.QuietWindow != nil || r.RecoveryPattern != "" {
 			out = append(out, "clearAfter and recoveryPattern apply to permanent rules only")
 		}
 	case TypePermanent:
@@ -190,7 +193,7 @@ func (r Rule) problems(conds map[string]bool) []string {
 	if r.MinCount < 0 || r.MinCount > MaxMinCount || (r.MinCount > 1 && r.Window == nil) {
 		out = append(out, fmt.Sprintf("minCount %d: must be from 1 to %d, and above 1 only with a window", r.MinCount, MaxMinCount))
 	}
-	for name, d := range map[string]*Duration{"clearAfter": r.ClearAfter, "window": r.Window} {
+	for name, d := range map[string]*Duration{"clearAfter": r.QuietWindow, "window": r.Window} {
 		if d != nil && (d.Duration <= 0 || d.Duration > MaxRuleDuration) {
 			out = append(out, fmt.Sprintf("%s %v: must be positive and at most %v", name, d.Duration, MaxRuleDuration))
 		}

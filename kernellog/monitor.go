@@ -241,10 +241,10 @@ func (m *Monitor) QuietWindow(condType string) (window time.Duration, ok bool) {
 		return 0, false
 	}
 	for _, rs := range c.rules {
-		if rs.rule.ClearAfter == nil {
+		if rs.rule.QuietWindow == nil {
 			return 0, false
 		}
-		window = max(window, rs.rule.ClearAfter.Duration)
+		window = max(window, rs.rule.QuietWindow.Duration)
 	}
 	return window, true
 }

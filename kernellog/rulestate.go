@@ -126,7 +126,7 @@ func (rs *ruleState) event(at time.Time, text string, count int) Event {
 // expire clears a permanent rule after its quiet window; it reports
 // whether it did.
 func (rs *ruleState) expire(now time.Time) bool {
-	if rs.active && rs.rule.ClearAfter != nil && now.Sub(rs.last) >= rs.rule.ClearAfter.Duration {
+	if rs.active && rs.rule.QuietWindow != nil && now.Sub(rs.last) >= rs.rule.QuietWindow.Duration {
 		rs.recover()
 		return true
 	}

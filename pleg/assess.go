@@ -49,12 +49,6 @@ type Config struct {
 	// be slow: one relist after a hundred pods started at once inspects
 	// them all and is slow on a healthy node; the next is not.
 	SlowRelistsInARow int
-	// SlowFor is how long RelistSlow must last before it counts: a relist
-	// that is slow but completes does not take the node NotReady, and a
-	// burst of pods starting makes it slow for a while on a healthy node
-	// (kubernetes-mixin's KubeletPlegDurationHigh waits 5m). 0 counts it at
-	// once.
-	SlowFor time.Duration
 }
 
 // DefaultConfig: 30 s stale (the kubelet relists every second: 30 missed
@@ -62,7 +56,7 @@ type Config struct {
 // only 120 s before NotReady), 30 s for our own stuck call, 10 s slow
 // (kubernetes-mixin's KubeletPlegDurationHigh).
 func DefaultConfig() Config {
-	return Config{StaleAfter: 30 * time.Second, EmulationStallAfter: 30 * time.Second, SlowRelist: 10 * time.Second, SlowRelistsInARow: 2, SlowFor: 2 * time.Minute}
+	return Config{StaleAfter: 30 * time.Second, EmulationStallAfter: 30 * time.Second, SlowRelist: 10 * time.Second, SlowRelistsInARow: 2}
 }
 
 // MetricsState is what the kubelet's metrics last said.

@@ -153,21 +153,3 @@ func TestCountSlowRelists(t *testing.T) {
 		}
 	}
 }
-
-func TestHoldSlow(t *testing.T) {
-	t0 := time.Now()
-	slow := func() Assessment { return Assessment{Verdict: VerdictUnhealthy, Reason: ReasonSlow, Message: "slow"} }
-	a := slow()
-	since, held := holdSlow(&a, time.Time{}, t0, 2*time.Minute)
-	if !held || a.Verdict != VerdictHealthy || !since.Equal(t0) {
-		t.Fatalf("first slow look: held %v, %+v", held, a)
-	}
-	a = slow()
-	if since, held = holdSlow(&a, since, t0.Add(2*time.Minute), 2*time.Minute); held || a.Reason != ReasonSlow {
-		t.Fatalf("slow for 2m: held %v, %+v", held, a)
-	}
-	a = Assessment{Verdict: VerdictUnhealthy, Reason: ReasonStalled}
-	if since, held = holdSlow(&a, since, t0.Add(3*time.Minute), 2*time.Minute); held || !since.IsZero() || a.Reason != ReasonStalled {
-		t.Fatalf("a stall is never held: held %v, since %v, %+v", held, since, a)
-	}
-}

@@ -38,7 +38,7 @@ func Diagnose(ctx context.Context, runtime runtimeapi.RuntimeServiceClient, sc *
 	}
 	cfg := DefaultConfig()
 	cfg.EmulationStallAfter = timeout
-	cfg.SlowRelistsInARow, cfg.SlowFor = 1, 0 // one relist, judged as it is seen
+	cfg.SlowRelistsInARow = 1 // one relist, judged as it is seen
 	d.rel = cri.NewRelister(runtime, clock.RealClock{}, cri.KubeletRuntimeRequestTimeout)
 	d.monitor = NewMonitor(Options{Config: cfg, Scraper: sc, Window: time.Hour, Relister: d.rel}, clock.RealClock{})
 	d.done.Add(2)

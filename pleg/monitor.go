@@ -2,7 +2,6 @@ package pleg
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -49,7 +48,6 @@ type Monitor struct {
 	// slow; counted is the start of the last one counted.
 	slowRelists int
 	counted     time.Time
-	slowSince   time.Time // when the current run of RelistSlow verdicts began
 	configz     struct {
 		at    time.Time
 		state kubeletmetrics.EventedPLEG
@@ -70,36 +68,10 @@ func (m *Monitor) Inputs() Inputs {
 	return Inputs{Now: m.clk.Now(), Metrics: m.metrics, Emulation: m.emul, SlowRelists: m.slowRelists}
 }
 
-// Assess judges the latest signals.
+// Assess judges the latest signals. How long RelistSlow must last before
+// it counts is the PLEGUnhealthy rule's (conditions), not the monitor's.
 func (m *Monitor) Assess() Assessment {
-	in := m.Inputs()
-	a := Assess(m.o.Config, in)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var held bool
-	m.slowSince, held = holdSlow(&a, m.slowSince, in.Now, m.o.Config.SlowFor)
-	if held {
-		a.Signals = append(a.Signals, Signal{"slowFor", stateInformational, fmt.Sprintf(
-			"relist slow since %s; RelistSlow counts after %v", m.slowSince.Format(time.RFC3339), m.o.Config.SlowFor)})
-	}
-	return a
-}
-
-// holdSlow keeps a RelistSlow verdict Healthy until it has lasted slowFor;
-// it returns when the slow run began (zero when not slow) and whether it
-// held the verdict back.
-func holdSlow(a *Assessment, since, now time.Time, slowFor time.Duration) (time.Time, bool) {
-	if a.Verdict != VerdictUnhealthy || a.Reason != ReasonSlow {
-		return time.Time{}, false
-	}
-	if since.IsZero() {
-		since = now
-	}
-	if now.Sub(since) >= slowFor {
-		return since, false
-	}
-	a.Verdict, a.Reason, a.Message = VerdictHealthy, ReasonHealthy, "the PLEG relist completes on time"
-	return since, true
+	return Assess(m.o.Config, m.Inputs())
 }
 
 // ScrapeOnce scrapes the kubelet (bounded by the scraper's own timeout),
