@@ -9,11 +9,22 @@ import (
 // ScanMatch is one match found by a scan.
 type ScanMatch struct {
 	Time      time.Time `json:"time"`
+	Seq       uint64    `json:"-"` // kmsg sequence number, or the line number in other formats
 	Rule      string    `json:"rule"`
 	Reason    string    `json:"reason"`
 	Type      string    `json:"type"`
 	Condition string    `json:"condition,omitempty"`
+	Recovery  bool      `json:"-"` // the rule's recoveryPattern matched
 	Line      string    `json:"line"`
+}
+
+// Match feeds one record through the matchers and hands on each match,
+// recoveries included. `diag` and `rules test` both see records this way.
+func (m Matchers) Match(r Record, fn func(ScanMatch)) {
+	m.Feed(r.Message, func(h Hit) {
+		fn(ScanMatch{Time: r.Time, Seq: r.Seq, Rule: h.Rule.Name, Reason: h.Rule.Reason, Type: h.Rule.Type,
+			Condition: h.Rule.Condition, Recovery: h.Recovery, Line: h.Text})
+	})
 }
 
 // Scan is what a one-shot read of the kernel log found.
@@ -41,13 +52,12 @@ func ScanKmsg(path string, lookback time.Duration, sets []*RuleSet, clk clock.Pa
 	defer k.Close()
 	s.Source = source
 	err = k.ReadAvailable(func(r Record) {
-		matchers.Feed(r.Message, func(h Hit) {
-			if h.Recovery {
+		matchers.Match(r, func(m ScanMatch) {
+			if m.Recovery {
 				return
 			}
 			s.TotalMatches++
-			s.Matches = append(s.Matches, ScanMatch{Time: r.Time, Rule: h.Rule.Name, Reason: h.Rule.Reason,
-				Type: h.Rule.Type, Condition: h.Rule.Condition, Line: h.Text})
+			s.Matches = append(s.Matches, m)
 			if len(s.Matches) > max {
 				s.Matches = s.Matches[1:]
 			}

@@ -105,10 +105,10 @@ func replayMatches(w io.Writer, path string, sets []*kernellog.RuleSet) error {
 	enc.SetEscapeHTML(false) // kernel lines hold < and >; print them as they are
 	var encErr error
 	_, err = kernellog.Replay(in, func(r kernellog.Record) {
-		matchers.Feed(r.Message, func(h kernellog.Hit) {
+		matchers.Match(r, func(m kernellog.ScanMatch) {
 			if encErr == nil {
-				encErr = enc.Encode(testMatch{Line: h.Text, Seq: r.Seq, Rule: h.Rule.Name, Reason: h.Rule.Reason,
-					Type: h.Rule.Type, Condition: h.Rule.Condition, Recovery: h.Recovery})
+				encErr = enc.Encode(testMatch{Line: m.Line, Seq: m.Seq, Rule: m.Rule, Reason: m.Reason,
+					Type: m.Type, Condition: m.Condition, Recovery: m.Recovery})
 			}
 		})
 	})
