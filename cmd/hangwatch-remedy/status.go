@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/remedy"
+)
+
+func newStatusCommand() *cobra.Command {
+	a := &api{}
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print the fleet table: node, condition, since, action, next action",
+		Long: `status reads the Nodes and plans as the controller would with the policy of
+--config (the same file the controller runs with), and prints for every
+node and condition the policy covers its state, since when, the action the
+controller takes now (or the guard that holds it back) and the next one.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("--output %s: must be table or json", output)
+			}
+			p, err := remedy.LoadPolicyFile(a.config)
+			if err != nil {
+				return err
+			}
+			cs, err := a.client()
+			if err != nil {
+				return err
+			}
+			list, err := cs.CoreV1().Nodes().List(cmd.Context(), metav1.ListOptions{})
+			if err != nil {
+				return &exitError{code: 1, err: fmt.Errorf("list nodes: %w", err)}
+			}
+			nodes := make([]*corev1.Node, 0, len(list.Items))
+			for i := range list.Items {
+				nodes = append(nodes, &list.Items[i])
+			}
+			plan := remedy.Decide(p, nodes, time.Now())
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"matching": plan.Matching, "unhealthy": plan.Unhealthy, "maxUnhealthy": plan.Limit,
+					"paused": p.Paused, "dryRun": p.DryRun, "rows": plan.Rows})
+			}
+			return writeTable(cmd.OutOrStdout(), p, plan)
+		},
+	}
+	a.add(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func writeTable(w io.Writer, p *remedy.Policy, plan remedy.Plan) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%d of %d nodes unhealthy (maxUnhealthy %d)", plan.Unhealthy, plan.Matching, plan.Limit)
+	if p.Paused {
+		fmt.Fprint(tw, "; PAUSED")
+	}
+	if p.DryRun {
+		fmt.Fprint(tw, "; DRY RUN")
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "NODE\tCONDITION\tSTATE\tSINCE\tACTION\tNEXT")
+	for _, r := range plan.Rows {
+		since := "-"
+		if !r.Since.IsZero() {
+			since = time.Since(r.Since).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Node, r.Condition, r.State, since, dash(r.Action), dash(r.Next))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

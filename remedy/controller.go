@@ -1,0 +1,210 @@
+package remedy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// NodeLister lists the nodes the controller sees (an informer's cache).
+type NodeLister interface {
+	List() ([]*corev1.Node, error)
+}
+
+// Options wire a Controller.
+type Options struct {
+	Client kubernetes.Interface
+	Nodes  NodeLister
+	// Policy returns the policy in effect (it may be reloaded).
+	Policy   func() *Policy
+	Recorder record.EventRecorder
+	Metrics  *Metrics
+	Clock    clock.WithTicker
+	// Resync is the time between plans; 1s when zero.
+	Resync time.Duration
+}
+
+// Controller applies plans: level-triggered, one pass every Resync.
+type Controller struct {
+	o       Options
+	limiter flowcontrol.RateLimiter
+	limit   int // the policy's maxActionsPerMinute the limiter was made for
+	evict   *evictor
+	mu      sync.Mutex
+	warned  map[string]bool // node/condition told of a held action, until it is no longer held
+	last    Plan
+}
+
+// NewController returns a controller; nothing runs until Run.
+func NewController(o Options) *Controller {
+	if o.Resync == 0 {
+		o.Resync = time.Second
+	}
+	return &Controller{o: o, warned: map[string]bool{},
+		evict: newEvictor(o.Client, o.Clock, o.Metrics, o.Recorder)}
+}
+
+// Run plans and acts every Resync until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	t := c.o.Clock.NewTicker(c.o.Resync)
+	defer t.Stop()
+	for {
+		c.Pass(ctx)
+		select {
+		case <-ctx.Done():
+			c.evict.wait()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// Last is the last plan made.
+func (c *Controller) Last() Plan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// Pass makes one plan and applies it.
+func (c *Controller) Pass(ctx context.Context) {
+	nodes, err := c.o.Nodes.List()
+	if err != nil {
+		klog.ErrorS(err, "Listing nodes failed; no action this pass")
+		return
+	}
+	p := c.o.Policy()
+	plan := Decide(p, nodes, c.o.Clock.Now())
+	evicting := map[string]bool{}
+	for _, a := range plan.Actions {
+		if a.Kind == ActionEvict {
+			evicting[a.Node] = true
+		}
+	}
+	c.evict.retain(evicting)
+	limited := 0
+	for _, a := range plan.Actions {
+		if !c.allow(p, a) {
+			limited++
+			plan.Withheld[GuardRateLimit] = append(plan.Withheld[GuardRateLimit], a)
+			continue
+		}
+		c.apply(ctx, p, a, nodeByName(nodes, a.Node))
+	}
+	c.tellWithheld(plan, nodes)
+	c.o.Metrics.observe(plan, limited)
+	c.mu.Lock()
+	c.last = plan
+	c.mu.Unlock()
+}
+
+// allow takes a token for a new taint or a node's first eviction; an
+// untaint, and an eviction already under way, are never held back.
+func (c *Controller) allow(p *Policy, a Action) bool {
+	if a.Kind == ActionUntaint || (a.Kind == ActionEvict && c.evict.started(a.Node)) {
+		return true
+	}
+	if c.limiter == nil || c.limit != p.MaxActionsPerMinute {
+		n := p.MaxActionsPerMinute
+		c.limiter, c.limit = flowcontrol.NewTokenBucketRateLimiterWithClock(float32(n)/60, n, c.o.Clock), n
+	}
+	return c.limiter.TryAccept()
+}
+
+func (c *Controller) apply(ctx context.Context, p *Policy, a Action, n *corev1.Node) {
+	if n == nil {
+		return
+	}
+	if p.DryRun {
+		klog.InfoS("Dry run: would act", "node", a.Node, "action", a.Kind, "condition", a.Condition, "why", a.Why)
+		c.o.Recorder.Eventf(n, corev1.EventTypeNormal, "RemedyDryRun", "would %s (%s): %s", a.Kind, a.Taint.Key, a.Why)
+		c.o.Metrics.actions.WithLabelValues(string(a.Kind), a.Condition, "dry_run").Inc()
+		return
+	}
+	var err error
+	switch a.Kind {
+	case ActionTaint, ActionUntaint:
+		err = c.setTaint(ctx, n, a)
+	case ActionEvict:
+		c.evict.start(ctx, n, a, p.EvictionConcurrency)
+		return
+	}
+	result := "done"
+	if err != nil {
+		result = "error"
+		klog.ErrorS(err, "Action failed; tried again next pass", "node", a.Node, "action", a.Kind)
+	}
+	c.o.Metrics.actions.WithLabelValues(string(a.Kind), a.Condition, result).Inc()
+}
+
+// setTaint adds or removes the action's taint with an Update of the Node
+// as the cache holds it: a Node changed since fails with a conflict and
+// the next pass plans again from the new one. Only spec.taints changes.
+func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, a Action) error {
+	node := n.DeepCopy()
+	var taints []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.Key == a.Taint.Key && t.Value == TaintValue && t.Effect == a.Taint.Effect {
+			continue // ours: dropped, or added again below
+		}
+		taints = append(taints, t)
+	}
+	if a.Kind == ActionTaint {
+		taints = append(taints, a.Taint)
+	}
+	node.Spec.Taints = taints
+	if _, err := c.o.Client.CoreV1().Nodes().Update(ctx, node, metav1UpdateOptions); err != nil {
+		return fmt.Errorf("%s %s on node %s: %w", a.Kind, a.Taint.Key, n.Name, err)
+	}
+	verb := map[ActionKind]string{ActionTaint: "Tainted", ActionUntaint: "Untainted"}[a.Kind]
+	klog.InfoS(verb+" node", "node", n.Name, "taint", a.Taint.Key, "why", a.Why)
+	c.o.Recorder.Eventf(n, corev1.EventTypeNormal, "Remedy"+verb, "%s %s:NoSchedule: %s", verb, a.Taint.Key, a.Why)
+	return nil
+}
+
+// tellWithheld records a Warning Event on a node the first time a guard
+// holds one of its actions back (maxUnhealthy, rateLimit).
+func (c *Controller) tellWithheld(plan Plan, nodes []*corev1.Node) {
+	now := map[string]bool{}
+	for guard, acts := range plan.Withheld {
+		for _, a := range acts {
+			key := a.Node + "/" + a.Condition + "/" + guard
+			now[key] = true
+			if c.warned[key] || guard == GuardOptOut || guard == GuardPaused {
+				continue
+			}
+			if n := nodeByName(nodes, a.Node); n != nil {
+				c.o.Recorder.Eventf(n, corev1.EventTypeWarning, "RemedyHeldBack", "%s held back by %s: %s; %s",
+					a.Kind, guard, guardWhy(guard, plan, c.limit), a.Why)
+				klog.InfoS("Action held back by a guard", "node", a.Node, "action", a.Kind, "guard", guard,
+					"unhealthy", plan.Unhealthy, "matching", plan.Matching, "limit", plan.Limit)
+			}
+		}
+	}
+	c.warned = now
+}
+
+func nodeByName(nodes []*corev1.Node, name string) *corev1.Node {
+	for _, n := range nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// guardWhy says why a guard holds actions back.
+func guardWhy(guard string, plan Plan, perMinute int) string {
+	if guard == GuardRateLimit {
+		return fmt.Sprintf("more than %d actions a minute", perMinute)
+	}
+	return fmt.Sprintf("%d of %d nodes unhealthy, more than maxUnhealthy %d", plan.Unhealthy, plan.Matching, plan.Limit)
+}

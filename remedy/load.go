@@ -1,0 +1,89 @@
+package remedy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// MaxPolicyBytes bounds the policy file.
+const MaxPolicyBytes = 1 << 20
+
+// document is the policy file as written.
+type document struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*Policy    `json:",inline"`
+}
+
+// LoadPolicyFile reads and checks the policy file; empty path: the
+// default policy.
+func LoadPolicyFile(path string) (*Policy, error) {
+	if path == "" {
+		return DefaultPolicy(), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxPolicyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	if len(raw) > MaxPolicyBytes {
+		return nil, fmt.Errorf("--config %s: more than %d bytes", path, MaxPolicyBytes)
+	}
+	p, err := DecodePolicy(raw)
+	if err != nil {
+		return nil, fmt.Errorf("--config %s:\n%w", path, err)
+	}
+	return p, nil
+}
+
+// DecodePolicy decodes a policy strictly over the defaults (a conditions
+// list replaces the default one whole) and checks it, reporting every
+// problem with its field path.
+func DecodePolicy(raw []byte) (*Policy, error) {
+	data, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not YAML: %w", err)
+	}
+	doc := document{Policy: DefaultPolicy()}
+	defaults := doc.Conditions
+	doc.Conditions = nil // decoded into fresh elements, not over the defaults'
+	strict, err := sigsjson.UnmarshalStrict(data, &doc, sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, err
+	}
+	if !hasKey(data, "conditions") {
+		doc.Conditions = defaults
+	}
+	errs := append([]error{}, strict...)
+	if doc.APIVersion != APIVersion {
+		errs = append(errs, fmt.Errorf("apiVersion: %q must be %s", doc.APIVersion, APIVersion))
+	}
+	if doc.Kind != Kind {
+		errs = append(errs, fmt.Errorf("kind: %q must be %s", doc.Kind, Kind))
+	}
+	errs = append(errs, Validate(doc.Policy)...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return doc.Policy, nil
+}
+
+// hasKey tells whether the top level of a JSON object has key.
+func hasKey(data []byte, key string) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return false
+	}
+	_, ok := top[key]
+	return ok
+}

@@ -1,0 +1,245 @@
+package remedy
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// ActionKind is what an action does to a node.
+type ActionKind string
+
+// The actions.
+const (
+	ActionTaint   ActionKind = "taint"
+	ActionUntaint ActionKind = "untaint"
+	ActionEvict   ActionKind = "evict"
+)
+
+// Action is one change to one node.
+type Action struct {
+	Node      string
+	Kind      ActionKind
+	Condition string
+	Taint     corev1.Taint
+	Why       string
+}
+
+// Guards that hold actions back.
+const (
+	GuardPaused       = "paused"
+	GuardMaxUnhealthy = "maxUnhealthy"
+	GuardOptOut       = "optOut"
+	GuardRateLimit    = "rateLimit"
+)
+
+// Row is one node's condition as the plan sees it: `status` prints it and
+// the metrics count it.
+type Row struct {
+	Node      string    `json:"node"`
+	Condition string    `json:"condition"`
+	State     string    `json:"state"`
+	Since     time.Time `json:"since,omitempty"`
+	Action    string    `json:"action,omitempty"` // taken now, or held back by a guard
+	Next      string    `json:"next,omitempty"`
+}
+
+// Row states.
+const (
+	StateHealthy  = "Healthy"
+	StatePending  = "Pending" // True, not yet for taintAfter
+	StateTainted  = "Tainted"
+	StateEvicting = "Evicting"
+	StateStale    = "Stale" // no fresh condition: never acted on
+	StateOptedOut = "OptedOut"
+	StateUnknown  = "Unknown" // fresh, but the writer cannot tell
+	// StateForeign: someone else put a taint of this key on the node; it
+	// is theirs, and the controller leaves the condition alone.
+	StateForeign = "ForeignTaint"
+)
+
+// Plan is what to do now.
+type Plan struct {
+	Actions []Action
+	// Withheld are the actions a guard held back, with the guard.
+	Withheld map[string][]Action
+	Rows     []Row
+	// Matching and Unhealthy count the nodes the policy applies to and
+	// those with a fresh True condition it acts on.
+	Matching, Unhealthy, Limit int
+}
+
+// Decide plans the actions for nodes at now. It is level-triggered: the
+// taints on the nodes are its memory, so a plan made by a new leader is
+// the one the old leader would have made.
+func Decide(p *Policy, nodes []*corev1.Node, now time.Time) Plan {
+	plan := Plan{Withheld: map[string][]Action{}}
+	sel, _ := p.selector() // validated
+	var matching []*corev1.Node
+	for _, n := range nodes {
+		if sel == nil || sel.Matches(labels.Set(n.Labels)) {
+			matching = append(matching, n)
+		}
+	}
+	sort.Slice(matching, func(i, j int) bool { return matching[i].Name < matching[j].Name })
+	plan.Matching = len(matching)
+	for _, n := range matching {
+		if p.unhealthy(n, now) {
+			plan.Unhealthy++
+		}
+	}
+	plan.Limit, _ = p.unhealthyLimit(plan.Matching)
+	for _, n := range matching {
+		for _, c := range p.Conditions {
+			row, act := p.decideOne(n, c, now)
+			plan.add(p, n, row, act)
+		}
+	}
+	return plan
+}
+
+// add files an action as taken or withheld, by the guards in order.
+func (plan *Plan) add(p *Policy, n *corev1.Node, row Row, act *Action) {
+	if act != nil {
+		guard := ""
+		switch {
+		case p.Paused:
+			guard = GuardPaused
+		case act.Kind != ActionUntaint && n.Annotations[OptOutAnnotation] == "disabled":
+			guard, row.State = GuardOptOut, StateOptedOut
+		case act.Kind != ActionUntaint && plan.Unhealthy > plan.Limit:
+			guard = GuardMaxUnhealthy
+		}
+		if guard == "" {
+			plan.Actions = append(plan.Actions, *act)
+			row.Action = string(act.Kind)
+		} else {
+			plan.Withheld[guard] = append(plan.Withheld[guard], *act)
+			row.Action = string(act.Kind) + " held (" + guard + ")"
+		}
+	}
+	plan.Rows = append(plan.Rows, row)
+}
+
+// decideOne is the state of one condition of one node and the action it
+// wants, if any.
+func (p *Policy) decideOne(n *corev1.Node, c ConditionPolicy, now time.Time) (Row, *Action) {
+	row := Row{Node: n.Name, Condition: c.Type, State: StateStale}
+	cond := condition(n, c.Type)
+	tainted := hasOwnTaint(n, TaintKey(c.Type))
+	if foreignTaint(n, TaintKey(c.Type)) {
+		row.State = StateForeign
+		return row, nil
+	}
+	if cond != nil && p.fresh(cond, now) && cond.Status == corev1.ConditionUnknown {
+		row.State = StateUnknown
+	}
+	if cond == nil || !p.fresh(cond, now) || (cond.Status != corev1.ConditionTrue && cond.Status != corev1.ConditionFalse) {
+		if tainted {
+			row.Next = "keeps the taint until the condition is fresh and known again"
+		}
+		return row, nil
+	}
+	row.Since = cond.LastTransitionTime.Time
+	held := now.Sub(cond.LastTransitionTime.Time)
+	taint := corev1.Taint{Key: TaintKey(c.Type), Value: TaintValue, Effect: corev1.TaintEffectNoSchedule}
+	if cond.Status == corev1.ConditionFalse {
+		row.State = StateHealthy
+		if !tainted {
+			return row, nil
+		}
+		row.State = StateTainted
+		if held < c.ClearAfter.Duration {
+			row.Next = fmt.Sprintf("untaint in %v", (c.ClearAfter.Duration - held).Round(time.Second))
+			return row, nil
+		}
+		return row, &Action{Node: n.Name, Kind: ActionUntaint, Condition: c.Type, Taint: taint,
+			Why: fmt.Sprintf("%s has been False for %v (clearAfter %v)", c.Type, held.Round(time.Second), c.ClearAfter.Duration)}
+	}
+	return p.decideTrue(row, n, c, taint, tainted, held)
+}
+
+// decideTrue is decideOne for a fresh True condition.
+func (p *Policy) decideTrue(row Row, n *corev1.Node, c ConditionPolicy, taint corev1.Taint, tainted bool, held time.Duration) (Row, *Action) {
+	row.State = StatePending
+	if c.TaintAfter == nil {
+		row.Next = "none (no taintAfter)"
+		return row, nil
+	}
+	if !tainted {
+		if held < c.TaintAfter.Duration {
+			row.Next = fmt.Sprintf("taint in %v", (c.TaintAfter.Duration - held).Round(time.Second))
+			return row, nil
+		}
+		return row, &Action{Node: n.Name, Kind: ActionTaint, Condition: c.Type, Taint: taint,
+			Why: fmt.Sprintf("%s has been True for %v (taintAfter %v): %s", c.Type, held.Round(time.Second), c.TaintAfter.Duration, reasonOf(n, c.Type))}
+	}
+	row.State = StateTainted
+	if c.EvictAfter == nil {
+		row.Next = "untaint once False for " + c.ClearAfter.Duration.String()
+		return row, nil
+	}
+	if held < c.EvictAfter.Duration {
+		row.Next = fmt.Sprintf("evict in %v", (c.EvictAfter.Duration - held).Round(time.Second))
+		return row, nil
+	}
+	row.State = StateEvicting
+	return row, &Action{Node: n.Name, Kind: ActionEvict, Condition: c.Type, Taint: taint,
+		Why: fmt.Sprintf("%s has been True for %v (evictAfter %v): %s", c.Type, held.Round(time.Second), c.EvictAfter.Duration, reasonOf(n, c.Type))}
+}
+
+// unhealthy: a fresh True condition the policy acts on.
+func (p *Policy) unhealthy(n *corev1.Node, now time.Time) bool {
+	for _, c := range p.Conditions {
+		cond := condition(n, c.Type)
+		if c.TaintAfter != nil && cond != nil && cond.Status == corev1.ConditionTrue && p.fresh(cond, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// fresh: the condition's writer refreshed it within two heartbeats.
+func (p *Policy) fresh(c *corev1.NodeCondition, now time.Time) bool {
+	return !c.LastHeartbeatTime.IsZero() && now.Sub(c.LastHeartbeatTime.Time) <= 2*p.HeartbeatPeriod.Duration
+}
+
+func condition(n *corev1.Node, condType string) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if string(n.Status.Conditions[i].Type) == condType {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func reasonOf(n *corev1.Node, condType string) string {
+	if c := condition(n, condType); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// hasOwnTaint: the node has key as a NoSchedule taint this controller added.
+func hasOwnTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key && t.Value == TaintValue && t.Effect == corev1.TaintEffectNoSchedule {
+			return true
+		}
+	}
+	return false
+}
+
+// foreignTaint: the node has a NoSchedule taint of key that this
+// controller did not add (another value).
+func foreignTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key && t.Value != TaintValue && t.Effect == corev1.TaintEffectNoSchedule {
+			return true
+		}
+	}
+	return false
+}

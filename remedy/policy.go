@@ -1,0 +1,176 @@
+package remedy
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The policy file's identity.
+const (
+	APIVersion = "hangwatch.io/v1alpha1"
+	Kind       = "RemedyConfiguration"
+)
+
+// Policy is what hangwatch-remedy does, and the guards around it.
+type Policy struct {
+	// DryRun logs, records an Event and counts each action instead of
+	// taking it.
+	DryRun bool `json:"dryRun"`
+	// Paused takes no action at all, not even removing a taint.
+	Paused bool `json:"paused"`
+	// MaxUnhealthy is a count (3) or a share ("20%", rounded up) of the
+	// matching nodes: while more are unhealthy, no new taint or eviction is
+	// made.
+	MaxUnhealthy intstr.IntOrString `json:"maxUnhealthy"`
+	// MaxActionsPerMinute bounds new taints and node evictions across the
+	// fleet (a token bucket of that size, refilled over a minute).
+	MaxActionsPerMinute int `json:"maxActionsPerMinute"`
+	// HeartbeatPeriod is hangwatch's --status-heartbeat-period: a
+	// condition whose lastHeartbeatTime is older than twice this is stale
+	// (its node may have lost hangwatch, or the API server), and never
+	// acted on.
+	HeartbeatPeriod metav1.Duration `json:"heartbeatPeriod"`
+	// EvictionConcurrency is how many of one node's pods are evicted at once.
+	EvictionConcurrency int `json:"evictionConcurrency"`
+	// NodeSelector, a label selector, limits the nodes acted on; empty:
+	// every node.
+	NodeSelector string `json:"nodeSelector,omitempty"`
+	// Conditions say what to do for each condition type.
+	Conditions []ConditionPolicy `json:"conditions"`
+}
+
+// ConditionPolicy is what to do about one condition type.
+type ConditionPolicy struct {
+	Type string `json:"type"`
+	// TaintAfter: True this long adds the NoSchedule taint; nil: no taint.
+	TaintAfter *metav1.Duration `json:"taintAfter,omitempty"`
+	// EvictAfter: True this long evicts the node's pods; nil: no eviction.
+	EvictAfter *metav1.Duration `json:"evictAfter,omitempty"`
+	// ClearAfter: False this long removes the taint.
+	ClearAfter metav1.Duration `json:"clearAfter"`
+}
+
+func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+// DefaultPolicy is the policy without a file: taint at once on a hung
+// runtime and evict after a minute; taint after a minute of an unhealthy
+// PLEG; taint at once on a kernel deadlock; leave KubeletUnresponsive to
+// the node lifecycle controller, which acts on the same Lease.
+func DefaultPolicy() *Policy {
+	clear := metav1.Duration{Duration: time.Minute}
+	return &Policy{
+		MaxUnhealthy: intstr.FromString("20%"), MaxActionsPerMinute: 10, EvictionConcurrency: 2,
+		HeartbeatPeriod: metav1.Duration{Duration: 5 * time.Minute},
+		Conditions: []ConditionPolicy{
+			{Type: "RuntimeHung", TaintAfter: dur(0), EvictAfter: dur(time.Minute), ClearAfter: clear},
+			{Type: "PLEGUnhealthy", TaintAfter: dur(time.Minute), ClearAfter: clear},
+			{Type: "KernelDeadlock", TaintAfter: dur(0), ClearAfter: clear},
+		},
+	}
+}
+
+// TaintPrefix is the key prefix of every taint hangwatch-remedy adds, and
+// TaintValue marks it as the controller's: a taint of the same key with
+// another value (added by a person) is never touched.
+const (
+	TaintPrefix = "hangwatch.io/"
+	TaintValue  = "hangwatch-remedy"
+	// OptOutAnnotation set to "disabled" on a Node keeps hangwatch-remedy
+	// from tainting it or evicting its pods.
+	OptOutAnnotation = "hangwatch.io/remedy"
+	// OutOfServiceTaint is never added or removed: it is only safe after
+	// the node is fenced (NodeHealthCheck with a fencing remediator).
+	OutOfServiceTaint = "node.kubernetes.io/out-of-service"
+)
+
+var (
+	camel   = regexp.MustCompile(`([a-z0-9])([A-Z])`)
+	acronym = regexp.MustCompile(`([A-Z]+)([A-Z][a-z])`)
+)
+
+// TaintKey is the taint of a condition type: RuntimeHung gives
+// hangwatch.io/runtime-hung, PLEGUnhealthy hangwatch.io/pleg-unhealthy.
+func TaintKey(condType string) string {
+	s := acronym.ReplaceAllString(condType, "$1-$2")
+	return TaintPrefix + strings.ToLower(camel.ReplaceAllString(s, "$1-$2"))
+}
+
+var typeRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
+
+// Validate returns every problem of p, each with its field path.
+func Validate(p *Policy) []error {
+	var errs []error
+	bad := func(path string, value any, problem string) {
+		errs = append(errs, fmt.Errorf("%s %v: %s", path, value, problem))
+	}
+	if _, err := p.unhealthyLimit(100); err != nil {
+		bad("maxUnhealthy", p.MaxUnhealthy.String(), err.Error())
+	}
+	if p.MaxActionsPerMinute < 1 {
+		bad("maxActionsPerMinute", p.MaxActionsPerMinute, "must be at least 1")
+	}
+	if p.HeartbeatPeriod.Duration < 10*time.Second {
+		bad("heartbeatPeriod", p.HeartbeatPeriod.Duration, "must be at least 10s")
+	}
+	if p.EvictionConcurrency < 1 || p.EvictionConcurrency > 50 {
+		bad("evictionConcurrency", p.EvictionConcurrency, "must be from 1 to 50")
+	}
+	if _, err := p.selector(); err != nil {
+		bad("nodeSelector", p.NodeSelector, err.Error())
+	}
+	seen := map[string]bool{}
+	for i, c := range p.Conditions {
+		at := fmt.Sprintf("conditions[%d]", i)
+		if !typeRE.MatchString(c.Type) {
+			bad(at+".type", c.Type, "must be a CamelCase condition type")
+		}
+		if seen[c.Type] {
+			bad(at+".type", c.Type, "is listed twice")
+		}
+		seen[c.Type] = true
+		for name, d := range map[string]*metav1.Duration{"taintAfter": c.TaintAfter, "evictAfter": c.EvictAfter, "clearAfter": &c.ClearAfter} {
+			if d != nil && (d.Duration < 0 || d.Duration > 24*time.Hour) {
+				bad(at+"."+name, d.Duration, "must be from 0 to 24h")
+			}
+		}
+		if c.EvictAfter != nil && c.TaintAfter == nil {
+			bad(at+".evictAfter", c.EvictAfter.Duration, "needs taintAfter: pods evicted from an untainted node may land on it again")
+		}
+		if c.EvictAfter != nil && c.TaintAfter != nil && c.EvictAfter.Duration < c.TaintAfter.Duration {
+			bad(at+".evictAfter", c.EvictAfter.Duration, "must not be shorter than taintAfter")
+		}
+	}
+	return errs
+}
+
+// unhealthyLimit is how many of total nodes may be unhealthy before the
+// guard holds new actions back. A share rounds up, so a non-zero share of
+// a small cluster still lets one node be acted on (20% of 2 nodes is 1).
+func (p *Policy) unhealthyLimit(total int) (int, error) {
+	if p.MaxUnhealthy.Type == intstr.Int {
+		if p.MaxUnhealthy.IntVal < 0 {
+			return 0, fmt.Errorf("must not be negative")
+		}
+		return int(p.MaxUnhealthy.IntVal), nil
+	}
+	s := p.MaxUnhealthy.StrVal
+	if !strings.HasSuffix(s, "%") {
+		return 0, fmt.Errorf("want a count or a percentage such as 20%%")
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&p.MaxUnhealthy, total, true)
+	if err != nil || n < 0 || strings.HasPrefix(s, "-") || n > total {
+		return 0, fmt.Errorf("want a count or a percentage from 0%% to 100%%")
+	}
+	return n, nil
+}
+
+// selector parses NodeSelector.
+func (p *Policy) selector() (labels.Selector, error) {
+	return labels.Parse(p.NodeSelector)
+}
