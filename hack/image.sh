@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build hangwatch's container image without a Docker daemon: a
 # multi-platform OCI image index (linux/amd64 and linux/arm64, cross-built
-# with pure Go), each a static binary in a one-layer image
+# with pure Go), each the static hangwatch (the entrypoint) and
+# hangwatch-remedy (/hangwatch-remedy, the remedy Deployment's command) in
+# a one-layer image
 # (go-containerregistry), written as an OCI layout tarball that
 # `ctr images import` accepts (it unpacks this machine's platform).
 #   ./hack/image.sh [--ref NAME:TAG] [--out FILE] [--import]
@@ -21,7 +23,8 @@ ensure_go
 args=()
 for arch in amd64 arm64; do
   build_hangwatch "$arch" "bin/linux-$arch/hangwatch"
-  args+=(-binary "$arch=bin/linux-$arch/hangwatch")
+  build_hangwatch "$arch" "bin/linux-$arch/hangwatch-remedy" ./cmd/hangwatch-remedy
+  args+=(-binary "$arch=bin/linux-$arch/hangwatch" -remedy "$arch=bin/linux-$arch/hangwatch-remedy")
 done
 version=$(hangwatch_version)
 ref=${ref:-hangwatch.local/hangwatch:$version}

@@ -146,10 +146,11 @@ hangwatch_version() {
 BUILD_TAGS=grpcnotrace
 
 # build_hangwatch writes bin/hangwatch, static, with version information.
-# build_hangwatch [GOARCH OUT] builds the static binary, for this machine
+# build_hangwatch [GOARCH OUT [MAIN]] builds the static binary (MAIN, default
+# ./cmd/hangwatch), for this machine
 # into bin/hangwatch, or for linux/GOARCH into OUT (pure Go cross-build).
 build_hangwatch() {
-  local arch=${1:-} out=${2:-bin/hangwatch}
+  local arch=${1:-} out=${2:-bin/hangwatch} main=${3:-./cmd/hangwatch}
   local v commit date pkg=k8s.io/component-base/version
   v=$(hangwatch_version)
   commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo "")
@@ -160,7 +161,7 @@ build_hangwatch() {
   minor=$(echo "$v" | sed -E 's/^v[0-9]+\.([0-9]+).*/\1/')
   (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=${arch:-$(go env GOARCH)} go build -tags "$BUILD_TAGS" -trimpath -o "$out" \
     -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=$tree -X $pkg.buildDate=$date" \
-    ./cmd/hangwatch)
+    "$main")
 }
 
 # ensure_kube_binaries builds the pinned Kubernetes binaries the tests run

@@ -2,11 +2,13 @@ package remedy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -145,13 +147,13 @@ func (c *Controller) apply(ctx context.Context, p *Policy, a Action, n *corev1.N
 	c.o.Metrics.actions.WithLabelValues(string(a.Kind), a.Condition, result).Inc()
 }
 
-// setTaint adds or removes the action's taint with an Update of the Node
-// as the cache holds it: a Node changed since fails with a conflict and
-// the next pass plans again from the new one. Only spec.taints changes.
+// setTaint adds or removes the action's taint with a JSON patch of
+// spec.taints that holds only if the Node is still the one the cache read
+// (its resourceVersion): a Node changed since fails, and the next pass
+// plans again from the new one. Nothing else of the Node changes.
 func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, a Action) error {
-	node := n.DeepCopy()
-	var taints []corev1.Taint
-	for _, t := range node.Spec.Taints {
+	taints := []corev1.Taint{}
+	for _, t := range n.Spec.Taints {
 		if t.Key == a.Taint.Key && t.Value == TaintValue && t.Effect == a.Taint.Effect {
 			continue // ours: dropped, or added again below
 		}
@@ -160,8 +162,15 @@ func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, a Action) err
 	if a.Kind == ActionTaint {
 		taints = append(taints, a.Taint)
 	}
-	node.Spec.Taints = taints
-	if _, err := c.o.Client.CoreV1().Nodes().Update(ctx, node, metav1UpdateOptions); err != nil {
+	ops := []map[string]any{{"op": "add", "path": "/spec/taints", "value": taints}}
+	if n.ResourceVersion != "" { // always, but on a fake Clientset
+		ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": n.ResourceVersion}}, ops...)
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if _, err := c.o.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.JSONPatchType, patch, metav1PatchOptions); err != nil {
 		return fmt.Errorf("%s %s on node %s: %w", a.Kind, a.Taint.Key, n.Name, err)
 	}
 	verb := map[ActionKind]string{ActionTaint: "Tainted", ActionUntaint: "Untainted"}[a.Kind]

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-var metav1UpdateOptions = metav1.UpdateOptions{FieldManager: "hangwatch-remedy"}
+var metav1PatchOptions = metav1.PatchOptions{FieldManager: "hangwatch-remedy"}
 
 // blockedRetry is how long a pod whose eviction a PodDisruptionBudget
 // refused (429) waits before it is asked again, as kubectl drain waits.

@@ -35,6 +35,7 @@ import (
 type runOptions struct {
 	api
 	listen        string
+	secureListen  string
 	namespace     string
 	leaseName     string
 	leaderElect   bool
@@ -91,7 +92,8 @@ func newRunCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	o.add(fs)
-	fs.StringVar(&o.listen, "listen-address", "127.0.0.1:9766", "/metrics and /healthz (plain HTTP, not authenticated: keep it on loopback, or scrape through a sidecar)")
+	fs.StringVar(&o.listen, "listen-address", "127.0.0.1:9766", "plain HTTP, not authenticated: /healthz, and with no --secure-listen-address also /metrics (then keep it on loopback)")
+	fs.StringVar(&o.secureListen, "secure-listen-address", "", "HTTPS /metrics for Prometheus, with bearer tokens checked by TokenReview and SubjectAccessReview (get on the non-resource URL /metrics), for example 0.0.0.0:9767")
 	fs.StringVar(&o.namespace, "namespace", "", "namespace of the leader-election Lease (default $POD_NAMESPACE, else kube-system)")
 	fs.StringVar(&o.leaseName, "leader-elect-lease-name", "hangwatch-remedy", "the leader-election Lease")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader on the Lease; only the leader acts")
@@ -121,8 +123,15 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("--listen-address %s: %w", o.listen, err)}
 	}
-	srv := serve(ln, reg, nodes.Informer().HasSynced)
+	srv := serve(ln, reg, nodes.Informer().HasSynced, o.secureListen == "")
 	defer func() { _ = srv.Close() }()
+	if o.secureListen != "" {
+		secure, err := o.serveSecure(reg)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = secure.Close() }()
+	}
 	go policy.watch(ctx, 2*time.Second)
 	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced) {
 		return nil // stopped before the nodes were read
@@ -182,10 +191,13 @@ func (o *runOptions) elect(ctx context.Context, cs kubernetes.Interface, c *reme
 	return nil
 }
 
-// serve serves /metrics and /healthz (the node cache synced).
-func serve(ln net.Listener, reg metrics.KubeRegistry, synced func() bool) *http.Server {
+// serve serves /healthz (the node cache synced) and, when there is no
+// secure port, /metrics.
+func serve(ln net.Listener, reg metrics.KubeRegistry, synced func() bool, withMetrics bool) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.HandlerFor(reg, metrics.HandlerOpts{}))
+	if withMetrics {
+		mux.Handle("/metrics", metrics.HandlerFor(reg, metrics.HandlerOpts{}))
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !synced() {
 			http.Error(w, "node cache not synced", http.StatusServiceUnavailable)

@@ -39,8 +39,9 @@ func (b binaries) Set(v string) error {
 }
 
 func main() {
-	bins := binaries{}
+	bins, remedies := binaries{}, binaries{}
 	flag.Var(bins, "binary", "GOARCH=PATH of a static hangwatch binary; repeat for each platform")
+	flag.Var(remedies, "remedy", "GOARCH=PATH of a static hangwatch-remedy binary, /hangwatch-remedy in the image; repeat for each platform")
 	ref := flag.String("ref", "hangwatch.local/hangwatch:dev", "image name and tag")
 	out := flag.String("o", "_output/hangwatch-image.tar", "OCI layout tarball to write")
 	version := flag.String("version", "", "org.opencontainers.image.version")
@@ -50,19 +51,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "image: no -binary GOARCH=PATH given")
 		os.Exit(2)
 	}
-	if err := write(bins, *ref, *out, *version, *revision); err != nil {
+	if err := write(bins, remedies, *ref, *out, *version, *revision); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 	fmt.Println(*out)
 }
 
-func write(bins binaries, ref, out, version, revision string) error {
+func write(bins, remedies binaries, ref, out, version, revision string) error {
 	var specs []ociimage.Spec
 	for arch, binary := range bins {
+		extra := map[string]string{}
+		if r, ok := remedies[arch]; ok {
+			extra["/hangwatch-remedy"] = r
+		}
 		specs = append(specs, ociimage.Spec{
-			Binary: binary,
-			Arch:   arch,
+			Binary:      binary,
+			Executables: extra,
+			Arch:        arch,
 			Name:   "hangwatch",
 			Cmd:    []string{"run"},
 			User:   nonRoot + ":" + nonRoot,

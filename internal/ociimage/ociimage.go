@@ -35,6 +35,9 @@ type Spec struct {
 	User string
 	// Files are extra files by absolute path in the image (0644).
 	Files map[string][]byte
+	// Executables are more executables, by their path in the image, each
+	// read from its path on this machine (0755).
+	Executables map[string]string
 	// Labels are the image config's labels (org.opencontainers.image.*).
 	Labels map[string]string
 	// Arch is the binary's GOARCH; empty for this machine's.
@@ -58,6 +61,13 @@ func Build(s Spec) (v1.Image, error) {
 	files := map[string]fileEntry{"/" + s.Name: {exe, 0o755}}
 	for p, data := range s.Files {
 		files[p] = fileEntry{data, 0o644}
+	}
+	for p, local := range s.Executables {
+		data, err := os.ReadFile(local)
+		if err != nil {
+			return nil, fmt.Errorf("image executable %s: %w", p, err)
+		}
+		files[p] = fileEntry{data, 0o755}
 	}
 	layerTar, err := tarOf(files)
 	if err != nil {

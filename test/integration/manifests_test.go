@@ -53,7 +53,7 @@ func TestManifestsDryRunServer(t *testing.T) {
 		"crd/prometheusrules.monitoring.coreos.com", "crd/podmonitors.monitoring.coreos.com")
 	ensureDefaultServiceAccount(t, cp, "kube-system") // no controller manager makes it here
 	files, overlays := manifestFiles(t)
-	if len(files) < 8 || len(overlays) != 2 {
+	if len(files) < 8 || len(overlays) != 3 {
 		t.Fatalf("found %d manifests and %d overlays; the walk no longer matches the layout", len(files), len(overlays))
 	}
 	for _, f := range files {

@@ -1,0 +1,366 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hangwatch/hangwatch/remedy"
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+var (
+	remedyOnce sync.Once
+	remedyBin  string
+	remedyErr  error
+)
+
+// remedyBinary builds hangwatch-remedy once for the package.
+func remedyBinary(t *testing.T) string {
+	t.Helper()
+	remedyOnce.Do(func() {
+		remedyBin = filepath.Join(workDir, "hangwatch-remedy")
+		build := exec.Command("go", "build", "-o", remedyBin, "./cmd/hangwatch-remedy")
+		build.Dir = harness.ModuleRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			remedyErr = fmt.Errorf("build hangwatch-remedy: %w\n%s", err, out)
+		}
+	})
+	if remedyErr != nil {
+		t.Fatal(remedyErr)
+	}
+	return remedyBin
+}
+
+// remedyIdentity applies the remedy overlay's ServiceAccount, RBAC and
+// admission policy, and returns a kubeconfig that authenticates as that
+// ServiceAccount, so the test runs with the permissions the manifests give.
+func remedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
+	t.Helper()
+	dir := filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy")
+	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
+		kubectl(t, cp, "apply", "-f", filepath.Join(dir, f))
+	}
+	kc, err := cp.Kubeconfig("hangwatch-remedy", "system:serviceaccount:kube-system:hangwatch-remedy",
+		"system:serviceaccounts", "system:serviceaccounts:kube-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// remedyProc is one hangwatch-remedy replica.
+type remedyProc struct {
+	cmd     *exec.Cmd
+	exited  chan error
+	metrics string
+	log     string
+}
+
+func startRemedy(t *testing.T, kubeconfig, policy, lease string) *remedyProc {
+	t.Helper()
+	addr := freePort(t)
+	logf, err := os.Create(filepath.Join(t.TempDir(), "remedy.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &remedyProc{exited: make(chan error, 1), metrics: "http://" + addr + "/metrics", log: logf.Name()}
+	p.cmd = exec.Command(remedyBinary(t), "run", "--kubeconfig", kubeconfig, "--config", policy, "--listen-address", addr,
+		"--namespace", "kube-system", "--leader-elect-lease-name", lease, "--leader-elect-lease-duration", "4s",
+		"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms", "-v", "2")
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		<-p.exited
+		if t.Failed() {
+			data, _ := os.ReadFile(p.log)
+			t.Logf("hangwatch-remedy log (pid %d):\n%s", p.cmd.Process.Pid, data)
+		}
+	})
+	return p
+}
+
+func (p *remedyProc) metric(series string) float64 {
+	resp, err := http.Get(p.metrics)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return metricValue(string(body), series)
+}
+
+// fleet is the test's Nodes, labelled so the policy selects only them.
+type fleet struct {
+	cp    *harness.ControlPlane
+	label string
+	names []string
+}
+
+func newFleet(t *testing.T, cp *harness.ControlPlane, n int) *fleet {
+	t.Helper()
+	f := &fleet{cp: cp, label: uniqueNode("remedy")}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-n%02d", f.label, i)
+		_, err := cp.Admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: map[string]string{"hangwatch.io/remedy-test": f.label}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.names = append(f.names, name)
+		f.set(t, i, corev1.ConditionFalse, time.Now())
+	}
+	return f
+}
+
+// set writes RuntimeHung on node i as hangwatch would, heartbeat at beat.
+func (f *fleet) set(t *testing.T, i int, status corev1.ConditionStatus, beat time.Time) {
+	t.Helper()
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	cond := corev1.NodeCondition{Type: "RuntimeHung", Status: status, Reason: "VersionHung", Message: "set by the test",
+		LastTransitionTime: now, LastHeartbeatTime: metav1.NewTime(beat.Truncate(time.Second))}
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{cond}}})
+	if _, err := f.cp.Admin.CoreV1().Nodes().Patch(context.Background(), f.names[i], types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tainted lists the nodes (by index) with the controller's taint.
+func (f *fleet) tainted(t *testing.T) []int {
+	t.Helper()
+	var out []int
+	for i, name := range f.names {
+		n, err := f.cp.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		own := 0
+		for _, tn := range n.Spec.Taints {
+			if tn.Key == remedy.TaintKey("RuntimeHung") && tn.Value == remedy.TaintValue {
+				own++
+			}
+		}
+		if own > 1 {
+			t.Fatalf("node %s has %d copies of the taint", name, own)
+		}
+		if own == 1 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// events counts the Events of a reason on node i.
+func (f *fleet) events(t *testing.T, i int, reason string) int32 {
+	t.Helper()
+	list, err := f.cp.Admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + f.names[i] + ",reason=" + reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, e := range list.Items {
+		n += max(e.Count, 1)
+	}
+	return n
+}
+
+func writePolicy(t *testing.T, path, label, extra string) {
+	t.Helper()
+	body := fmt.Sprintf(`apiVersion: hangwatch.io/v1alpha1
+kind: RemedyConfiguration
+nodeSelector: hangwatch.io/remedy-test=%s
+conditions:
+- type: RuntimeHung
+  taintAfter: 0s
+  clearAfter: 2s
+%s`, label, extra)
+	if err := os.WriteFile(path+".tmp", []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("gave up after %v waiting for %s", limit, what)
+		}
+		<-tick.C
+	}
+	return time.Since(start)
+}
+
+func (f *fleet) annotate(t *testing.T, i int, key, value string) {
+	t.Helper()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	if _, err := f.cp.Admin.CoreV1().Nodes().Patch(context.Background(), f.names[i], types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sameInts(a []int, b ...int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// TestRemedyGuardsOnARealAPIServer runs hangwatch-remedy, with the
+// permissions its manifests give, over 20 Nodes whose RuntimeHung an admin
+// client writes as hangwatch would: maxUnhealthy holds every new taint
+// while too many are sick, the rate limit spaces them, an opted-out node
+// and a stale condition are never acted on, a pause holds everything, and
+// a node that recovers is untainted after clearAfter.
+func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
+	cp := controlPlane(t)
+	kc := remedyIdentity(t, cp)
+	f := newFleet(t, cp, 20)
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	guards := "maxUnhealthy: 5\nmaxActionsPerMinute: 3\n"
+	writePolicy(t, policy, f.label, guards)
+	f.annotate(t, 7, remedy.OptOutAnnotation, "disabled")
+	for _, i := range []int{0, 1, 2, 3, 4, 5, 7} {
+		f.set(t, i, corev1.ConditionTrue, time.Now())
+	}
+	f.set(t, 6, corev1.ConditionTrue, time.Now().Add(-time.Hour)) // hangwatch gone from it: stale
+	p := startRemedy(t, kc, policy, "remedy-"+f.label)
+
+	waitUntil(t, time.Minute, "maxUnhealthy to hold the taints back (an Event)", func() bool { return f.events(t, 0, "RemedyHeldBack") > 0 })
+	if got := f.tainted(t); len(got) != 0 {
+		t.Fatalf("7 of 20 sick with maxUnhealthy 5: tainted %v", got)
+	}
+	if v := p.metric(`hangwatch_remedy_guard_active{guard="maxUnhealthy"}`); v != 1 {
+		t.Errorf("guard gauge %v, want 1", v)
+	}
+
+	f.set(t, 4, corev1.ConditionFalse, time.Now())
+	f.set(t, 5, corev1.ConditionFalse, time.Now()) // 5 sick: 0-3 and the opted-out 7
+	took := waitUntil(t, 30*time.Second, "3 taints", func() bool { return len(f.tainted(t)) == 3 })
+	measure(t, "remedy_first_taints_after_guard_released", took)
+	fourth := waitUntil(t, time.Minute, "the 4th taint", func() bool { return len(f.tainted(t)) == 4 })
+	measure(t, "remedy_fourth_taint_after_the_third", fourth)
+	if fourth < 15*time.Second {
+		t.Errorf("the 4th taint came %v after the 3rd; 3 a minute allows one every 20s", fourth)
+	}
+	if got := f.tainted(t); !sameInts(got, 0, 1, 2, 3) {
+		t.Fatalf("tainted %v, want [0 1 2 3]: never the stale 6 nor the opted-out 7", got)
+	}
+	if n := f.events(t, 7, "RemedyTainted"); n != 0 {
+		t.Errorf("opted-out node: %d taint Events", n)
+	}
+
+	writePolicy(t, policy, f.label, guards+"paused: true\n")
+	waitUntil(t, 30*time.Second, "the paused policy to load", func() bool { return logHas(p.log, `"Reloaded the policy"`) })
+	f.set(t, 8, corev1.ConditionTrue, time.Now())
+	waitUntil(t, 30*time.Second, "the pause to hold n08's taint", func() bool {
+		return p.metric(`hangwatch_remedy_guard_active{guard="paused"}`) == 1
+	})
+	if got := f.tainted(t); !sameInts(got, 0, 1, 2, 3) {
+		t.Fatalf("paused: tainted %v", got)
+	}
+
+	writePolicy(t, policy, f.label, "maxUnhealthy: 6\nmaxActionsPerMinute: 60\n")
+	waitUntil(t, 30*time.Second, "n08 tainted once unpaused", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3, 8) })
+	f.set(t, 0, corev1.ConditionFalse, time.Now())
+	healed := time.Now()
+	waitUntil(t, 30*time.Second, "n00 untainted", func() bool { return sameInts(f.tainted(t), 1, 2, 3, 8) })
+	if since := time.Since(healed); since < time.Second {
+		t.Errorf("untainted %v after the recovery; clearAfter is 2s", since)
+	}
+}
+
+// TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction kills the leading
+// replica (SIGKILL) as it taints: the other takes the Lease over, every
+// sick node ends with one copy of the taint and at most one taint Event,
+// and the new leader acts on what comes next.
+func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
+	cp := controlPlane(t)
+	kc := remedyIdentity(t, cp)
+	f := newFleet(t, cp, 6)
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	writePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 60\n")
+	lease := "remedy-" + f.label
+	first := startRemedy(t, kc, policy, lease)
+	waitUntil(t, 30*time.Second, "the first replica to lead", func() bool { return first.metric("hangwatch_remedy_leader") == 1 })
+	second := startRemedy(t, kc, policy, lease)
+	waitUntil(t, 30*time.Second, "the second replica to serve", func() bool { return second.metric("hangwatch_remedy_leader") == 0 })
+	for i := 0; i < 4; i++ {
+		f.set(t, i, corev1.ConditionTrue, time.Now())
+	}
+	waitUntil(t, 30*time.Second, "a first taint", func() bool { return len(f.tainted(t)) > 0 })
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	waitUntil(t, 30*time.Second, "the second replica to lead", func() bool { return second.metric("hangwatch_remedy_leader") == 1 })
+	measure(t, "remedy_leader_takeover_after_kill", time.Since(killed))
+	waitUntil(t, 30*time.Second, "all 4 tainted", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3) })
+	for i := 0; i < 4; i++ {
+		if n := f.events(t, i, "RemedyTainted"); n > 1 {
+			t.Errorf("node %d: %d taint Events; the new leader tainted it again", i, n)
+		}
+	}
+	f.set(t, 4, corev1.ConditionTrue, time.Now())
+	waitUntil(t, 30*time.Second, "the new leader to taint n04", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3, 4) })
+}
+
+// TestRemedyMayChangeOnlyItsOwnTaints: the admission policy lets the
+// remedy ServiceAccount add and remove its taint, and nothing else.
+func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
+	cp := controlPlane(t)
+	kc := remedyIdentity(t, cp)
+	f := newFleet(t, cp, 1)
+	cs := clientFor(t, kc)
+	ctx := context.Background()
+	patch := func(ops string) error {
+		_, err := cs.CoreV1().Nodes().Patch(ctx, f.names[0], types.JSONPatchType, []byte(ops), metav1.PatchOptions{})
+		return err
+	}
+	ours := fmt.Sprintf(`{"key":%q,"value":%q,"effect":"NoSchedule"}`, remedy.TaintKey("RuntimeHung"), remedy.TaintValue)
+	if err := patch(`[{"op":"add","path":"/spec/taints","value":[` + ours + `]}]`); err != nil {
+		t.Fatalf("adding its own taint: %v", err)
+	}
+	for what, ops := range map[string]string{
+		"a label":                  `[{"op":"add","path":"/metadata/labels/x","value":"y"}]`,
+		"unschedulable":            `[{"op":"add","path":"/spec/unschedulable","value":true}]`,
+		"another taint":            `[{"op":"add","path":"/spec/taints/-","value":{"key":"example.com/x","effect":"NoSchedule"}}]`,
+		"the out-of-service taint": `[{"op":"add","path":"/spec/taints/-","value":{"key":"node.kubernetes.io/out-of-service","value":"nodeshutdown","effect":"NoExecute"}}]`,
+		"its taint as NoExecute":   `[{"op":"add","path":"/spec/taints/-","value":{"key":"hangwatch.io/kernel-deadlock","value":"hangwatch-remedy","effect":"NoExecute"}}]`,
+	} {
+		if err := patch(ops); err == nil || !strings.Contains(err.Error(), "hangwatch-remedy may") {
+			t.Errorf("%s: %v, want a denial by the admission policy", what, err)
+		}
+	}
+	if err := patch(`[{"op":"add","path":"/spec/taints","value":[]}]`); err != nil {
+		t.Fatalf("removing its own taint: %v", err)
+	}
+	if err := cs.CoreV1().Nodes().Delete(ctx, f.names[0], metav1.DeleteOptions{}); err == nil {
+		t.Error("the remedy identity deleted a Node")
+	}
+}
+
+func logHas(path, text string) bool {
+	data, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(data), text)
+}
