@@ -69,9 +69,9 @@ func write(bins, remedies binaries, ref, out, version, revision string) error {
 			Binary:      binary,
 			Executables: extra,
 			Arch:        arch,
-			Name:   "hangwatch",
-			Cmd:    []string{"run"},
-			User:   nonRoot + ":" + nonRoot,
+			Name:        "hangwatch",
+			Cmd:         []string{"run"},
+			User:        nonRoot + ":" + nonRoot,
 			Files: map[string][]byte{
 				"/etc/passwd": []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:" + nonRoot + ":" + nonRoot + ":nonroot:/home/nonroot:/sbin/nologin\n"),
 				"/etc/group":  []byte("root:x:0:\nnonroot:x:" + nonRoot + ":\n"),
