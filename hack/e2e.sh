@@ -7,6 +7,12 @@
 #       (default: the tested stack, kubelet v1.37.2 and containerd v2.3.7);
 #       writes the table of lead times and the footprint into BENCHMARKS.md
 #       (between the e2e markers). About 35 minutes.
+#   ./hack/e2e.sh --remedy
+#       two real nodes (two kubelets, each on its own containerd, hangwatch as
+#       the static pod on each, kube-scheduler and kube-controller-manager):
+#       freeze node A's containerd with hangwatch-remedy and without it (the
+#       baseline, Kubernetes' own path) and time the replacement of A's pod
+#       on B; writes the table between the remedy markers. About 12 minutes.
 #   ./hack/e2e.sh --matrix [HEALTHY_DURATION (default 1m)]
 #       for each kubelet/containerd pair of E2E_MATRIX: the frozen-runtime
 #       lead, the ListPodSandbox-hang lead and a healthy run with 30 pods;
@@ -37,6 +43,11 @@ v1.35.4 v2.1.9"}
 ensure_packages
 ensure_go
 ensure_kube_binaries
+if [ "${1:-}" = --remedy ]; then
+  source "$ROOT/hack/e2e-remedy.sh"
+  run_remedy
+  exit $?
+fi
 if [ "${1:-}" = --matrix ]; then
   shift
   source "$ROOT/hack/e2e-matrix.sh"

@@ -9,7 +9,7 @@ HANGWATCH_CACHE=${HANGWATCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch}
 GO_VERSION=${GO_VERSION:-$(awk '/^toolchain go/{sub(/^go/, "", $2); print $2}' "$ROOT/go.mod")}  # fetched when the machine's Go is older
 GOLANGCI_LINT_VERSION=v2.6.2
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}        # a folder under hack/kube pins it; test/harness reads $HANGWATCH_KUBE_BIN
-KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager)
+KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager kube-scheduler)
 # containerd the tests run: a folder under hack/containerd pins it (built
 # from its Go module, with Debian's runc), or "debian" for Debian's own
 # containerd package (1.6, the fallback).

@@ -184,3 +184,30 @@ func TestHelmChartCanLeaveConfigChangesToTheReload(t *testing.T) {
 		t.Errorf("rollOnConfigChange=false: pod annotations %v, want no checksum/config", a)
 	}
 }
+
+// TestHelmRemedyMatchesKustomize: with remedy.enabled the chart installs
+// what manifests/overlays/remedy does: the same ClusterRole rules, the
+// same admission policy (for the chart's ServiceAccount) and the same
+// policy file.
+func TestHelmRemedyMatchesKustomize(t *testing.T) {
+	objs := renderHelmChart(t, "hw", "--set", "remedy.enabled=true")
+	if len(renderHelmChart(t, "hw")) >= len(objs) {
+		t.Fatal("remedy.enabled=true renders nothing more")
+	}
+	if got, exp := dig(objs["ClusterRole/hw-remedy"], "rules"), dig(readObject(t, "overlays/remedy/rbac.yaml"), "rules"); !reflect.DeepEqual(got, exp) {
+		t.Errorf("the chart's remedy ClusterRole rules differ from the overlay's:\nchart: %v\nkustomize: %v", got, exp)
+	}
+	policy := strings.ReplaceAll(string(mustRead(t, "overlays/remedy/admission-policy.yaml")),
+		"system:serviceaccount:kube-system:hangwatch-remedy", "system:serviceaccount:kube-system:hw-remedy")
+	var want map[string]any
+	mustUnmarshal(t, []byte(strings.Split(policy, "\n---\n")[0]), &want)
+	if got := dig(objs["ValidatingAdmissionPolicy/hw-remedy-taints-only"], "spec"); !reflect.DeepEqual(got, want["spec"]) {
+		t.Errorf("the chart's remedy admission policy differs from the overlay's:\nchart: %v\nkustomize: %v", got, want["spec"])
+	}
+	var gotConfig, wantConfig map[string]any
+	mustUnmarshal(t, []byte(dig(objs["ConfigMap/hw-remedy-config"], "data", "config.yaml").(string)), &gotConfig)
+	mustUnmarshal(t, mustRead(t, "overlays/remedy/config.yaml"), &wantConfig)
+	if !reflect.DeepEqual(gotConfig, wantConfig) {
+		t.Errorf("the chart's remedy policy differs from the overlay's:\nchart: %v\nkustomize: %v", gotConfig, wantConfig)
+	}
+}

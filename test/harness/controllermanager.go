@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -18,8 +19,10 @@ type ControllerManager struct {
 	proc *process
 }
 
-// StartControllerManager starts it against cp and waits for /healthz.
-func StartControllerManager(ctx context.Context, cp *ControlPlane) (*ControllerManager, error) {
+// StartControllerManager starts it against cp and waits for /healthz. It
+// runs the node lifecycle controller, and the controllers named in more
+// (deployment-controller, replicaset-controller, disruption-controller...).
+func StartControllerManager(ctx context.Context, cp *ControlPlane, more ...string) (*ControllerManager, error) {
 	bin, err := KubeBinary("kube-controller-manager")
 	if err != nil {
 		return nil, err
@@ -29,7 +32,7 @@ func StartControllerManager(ctx context.Context, cp *ControlPlane) (*ControllerM
 		return nil, err
 	}
 	args := []string{"--kubeconfig", cp.AdminKubeconfig, "--authentication-kubeconfig", cp.AdminKubeconfig,
-		"--authorization-kubeconfig", cp.AdminKubeconfig, "--controllers", "node-lifecycle-controller",
+		"--authorization-kubeconfig", cp.AdminKubeconfig, "--controllers", strings.Join(append([]string{"node-lifecycle-controller"}, more...), ","),
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--cert-dir", filepath.Join(cp.Dir, "kcm-certs"), "--v", "2"}
 	p, err := startProcess(cp.Dir, "kube-controller-manager", bin, args...)

@@ -108,16 +108,29 @@ func StartKubeletViaT(t testing.TB, cp *ControlPlane, c *Containerd, runtimeEndp
 	return k
 }
 
-// StartControllerManagerT starts the node lifecycle controller against cp
-// and stops it when t ends.
-func StartControllerManagerT(t testing.TB, cp *ControlPlane) *ControllerManager {
+// StartControllerManagerT starts the node lifecycle controller, and the
+// controllers named in more, against cp and stops it when t ends.
+func StartControllerManagerT(t testing.TB, cp *ControlPlane, more ...string) *ControllerManager {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cm, err := StartControllerManager(ctx, cp)
+	cm, err := StartControllerManager(ctx, cp, more...)
 	if err != nil {
 		t.Fatalf("start kube-controller-manager: %v", err)
 	}
 	t.Cleanup(cm.Stop)
 	return cm
+}
+
+// StartSchedulerT starts kube-scheduler against cp and stops it when t ends.
+func StartSchedulerT(t testing.TB, cp *ControlPlane) *Scheduler {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := StartScheduler(ctx, cp)
+	if err != nil {
+		t.Fatalf("start kube-scheduler: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
 }

@@ -76,7 +76,8 @@ func TestManifestsDryRunServer(t *testing.T) {
 // chart's selector would be refused as an immutable-field change.
 func renderHelmChart(t *testing.T) string {
 	t.Helper()
-	out, err := harness.HelmTemplate("hangwatch-chart", harness.HelmMonitorsOn...)
+	out, err := harness.HelmTemplate("hangwatch-chart", append(harness.HelmMonitorsOn[:len(harness.HelmMonitorsOn):len(harness.HelmMonitorsOn)],
+		"--set", "remedy.enabled=true")...)
 	if err != nil {
 		t.Fatal(err)
 	}

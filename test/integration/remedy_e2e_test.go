@@ -1,0 +1,238 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/hangwatch/hangwatch/remedy"
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// The controllers a two-node cluster needs beside the node lifecycle
+// controller: Deployments, their ReplicaSets, PodDisruptionBudgets' status
+// (the Eviction API reads it) and the NoExecute taint evictions of
+// Kubernetes' own path.
+var twoNodeControllers = []string{"deployment-controller", "replicaset-controller", "disruption-controller", "taint-eviction-controller"}
+
+// twoNodes is a cluster of two real kubelets, each on its own containerd
+// with hangwatch as the shipped static pod, kube-controller-manager and
+// kube-scheduler.
+type twoNodes struct {
+	cp   *harness.ControlPlane
+	a, b staticPodNode
+}
+
+func startTwoNodes(t *testing.T) *twoNodes {
+	t.Helper()
+	harness.RequireRealParts(t)
+	cp := harness.StartControlPlaneT(t)
+	harness.StartControllerManagerT(t, cp, twoNodeControllers...)
+	harness.StartSchedulerT(t, cp)
+	for _, ns := range []string{"kube-system", "default"} {
+		ensureDefaultServiceAccount(t, cp, ns)
+	}
+	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
+	tn := &twoNodes{cp: cp}
+	tn.a = startMember(t, cp, 0)
+	tn.b = startMember(t, cp, 100) // hangwatch's host ports moved by 100: both share this machine's network
+	tn.a.waitHealthy(t)
+	tn.b.waitHealthy(t)
+	return tn
+}
+
+// startMember is one node of the two: containerd, the kubelet talking to
+// it directly, and hangwatch's static pod on ports 9764+offset, 9765+offset.
+func startMember(t *testing.T, cp *harness.ControlPlane, offset int) staticPodNode {
+	t.Helper()
+	c := harness.StartContainerdT(t, 0, 0)
+	n := kubeletNode{cp: cp, c: c, k: harness.StartKubeletT(t, cp, c, uniqueNode("two"))}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.ImportImage(ctx, hangwatchImageTar(t)); err != nil {
+		t.Fatal(err)
+	}
+	configDir := t.TempDir()
+	writeStaticPodConfig(t, configDir, n.k)
+	if offset != 0 {
+		movePorts(t, configDir, n, offset)
+	} else {
+		writeStaticPod(t, n, configDir)
+	}
+	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, scrapeToken: scraperToken(t, cp)}
+}
+
+// movePorts moves hangwatch's two ports in its config and static pod.
+func movePorts(t *testing.T, configDir string, n kubeletNode, offset int) {
+	t.Helper()
+	var cfg map[string]any
+	readYAML(t, filepath.Join(configDir, "config.yaml"), &cfg)
+	server := cfg["server"].(map[string]any)
+	server["listenAddress"] = "127.0.0.1:" + strconv.Itoa(9764+offset)
+	server["secureListenAddress"] = "0.0.0.0:" + strconv.Itoa(9765+offset)
+	writeYAML(t, filepath.Join(configDir, "config.yaml"), cfg)
+	writeStaticPod(t, n, configDir)
+	path := filepath.Join(n.k.StaticPodDir, "hangwatch.yaml")
+	var pod corev1.Pod
+	readYAML(t, path, &pod)
+	c := &pod.Spec.Containers[0]
+	c.Ports[0].ContainerPort = int32(9765 + offset)
+	c.LivenessProbe.HTTPGet.Port = intstr.FromInt32(int32(9764 + offset))
+	writeYAML(t, path, pod)
+}
+
+// webDeployment is two pause replicas spread over the nodes, with a
+// PodDisruptionBudget that keeps one available.
+func webDeployment(t *testing.T, cp *harness.ControlPlane) {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			AutomountServiceAccountToken:  ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](5),
+			Containers:                    []corev1.Container{{Name: "web", Image: harness.PauseImage, ImagePullPolicy: corev1.PullNever}},
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
+				WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
+		}}}}
+	ctx := context.Background()
+	if _, err := cp.Admin.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}}}
+	if _, err := cp.Admin.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// webPods lists the Deployment's pods.
+func webPods(t *testing.T, cp *harness.ControlPlane) []corev1.Pod {
+	t.Helper()
+	list, err := cp.Admin.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func running(p corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if !c.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+func hasTaint(t *testing.T, cp *harness.ControlPlane, node, key string) bool {
+	t.Helper()
+	n, err := cp.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range n.Spec.Taints {
+		if tn.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTwoNodeFreezeWithRemedy freezes node A's containerd with
+// hangwatch-remedy running its shipped policy, and measures from the
+// freeze: RuntimeHung on A, the taint, the eviction of A's web pod and
+// its replacement Running on B; no new pod lands on A. Thawed, A loses
+// the taint after clearAfter.
+func TestTwoNodeFreezeWithRemedy(t *testing.T) {
+	twoNodeFreeze(t, true)
+}
+
+// TestTwoNodeFreezeBaseline is the same freeze without hangwatch-remedy:
+// Kubernetes' own path (the kubelet's Ready=False, the not-ready NoExecute
+// taint, eviction after the pods' 300 s toleration).
+func TestTwoNodeFreezeBaseline(t *testing.T) {
+	twoNodeFreeze(t, false)
+}
+
+func twoNodeFreeze(t *testing.T, withRemedy bool) {
+	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
+		t.Skip("two kubelets, a scheduler and minutes of waiting; hack/e2e.sh --remedy runs it (HANGWATCH_E2E_LONG=1)")
+	}
+	tn := startTwoNodes(t)
+	name := map[bool]string{true: "remedy", false: "baseline"}[withRemedy]
+	if withRemedy {
+		kc := remedyIdentity(t, tn.cp)
+		startRemedy(t, kc, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
+	}
+	webDeployment(t, tn.cp)
+	a, b := tn.a.k.Node, tn.b.k.Node
+	waitUntil(t, 3*time.Minute, "one web pod Running on each node", func() bool {
+		on := map[string]int{}
+		for _, p := range webPods(t, tn.cp) {
+			if running(p) {
+				on[p.Spec.NodeName]++
+			}
+		}
+		return on[a] == 1 && on[b] == 1
+	})
+	thaw := freeze(t, tn.a.c)
+	frozen := time.Now()
+	hung := tn.a.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionTrue, ""))
+	measure(t, "e2e_two_node_"+name+"_runtime_hung_after_freeze", hung.Sub(frozen))
+	key := remedy.TaintKey("RuntimeHung")
+	limit := 90 * time.Second
+	if withRemedy {
+		waitUntil(t, time.Minute, "the taint on A", func() bool { return hasTaint(t, tn.cp, a, key) })
+		measure(t, "e2e_two_node_remedy_taint_after_freeze", time.Since(frozen))
+	} else {
+		limit = 10 * time.Minute
+	}
+	waitUntil(t, limit, "A's web pod evicted", func() bool {
+		for _, p := range webPods(t, tn.cp) {
+			if p.Spec.NodeName == a && p.DeletionTimestamp != nil {
+				return true
+			}
+		}
+		return false
+	})
+	measure(t, "e2e_two_node_"+name+"_eviction_after_freeze", time.Since(frozen))
+	waitUntil(t, 2*time.Minute, "two web pods Running on B", func() bool {
+		n := 0
+		for _, p := range webPods(t, tn.cp) {
+			if running(p) && p.Spec.NodeName == b {
+				n++
+			}
+		}
+		return n == 2
+	})
+	replaced := time.Since(frozen)
+	measure(t, "e2e_two_node_"+name+"_replacement_running_after_freeze", replaced)
+	for _, p := range webPods(t, tn.cp) {
+		if p.CreationTimestamp.After(frozen) && p.Spec.NodeName == a {
+			t.Errorf("pod %s, created %v after the freeze, was scheduled to the frozen node", p.Name, p.CreationTimestamp.Sub(frozen))
+		}
+	}
+	t.Logf("%s: RuntimeHung %v, replacement Running on B %v after the freeze", name, hung.Sub(frozen).Round(100*time.Millisecond), replaced.Round(100*time.Millisecond))
+	if !withRemedy {
+		return
+	}
+	thaw()
+	thawed := time.Now()
+	tn.a.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionFalse, ""))
+	waitUntil(t, 3*time.Minute, "the taint gone from A", func() bool { return !hasTaint(t, tn.cp, a, key) })
+	measure(t, "e2e_two_node_remedy_untaint_after_thaw", time.Since(thawed))
+}
