@@ -45,6 +45,12 @@ func forbidden(pkg, dep string) string {
 		return "nothing imports the command"
 	case top(dep) == "agent" && top(pkg) != "cmd":
 		return "only the command imports the agent's assembly"
+	case top(dep) == "remedy" && top(pkg) != "cmd":
+		return "only hangwatch-remedy's command imports the remedy controller"
+	case pkg == "cmd/hangwatch" && top(dep) == "remedy":
+		return "the node agent does not link the cluster-side controller"
+	case top(pkg) == "remedy" && (slices.Contains(signals, top(dep)) || top(dep) == "conditions" || top(dep) == "config"):
+		return "the remedy controller reads Nodes, not the node agent's packages"
 	case top(dep) == "config" && (top(pkg) == "conditions" || slices.Contains(signals, top(pkg))):
 		return "the configuration is read by the agent and the command; signal packages and conditions take their own options"
 	case top(pkg) == "conditions" && slices.Contains(signals, top(dep)):
