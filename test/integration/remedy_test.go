@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/hangwatch/hangwatch/remedy"
 	"github.com/hangwatch/hangwatch/test/harness"
@@ -27,6 +28,11 @@ var (
 	remedyOnce sync.Once
 	remedyBin  string
 	remedyErr  error
+	// remedyKubeconfig is remedyIdentity's, made once for the package.
+	remedyKubeconfig struct {
+		once sync.Once
+		path string
+	}
 )
 
 // remedyBinary builds hangwatch-remedy once for the package.
@@ -51,6 +57,18 @@ func remedyBinary(t *testing.T) string {
 // ServiceAccount, so the test runs with the permissions the manifests give.
 func remedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
 	t.Helper()
+	if cp != controlPlane(t) { // a control plane of the test's own
+		return applyRemedyIdentity(t, cp)
+	}
+	remedyKubeconfig.once.Do(func() { remedyKubeconfig.path = applyRemedyIdentity(t, cp) })
+	if remedyKubeconfig.path == "" {
+		t.Fatal("the remedy identity could not be set up (an earlier test says why)")
+	}
+	return remedyKubeconfig.path
+}
+
+func applyRemedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
+	t.Helper()
 	dir := filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy")
 	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
 		kubectl(t, cp, "apply", "-f", filepath.Join(dir, f))
@@ -60,7 +78,29 @@ func remedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitPolicyEnforced(t, cp, clientFor(t, kc))
 	return kc
+}
+
+// waitPolicyEnforced waits until the API server enforces the admission
+// policy just applied: a label change by the remedy identity on a probe
+// Node is denied.
+func waitPolicyEnforced(t *testing.T, cp *harness.ControlPlane, cs kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	probe := uniqueNode("remedy-policy-probe")
+	if _, err := cp.Admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: probe}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.Admin.CoreV1().Nodes().Delete(ctx, probe, metav1.DeleteOptions{}) }()
+	var last error
+	try := 0
+	took := waitUntilOr(t, time.Minute, func() string { return fmt.Sprintf("the remedy admission policy to be enforced (last: %v)", last) }, func() bool {
+		try++ // a new value each time: a patch that changes nothing is allowed
+		_, last = cs.CoreV1().Nodes().Patch(ctx, probe, types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{"probe":"%d"}}}`, try), metav1.PatchOptions{})
+		return last != nil && strings.Contains(last.Error(), "hangwatch-remedy may")
+	})
+	t.Logf("the remedy admission policy was enforced %v after it was applied", took.Round(100*time.Millisecond))
 }
 
 // remedyProc is one hangwatch-remedy replica.
@@ -71,6 +111,8 @@ type remedyProc struct {
 	log     string
 }
 
+// startRemedy starts a replica with the Lease kube-system/<lease>; only
+// "hangwatch-remedy" is one the manifests' Role lets it take.
 func startRemedy(t *testing.T, kubeconfig, policy, lease string) *remedyProc {
 	t.Helper()
 	addr := freePort(t)
@@ -204,12 +246,18 @@ conditions:
 
 func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
+	return waitUntilOr(t, limit, func() string { return what }, cond)
+}
+
+// waitUntilOr is waitUntil with the description made when it gives up.
+func waitUntilOr(t *testing.T, limit time.Duration, what func() string, cond func() bool) time.Duration {
+	t.Helper()
 	start := time.Now()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Since(start) > limit {
-			t.Fatalf("gave up after %v waiting for %s", limit, what)
+			t.Fatalf("gave up after %v waiting for %s", limit, what())
 		}
 		<-tick.C
 	}
@@ -244,7 +292,7 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
 	}
 	f.set(t, 6, corev1.ConditionTrue, time.Now().Add(-time.Hour)) // hangwatch gone from it: stale
-	p := startRemedy(t, kc, policy, "remedy-"+f.label)
+	p := startRemedy(t, kc, policy, "hangwatch-remedy")
 
 	waitUntil(t, time.Minute, "maxUnhealthy to hold the taints back (an Event)", func() bool { return f.events(t, 0, "RemedyHeldBack") > 0 })
 	if got := f.tainted(t); len(got) != 0 {
@@ -300,7 +348,7 @@ func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
 	f := newFleet(t, cp, 6)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	writePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 60\n")
-	lease := "remedy-" + f.label
+	lease := "hangwatch-remedy" // the only Lease its Role lets it take
 	first := startRemedy(t, kc, policy, lease)
 	waitUntil(t, 30*time.Second, "the first replica to lead", func() bool { return first.metric("hangwatch_remedy_leader") == 1 })
 	second := startRemedy(t, kc, policy, lease)
@@ -338,8 +386,13 @@ func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
 		return err
 	}
 	ours := fmt.Sprintf(`{"key":%q,"value":%q,"effect":"NoSchedule"}`, remedy.TaintKey("RuntimeHung"), remedy.TaintValue)
-	if err := patch(`[{"op":"add","path":"/spec/taints","value":[` + ours + `]}]`); err != nil {
+	// the API server's TaintNodesByCondition gave the new Node the not-ready
+	// taint: the remedy identity may not remove it, so it appends
+	if err := patch(`[{"op":"add","path":"/spec/taints/-","value":` + ours + `}]`); err != nil {
 		t.Fatalf("adding its own taint: %v", err)
+	}
+	if err := patch(`[{"op":"add","path":"/spec/taints","value":[]}]`); err == nil {
+		t.Error("the remedy identity removed the API server's not-ready taint")
 	}
 	for what, ops := range map[string]string{
 		"a label":                  `[{"op":"add","path":"/metadata/labels/x","value":"y"}]`,
@@ -352,7 +405,15 @@ func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
 			t.Errorf("%s: %v, want a denial by the admission policy", what, err)
 		}
 	}
-	if err := patch(`[{"op":"add","path":"/spec/taints","value":[]}]`); err != nil {
+	n, err := cs.CoreV1().Nodes().Get(ctx, f.names[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(n.Spec.Taints) - 1
+	if n.Spec.Taints[last].Key != remedy.TaintKey("RuntimeHung") {
+		t.Fatalf("taints %v", n.Spec.Taints)
+	}
+	if err := patch(fmt.Sprintf(`[{"op":"remove","path":"/spec/taints/%d"}]`, last)); err != nil {
 		t.Fatalf("removing its own taint: %v", err)
 	}
 	if err := cs.CoreV1().Nodes().Delete(ctx, f.names[0], metav1.DeleteOptions{}); err == nil {
