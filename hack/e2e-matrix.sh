@@ -76,11 +76,6 @@ ${rows%$'\n'}
 <!-- e2e-matrix:end -->
 TABLE
 )
-  if grep -q '<!-- e2e-matrix:begin' BENCHMARKS.md; then
-    awk -v t="$table" '/<!-- e2e-matrix:begin/{print t; skip=1} /<!-- e2e-matrix:end -->/{skip=0; next} !skip' BENCHMARKS.md > BENCHMARKS.md.tmp
-  else
-    { cat BENCHMARKS.md; printf '\n## End to end on each supported kubelet and containerd\n\n%s\n' "$table"; } > BENCHMARKS.md.tmp
-  fi
-  mv BENCHMARKS.md.tmp BENCHMARKS.md
+  write_benchmarks_section e2e-matrix "## End to end on each supported kubelet and containerd" "$table"
   log "BENCHMARKS.md: $(grep -c '^| v1' <<<"$rows") matrix rows written"
 }

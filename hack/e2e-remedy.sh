@@ -30,12 +30,7 @@ Times are from the freeze. No pod created after the freeze was scheduled to A in
 <!-- remedy:end -->
 TABLE
 )
-  if grep -q '<!-- remedy:begin' BENCHMARKS.md; then
-    awk -v t="$table" '/<!-- remedy:begin/{print t; skip=1} /<!-- remedy:end -->/{skip=0; next} !skip' BENCHMARKS.md > BENCHMARKS.md.tmp
-  else
-    { cat BENCHMARKS.md; printf '\n## Early recovery: hangwatch-remedy on two nodes (issue 19)\n\n%s\n' "$table"; } > BENCHMARKS.md.tmp
-  fi
-  mv BENCHMARKS.md.tmp BENCHMARKS.md
+  write_benchmarks_section remedy "## Early recovery: hangwatch-remedy on two nodes (issue 19)" "$table"
   log "BENCHMARKS.md updated; the full log is $log"
   return "$rc"
 }

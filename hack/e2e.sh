@@ -113,12 +113,7 @@ CRI calls $(m e2e_cri_calls_per_min_hangwatch)/min against the kubelet's $(m e2e
 <!-- e2e:end -->
 TABLE
 )
-if grep -q '<!-- e2e:begin' BENCHMARKS.md; then
-  awk -v t="$table" '/<!-- e2e:begin/{print t; skip=1} /<!-- e2e:end -->/{skip=0; next} !skip' BENCHMARKS.md > BENCHMARKS.md.tmp
-else
-  { cat BENCHMARKS.md; printf '\n## End to end: the static pod against the kubelet and the controller\n\n%s\n' "$table"; } > BENCHMARKS.md.tmp
-fi
-mv BENCHMARKS.md.tmp BENCHMARKS.md
+write_benchmarks_section e2e "## End to end: the static pod against the kubelet and the controller" "$table"
 log "BENCHMARKS.md updated; the full log is $log"
 [ "$rc" -eq 0 ] || log "some scenarios failed (go test exit $rc): see $log"
 exit "$rc"

@@ -5,7 +5,8 @@
 # (hack/bench.sh runs both and calls this).
 #   ./hack/footprint-table.sh FOOTPRINT_LOG HEALTHY_LOG MACHINE
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
 fp_log=$1 healthy_log=$2 machine=$3
 rows=$(sed -n '/footprint beside node-problem-detector/,/^--- /p' "$fp_log" | grep -E '^ *\|' | sed 's/^ *//')
 [ -n "$rows" ] || { echo "footprint-table: no table in $fp_log" >&2; exit 1; }
@@ -26,10 +27,5 @@ The healthy static-pod run (\`HANGWATCH_E2E_HEALTHY=5m go test -count 1 -v -run 
 <!-- footprint:end -->
 BLOCK
 )
-if grep -q '<!-- footprint:begin' BENCHMARKS.md; then
-  awk -v t="$block" '/<!-- footprint:begin/{print t; skip=1} /<!-- footprint:end -->/{skip=0; next} !skip' BENCHMARKS.md > BENCHMARKS.md.tmp
-else
-  { cat BENCHMARKS.md; echo; echo "### Footprint beside node-problem-detector, as hack/bench.sh last measured it"; echo; echo "$block"; } > BENCHMARKS.md.tmp
-fi
-mv BENCHMARKS.md.tmp BENCHMARKS.md
+write_benchmarks_section footprint "### Footprint beside node-problem-detector, as hack/bench.sh last measured it" "$block"
 echo "footprint table written to BENCHMARKS.md"

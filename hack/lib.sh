@@ -294,3 +294,18 @@ ensure_npd() {
   fi
   export HANGWATCH_NPD_BIN="$dir/node-problem-detector"
 }
+
+# write_benchmarks_section MARKER HEADING TEXT puts TEXT (which starts with
+# <!-- MARKER:begin and ends with <!-- MARKER:end -->) in BENCHMARKS.md in
+# place of the section between those markers, or appends it under HEADING
+# (a markdown heading line) when there is none yet.
+write_benchmarks_section() {
+  local marker=$1 heading=$2 text=$3
+  if grep -q "<!-- $marker:begin" BENCHMARKS.md; then
+    awk -v t="$text" -v b="<!-- $marker:begin" -v e="<!-- $marker:end -->" \
+      'index($0, b) == 1 {print t; skip=1} index($0, e) == 1 {skip=0; next} !skip' BENCHMARKS.md > BENCHMARKS.md.tmp
+  else
+    { cat BENCHMARKS.md; printf '\n%s\n\n%s\n' "$heading" "$text"; } > BENCHMARKS.md.tmp
+  fi
+  mv BENCHMARKS.md.tmp BENCHMARKS.md
+}
