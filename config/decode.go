@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/hangwatch/hangwatch/internal/boundedfile"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,21 +37,7 @@ type document struct {
 }
 
 // ReadFile reads the config file, at most MaxFileBytes.
-func ReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > MaxFileBytes {
-		return nil, fmt.Errorf("%s: more than %d bytes", path, MaxFileBytes)
-	}
-	return raw, nil
-}
+func ReadFile(path string) ([]byte, error) { return boundedfile.Read(path, MaxFileBytes) }
 
 // Decode decodes a config file strictly over the defaults. A file that is
 // not YAML, or whose values do not fit their types, is an error naming

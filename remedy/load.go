@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hangwatch/hangwatch/internal/boundedfile"
 )
 
 // MaxPolicyBytes bounds the policy file.
@@ -27,17 +27,9 @@ func LoadPolicyFile(path string) (*Policy, error) {
 	if path == "" {
 		return DefaultPolicy(), nil
 	}
-	f, err := os.Open(path)
+	raw, err := boundedfile.Read(path, MaxPolicyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(f, MaxPolicyBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("--config %s: %w", path, err)
-	}
-	if len(raw) > MaxPolicyBytes {
-		return nil, fmt.Errorf("--config %s: more than %d bytes", path, MaxPolicyBytes)
 	}
 	p, err := DecodePolicy(raw)
 	if err != nil {

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/hangwatch/hangwatch/internal/boundedfile"
 	"github.com/hangwatch/hangwatch/remedy"
 )
 
@@ -30,7 +30,7 @@ func newPolicyFile(path string) (*policyFile, error) {
 	f := &policyFile{path: path}
 	f.current.Store(p)
 	if path != "" {
-		f.raw, _ = os.ReadFile(path)
+		f.raw, _ = boundedfile.Read(path, remedy.MaxPolicyBytes)
 	}
 	return f, nil
 }
@@ -50,7 +50,7 @@ func (f *policyFile) watch(ctx context.Context, period time.Duration) {
 			return
 		case <-t.C:
 		}
-		raw, err := os.ReadFile(f.path)
+		raw, err := boundedfile.Read(f.path, remedy.MaxPolicyBytes)
 		if err != nil || bytes.Equal(raw, f.raw) {
 			continue
 		}
