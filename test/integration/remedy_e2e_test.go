@@ -57,9 +57,10 @@ func startMember(t *testing.T, cp *harness.ControlPlane, offset int) staticPodNo
 	t.Helper()
 	c := harness.StartContainerdT(t, 0, 0)
 	n := kubeletNode{cp: cp, c: c, k: harness.StartKubeletT(t, cp, c, uniqueNode("two"))}
+	image := hangwatchImageTar(t) // built once, before the import's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.ImportImage(ctx, hangwatchImageTar(t)); err != nil {
+	if err := c.ImportImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}
 	configDir := t.TempDir()

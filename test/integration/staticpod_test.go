@@ -90,9 +90,10 @@ func startStaticPodNode(t *testing.T) staticPodNode {
 	}
 	t.Cleanup(proxy.Stop)
 	n := kubeletNode{cp: cp, c: c, k: harness.StartKubeletViaT(t, cp, c, proxy.Endpoint, uniqueNode("static"))}
+	image := hangwatchImageTar(t) // built once, before the import's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := n.c.ImportImage(ctx, hangwatchImageTar(t)); err != nil {
+	if err := n.c.ImportImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}
 	kubectl(t, n.cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
