@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -180,6 +181,12 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 		startRemedy(t, kc, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
 	}
 	webDeployment(t, tn.cp)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("at the failure:\n%s\n%s", kubectlOut(tn.cp, "get", "nodes,deploy,rs,pods,pdb", "-A", "-o", "wide"),
+				kubectlOut(tn.cp, "get", "events", "-A", "--sort-by=.lastTimestamp"))
+		}
+	})
 	a, b := tn.a.k.Node, tn.b.k.Node
 	waitUntil(t, 3*time.Minute, "one web pod Running on each node", func() bool {
 		on := map[string]int{}
@@ -236,4 +243,14 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	tn.a.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionFalse, ""))
 	waitUntil(t, 3*time.Minute, "the taint gone from A", func() bool { return !hasTaint(t, tn.cp, a, key) })
 	measure(t, "e2e_two_node_remedy_untaint_after_thaw", time.Since(thawed))
+}
+
+// kubectlOut is kubectl's output, errors included, for a failure's log.
+func kubectlOut(cp *harness.ControlPlane, args ...string) string {
+	bin, err := harness.KubeBinary("kubectl")
+	if err != nil {
+		return err.Error()
+	}
+	out, _ := exec.Command(bin, append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...).CombinedOutput()
+	return string(out)
 }
