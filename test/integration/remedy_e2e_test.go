@@ -102,6 +102,7 @@ func webDeployment(t *testing.T, cp *harness.ControlPlane) {
 		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 			AutomountServiceAccountToken:  ptr.To(false),
+			HostNetwork:                   true, // the harness's containerd has no pod network; pause listens on nothing
 			TerminationGracePeriodSeconds: ptr.To[int64](5),
 			Containers:                    []corev1.Container{{Name: "web", Image: harness.PauseImage, ImagePullPolicy: corev1.PullNever}},
 			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
@@ -188,7 +189,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 		}
 	})
 	a, b := tn.a.k.Node, tn.b.k.Node
-	waitUntil(t, 3*time.Minute, "one web pod Running on each node", func() bool {
+	waitUntil(t, 90*time.Second, "one web pod Running on each node", func() bool {
 		on := map[string]int{}
 		for _, p := range webPods(t, tn.cp) {
 			if running(p) {
