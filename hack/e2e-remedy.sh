@@ -19,7 +19,7 @@ Machine: $machine. Command: \`./hack/e2e.sh --remedy\`, which runs \`$cmd\` (las
 Two nodes, each a real kubelet on its own containerd with hangwatch as the shipped static pod;
 a Deployment of two pause replicas spread over them with a PodDisruptionBudget (minAvailable 1);
 node A's containerd frozen (SIGSTOP). hangwatch-remedy runs the shipped policy
-(\`manifests/overlays/remedy/config.yaml\`: RuntimeHung taints at once, evicts after 1 m).
+(\`manifests/overlays/remedy/config.yaml\`: RuntimeHung taints at once, evicts after 45 s).
 
 | path | RuntimeHung on A | A tainted | A's pod evicted | replacement Running on B | A untainted after the thaw |
 | --- | --- | --- | --- | --- | --- |
