@@ -336,6 +336,34 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 	if since := time.Since(healed); since < time.Second {
 		t.Errorf("untainted %v after the recovery; clearAfter is 2s", since)
 	}
+	checkStatusTable(t, kc, policy, f)
+}
+
+// checkStatusTable runs `hangwatch-remedy status -o json` as the remedy
+// identity and finds the fleet as the controller left it.
+func checkStatusTable(t *testing.T, kubeconfig, policy string, f *fleet) {
+	t.Helper()
+	out, err := exec.Command(remedyBinary(t), "status", "--kubeconfig", kubeconfig, "--config", policy, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	var status struct {
+		Matching int `json:"matching"`
+		Rows     []struct {
+			Node, Condition, State string
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(out, &status); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, out)
+	}
+	states := map[string]string{}
+	for _, r := range status.Rows {
+		states[r.Node] = r.State
+	}
+	if status.Matching != 20 || states[f.names[1]] != remedy.StateTainted || states[f.names[0]] != remedy.StateHealthy ||
+		states[f.names[6]] != remedy.StateStale {
+		t.Errorf("status: %d matching, n00 %s, n01 %s, n06 %s\n%s", status.Matching, states[f.names[0]], states[f.names[1]], states[f.names[6]], out)
+	}
 }
 
 // TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction kills the leading
