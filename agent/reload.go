@@ -38,7 +38,7 @@ type configReloader struct {
 	sum         [sha256.Size]byte // of the file last loaded or refused
 	unsettled   [sha256.Size]byte // of a changed file that failed once
 	// leaseIdle: there is an API server but no rule read the Lease at
-	// start, so it is not being read (apiReporting.start).
+	// start, so it is not being read (Agent.assemble adds no Lease feed).
 	leaseIdle bool
 }
 
