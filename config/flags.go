@@ -41,9 +41,9 @@ func addFlag(fs *pflag.FlagSet, f field) {
 	case *metav1.Duration:
 		fs.DurationVarP(&v.Duration, f.flag, f.short, v.Duration, f.usage)
 	case **metav1.Duration:
-		fs.VarP(&optionalDuration{v, optionalDefaults[f.flag]}, f.flag, f.short, f.usage)
+		fs.VarP(optionalDuration(v, optionalDefaults[f.flag]), f.flag, f.short, f.usage)
 	case **int:
-		fs.VarP(&optionalInt{v, optionalDefaults[f.flag]}, f.flag, f.short, f.usage)
+		fs.VarP(optionalInt(v, optionalDefaults[f.flag]), f.flag, f.short, f.usage)
 	default:
 		panic(fmt.Sprintf("config: %s has a value of type %T, which has no flag", f.path, f.value))
 	}
@@ -58,40 +58,18 @@ var optionalDefaults = map[string]string{
 	"runtime-hung-clear-after": strconv.Itoa(DefaultClearAfter),
 }
 
-// optionalDuration is a flag whose field stays nil until it is given; def
-// is what --help shows meanwhile.
-type optionalDuration struct {
-	p   **metav1.Duration
-	def string
+// optional is a flag whose field stays nil until it is given; def is what
+// --help shows meanwhile.
+type optional[T any] struct {
+	p      **T
+	def    string
+	typ    string
+	parse  func(string) (T, error)
+	format func(T) string
 }
 
-func (o *optionalDuration) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*o.p = &metav1.Duration{Duration: v}
-	return nil
-}
-
-func (o *optionalDuration) String() string {
-	if *o.p == nil {
-		return o.def
-	}
-	return (*o.p).Duration.String()
-}
-
-func (o *optionalDuration) Type() string { return "duration" }
-
-// optionalInt is a flag whose field stays nil until it is given; def is
-// what --help shows meanwhile.
-type optionalInt struct {
-	p   **int
-	def string
-}
-
-func (o *optionalInt) Set(s string) error {
-	v, err := strconv.Atoi(s)
+func (o *optional[T]) Set(s string) error {
+	v, err := o.parse(s)
 	if err != nil {
 		return err
 	}
@@ -99,14 +77,27 @@ func (o *optionalInt) Set(s string) error {
 	return nil
 }
 
-func (o *optionalInt) String() string {
+func (o *optional[T]) String() string {
 	if *o.p == nil {
 		return o.def
 	}
-	return strconv.Itoa(**o.p)
+	return o.format(**o.p)
 }
 
-func (o *optionalInt) Type() string { return "int" }
+func (o *optional[T]) Type() string { return o.typ }
+
+func optionalDuration(p **metav1.Duration, def string) pflag.Value {
+	return &optional[metav1.Duration]{p: p, def: def, typ: "duration",
+		parse: func(s string) (metav1.Duration, error) {
+			d, err := time.ParseDuration(s)
+			return metav1.Duration{Duration: d}, err
+		},
+		format: func(d metav1.Duration) string { return d.Duration.String() }}
+}
+
+func optionalInt(p **int, def string) pflag.Value {
+	return &optional[int]{p: p, def: def, typ: "int", parse: strconv.Atoi, format: strconv.Itoa}
+}
 
 // overrideWith sets on c every flag of fs given on the command line, so the
 // command line wins over a file decoded into c. It returns the flags it

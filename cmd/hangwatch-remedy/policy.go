@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -23,15 +24,21 @@ type policyFile struct {
 }
 
 func newPolicyFile(path string) (*policyFile, error) {
-	p, err := remedy.LoadPolicyFile(path)
-	if err != nil {
-		return nil, err
-	}
 	f := &policyFile{path: path}
-	f.current.Store(p)
-	if path != "" {
-		f.raw, _ = boundedfile.Read(path, remedy.MaxPolicyBytes)
+	if path == "" {
+		f.current.Store(remedy.DefaultPolicy())
+		return f, nil
 	}
+	raw, err := boundedfile.Read(path, remedy.MaxPolicyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	p, err := remedy.DecodePolicy(raw)
+	if err != nil {
+		return nil, fmt.Errorf("--config %s:\n%w", path, err)
+	}
+	f.current.Store(p)
+	f.raw = raw
 	return f, nil
 }
 
@@ -55,7 +62,7 @@ func (f *policyFile) watch(ctx context.Context, period time.Duration) {
 			continue
 		}
 		f.raw = raw
-		p, err := remedy.LoadPolicyFile(f.path)
+		p, err := remedy.DecodePolicy(raw) // the content just read, not the file read again
 		if err != nil {
 			klog.ErrorS(err, "Policy reload refused; the running policy stays", "path", f.path)
 			continue
