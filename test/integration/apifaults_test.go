@@ -155,9 +155,12 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 		return func() { f.grant(t, false, true) }
 	})
 	f.checkRefusal(t, d, "422", func() func() {
+		// The policy first, and the Lease read taken away only once the
+		// policy is enforced: a fresh policy takes effect a moment after it
+		// is created, and hangwatch's one write of the Unknown must meet it.
 		remove := f.refuseAsInvalid(t)
-		f.grant(t, false, true)
 		d.waitFor(t, 30*time.Second, "the patch refused by the policy", func() bool { return apierrors.IsInvalid(f.probePatch()) })
+		f.grant(t, false, true)
 		return remove
 	})
 	logText, _ := os.ReadFile(d.logPath)
