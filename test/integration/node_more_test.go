@@ -122,7 +122,9 @@ func renewLease(t *testing.T, client kubernetes.Interface, node string, every ti
 	}
 	last := make(chan time.Time, 1)
 	last <- lease.Spec.RenewTime.Time
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
@@ -139,7 +141,18 @@ func renewLease(t *testing.T, client kubernetes.Interface, node string, every ti
 			}
 		}
 	}()
-	return func() time.Time { v := <-last; last <- v; return v }
+	// Once stop is closed, the last renewal is read only after the loop has
+	// ended, so an Update in flight at the stop is counted.
+	return func() time.Time {
+		select {
+		case <-stop:
+			<-done
+		default:
+		}
+		v := <-last
+		last <- v
+		return v
+	}
 }
 
 func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {

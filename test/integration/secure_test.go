@@ -81,6 +81,7 @@ func TestSecurePort(t *testing.T) {
 func scraperToken(t *testing.T, cp *harness.ControlPlane) string {
 	t.Helper()
 	kubectl(t, cp, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "prometheus", "scraper.yaml"))
+	waitAuthorized(t, cp, serviceAccountUser("kube-system", "hangwatch-scraper"), nonResourceGet("/metrics"))
 	return tokenFor(t, cp, "kube-system", "hangwatch-scraper")
 }
 
@@ -104,6 +105,9 @@ func serviceAccountToken(t *testing.T, cp *harness.ControlPlane, name string, pa
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}
 		if _, err := cp.Admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
+		}
+		for _, p := range paths {
+			waitAuthorized(t, cp, serviceAccountUser("default", name), nonResourceGet(p))
 		}
 	}
 	return tokenFor(t, cp, "default", name)
