@@ -1,20 +1,16 @@
 package conditions
 
 import (
-	"encoding/json"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/internal/managedfields"
 )
 
 // FieldManager names hangwatch's writes in the Node's managedFields (the
 // name client-go derived from hangwatch's user agent before it was set).
 const FieldManager = "hangwatch"
-
-// contentFields are the fields of a condition that say something: a field
-// manager that owns one of them has written the condition.
-var contentFields = []string{"f:status", "f:reason", "f:message", "f:lastHeartbeatTime", "f:lastTransitionTime"}
 
 // Writers is who writes the Node's conditions, read from its managedFields.
 type Writers struct {
@@ -33,50 +29,17 @@ func ReadWriters(entries []metav1.ManagedFieldsEntry) Writers {
 		if e.FieldsV1 == nil {
 			continue
 		}
-		for condType, fields := range conditionEntries(e.FieldsV1.Raw) {
+		for condType, fields := range managedfields.ConditionEntries(e.FieldsV1.Raw) {
 			switch {
 			case e.Manager == FieldManager:
 				w.Ours[condType] = true
-			case ownsContent(fields) && !slices.Contains(w.Others[condType], e.Manager):
+			case managedfields.OwnsContent(fields) && !slices.Contains(w.Others[condType], e.Manager):
 				w.Others[condType] = append(w.Others[condType], e.Manager)
 				slices.Sort(w.Others[condType])
 			}
 		}
 	}
 	return w
-}
-
-// conditionEntries returns the fields owned in each status.conditions
-// entry of one managedFields entry, by condition type.
-func conditionEntries(raw []byte) map[string]map[string]json.RawMessage {
-	var top struct {
-		Status struct {
-			Conditions map[string]map[string]json.RawMessage `json:"f:conditions"`
-		} `json:"f:status"`
-	}
-	if json.Unmarshal(raw, &top) != nil {
-		return nil
-	}
-	out := map[string]map[string]json.RawMessage{}
-	for key, fields := range top.Status.Conditions {
-		var k struct {
-			Type string `json:"type"`
-		}
-		if !strings.HasPrefix(key, "k:") || json.Unmarshal([]byte(key[2:]), &k) != nil || k.Type == "" {
-			continue
-		}
-		out[k.Type] = fields
-	}
-	return out
-}
-
-func ownsContent(fields map[string]json.RawMessage) bool {
-	for _, f := range contentFields {
-		if _, ok := fields[f]; ok {
-			return true
-		}
-	}
-	return false
 }
 
 // stale are the types hangwatch wrote before (its manager holds their

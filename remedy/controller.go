@@ -8,10 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -30,19 +30,20 @@ type Options struct {
 	Recorder record.EventRecorder
 	Metrics  *Metrics
 	Clock    clock.WithTicker
+	// Budget is the fleet's action budget; nil: one in memory.
+	Budget *Budget
 	// Resync is the time between plans; 1s when zero.
 	Resync time.Duration
 }
 
 // Controller applies plans: level-triggered, one pass every Resync.
 type Controller struct {
-	o       Options
-	limiter flowcontrol.RateLimiter
-	limit   int // the policy's maxActionsPerMinute the limiter was made for
-	evict   *evictor
-	mu      sync.Mutex
-	warned  map[string]bool // node/condition told of a held action, until it is no longer held
-	last    Plan
+	o      Options
+	clocks *Clocks
+	evict  *evictor
+	mu     sync.Mutex
+	warned map[string]bool // node/condition told of a held action, until it is no longer held
+	last   Plan
 }
 
 // NewController returns a controller; nothing runs until Run.
@@ -50,7 +51,10 @@ func NewController(o Options) *Controller {
 	if o.Resync == 0 {
 		o.Resync = time.Second
 	}
-	return &Controller{o: o, warned: map[string]bool{},
+	if o.Budget == nil {
+		o.Budget = NewBudget(nil, types.NamespacedName{}, "")
+	}
+	return &Controller{o: o, warned: map[string]bool{}, clocks: NewClocks(),
 		evict: newEvictor(o.Client, o.Clock, o.Metrics, o.Recorder)}
 }
 
@@ -76,7 +80,8 @@ func (c *Controller) Last() Plan {
 	return c.last
 }
 
-// Pass makes one plan and applies it.
+// Pass makes one plan from the cache and applies it, each action only if a
+// fresh read of its Node from the API server plans it again.
 func (c *Controller) Pass(ctx context.Context) {
 	nodes, err := c.o.Nodes.List()
 	if err != nil {
@@ -84,7 +89,9 @@ func (c *Controller) Pass(ctx context.Context) {
 		return
 	}
 	p := c.o.Policy()
-	plan := Decide(p, nodes, c.o.Clock.Now())
+	now := c.o.Clock.Now()
+	c.clocks.Observe(p, nodes, now, true)
+	plan := Decide(p, nodes, c.clocks, now)
 	evicting := map[string]bool{}
 	for _, a := range plan.Actions {
 		if a.Kind == ActionEvict {
@@ -94,12 +101,19 @@ func (c *Controller) Pass(ctx context.Context) {
 	c.evict.retain(evicting)
 	limited := 0
 	for _, a := range plan.Actions {
-		if !c.allow(p, a) {
+		if a.Kind == ActionEvict && !c.evict.due(a.Node) {
+			continue // a pass is out, or backing off
+		}
+		live := c.confirm(ctx, p, a)
+		if live == nil {
+			continue
+		}
+		if !c.allow(ctx, p, a) {
 			limited++
 			plan.Withheld[GuardRateLimit] = append(plan.Withheld[GuardRateLimit], a)
 			continue
 		}
-		c.apply(ctx, p, a, nodeByName(nodes, a.Node))
+		c.apply(ctx, p, a, live)
 	}
 	c.tellWithheld(plan, nodes)
 	c.o.Metrics.observe(plan, limited)
@@ -108,23 +122,50 @@ func (c *Controller) Pass(ctx context.Context) {
 	c.mu.Unlock()
 }
 
-// allow takes a token for a new taint or a node's first eviction; an
-// untaint, and an eviction already under way, are never held back.
-func (c *Controller) allow(p *Policy, a Action) bool {
+// confirm reads the action's Node from the API server, not the cache, and
+// plans again from it: the live Node, if it asks for the same action.
+func (c *Controller) confirm(ctx context.Context, p *Policy, a Action) *corev1.Node {
+	live, err := c.o.Client.CoreV1().Nodes().Get(ctx, a.Node, metav1.GetOptions{})
+	if err != nil {
+		klog.ErrorS(err, "Reading the node before acting failed; tried again next pass", "node", a.Node, "action", a.Kind)
+		return nil
+	}
+	now := c.o.Clock.Now()
+	clocks := c.clocks.forNode(a.Node)
+	clocks.Observe(p, []*corev1.Node{live}, now, false)
+	var again *Action
+	for _, cp := range p.Conditions {
+		if cp.Type == a.Condition {
+			_, again = p.decideOne(live, cp, clocks, now)
+		}
+	}
+	optedOut := a.Kind != ActionUntaint && live.Annotations[OptOutAnnotation] == "disabled"
+	if again == nil || again.Kind != a.Kind || optedOut {
+		klog.InfoS("The node changed since the cache read it; not acting", "node", a.Node, "action", a.Kind, "condition", a.Condition)
+		c.o.Metrics.actions.WithLabelValues(string(a.Kind), a.Condition, "changed").Inc()
+		return nil
+	}
+	return live
+}
+
+// allow spends the fleet's budget on a new taint or a node's first
+// eviction; an untaint, and an eviction already under way, are never held
+// back. A budget that cannot be recorded holds the action (fails closed).
+func (c *Controller) allow(ctx context.Context, p *Policy, a Action) bool {
 	if a.Kind == ActionUntaint || (a.Kind == ActionEvict && c.evict.started(a.Node)) {
 		return true
 	}
-	if c.limiter == nil || c.limit != p.MaxActionsPerMinute {
-		n := p.MaxActionsPerMinute
-		c.limiter, c.limit = flowcontrol.NewTokenBucketRateLimiterWithClock(float32(n)/60, n, c.o.Clock), n
+	if p.DryRun {
+		return true // a dry run spends nothing
 	}
-	return c.limiter.TryAccept()
+	ok, err := c.o.Budget.Take(ctx, p.MaxActionsPerMinute, a, c.o.Clock.Now())
+	if err != nil {
+		klog.ErrorS(err, "The action budget could not be read or recorded; holding the action", "node", a.Node, "action", a.Kind)
+	}
+	return ok
 }
 
 func (c *Controller) apply(ctx context.Context, p *Policy, a Action, n *corev1.Node) {
-	if n == nil {
-		return
-	}
 	if p.DryRun {
 		klog.InfoS("Dry run: would act", "node", a.Node, "action", a.Kind, "condition", a.Condition, "why", a.Why)
 		c.o.Recorder.Eventf(n, corev1.EventTypeNormal, "RemedyDryRun", "would %s (%s): %s", a.Kind, a.Taint.Key, a.Why)
@@ -136,21 +177,25 @@ func (c *Controller) apply(ctx context.Context, p *Policy, a Action, n *corev1.N
 	case ActionTaint, ActionUntaint:
 		err = c.setTaint(ctx, n, a)
 	case ActionEvict:
-		c.evict.start(ctx, n, a, p.EvictionConcurrency)
+		c.evict.start(ctx, n, a, p.Eviction, p.EvictionConcurrency)
 		return
 	}
 	result := "done"
 	if err != nil {
 		result = "error"
 		klog.ErrorS(err, "Action failed; tried again next pass", "node", a.Node, "action", a.Kind)
+	} else if a.Kind == ActionTaint {
+		c.clocks.Tainted(a.Node, a.Condition, c.o.Clock.Now())
+	} else {
+		c.clocks.Untainted(a.Node, a.Condition, c.o.Clock.Now())
 	}
 	c.o.Metrics.actions.WithLabelValues(string(a.Kind), a.Condition, result).Inc()
 }
 
 // setTaint adds or removes the action's taint with a JSON patch of
-// spec.taints that holds only if the Node is still the one the cache read
-// (its resourceVersion): a Node changed since fails, and the next pass
-// plans again from the new one. Nothing else of the Node changes.
+// spec.taints that holds only if the Node is still the one just read (its
+// resourceVersion): a Node changed since fails, and the next pass plans
+// again from the new one. Nothing else of the Node changes.
 func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, a Action) error {
 	taints := []corev1.Taint{}
 	for _, t := range n.Spec.Taints {
@@ -192,7 +237,7 @@ func (c *Controller) tellWithheld(plan Plan, nodes []*corev1.Node) {
 			}
 			if n := nodeByName(nodes, a.Node); n != nil {
 				c.o.Recorder.Eventf(n, corev1.EventTypeWarning, "RemedyHeldBack", "%s held back by %s: %s; %s",
-					a.Kind, guard, guardWhy(guard, plan, c.limit), a.Why)
+					a.Kind, guard, guardWhy(guard, plan, c.o.Policy().MaxActionsPerMinute), a.Why)
 				klog.InfoS("Action held back by a guard", "node", a.Node, "action", a.Kind, "guard", guard,
 					"unhealthy", plan.Unhealthy, "matching", plan.Matching, "limit", plan.Limit)
 			}

@@ -54,7 +54,8 @@ func tainted(t *testing.T, cs *fake.Clientset) int {
 }
 
 // TestRateLimitSpreadsTaints: with maxActionsPerMinute 3, ten sick nodes
-// are tainted 3 at once, then one every 20 s, on a fake clock.
+// are tainted 3 at once, then no more until a minute has passed since the
+// first, on a fake clock: never more than 3 in any minute.
 func TestRateLimitSpreadsTaints(t *testing.T) {
 	clk := testclock.NewFakeClock(t0)
 	p := DefaultPolicy()
@@ -72,15 +73,15 @@ func TestRateLimitSpreadsTaints(t *testing.T) {
 	if held := len(c.Last().Withheld[GuardRateLimit]); held != 7 {
 		t.Fatalf("rate limit held %d, want 7", held)
 	}
-	clk.Step(19 * time.Second)
+	clk.Step(59 * time.Second)
 	c.Pass(ctx)
 	if got := tainted(t, cs); got != 3 {
-		t.Fatalf("19s later: %d tainted", got)
+		t.Fatalf("59s later: %d tainted", got)
 	}
 	clk.Step(time.Second)
 	c.Pass(ctx)
-	if got := tainted(t, cs); got != 4 {
-		t.Fatalf("20s later: %d tainted, want 4", got)
+	if got := tainted(t, cs); got != 6 {
+		t.Fatalf("60s later: %d tainted, want 6", got)
 	}
 }
 
@@ -106,35 +107,76 @@ func TestDryRunChangesNothing(t *testing.T) {
 }
 
 // TestEvictionSkipsWhatMustStay evicts a node's Deployment pod and leaves
-// its DaemonSet pod, its mirror pod and a pod on another node.
+// its DaemonSet pod, its mirror pod and a pod on another node, and, by the
+// default policy, its StatefulSet pod, its pod with a ReadWriteOnce claim,
+// its ownerless pod and its Job's pod, which an Event names.
 func TestEvictionSkipsWhatMustStay(t *testing.T) {
 	clk := testclock.NewFakeClock(t0)
 	yes := true
-	pod := func(name, nodeName string, mod func(*corev1.Pod)) *corev1.Pod {
+	owned := func(kind string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: "x", Controller: &yes}}
+		}
+	}
+	pod := func(name, nodeName string, mods ...func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: nodeName}}
-		if mod != nil {
+		for _, mod := range mods {
 			mod(p)
 		}
 		return p
 	}
-	n := taintOf(node("a", "RuntimeHung", corev1.ConditionTrue, t0, t0.Add(2*time.Minute)), "RuntimeHung")
-	c, cs := newTestController(t, DefaultPolicy(), clk, n,
-		pod("web", "a", nil),
-		pod("ds", "a", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: &yes}}
-		}),
+	rwo := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}
+	n := taintOf(node("a", "RuntimeHung", corev1.ConditionTrue, t0, t0), "RuntimeHung")
+	c, cs := newTestController(t, DefaultPolicy(), clk, n, rwo,
+		pod("web", "a", owned("ReplicaSet")),
+		pod("ds", "a", owned("DaemonSet")),
 		pod("static", "a", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }),
-		pod("elsewhere", "b", nil))
-	clk.Step(2 * time.Minute)
+		pod("db-0", "a", owned("StatefulSet")),
+		pod("bare", "a"),
+		pod("batch", "a", owned("Job")),
+		pod("cache", "a", owned("ReplicaSet"), func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+		}),
+		pod("elsewhere", "b", owned("ReplicaSet")))
+	c.Pass(context.Background())
+	clk.Step(45 * time.Second)
 	c.Pass(context.Background())
 	c.evict.wait()
-	var evicted []string
+	if got := evicted(cs); fmt.Sprint(got) != "[web]" {
+		t.Fatalf("evicted %v, want [web]", got)
+	}
+	want := "Warning RemedyLeftAlone left 4 pods on the node (the runtime's recovery or fencing moves them): " +
+		"default/bare (no controller: it would not be recreated); default/batch (Job pod: its kind is not in the policy's eviction.kinds); " +
+		"default/cache (ReadWriteOnce volume claim data: a replacement would wait on Multi-Attach); " +
+		"default/db-0 (StatefulSet pod: recreated under its name only after the node confirms the old one is gone)"
+	if !hasEvent(c, want) {
+		t.Errorf("no Event %q", want)
+	}
+}
+
+func evicted(cs *fake.Clientset) []string {
+	var out []string
 	for _, a := range cs.Actions() {
 		if a.GetSubresource() == "eviction" {
-			evicted = append(evicted, a.(interface{ GetObject() runtime.Object }).GetObject().(interface{ GetName() string }).GetName())
+			out = append(out, a.(interface{ GetObject() runtime.Object }).GetObject().(interface{ GetName() string }).GetName())
 		}
 	}
-	if fmt.Sprint(evicted) != "[web]" {
-		t.Fatalf("evicted %v, want [web]", evicted)
+	return out
+}
+
+// hasEvent drains the fake recorder looking for want.
+func hasEvent(c *Controller, want string) bool {
+	rec := c.o.Recorder.(*record.FakeRecorder)
+	for {
+		select {
+		case e := <-rec.Events:
+			if e == want {
+				return true
+			}
+		default:
+			return false
+		}
 	}
 }

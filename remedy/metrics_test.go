@@ -15,7 +15,7 @@ func TestMetricsLint(t *testing.T) {
 	m.SetLeader(true)
 	m.actions.WithLabelValues("taint", "RuntimeHung", "done").Inc()
 	m.evictions.WithLabelValues("evicted").Inc()
-	plan := Decide(DefaultPolicy(), []*corev1.Node{node("a", "RuntimeHung", corev1.ConditionTrue, t0, t0)}, t0)
+	plan := decideAt(DefaultPolicy(), NewClocks(), []*corev1.Node{node("a", "RuntimeHung", corev1.ConditionTrue, t0, t0)}, t0)
 	m.observe(plan, 1)
 	if names := metricslint.Check(t, reg); len(names) != 7 {
 		t.Fatalf("metric families %v, want 7", names)

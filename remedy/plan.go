@@ -3,6 +3,7 @@ package remedy
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,9 @@ const (
 	StateTainted  = "Tainted"
 	StateEvicting = "Evicting"
 	StateStale    = "Stale" // no fresh condition: never acted on
+	// StateOtherWriter: the condition was not written by a field manager
+	// the policy trusts (node-problem-detector's KernelDeadlock, say).
+	StateOtherWriter = "OtherWriter"
 	StateOptedOut = "OptedOut"
 	StateUnknown  = "Unknown" // fresh, but the writer cannot tell
 	// StateForeign: someone else put a taint of this key on the node; it
@@ -72,10 +76,11 @@ type Plan struct {
 	Matching, Unhealthy, Limit int
 }
 
-// Decide plans the actions for nodes at now. It is level-triggered: the
-// taints on the nodes are its memory, so a plan made by a new leader is
-// the one the old leader would have made.
-func Decide(p *Policy, nodes []*corev1.Node, now time.Time) Plan {
+// Decide plans the actions for nodes at now, the controller's time, from
+// what clocks saw of them (Observe them first). It is level-triggered: the
+// taints on the nodes are its memory, so a new leader keeps the taints the
+// last one added and times the rest from its own first sight.
+func Decide(p *Policy, nodes []*corev1.Node, clocks *Clocks, now time.Time) Plan {
 	plan := Plan{Withheld: map[string][]Action{}}
 	sel, _ := p.selector() // validated
 	var matching []*corev1.Node
@@ -87,14 +92,14 @@ func Decide(p *Policy, nodes []*corev1.Node, now time.Time) Plan {
 	sort.Slice(matching, func(i, j int) bool { return matching[i].Name < matching[j].Name })
 	plan.Matching = len(matching)
 	for _, n := range matching {
-		if p.unhealthy(n, now) {
+		if p.unhealthy(n, clocks, now) {
 			plan.Unhealthy++
 		}
 	}
 	plan.Limit, _ = p.unhealthyLimit(plan.Matching)
 	for _, n := range matching {
 		for _, c := range p.Conditions {
-			row, act := p.decideOne(n, c, now)
+			row, act := p.decideOne(n, c, clocks, now)
 			plan.add(p, n, row, act)
 		}
 	}
@@ -126,7 +131,7 @@ func (plan *Plan) add(p *Policy, n *corev1.Node, row Row, act *Action) {
 
 // decideOne is the state of one condition of one node and the action it
 // wants, if any.
-func (p *Policy) decideOne(n *corev1.Node, c ConditionPolicy, now time.Time) (Row, *Action) {
+func (p *Policy) decideOne(n *corev1.Node, c ConditionPolicy, clocks *Clocks, now time.Time) (Row, *Action) {
 	row := Row{Node: n.Name, Condition: c.Type, State: StateStale}
 	cond := condition(n, c.Type)
 	tainted := hasOwnTaint(n, TaintKey(c.Type))
@@ -134,35 +139,41 @@ func (p *Policy) decideOne(n *corev1.Node, c ConditionPolicy, now time.Time) (Ro
 		row.State = StateForeign
 		return row, nil
 	}
-	if cond != nil && p.fresh(cond, now) && cond.Status == corev1.ConditionUnknown {
+	if cond != nil && !c.trusts(n) {
+		row.State = StateOtherWriter
+		row.Next = "none: written by " + strings.Join(writersOf(n, c.Type), ", ") + ", not by " + strings.Join(c.writers(), ", ")
+		return row, nil
+	}
+	r := clocks.Read(n.Name, c.Type, now)
+	if cond != nil && r.Fresh && cond.Status == corev1.ConditionUnknown {
 		row.State = StateUnknown
 	}
-	if cond == nil || !p.fresh(cond, now) || (cond.Status != corev1.ConditionTrue && cond.Status != corev1.ConditionFalse) {
+	if cond == nil || !r.Fresh || (cond.Status != corev1.ConditionTrue && cond.Status != corev1.ConditionFalse) {
 		if tainted {
 			row.Next = "keeps the taint until the condition is fresh and known again"
 		}
 		return row, nil
 	}
-	row.Since = cond.LastTransitionTime.Time
-	held := now.Sub(cond.LastTransitionTime.Time)
+	row.Since = cond.LastTransitionTime.Time // the writer's: for display only
 	taint := corev1.Taint{Key: TaintKey(c.Type), Value: TaintValue, Effect: corev1.TaintEffectNoSchedule}
-	if cond.Status == corev1.ConditionFalse {
-		row.State = StateHealthy
-		if !tainted {
-			return row, nil
-		}
-		row.State = StateTainted
-		if held < c.ClearAfter.Duration {
-			row.Next = fmt.Sprintf("untaint in %v", (c.ClearAfter.Duration - held).Round(time.Second))
-			return row, nil
-		}
-		return row, &Action{Node: n.Name, Kind: ActionUntaint, Condition: c.Type, Taint: taint,
-			Why: fmt.Sprintf("%s has been False for %v (clearAfter %v)", c.Type, held.Round(time.Second), c.ClearAfter.Duration)}
+	if cond.Status == corev1.ConditionTrue {
+		return p.decideTrue(row, n, c, taint, tainted, r.Held)
 	}
-	return p.decideTrue(row, n, c, taint, tainted, held)
+	row.State = StateHealthy
+	if !tainted {
+		return row, nil
+	}
+	row.State = StateTainted
+	clearAfter := clocks.ClearAfter(n.Name, c.Type, c.ClearAfter.Duration)
+	if r.Held < clearAfter {
+		row.Next = fmt.Sprintf("untaint in %v", (clearAfter - r.Held).Round(time.Second))
+		return row, nil
+	}
+	return row, &Action{Node: n.Name, Kind: ActionUntaint, Condition: c.Type, Taint: taint,
+		Why: fmt.Sprintf("%s has been False for %v (clearAfter %v)", c.Type, r.Held.Round(time.Second), clearAfter)}
 }
 
-// decideTrue is decideOne for a fresh True condition.
+// decideTrue is decideOne for a fresh True condition held for held.
 func (p *Policy) decideTrue(row Row, n *corev1.Node, c ConditionPolicy, taint corev1.Taint, tainted bool, held time.Duration) (Row, *Action) {
 	row.State = StatePending
 	if c.TaintAfter == nil {
@@ -192,19 +203,15 @@ func (p *Policy) decideTrue(row Row, n *corev1.Node, c ConditionPolicy, taint co
 }
 
 // unhealthy: a fresh True condition the policy acts on.
-func (p *Policy) unhealthy(n *corev1.Node, now time.Time) bool {
+func (p *Policy) unhealthy(n *corev1.Node, clocks *Clocks, now time.Time) bool {
 	for _, c := range p.Conditions {
 		cond := condition(n, c.Type)
-		if c.TaintAfter != nil && cond != nil && cond.Status == corev1.ConditionTrue && p.fresh(cond, now) {
+		if c.TaintAfter != nil && cond != nil && cond.Status == corev1.ConditionTrue &&
+			clocks.Read(n.Name, c.Type, now).Fresh && c.trusts(n) {
 			return true
 		}
 	}
 	return false
-}
-
-// fresh: the condition's writer refreshed it within two heartbeats.
-func (p *Policy) fresh(c *corev1.NodeCondition, now time.Time) bool {
-	return !c.LastHeartbeatTime.IsZero() && now.Sub(c.LastHeartbeatTime.Time) <= 2*p.HeartbeatPeriod.Duration
 }
 
 func condition(n *corev1.Node, condType string) *corev1.NodeCondition {

@@ -13,11 +13,33 @@ import (
 
 var t0 = time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 
-// node is a Node with one hangwatch condition, heartbeat at beat.
+// node is a Node with one condition written by hangwatch, heartbeat at beat.
 func node(name, condType string, status corev1.ConditionStatus, since, beat time.Time) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
+	return writtenBy(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
 		Type: corev1.NodeConditionType(condType), Status: status, Reason: "VersionHung",
-		LastTransitionTime: metav1.NewTime(since), LastHeartbeatTime: metav1.NewTime(beat)}}}}
+		LastTransitionTime: metav1.NewTime(since), LastHeartbeatTime: metav1.NewTime(beat)}}}}, DefaultWriter, condType)
+}
+
+// writtenBy records manager as the writer of n's condition condType in its
+// managedFields, as the API server would.
+func writtenBy(n *corev1.Node, manager, condType string) *corev1.Node {
+	raw := fmt.Sprintf(`{"f:status":{"f:conditions":{"k:{\"type\":\"%s\"}":{".":{},"f:status":{},"f:type":{}}}}}`, condType)
+	n.ManagedFields = append(n.ManagedFields, metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
+		Subresource: "status", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}})
+	return n
+}
+
+// decideAt observes nodes on k at now, then plans, as a pass does.
+func decideAt(p *Policy, k *Clocks, nodes []*corev1.Node, now time.Time) Plan {
+	k.Observe(p, nodes, now, true)
+	return Decide(p, nodes, k, now)
+}
+
+// beat returns n with its first condition's heartbeat moved to at.
+func beat(n *corev1.Node, at time.Time) *corev1.Node {
+	n = n.DeepCopy()
+	n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(at)
+	return n
 }
 
 func kinds(p Plan) string {
@@ -46,33 +68,35 @@ func TestTaintKeyIsKebabCase(t *testing.T) {
 // TestRuntimeHungTaintsAtOnceEvictsAfter45sClearsAfterAMinute walks the
 // default policy through a freeze and a thaw on a fake clock.
 func TestRuntimeHungTaintsAtOnceEvictsAfter45sClearsAfterAMinute(t *testing.T) {
-	p := DefaultPolicy()
+	p, k := DefaultPolicy(), NewClocks()
 	n := node("a", "RuntimeHung", corev1.ConditionTrue, t0, t0)
-	if got := kinds(Decide(p, []*corev1.Node{n}, t0)); got != "taint a hangwatch.io/runtime-hung" {
+	if got := kinds(decideAt(p, k, []*corev1.Node{n}, t0)); got != "taint a hangwatch.io/runtime-hung" {
 		t.Fatalf("at the rise: %q", got)
 	}
 	n = taintOf(n, "RuntimeHung")
-	plan := Decide(p, []*corev1.Node{n}, t0.Add(44*time.Second))
+	plan := decideAt(p, k, []*corev1.Node{n}, t0.Add(44*time.Second))
 	if len(plan.Actions) != 0 || plan.Rows[0].Next != "evict in 1s" || plan.Rows[0].State != StateTainted {
 		t.Fatalf("44s in: %q %+v", kinds(plan), plan.Rows[0])
 	}
-	if got := kinds(Decide(p, []*corev1.Node{n}, t0.Add(45*time.Second))); got != "evict a hangwatch.io/runtime-hung" {
+	if got := kinds(decideAt(p, k, []*corev1.Node{n}, t0.Add(45*time.Second))); got != "evict a hangwatch.io/runtime-hung" {
 		t.Fatalf("45s in: %q", got)
 	}
 	thaw := t0.Add(2 * time.Minute)
 	n.Status.Conditions[0].Status, n.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(thaw)
 	n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(thaw)
-	if plan := Decide(p, []*corev1.Node{n}, thaw.Add(59*time.Second)); len(plan.Actions) != 0 {
+	decideAt(p, k, []*corev1.Node{n}, thaw)
+	if plan := decideAt(p, k, []*corev1.Node{n}, thaw.Add(59*time.Second)); len(plan.Actions) != 0 {
 		t.Fatalf("59s after the thaw: %q", kinds(plan))
 	}
-	if got := kinds(Decide(p, []*corev1.Node{n}, thaw.Add(time.Minute))); got != "untaint a hangwatch.io/runtime-hung" {
+	if got := kinds(decideAt(p, k, []*corev1.Node{n}, thaw.Add(time.Minute))); got != "untaint a hangwatch.io/runtime-hung" {
 		t.Fatalf("60s after the thaw: %q", got)
 	}
 }
 
-// TestStaleUnknownOrMissingNeverActedOn: a condition not refreshed within
-// two heartbeats, an Unknown one and a missing one take no action, and a
-// taint stays until the condition is fresh again.
+// TestStaleUnknownOrMissingNeverActedOn: a condition whose heartbeat is
+// older than two heartbeat periods at first sight, an Unknown one and a
+// missing one take no action, and a taint stays until the condition is
+// fresh again.
 func TestStaleUnknownOrMissingNeverActedOn(t *testing.T) {
 	p := DefaultPolicy()
 	now := t0.Add(time.Hour)
@@ -80,11 +104,11 @@ func TestStaleUnknownOrMissingNeverActedOn(t *testing.T) {
 	unknown := node("unknown", "RuntimeHung", corev1.ConditionUnknown, t0, now)
 	missing := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "missing"}}
 	staleFalse := taintOf(node("stale-false", "RuntimeHung", corev1.ConditionFalse, t0, t0), "RuntimeHung")
-	plan := Decide(p, []*corev1.Node{stale, unknown, missing, staleFalse}, now)
+	plan := decideAt(p, NewClocks(), []*corev1.Node{stale, unknown, missing, staleFalse}, now)
 	if len(plan.Actions) != 0 || plan.Unhealthy != 0 {
 		t.Fatalf("acted on stale or unknown conditions: %q, unhealthy %d", kinds(plan), plan.Unhealthy)
 	}
-	if got := Decide(p, []*corev1.Node{stale}, now.Add(-time.Second)); kinds(got) != "taint stale hangwatch.io/runtime-hung" {
+	if got := decideAt(p, NewClocks(), []*corev1.Node{stale}, now.Add(-time.Second)); kinds(got) != "taint stale hangwatch.io/runtime-hung" {
 		t.Fatalf("the same condition a second fresher: %q", kinds(got))
 	}
 }
@@ -99,10 +123,12 @@ func TestMaxUnhealthyHoldsNewActionsButNotRecovery(t *testing.T) {
 		if i < 5 {
 			status = corev1.ConditionTrue
 		}
-		nodes = append(nodes, node(fmt.Sprintf("n%02d", i), "RuntimeHung", status, t0, t0.Add(time.Hour)))
+		nodes = append(nodes, node(fmt.Sprintf("n%02d", i), "RuntimeHung", status, t0, t0.Add(59*time.Minute)))
 	}
 	nodes[19] = taintOf(nodes[19], "RuntimeHung")
-	plan := Decide(p, nodes, t0.Add(time.Hour))
+	k := NewClocks()
+	k.Observe(p, nodes, t0.Add(time.Hour-time.Minute), true) // the recovery seen a minute ago
+	plan := decideAt(p, k, nodes, t0.Add(time.Hour))
 	if plan.Unhealthy != 5 || plan.Limit != 4 || len(plan.Withheld[GuardMaxUnhealthy]) != 5 {
 		t.Fatalf("unhealthy %d, limit %d, held %d", plan.Unhealthy, plan.Limit, len(plan.Withheld[GuardMaxUnhealthy]))
 	}
@@ -110,7 +136,7 @@ func TestMaxUnhealthyHoldsNewActionsButNotRecovery(t *testing.T) {
 		t.Fatalf("actions: %q, want only the untaint", got)
 	}
 	p.MaxUnhealthy = intstr.FromInt32(5)
-	if got := len(Decide(p, nodes, t0.Add(time.Hour)).Actions); got != 6 {
+	if got := len(decideAt(p, k, nodes, t0.Add(time.Hour)).Actions); got != 6 {
 		t.Fatalf("maxUnhealthy 5: %d actions, want 5 taints and the untaint", got)
 	}
 }
@@ -122,13 +148,13 @@ func TestOptOutPauseAndForeignTaints(t *testing.T) {
 	foreign := node("foreign", "RuntimeHung", corev1.ConditionFalse, t0, t0.Add(time.Hour))
 	foreign.Spec.Taints = []corev1.Taint{{Key: TaintKey("RuntimeHung"), Value: "by-hand", Effect: corev1.TaintEffectNoSchedule},
 		{Key: OutOfServiceTaint, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}}
-	plan := Decide(p, []*corev1.Node{opted, foreign}, t0.Add(time.Hour))
+	plan := decideAt(p, NewClocks(), []*corev1.Node{opted, foreign}, t0.Add(time.Hour))
 	if len(plan.Actions) != 0 || len(plan.Withheld[GuardOptOut]) != 1 {
 		t.Fatalf("opt-out and a foreign taint: %q, held %v", kinds(plan), plan.Withheld)
 	}
 	p.Paused = true
 	hung := node("hung", "RuntimeHung", corev1.ConditionTrue, t0, t0)
-	if plan := Decide(p, []*corev1.Node{hung}, t0); len(plan.Actions) != 0 || len(plan.Withheld[GuardPaused]) != 1 {
+	if plan := decideAt(p, NewClocks(), []*corev1.Node{hung}, t0); len(plan.Actions) != 0 || len(plan.Withheld[GuardPaused]) != 1 {
 		t.Fatalf("paused: %q", kinds(plan))
 	}
 }
@@ -190,7 +216,7 @@ func FuzzDecodePolicy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := DecodePolicy(data)
 		if err == nil {
-			Decide(p, []*corev1.Node{node("a", "RuntimeHung", corev1.ConditionTrue, t0, t0)}, t0)
+			decideAt(p, NewClocks(), []*corev1.Node{node("a", "RuntimeHung", corev1.ConditionTrue, t0, t0)}, t0)
 		}
 	})
 }

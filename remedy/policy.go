@@ -3,12 +3,16 @@ package remedy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/hangwatch/hangwatch/internal/managedfields"
 )
 
 // The policy file's identity.
@@ -43,7 +47,26 @@ type Policy struct {
 	NodeSelector string `json:"nodeSelector,omitempty"`
 	// Conditions say what to do for each condition type.
 	Conditions []ConditionPolicy `json:"conditions"`
+	// Eviction says which of an evicting node's pods leave it.
+	Eviction EvictionPolicy `json:"eviction"`
 }
+
+// EvictionPolicy says which pods are evicted from a node whose runtime or
+// kubelet may not finish their graceful deletion: by default only those a
+// controller recreates under a new name elsewhere at once.
+type EvictionPolicy struct {
+	// Kinds are the kinds of controller whose pods are evicted: ReplicaSet
+	// (the default), Job, StatefulSet, any other controller kind, and None
+	// for pods with no controller. A DaemonSet's pods are never evicted.
+	Kinds []string `json:"kinds"`
+	// ReadWriteOnceVolumes also evicts pods that mount a ReadWriteOnce or
+	// ReadWriteOncePod claim (their replacement waits on Multi-Attach until
+	// the old pod is gone).
+	ReadWriteOnceVolumes bool `json:"readWriteOnceVolumes"`
+}
+
+// OwnerlessKind names pods with no controller in EvictionPolicy.Kinds.
+const OwnerlessKind = "None"
 
 // ConditionPolicy is what to do about one condition type.
 type ConditionPolicy struct {
@@ -52,8 +75,45 @@ type ConditionPolicy struct {
 	TaintAfter *metav1.Duration `json:"taintAfter,omitempty"`
 	// EvictAfter: True this long evicts the node's pods; nil: no eviction.
 	EvictAfter *metav1.Duration `json:"evictAfter,omitempty"`
-	// ClearAfter: False this long removes the taint.
+	// ClearAfter: False this long removes the taint (doubled for each
+	// recent flap of the node's condition, up to an hour).
 	ClearAfter metav1.Duration `json:"clearAfter"`
+	// Writers are the field managers (in the Node's managedFields) whose
+	// writes of the condition are acted on; default [hangwatch]. "*": any.
+	Writers []string `json:"writers,omitempty"`
+}
+
+// DefaultWriter is hangwatch's field manager on the Node's status.
+const DefaultWriter = "hangwatch"
+
+func (c ConditionPolicy) writers() []string {
+	if len(c.Writers) == 0 {
+		return []string{DefaultWriter}
+	}
+	return c.Writers
+}
+
+// trusts: a writer the policy trusts owns the content of n's condition.
+func (c ConditionPolicy) trusts(n *corev1.Node) bool {
+	want := c.writers()
+	if slices.Contains(want, "*") {
+		return true
+	}
+	for _, w := range writersOf(n, c.Type) {
+		if slices.Contains(want, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// writersOf are the field managers that wrote n's condition condType.
+func writersOf(n *corev1.Node, condType string) []string {
+	ws := managedfields.ContentWriters(n.ManagedFields, condType)
+	if len(ws) == 0 {
+		return []string{"an unknown writer"}
+	}
+	return ws
 }
 
 func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
@@ -73,6 +133,7 @@ func DefaultPolicy() *Policy {
 			{Type: "PLEGUnhealthy", TaintAfter: dur(time.Minute), ClearAfter: clear},
 			{Type: "KernelDeadlock", TaintAfter: dur(0), ClearAfter: clear},
 		},
+		Eviction: EvictionPolicy{Kinds: []string{"ReplicaSet"}},
 	}
 }
 
@@ -140,11 +201,32 @@ func Validate(p *Policy) []error {
 				bad(at+"."+name, d.Duration, "must be from 0 to 24h")
 			}
 		}
+		for j, w := range c.Writers {
+			if strings.TrimSpace(w) == "" {
+				bad(fmt.Sprintf("%s.writers[%d]", at, j), fmt.Sprintf("%q", w), "must name a field manager, or * for any")
+			}
+		}
 		if c.EvictAfter != nil && c.TaintAfter == nil {
 			bad(at+".evictAfter", c.EvictAfter.Duration, "needs taintAfter: pods evicted from an untainted node may land on it again")
 		}
 		if c.EvictAfter != nil && c.TaintAfter != nil && c.EvictAfter.Duration < c.TaintAfter.Duration {
 			bad(at+".evictAfter", c.EvictAfter.Duration, "must not be shorter than taintAfter")
+		}
+	}
+	return append(errs, validateEviction(p.Eviction)...)
+}
+
+var kindRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
+
+func validateEviction(e EvictionPolicy) []error {
+	var errs []error
+	for i, k := range e.Kinds {
+		at := fmt.Sprintf("eviction.kinds[%d] %q", i, k)
+		switch {
+		case k == "DaemonSet":
+			errs = append(errs, fmt.Errorf("%s: a DaemonSet's pods are never evicted (the DaemonSet puts them back on the same node)", at))
+		case !kindRE.MatchString(k):
+			errs = append(errs, fmt.Errorf("%s: must be a controller kind such as ReplicaSet, Job or StatefulSet, or %s for pods with no controller", at, OwnerlessKind))
 		}
 	}
 	return errs

@@ -14,9 +14,11 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
@@ -63,6 +65,25 @@ func (a *api) add(fs *pflag.FlagSet) {
 // client builds the Clientset (this cluster-side binary may: the node
 // agent may not).
 func (a *api) client() (kubernetes.Interface, error) {
+	cfg, err := a.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// watchClient is client without the request timeout, for the informer: a
+// timeout would cut each watch, and a large cluster's first list, short.
+func (a *api) watchClient() (kubernetes.Interface, error) {
+	cfg, err := a.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 0
+	return kubernetes.NewForConfig(cfg)
+}
+
+func (a *api) restConfig() (*rest.Config, error) {
 	cfg, err := apiclient.RESTConfig(a.kubeconfig, a.qps, a.burst)
 	if err != nil {
 		return nil, err
@@ -71,7 +92,7 @@ func (a *api) client() (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("--kubeconfig not given and not in a pod: no API server")
 	}
 	cfg.UserAgent = "hangwatch-remedy/" + buildinfo.Get().GitVersion
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }
 
 func newRunCommand() *cobra.Command {
@@ -112,10 +133,18 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	watchCS, err := o.watchClient()
+	if err != nil {
+		return err
+	}
+	ns, id, err := o.identity()
+	if err != nil {
+		return err
+	}
 	reg := metrics.NewKubeRegistry()
 	buildinfo.Register(reg)
 	m := remedy.NewMetrics(reg)
-	factory := informers.NewSharedInformerFactory(cs, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(watchCS, 0, informers.WithTransform(slimNode))
 	nodes := factory.Core().V1().Nodes()
 	lister := nodes.Lister()
 	factory.Start(ctx.Done())
@@ -139,7 +168,8 @@ func (o *runOptions) run(ctx context.Context) error {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	c := remedy.NewController(remedy.Options{Client: cs, Policy: policy.get, Metrics: m, Clock: clock.RealClock{},
+	budget := remedy.NewBudget(cs.CoordinationV1(), types.NamespacedName{Namespace: ns, Name: o.leaseName + "-actions"}, id)
+	c := remedy.NewController(remedy.Options{Client: cs, Policy: policy.get, Metrics: m, Clock: clock.RealClock{}, Budget: budget,
 		Nodes:    nodeLister(func() ([]*corev1.Node, error) { return lister.List(labels.Everything()) }),
 		Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "hangwatch-remedy"})})
 	klog.InfoS("hangwatch-remedy running", "listen", ln.Addr().String(), "leaderElect", o.leaderElect, "dryRun", policy.get().DryRun)
@@ -148,24 +178,29 @@ func (o *runOptions) run(ctx context.Context) error {
 		c.Run(ctx)
 		return nil
 	}
-	return o.elect(ctx, cs, c, m)
+	return o.elect(ctx, cs, c, m, ns, id)
+}
+
+// identity is the namespace of the Leases (leader election, the action
+// budget) and this replica's identity on them.
+func (o *runOptions) identity() (namespace, id string, err error) {
+	namespace = o.namespace
+	if namespace == "" {
+		namespace = os.Getenv("POD_NAMESPACE")
+	}
+	if namespace == "" {
+		namespace = "kube-system"
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", "", fmt.Errorf("leader election identity: %w", err)
+	}
+	return namespace, fmt.Sprintf("%s_%d", host, os.Getpid()), nil
 }
 
 // elect acts while this replica leads; a replica that loses the lead
 // stops with an error, and its Deployment starts it again as a follower.
-func (o *runOptions) elect(ctx context.Context, cs kubernetes.Interface, c *remedy.Controller, m *remedy.Metrics) error {
-	ns := o.namespace
-	if ns == "" {
-		ns = os.Getenv("POD_NAMESPACE")
-	}
-	if ns == "" {
-		ns = "kube-system"
-	}
-	id, err := os.Hostname()
-	if err != nil {
-		return fmt.Errorf("leader election identity: %w", err)
-	}
-	id = fmt.Sprintf("%s_%d", id, os.Getpid())
+func (o *runOptions) elect(ctx context.Context, cs kubernetes.Interface, c *remedy.Controller, m *remedy.Metrics, ns, id string) error {
 	lost := false
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{LeaseMeta: metav1ObjectMeta(o.leaseName, ns), Client: cs.CoordinationV1(),
@@ -208,6 +243,25 @@ func serve(ln net.Listener, reg metrics.KubeRegistry, synced func() bool, withMe
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv
+}
+
+// slimNode drops from a cached Node what the controller never reads: the
+// images (up to 50 entries a node) and every managedFields entry but the
+// status writers', which say who wrote each condition.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	n.Status.Images = nil
+	kept := n.ManagedFields[:0]
+	for _, e := range n.ManagedFields {
+		if e.Subresource == "status" {
+			kept = append(kept, e)
+		}
+	}
+	n.ManagedFields = kept
+	return n, nil
 }
 
 // nodeLister adapts the informer's lister.

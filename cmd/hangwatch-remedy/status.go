@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/hangwatch/hangwatch/remedy"
 )
@@ -22,8 +24,14 @@ func newStatusCommand() *cobra.Command {
 		Short: "Print the fleet table: node, condition, since, action, next action",
 		Long: `status reads the Nodes and plans as the controller would with the policy of
 --config (the same file the controller runs with), and prints for every
-node and condition the policy covers its state, since when, the action the
-controller takes now (or the guard that holds it back) and the next one.`,
+node and condition the policy covers its state, since when (the writer's
+lastTransitionTime, for display), the action the controller takes now (or
+the guard that holds it back) and the next one, then the pods of each
+evicting node that the policy leaves there, and why.
+
+status has not watched the Nodes: it times each condition from now, as a
+newly elected controller does, so its "next" column is the longest wait.
+The controller's own timeline is in its log and Events.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
@@ -45,14 +53,21 @@ controller takes now (or the guard that holds it back) and the next one.`,
 			for i := range list.Items {
 				nodes = append(nodes, &list.Items[i])
 			}
-			plan := remedy.Decide(p, nodes, time.Now())
+			clocks := remedy.NewClocks()
+			now := time.Now()
+			clocks.Observe(p, nodes, now, true)
+			plan := remedy.Decide(p, nodes, clocks, now)
+			left, err := leftAlone(cmd.Context(), cs, p, plan)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{"matching": plan.Matching, "unhealthy": plan.Unhealthy, "maxUnhealthy": plan.Limit,
-					"paused": p.Paused, "dryRun": p.DryRun, "rows": plan.Rows})
+					"paused": p.Paused, "dryRun": p.DryRun, "rows": plan.Rows, "leftAlone": left})
 			}
-			return writeTable(cmd.OutOrStdout(), p, plan)
+			return writeTable(cmd.OutOrStdout(), p, plan, left)
 		},
 	}
 	a.add(cmd.Flags())
@@ -60,7 +75,26 @@ controller takes now (or the guard that holds it back) and the next one.`,
 	return cmd
 }
 
-func writeTable(w io.Writer, p *remedy.Policy, plan remedy.Plan) error {
+// leftAlone lists, by node, the pods of each evicting node that the policy
+// leaves where they are.
+func leftAlone(ctx context.Context, cs kubernetes.Interface, p *remedy.Policy, plan remedy.Plan) (map[string][]remedy.LeftPod, error) {
+	out := map[string][]remedy.LeftPod{}
+	for _, a := range plan.Actions {
+		if a.Kind != remedy.ActionEvict {
+			continue
+		}
+		pods, err := remedy.SortNodePods(ctx, cs, p.Eviction, a.Node, a.Taint)
+		if err != nil {
+			return nil, err
+		}
+		if len(pods.Left) > 0 {
+			out[a.Node] = pods.Left
+		}
+	}
+	return out, nil
+}
+
+func writeTable(w io.Writer, p *remedy.Policy, plan remedy.Plan, left map[string][]remedy.LeftPod) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "%d of %d nodes unhealthy (maxUnhealthy %d)", plan.Unhealthy, plan.Matching, plan.Limit)
 	if p.Paused {
@@ -77,6 +111,16 @@ func writeTable(w io.Writer, p *remedy.Policy, plan remedy.Plan) error {
 			since = time.Since(r.Since).Round(time.Second).String() + " ago"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Node, r.Condition, r.State, since, dash(r.Action), dash(r.Next))
+	}
+	if len(left) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "NODE\tPOD LEFT ALONE\tWHY")
+		for _, r := range plan.Rows {
+			for _, l := range left[r.Node] {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Node, l.Pod, l.Why)
+			}
+			delete(left, r.Node)
+		}
 	}
 	return tw.Flush()
 }
