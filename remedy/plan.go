@@ -58,8 +58,8 @@ const (
 	// StateOtherWriter: the condition was not written by a field manager
 	// the policy trusts (node-problem-detector's KernelDeadlock, say).
 	StateOtherWriter = "OtherWriter"
-	StateOptedOut = "OptedOut"
-	StateUnknown  = "Unknown" // fresh, but the writer cannot tell
+	StateOptedOut    = "OptedOut"
+	StateUnknown     = "Unknown" // fresh, but the writer cannot tell
 	// StateForeign: someone else put a taint of this key on the node; it
 	// is theirs, and the controller leaves the condition alone.
 	StateForeign = "ForeignTaint"
