@@ -100,7 +100,7 @@ func (b *Budget) load(ctx context.Context, now time.Time) error {
 	default:
 		if raw := l.Annotations[RecentActionsAnnotation]; raw != "" {
 			if err := json.Unmarshal([]byte(raw), &b.record); err != nil {
-				return fmt.Errorf("Lease %s annotation %s: %w", b.lease, RecentActionsAnnotation, err)
+				return fmt.Errorf("the action budget's Lease %s, annotation %s: %w", b.lease, RecentActionsAnnotation, err)
 			}
 		}
 	}

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	testclock "k8s.io/utils/clock/testing"
@@ -82,4 +84,21 @@ func TestAFreshReadBeforeActing(t *testing.T) {
 	if v := fmt.Sprint(c.Last().Actions); v == "[]" {
 		t.Fatalf("the cache planned nothing: %v", v)
 	}
+}
+
+// FuzzBudgetRecord: whatever the Lease's annotation holds, Take answers
+// without panicking, and refuses (fails closed) when it cannot read it.
+func FuzzBudgetRecord(f *testing.F) {
+	f.Add(`[{"time":"2026-11-25T03:00:00Z","identity":"x","node":"n","action":"taint","condition":"RuntimeHung"}]`)
+	f.Add(`{}`)
+	f.Add(`[{"time":"not a time"}]`)
+	f.Fuzz(func(t *testing.T, annotation string) {
+		cs := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns",
+			Annotations: map[string]string{RecentActionsAnnotation: annotation}}})
+		b := NewBudget(cs.CoordinationV1(), types.NamespacedName{Namespace: "ns", Name: "b"}, "me")
+		ok, err := b.Take(context.Background(), 3, Action{Node: "n", Kind: ActionTaint}, t0)
+		if err != nil && ok {
+			t.Fatalf("took an action with an unreadable budget: %v", err)
+		}
+	})
 }

@@ -20,9 +20,9 @@ type Metrics struct {
 func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 	m := &Metrics{
 		nodes: metrics.NewGaugeVec(&metrics.GaugeOpts{Name: "hangwatch_remedy_nodes", StabilityLevel: metrics.ALPHA,
-			Help: "Node conditions the policy covers, by condition and state (Healthy, Pending, Tainted, Evicting, Stale, OptedOut)."}, []string{"condition", "state"}),
+			Help: "Node conditions the policy covers, by condition and state (Healthy, Pending, Tainted, Evicting, Stale, Unknown, OptedOut, ForeignTaint, OtherWriter)."}, []string{"condition", "state"}),
 		actions: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_remedy_actions_total", StabilityLevel: metrics.ALPHA,
-			Help: "Actions by kind (taint, untaint, evict), condition and result (done, dry_run, error)."}, []string{"action", "condition", "result"}),
+			Help: "Actions by kind (taint, untaint, evict), condition and result (done, dry_run, error, changed: a fresh read of the Node no longer asked for it)."}, []string{"action", "condition", "result"}),
 		guard: metrics.NewGaugeVec(&metrics.GaugeOpts{Name: "hangwatch_remedy_guard_active", StabilityLevel: metrics.ALPHA,
 			Help: "1 while a guard holds actions back: paused, maxUnhealthy, optOut or rateLimit."}, []string{"guard"}),
 		trips: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_remedy_guard_trips_total", StabilityLevel: metrics.ALPHA,

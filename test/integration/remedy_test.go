@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -157,8 +158,14 @@ type fleet struct {
 	names []string
 }
 
+// newFleet makes n Nodes, and a fresh action budget: the Lease that keeps
+// it outlives a controller, so an earlier test's actions would count.
 func newFleet(t *testing.T, cp *harness.ControlPlane, n int) *fleet {
 	t.Helper()
+	err := cp.Admin.CoordinationV1().Leases("kube-system").Delete(context.Background(), "hangwatch-remedy-actions", metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
 	f := &fleet{cp: cp, label: uniqueNode("remedy")}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-n%02d", f.label, i)
