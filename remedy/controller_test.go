@@ -180,3 +180,52 @@ func hasEvent(c *Controller, want string) bool {
 		}
 	}
 }
+
+// TestEvictionPassesBackOffAndForgetTheirNode: while a node's pods stay,
+// its eviction passes (each a LIST of that node's pods) come at once, then
+// 2, 4, 8, 16 and 30 s apart; once its condition ends, nothing of the
+// node's episode (its pods' 429 retry times included) is kept.
+func TestEvictionPassesBackOffAndForgetTheirNode(t *testing.T) {
+	clk := testclock.NewFakeClock(t0)
+	n := taintOf(node("a", "RuntimeHung", corev1.ConditionTrue, t0, t0), "RuntimeHung")
+	c, cs := newTestController(t, DefaultPolicy(), clk, n)
+	ctx := context.Background()
+	c.Pass(ctx)
+	clk.Step(45 * time.Second)
+	var passes []time.Duration
+	for s := 0; s <= 62; s++ {
+		before := podLists(cs)
+		c.Pass(ctx)
+		c.evict.wait()
+		if podLists(cs) > before {
+			passes = append(passes, time.Duration(s)*time.Second)
+		}
+		clk.Step(time.Second)
+	}
+	if got := fmt.Sprint(passes); got != "[0s 2s 6s 14s 30s 1m0s]" {
+		t.Fatalf("eviction passes at %s, want [0s 2s 6s 14s 30s 1m0s]", got)
+	}
+	c.evict.nodes["a"].notBefore["default/web"] = clk.Now().Add(time.Hour)
+	live, err := cs.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.Status.Conditions[0].Status = corev1.ConditionFalse
+	if _, err := cs.CoreV1().Nodes().Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.Pass(ctx)
+	if len(c.evict.nodes) != 0 {
+		t.Fatalf("the episode outlived its condition: %+v", c.evict.nodes)
+	}
+}
+
+func podLists(cs *fake.Clientset) int {
+	n := 0
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "pods" {
+			n++
+		}
+	}
+	return n
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestConfigCheckExitCodes(t *testing.T) {
@@ -19,5 +20,36 @@ func TestConfigCheckExitCodes(t *testing.T) {
 	}
 	if code := execute([]string{"run", "--leader-elect-lease-duration", "1s"}); code != 2 {
 		t.Errorf("lease shorter than the renew deadline: exit %d, want 2", code)
+	}
+}
+
+// TestTheInformerHasNoRequestTimeout: the informer's client keeps no
+// request timeout (it would cut each watch, and a large cluster's first
+// list) and speaks protobuf; the client that acts keeps its 10 s.
+func TestTheInformerHasNoRequestTimeout(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := &api{kubeconfig: kc, qps: 10, burst: 20}
+	acting, err := a.restConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching, err := a.watchConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acting.Timeout != 10*time.Second || watching.Timeout != 0 {
+		t.Errorf("timeouts: acting %v (want 10s), informer %v (want none)", acting.Timeout, watching.Timeout)
+	}
+	if watching.ContentType != "application/vnd.kubernetes.protobuf" {
+		t.Errorf("the informer's content type %q", watching.ContentType)
 	}
 }
