@@ -38,7 +38,7 @@ sick=$((nodes / 100))
 
 table=$(cat <<TABLE
 <!-- remedy-scale:begin (written by hack/bench-remedy-scale.sh) -->
-Machine: $machine. Command: \`./hack/bench-remedy-scale.sh $nodes\`, which runs \`$cmd\` (last run $(date -u +%Y-%m-%d)).
+Machine: $machine; hangwatch $(hangwatch_version). Command: \`./hack/bench-remedy-scale.sh $nodes\`, which runs \`$cmd\` (last run $(date -u +%Y-%m-%d)).
 One kube-apiserver (and etcd) holding $nodes Nodes, each ${node_bytes:-?} bytes of JSON (40 \`status.images\`
 with a digest and a tag each, labels, addresses, capacity, node info), created by 16 parallel
 admin writers in $(s remedy_scale_setup); each Node's \`RuntimeHung\` written as hangwatch writes it
@@ -46,13 +46,15 @@ admin writers in $(s remedy_scale_setup); each Node's \`RuntimeHung\` written as
 hangwatch-remedy runs as its manifests' ServiceAccount (RBAC and admission policy applied), with
 \`maxUnhealthy: 2%\`, \`maxActionsPerMinute: 100\`, RuntimeHung \`taintAfter: 0s\`, its default
 client limits (\`--kube-api-qps 10 --kube-api-burst 20\`) and the integration tests' leader
-election timings (Lease 4 s, renew 3 s, retry 500 ms). Times are from the controller's start;
-a taint is timed when a watch on the API server delivers it.
+election timings (Lease 4 s, renew 3 s, retry 500 ms). Times are from the controller's start
+(its exec, the binary already built); a taint is timed when a watch on the API server delivers it.
+The controller plans from its cache once a second, so a reaction takes up to a second more than
+the writes it makes.
 
 | figure | value |
 | --- | --- |
-| node cache synced (\`/healthz\` ok) | $(s remedy_scale_cache_synced) |
-| leading (its Lease taken) | $(s remedy_scale_leading) |
+| node cache synced (\`/healthz\` ok, polled every 100 ms) | $(s remedy_scale_cache_synced) |
+| leading (its Lease taken; \`hangwatch_remedy_leader\`, polled every 100 ms after the sync) | $(s remedy_scale_leading) |
 | first decision (first taint) | **$(s remedy_scale_first_taint)** |
 | all $sick sick Nodes tainted | **$(s remedy_scale_all_sick_tainted)** |
 | requests from its start to the last taint | $(n remedy_scale_requests_until_all_tainted 0) ($(detail remedy_scale_requests_until_all_tainted | sed 's/^.*last taint; //')) |

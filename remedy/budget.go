@@ -39,7 +39,8 @@ type Budget struct {
 	identity string
 	loaded   bool
 	record   []actionRecord
-	spent    []time.Time // our clock: when each counted action leaves the window's start
+	object   *coordinationv1.Lease // as last read or written; nil: none yet
+	spent    []time.Time           // our clock: when each counted action leaves the window's start
 }
 
 // actionRecord is one action as the Lease keeps it.
@@ -77,7 +78,7 @@ func (b *Budget) Take(ctx context.Context, limit int, a Action, now time.Time) (
 	}
 	rec := actionRecord{Time: now, Identity: b.identity, Node: a.Node, Action: string(a.Kind), Condition: a.Condition}
 	if err := b.write(ctx, rec, now); err != nil {
-		b.loaded = false // read it again before the next action
+		b.loaded = false // read it again before the next action (another writer, say)
 		return false, err
 	}
 	b.spent = append(b.spent, now)
@@ -87,7 +88,7 @@ func (b *Budget) Take(ctx context.Context, limit int, a Action, now time.Time) (
 // load reads the Lease's record: ours at its time, another replica's as
 // peerTrust says.
 func (b *Budget) load(ctx context.Context, now time.Time) error {
-	b.record, b.spent = nil, nil
+	b.record, b.spent, b.object = nil, nil, nil
 	if b.leases == nil {
 		b.loaded = true
 		return nil
@@ -98,6 +99,7 @@ func (b *Budget) load(ctx context.Context, now time.Time) error {
 	case err != nil:
 		return fmt.Errorf("read the action budget's Lease %s: %w", b.lease, err)
 	default:
+		b.object = l
 		if raw := l.Annotations[RecentActionsAnnotation]; raw != "" {
 			if err := json.Unmarshal([]byte(raw), &b.record); err != nil {
 				return fmt.Errorf("the action budget's Lease %s, annotation %s: %w", b.lease, RecentActionsAnnotation, err)
@@ -117,7 +119,8 @@ func (b *Budget) load(ctx context.Context, now time.Time) error {
 }
 
 // write adds rec to the Lease's record, dropping records older than
-// keepRecord, as an update that holds only if no one else wrote since.
+// keepRecord, in one request: an update that holds only if no one else
+// wrote since we read or wrote it (its resourceVersion).
 func (b *Budget) write(ctx context.Context, rec actionRecord, now time.Time) error {
 	if b.leases == nil {
 		return nil
@@ -135,33 +138,22 @@ func (b *Budget) write(ctx context.Context, rec actionRecord, now time.Time) err
 		return err
 	}
 	leases := b.leases.Leases(b.lease.Namespace)
-	l, err := leases.Get(ctx, b.lease.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: b.lease.Name, Namespace: b.lease.Namespace}}
-		l.Annotations = map[string]string{RecentActionsAnnotation: string(raw)}
-		_, err = leases.Create(ctx, l, metav1.CreateOptions{FieldManager: "hangwatch-remedy"})
-	} else if err == nil {
-		if l.Annotations[RecentActionsAnnotation] != b.recorded() {
-			return fmt.Errorf("the action budget's Lease %s was changed by another writer", b.lease)
-		}
+	var l *coordinationv1.Lease
+	if b.object == nil {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: b.lease.Name, Namespace: b.lease.Namespace,
+			Annotations: map[string]string{RecentActionsAnnotation: string(raw)}}}
+		l, err = leases.Create(ctx, l, metav1.CreateOptions{FieldManager: "hangwatch-remedy"})
+	} else { // an update of the Lease as we last saw it: it fails if anyone wrote since
+		l = b.object.DeepCopy()
 		if l.Annotations == nil {
 			l.Annotations = map[string]string{}
 		}
 		l.Annotations[RecentActionsAnnotation] = string(raw)
-		_, err = leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "hangwatch-remedy"})
+		l, err = leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "hangwatch-remedy"})
 	}
 	if err != nil {
 		return fmt.Errorf("record the action on the Lease %s: %w", b.lease, err)
 	}
-	b.record = record
+	b.record, b.object = record, l
 	return nil
-}
-
-// recorded is the annotation as we last read or wrote it.
-func (b *Budget) recorded() string {
-	if len(b.record) == 0 {
-		return ""
-	}
-	raw, _ := json.Marshal(b.record)
-	return string(raw)
 }
