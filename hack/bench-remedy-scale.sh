@@ -17,6 +17,7 @@ ensure_go
 ensure_kube_binaries
 
 log=$HANGWATCH_CACHE/bench-remedy-scale.log
+version=$(hangwatch_version)   # before the run: the test builds hangwatch-remedy from the tree as it is then
 machine="$(machine_text), control plane $KUBE_VERSION (etcd $(etcd --version 2>/dev/null | awk '/etcd Version/{print $3}'))"
 cmd="HANGWATCH_REMEDY_SCALE=$nodes go test -count 1 -timeout 60m -v -run TestRemedyScaleBenchmark ./test/integration/"
 log "running: $cmd"
@@ -34,11 +35,11 @@ n() { local v; v=$(m "$1"); [ -n "$v" ] && printf "%.${2:-1}f" "$v" || echo "not
 # detail NAME: the parenthesised note after a MEASURE line's figure
 detail() { grep -o "MEASURE $1 [0-9.]* (.*)" "$log" | tail -1 | sed -E 's/^[^(]*\((.*)\)$/\1/'; }
 node_bytes=$(grep -o 'each Node is [0-9]* bytes' "$log" | tail -1 | awk '{print $4}')
-sick=$((nodes / 100))
+sick=$(( (nodes + 99) / 100 ))   # nodes 0, 100, 200...
 
 table=$(cat <<TABLE
 <!-- remedy-scale:begin (written by hack/bench-remedy-scale.sh) -->
-Machine: $machine; hangwatch $(hangwatch_version). Command: \`./hack/bench-remedy-scale.sh $nodes\`, which runs \`$cmd\` (last run $(date -u +%Y-%m-%d)).
+Machine: $machine; hangwatch $version. Command: \`./hack/bench-remedy-scale.sh $nodes\`, which runs \`$cmd\` (last run $(date -u +%Y-%m-%d)).
 One kube-apiserver (and etcd) holding $nodes Nodes, each ${node_bytes:-?} bytes of JSON (40 \`status.images\`
 with a digest and a tag each, labels, addresses, capacity, node info), created by 16 parallel
 admin writers in $(s remedy_scale_setup); each Node's \`RuntimeHung\` written as hangwatch writes it
