@@ -188,5 +188,5 @@ func (k *Clocks) ClearAfter(node, condType string, clearAfter time.Duration) tim
 	for i := 0; i < f.count && d < maxClearAfter; i++ {
 		d *= 2
 	}
-	return min(max(d, clearAfter), max(clearAfter, maxClearAfter))
+	return max(clearAfter, min(d, maxClearAfter)) // a policy's own clearAfter over an hour stands
 }

@@ -194,12 +194,17 @@ conditions:
 - type: runtimeHung
   taintAfter: 1m
   evictAfter: 10s
+  writers: [""]
+eviction:
+  kinds: [DaemonSet, statefulset]
 `))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{`unknown field "evictionConcurency"`, "maxUnhealthy 150%", "maxActionsPerMinute 0",
-		"conditions[0].evictAfter 30s: needs taintAfter", "conditions[1].type runtimeHung", "conditions[1].evictAfter 10s: must not be shorter"} {
+		"conditions[0].evictAfter 30s: needs taintAfter", "conditions[1].type runtimeHung", "conditions[1].evictAfter 10s: must not be shorter",
+		`conditions[1].writers[0] "": must name a field manager`, `eviction.kinds[0] "DaemonSet": a DaemonSet's pods are never evicted`,
+		`eviction.kinds[1] "statefulset": must be a controller kind`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
