@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -75,20 +76,23 @@ The controller's own timeline is in its log and Events.`,
 	return cmd
 }
 
-// leftAlone lists, by node, the pods of each evicting node that the policy
-// leaves where they are.
+// leftAlone lists, by node, the pods that the policy leaves on each node
+// being evicted, or to be evicted once evictAfter has passed.
 func leftAlone(ctx context.Context, cs kubernetes.Interface, p *remedy.Policy, plan remedy.Plan) (map[string][]remedy.LeftPod, error) {
 	out := map[string][]remedy.LeftPod{}
-	for _, a := range plan.Actions {
-		if a.Kind != remedy.ActionEvict {
+	seen := map[string]bool{}
+	for _, r := range plan.Rows {
+		if seen[r.Node] || (r.State != remedy.StateEvicting && !strings.HasPrefix(r.Next, "evict in")) {
 			continue
 		}
-		pods, err := remedy.SortNodePods(ctx, cs, p.Eviction, a.Node, a.Taint)
+		seen[r.Node] = true
+		taint := corev1.Taint{Key: remedy.TaintKey(r.Condition), Value: remedy.TaintValue, Effect: corev1.TaintEffectNoSchedule}
+		pods, err := remedy.SortNodePods(ctx, cs, p.Eviction, r.Node, taint)
 		if err != nil {
 			return nil, err
 		}
 		if len(pods.Left) > 0 {
-			out[a.Node] = pods.Left
+			out[r.Node] = pods.Left
 		}
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -217,10 +218,45 @@ func TestRemedyEvictsOnlyWhatAControllerRecreates(t *testing.T) {
 	if terminating(cp, pods[1]["web"]) {
 		t.Error("node 1's Deployment pod was evicted from a stale cache")
 	}
+	checkLeftAloneInStatus(t, kc, f, pods[0])
 	want := "default/" + pods[0]["bare"] + " (no controller"
 	if e := findEvent(rec, "RemedyLeftAlone"); !strings.Contains(e, want) || !strings.Contains(e, pods[0]["db"]+" (StatefulSet pod") ||
 		!strings.Contains(e, pods[0]["cache"]+" (ReadWriteOnce volume claim") {
 		t.Errorf("the left-alone Event %q lacks a pod", e)
+	}
+}
+
+// checkLeftAloneInStatus runs `hangwatch-remedy status -o json` as the
+// remedy identity: node 0, tainted with RuntimeHung True, is to be evicted,
+// and the pods the policy leaves there are listed.
+func checkLeftAloneInStatus(t *testing.T, kc string, f *fleet, pods map[string]string) {
+	t.Helper()
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: RemedyConfiguration\nnodeSelector: hangwatch.io/remedy-test=%s\nmaxUnhealthy: 100%%\n", f.label)
+	if err := os.WriteFile(policy, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(remedyBinary(t), "status", "--kubeconfig", kc, "--config", policy, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	var status struct {
+		LeftAlone map[string][]remedy.LeftPod `json:"leftAlone"`
+	}
+	if err := json.Unmarshal(out, &status); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, out)
+	}
+	got := map[string]bool{}
+	for _, l := range status.LeftAlone[f.names[0]] {
+		got[l.Pod] = true
+	}
+	for _, what := range []string{"db", "bare", "cache"} {
+		if !got["default/"+pods[what]] {
+			t.Errorf("status does not list %s as left alone on %s:\n%s", pods[what], f.names[0], out)
+		}
+	}
+	if len(got) != 3 || len(status.LeftAlone) != 1 {
+		t.Errorf("status lists more left-alone pods than node 0's three:\n%s", out)
 	}
 }
 
