@@ -23,7 +23,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -259,13 +258,8 @@ func checkScaleNode(t *testing.T, cs kubernetes.Interface, name string) {
 // writeRuntimeHung writes RuntimeHung on a Node as hangwatch does: a
 // status patch under its field manager, heartbeat now.
 func writeRuntimeHung(ctx context.Context, cs kubernetes.Interface, name string, status corev1.ConditionStatus) error {
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	cond := corev1.NodeCondition{Type: "RuntimeHung", Status: status, Reason: "VersionHung", Message: "set by the scale benchmark",
-		LastTransitionTime: now, LastHeartbeatTime: now}
-	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{cond}}})
-	_, err := cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
-		metav1.PatchOptions{FieldManager: remedy.DefaultWriter}, "status")
-	return err
+	now := time.Now()
+	return writeCondition(ctx, cs, name, "RuntimeHung", remedy.DefaultWriter, status, now, now)
 }
 
 // inParallel runs do(0..n-1) on workers goroutines; the first error stops

@@ -189,13 +189,22 @@ func (f *fleet) set(t *testing.T, i int, status corev1.ConditionStatus, beat tim
 // write writes condType on node i as manager, with the writer's times.
 func (f *fleet) write(t *testing.T, i int, condType, manager string, status corev1.ConditionStatus, transition, beat time.Time) {
 	t.Helper()
-	cond := corev1.NodeCondition{Type: corev1.NodeConditionType(condType), Status: status, Reason: "VersionHung", Message: "set by the test",
-		LastTransitionTime: metav1.NewTime(transition.Truncate(time.Second)), LastHeartbeatTime: metav1.NewTime(beat.Truncate(time.Second))}
-	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{cond}}})
-	if _, err := f.cp.Admin.CoreV1().Nodes().Patch(context.Background(), f.names[i], types.StrategicMergePatchType, patch,
-		metav1.PatchOptions{FieldManager: manager}, "status"); err != nil {
+	if err := writeCondition(context.Background(), f.cp.Admin, f.names[i], condType, manager, status, transition, beat); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeCondition writes condType on the Node name as its writer manager
+// does (a status patch under that field manager), with the writer's times.
+func writeCondition(ctx context.Context, cs kubernetes.Interface, name, condType, manager string, status corev1.ConditionStatus, transition, beat time.Time) error {
+	cond := corev1.NodeCondition{Type: corev1.NodeConditionType(condType), Status: status, Reason: "VersionHung", Message: "set by the test",
+		LastTransitionTime: metav1.NewTime(transition.Truncate(time.Second)), LastHeartbeatTime: metav1.NewTime(beat.Truncate(time.Second))}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{cond}}})
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: manager}, "status")
+	return err
 }
 
 // tainted lists the nodes (by index) with the controller's taint.
@@ -388,11 +397,7 @@ func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
 	f := newFleet(t, cp, 6)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	writePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 60\n")
-	lease := "hangwatch-remedy" // the only Lease its Role lets it take
-	first := startRemedy(t, kc, policy, lease)
-	waitUntil(t, 30*time.Second, "the first replica to lead", func() bool { return first.metric("hangwatch_remedy_leader") == 1 })
-	second := startRemedy(t, kc, policy, lease)
-	waitUntil(t, 30*time.Second, "the second replica to serve", func() bool { return second.metric("hangwatch_remedy_leader") == 0 })
+	first, second := startPair(t, kc, policy)
 	for i := 0; i < 4; i++ {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
 	}
@@ -411,6 +416,18 @@ func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
 	}
 	f.set(t, 4, corev1.ConditionTrue, time.Now())
 	waitUntil(t, 30*time.Second, "the new leader to taint n04", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3, 4) })
+}
+
+// startPair starts two replicas on the Lease kube-system/hangwatch-remedy
+// (the only one their Role lets them take): the first leads, the second
+// serves as the standby.
+func startPair(t *testing.T, kubeconfig, policy string) (first, second *remedyProc) {
+	t.Helper()
+	first = startRemedy(t, kubeconfig, policy, "hangwatch-remedy")
+	waitUntil(t, 30*time.Second, "the first replica to lead", func() bool { return first.metric("hangwatch_remedy_leader") == 1 })
+	second = startRemedy(t, kubeconfig, policy, "hangwatch-remedy")
+	waitUntil(t, 30*time.Second, "the second replica to serve", func() bool { return second.metric("hangwatch_remedy_leader") == 0 })
+	return first, second
 }
 
 // TestRemedyMayChangeOnlyItsOwnTaints: the admission policy lets the

@@ -50,12 +50,9 @@ func (h *heartbeats) beat(t *testing.T, f *fleet, i int, skew time.Duration) tim
 				return
 			case <-tick.C:
 			}
-			cond := corev1.NodeCondition{Type: "RuntimeHung", Status: corev1.ConditionTrue, Reason: "VersionHung", Message: "set by the test",
-				LastTransitionTime: metav1.NewTime(first.Add(skew).Truncate(time.Second)),
-				LastHeartbeatTime:  metav1.NewTime(time.Now().Add(skew).Truncate(time.Second))}
-			patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{cond}}})
-			_, _ = f.cp.Admin.CoreV1().Nodes().Patch(context.Background(), f.names[i], types.StrategicMergePatchType, patch,
-				metav1.PatchOptions{FieldManager: "hangwatch"}, "status")
+			// a failed write is a missed heartbeat, as on a real node
+			_ = writeCondition(context.Background(), f.cp.Admin, f.names[i], "RuntimeHung", "hangwatch", corev1.ConditionTrue,
+				first.Add(skew), time.Now().Add(skew))
 		}
 	}()
 	return first
@@ -343,11 +340,7 @@ func TestRemedyLeaderKilledMidBurstKeepsTheBudget(t *testing.T) {
 	f := newFleet(t, cp, 8)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	writePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 3\n")
-	lease := "hangwatch-remedy"
-	first := startRemedy(t, kc, policy, lease)
-	waitUntil(t, 30*time.Second, "the first replica to lead", func() bool { return first.metric("hangwatch_remedy_leader") == 1 })
-	second := startRemedy(t, kc, policy, lease)
-	waitUntil(t, 30*time.Second, "the second replica to serve", func() bool { return second.metric("hangwatch_remedy_leader") == 0 })
+	first, second := startPair(t, kc, policy)
 	for i := range f.names {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
 	}
