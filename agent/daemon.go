@@ -32,6 +32,7 @@ type Agent struct {
 	health     *liveness
 	secure     *securePort     // nil without --secure-listen-address
 	reloader   *configReloader // nil without --config
+	repair     *repairing
 }
 
 // New assembles the agent; nothing runs until Run.
@@ -75,6 +76,7 @@ func (a *Agent) assemble() error {
 	if a.api != nil && a.engine.Reads(conditions.InputLease) { // else spare the API server the reads
 		a.feeds = append(a.feeds, feed{conditions.InputLease, a.leaseWatch()})
 	}
+	a.newRepair()
 	if a.o.Reload != nil {
 		a.reloader = newConfigReloader(a)
 	}
@@ -205,6 +207,10 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 	for _, f := range a.feeds {
 		run(func(ctx context.Context) { f.src.Run(ctx, a.observe(f.input)) })
 	}
+	if s := a.cfg.Repair; s.Enabled {
+		klog.InfoS("Repair is on", "dryRun", s.DryRun, "restartRuntimeAfter", s.RestartRuntimeAfter.Duration,
+			"restartKubeletAfter", s.RestartKubeletAfter.Duration, "maxRestartsPerHour", s.MaxRestartsPerHour, "systemdSocket", s.SystemdSocket)
+	}
 	if a.api != nil {
 		run(func(ctx context.Context) { a.api.report(ctx, a.o.Clock, a.conds) })
 	}
@@ -213,6 +219,7 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 		run(a.reloader.run)
 	}
 	run(func(ctx context.Context) { trimResidentSet(ctx, a.o.Clock) })
+	run(a.repair.Run)
 }
 
 // has tells whether a signal feeds input.

@@ -16,6 +16,7 @@ import (
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/repair"
 )
 
 // configPoll is how often the reloader reads --config for a change: a
@@ -33,6 +34,7 @@ type configReloader struct {
 	engine      *conditions.Engine
 	kernelTypes []kernellog.ConditionSpec // nil without the kernel log
 	warn        func(reason, message string)
+	repair      func(repair.Settings) // applies reloaded repair settings at once
 	clk         clock.WithTicker
 	ok, okTime  *metrics.Gauge
 	sum         [sha256.Size]byte // of the file last loaded or refused
@@ -48,7 +50,8 @@ func newConfigReloader(a *Agent) *configReloader {
 		kernelTypes = a.kernel.Monitor().ConditionTypes()
 	}
 	r := &configReloader{Reload: *a.o.Reload, running: a.cfg, engine: a.engine, kernelTypes: kernelTypes, clk: a.o.Clock,
-		warn: func(string, string) {}, sum: a.o.Config.Sum, // the file as start-up read it: a change since is reloaded
+		repair: a.repair.Update,
+		warn:   func(string, string) {}, sum: a.o.Config.Sum, // the file as start-up read it: a change since is reloaded
 		ok: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_successful", StabilityLevel: metrics.ALPHA,
 			Help: "1 when the last load of --config (at start or a reload) succeeded, 0 when the last reload was refused."}),
 		okTime: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_success_timestamp_seconds", StabilityLevel: metrics.ALPHA,
@@ -122,6 +125,7 @@ func (r *configReloader) install(c *config.Loaded) {
 	}
 	restart := changedSections(r.running, c.Configuration)
 	r.running = c.Configuration
+	r.repair(c.Repair.Settings())
 	r.ok.Set(1)
 	r.okTime.Set(float64(r.clk.Now().Unix()))
 	klog.InfoS("Reloaded the config file's condition rules", "path", r.Path,
@@ -153,7 +157,7 @@ func changedSections(running, c *config.Configuration) []string {
 	before, after := sectionsOf(running.Settings), sectionsOf(c.Settings)
 	var out []string
 	for name, v := range after {
-		if !bytes.Equal(v, before[name]) {
+		if name != "repair" && !bytes.Equal(v, before[name]) { // repair's is applied at once
 			out = append(out, name)
 		}
 	}

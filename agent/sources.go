@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
@@ -36,6 +37,7 @@ func (a *Agent) criWatch() *cri.Watch {
 			}
 			a.criMetrics.ObserveCycle(c)
 			a.health.beat()
+			a.repair.cycles.Add(1)
 		}}
 }
 
@@ -82,11 +84,20 @@ func (a *Agent) kernelWatch() (*kernellog.Watch, error) {
 // leaseWatch reads the node's Lease when a rule reads it.
 func (a *Agent) leaseWatch() *leases.Watch {
 	api := a.cfg.APIServer
-	return &leases.Watch{Client: a.api.client, Node: a.o.Node, Grace: api.NodeMonitorGracePeriod.Duration,
+	w := &leases.Watch{Client: a.api.client, Node: a.o.Node, Grace: api.NodeMonitorGracePeriod.Duration,
 		Period: api.LeasePeriod.Duration, Metrics: a.api.lease, Clock: a.o.Clock}
+	if u := a.cfg.Kubelet.HealthzURL; u != "" {
+		w.Healthz, _ = leases.NewHealthz(u) // checked with the configuration
+	}
+	return w
 }
 
 // observe hands an input to the engine.
 func (a *Agent) observe(input string) func(map[string]any) {
-	return func(obs map[string]any) { a.engine.Observe(input, obs) }
+	return func(obs map[string]any) {
+		a.engine.Observe(input, obs)
+		if input == conditions.InputLease {
+			a.repair.probes.Add(1) // after the engine judged it
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/leases"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -70,9 +71,18 @@ func TestDefaultRuntimeHungRule(t *testing.T) {
 	}
 }
 
+// leaseObs is the lease input of a read taking 10ms that found the Lease
+// (or not) with missed renewals, from leases' own Observation.
 func leaseObs(found bool, missed int) map[string]any {
-	return map[string]any{"readable": true, "readError": "", "readSeconds": 0.01,
-		"found": found, "missedRenewals": missed, "renewIntervalSeconds": 10.0, "graceSeconds": 50.0}
+	interval := 10 * time.Second
+	return leases.Observation{Readable: true, ReadLatency: 10 * time.Millisecond, Found: found, RenewInterval: interval,
+		RenewAge: time.Duration(missed)*interval + time.Second, Grace: 50 * time.Second}.Fields()
+}
+
+func silentKubelet(missed int, readable bool) map[string]any {
+	o := leaseObs(true, missed)
+	o["healthz"], o["kubeletSilent"], o["readable"] = leases.HealthzNoAnswer, true, readable
+	return o
 }
 
 func unreadable(readError string, missed int) map[string]any {
@@ -147,6 +157,20 @@ func TestDefaultKubeletUnresponsiveRule(t *testing.T) {
 	if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Message != want {
 		t.Fatalf("message %q, want %q", c.Message, want)
 	}
+}
+
+// TestKubeletNotAnsweringComesFirst: a kubelet whose local /healthz gets
+// no answer is KubeletUnresponsive at once, whatever the Lease or the API
+// server say; repair restarts it only for this reason.
+func TestKubeletNotAnsweringComesFirst(t *testing.T) {
+	e, _ := newDefaultEngine(t, "lease")
+	observeLease(t, e, []leaseStep{
+		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{silentKubelet(0, true), corev1.ConditionTrue, "KubeletNotAnswering"},
+		{silentKubelet(3, false), corev1.ConditionTrue, "KubeletNotAnswering"},
+		{leaseObs(true, 3), corev1.ConditionTrue, "NodeLeaseNotRenewed"},
+		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+	})
 }
 
 func TestDefaultKernelRuleFollowsTheKernelMonitor(t *testing.T) {

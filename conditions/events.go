@@ -100,6 +100,10 @@ func (e *Events) Shared(condType string, managers []string, overwrite bool) {
 // config reload it refused, say), rate-limited like the others.
 func (e *Events) Warning(reason, message string) { e.emit(corev1.EventTypeWarning, reason, message) }
 
+// Normal records a Normal Event on the Node about what hangwatch did (a
+// repair, say), rate-limited like the others.
+func (e *Events) Normal(reason, message string) { e.emit(corev1.EventTypeNormal, reason, message) }
+
 // Shutdown stops recording.
 func (e *Events) Shutdown() { e.stop() }
 

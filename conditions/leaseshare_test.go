@@ -19,8 +19,8 @@ func TestWithLeaseShareReplacesOnlyTheNotRenewedProblem(t *testing.T) {
 			reasons, whens = append(reasons, p.Reason), append(whens, p.When)
 		}
 	}
-	if strings.Join(reasons, ",") != "NodeLeaseMissing,NodeLeaseNotRenewed" || !strings.Contains(whens[1], "0.5 * lease.graceSeconds") {
-		t.Fatalf("KubeletUnresponsive problems %v (%v), want NodeLeaseMissing then the share rule", reasons, whens)
+	if strings.Join(reasons, ",") != "KubeletNotAnswering,NodeLeaseMissing,NodeLeaseNotRenewed" || !strings.Contains(whens[2], "0.5 * lease.graceSeconds") {
+		t.Fatalf("KubeletUnresponsive problems %v (%v), want KubeletNotAnswering, NodeLeaseMissing, then the share rule", reasons, whens)
 	}
 	for _, s := range DefaultSpecs() {
 		if s.Type == TypeKubeletUnresponsive && strings.Contains(s.Problems[len(s.Problems)-1].When, "graceSeconds") {

@@ -7,7 +7,9 @@ import (
 
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
+	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/pleg"
+	"github.com/hangwatch/hangwatch/repair"
 )
 
 // Defaults that are not another package's.
@@ -37,10 +39,14 @@ func Default() *Configuration {
 		Kernel: Kernel{Enabled: true, KmsgPath: "/dev/kmsg", Lookback: d(5 * time.Minute)},
 		APIServer: APIServer{QPS: 5, Burst: 10, LeasePeriod: d(5 * time.Second),
 			StatusHeartbeatPeriod: d(DefaultStatusHeartbeat)},
-		Kubelet: Kubelet{MetricsTimeout: d(kubeletmetrics.DefaultTimeout), MetricsPeriod: d(10 * time.Second)},
+		Kubelet: Kubelet{MetricsTimeout: d(kubeletmetrics.DefaultTimeout), MetricsPeriod: d(10 * time.Second),
+			HealthzURL: leases.DefaultHealthzURL},
 		PLEG: PLEG{Window: d(5 * time.Minute), StaleAfter: d(plegDefaults.StaleAfter),
 			EmulationStallAfter: d(plegDefaults.EmulationStallAfter), SlowRelist: d(plegDefaults.SlowRelist),
 			SlowFor: d(2 * time.Minute), EmulationPeriod: d(5 * time.Second)},
+		Repair: Repair{RestartRuntimeAfter: d(repair.DefaultRestartAfter), RestartKubeletAfter: d(repair.DefaultRestartAfter),
+			MaxRestartsPerHour: repair.DefaultMaxRestartsPerHour, KubeletUnit: repair.DefaultKubeletUnit,
+			SystemdSocket: repair.DefaultSystemdSocket},
 	}}
 }
 
@@ -59,4 +65,11 @@ func (r Runtime) EffectiveHeartbeat() time.Duration {
 		return 0
 	}
 	return r.HeartbeatPeriod.Duration
+}
+
+// Settings are the repair settings as the repair package takes them.
+func (r Repair) Settings() repair.Settings {
+	return repair.Settings{Enabled: r.Enabled, DryRun: r.DryRun, RestartRuntimeAfter: r.RestartRuntimeAfter.Duration,
+		RestartKubeletAfter: r.RestartKubeletAfter.Duration, MaxRestartsPerHour: r.MaxRestartsPerHour,
+		RuntimeUnit: r.RuntimeUnit, KubeletUnit: r.KubeletUnit, SystemdSocket: r.SystemdSocket}
 }

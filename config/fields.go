@@ -19,7 +19,7 @@ type field struct {
 func (c *Configuration) fields() []field {
 	s := &c.Settings
 	return slices.Concat(runtimeFields(&s.Runtime), serverFields(&s.Server), kernelFields(&s.Kernel),
-		apiServerFields(&s.APIServer), kubeletFields(&s.Kubelet), plegFields(&s.PLEG), conditionFields(s))
+		apiServerFields(&s.APIServer), kubeletFields(&s.Kubelet), plegFields(&s.PLEG), conditionFields(s), repairFields(&s.Repair))
 }
 
 func runtimeFields(r *Runtime) []field {
@@ -81,6 +81,7 @@ func kubeletFields(k *Kubelet) []field {
 		{"kubelet.insecureSkipTLSVerify", "kubelet-insecure-skip-tls-verify", "", "do not verify the kubelet's serving certificate (logged as a warning); allowed only for a loopback URL. Prefer --kubelet-ca-file", &k.InsecureSkipTLSVerify},
 		{"kubelet.metricsTimeout", "kubelet-metrics-timeout", "", "deadline of one scrape; a kubelet blocked on a frozen runtime does not answer, and that is reported", &k.MetricsTimeout},
 		{"kubelet.metricsPeriod", "kubelet-metrics-period", "", "time between scrapes of the kubelet's metrics", &k.MetricsPeriod},
+		{"kubelet.healthzURL", "kubelet-healthz-url", "", "the kubelet's local health endpoint, probed with each Lease read: no answer within 2s makes KubeletUnresponsive True (KubeletNotAnswering); a refused connection does not; empty: not probed", &k.HealthzURL},
 	}
 }
 
@@ -100,6 +101,19 @@ func conditionFields(s *Settings) []field {
 		{"runtimeHung.raiseAfter", "runtime-hung-raise-after", "", "consecutive hung cycles that make RuntimeHung True", &s.RuntimeHung.RaiseAfter},
 		{"runtimeHung.clearAfter", "runtime-hung-clear-after", "", "consecutive healthy cycles that make RuntimeHung False again", &s.RuntimeHung.ClearAfter},
 		{"kubeletUnresponsive.share", "kubelet-unresponsive-share", "", "raise KubeletUnresponsive once the Lease has gone unrenewed for this share of the grace period (0 < share < 1); 0: after two missed renewals", &s.KubeletUnresponsive.Share},
+	}
+}
+
+func repairFields(r *Repair) []field {
+	return []field{
+		{"repair.enabled", "repair", "", "restart a hung runtime or a kubelet that stopped answering, through systemd's D-Bus API (needs root, hostPID and systemd's private socket); a reload applies the repair settings at once", &r.Enabled},
+		{"repair.dryRun", "repair-dry-run", "", "log, count and tell (Event) each restart repair would make, and make none", &r.DryRun},
+		{"repair.restartRuntimeAfter", "restart-runtime-after", "", "restart the runtime once RuntimeHung has been True this long for a hang of the whole runtime (the heartbeat or a list call; never one object's call); 0: never", &r.RestartRuntimeAfter},
+		{"repair.restartKubeletAfter", "restart-kubelet-after", "", "restart the kubelet once KubeletUnresponsive has been True this long because its local /healthz got no answer (never for a late Lease alone); 0: never", &r.RestartKubeletAfter},
+		{"repair.maxRestartsPerHour", "max-restarts-per-hour", "", "most restarts of each target (runtime, kubelet) in any hour; then an Event, hangwatch_repairs_total{outcome=\"budget-spent\"} and no more", &r.MaxRestartsPerHour},
+		{"repair.runtimeUnit", "runtime-unit", "", "the runtime's systemd unit; empty: the unit of the process that listens on the CRI socket", &r.RuntimeUnit},
+		{"repair.kubeletUnit", "kubelet-unit", "", "the kubelet's systemd unit", &r.KubeletUnit},
+		{"repair.systemdSocket", "systemd-socket", "", "systemd's private D-Bus socket", &r.SystemdSocket},
 	}
 }
 

@@ -32,6 +32,7 @@ type Settings struct {
 	PLEG                PLEG                `json:"pleg"`
 	RuntimeHung         RuntimeHung         `json:"runtimeHung"`
 	KubeletUnresponsive KubeletUnresponsive `json:"kubeletUnresponsive"`
+	Repair              Repair              `json:"repair"`
 }
 
 // Runtime chooses the CRI endpoint and paces the probe.
@@ -93,6 +94,9 @@ type Kubelet struct {
 	InsecureSkipTLSVerify bool            `json:"insecureSkipTLSVerify"`
 	MetricsTimeout        metav1.Duration `json:"metricsTimeout"`
 	MetricsPeriod         metav1.Duration `json:"metricsPeriod"`
+	// HealthzURL is the kubelet's local /healthz, probed with the Lease;
+	// empty: not probed.
+	HealthzURL string `json:"healthzURL"`
 }
 
 // PLEG tunes the PLEG checks.
@@ -117,4 +121,17 @@ type KubeletUnresponsive struct {
 	// Share of the grace period the Lease may go unrenewed; 0: two missed
 	// renewals.
 	Share float64 `json:"share"`
+}
+
+// Repair restarts a hung runtime or a kubelet that stopped answering,
+// through systemd; off unless enabled. A reload applies it at once.
+type Repair struct {
+	Enabled             bool            `json:"enabled"`
+	DryRun              bool            `json:"dryRun"`
+	RestartRuntimeAfter metav1.Duration `json:"restartRuntimeAfter"`
+	RestartKubeletAfter metav1.Duration `json:"restartKubeletAfter"`
+	MaxRestartsPerHour  int             `json:"maxRestartsPerHour"`
+	RuntimeUnit         string          `json:"runtimeUnit"`
+	KubeletUnit         string          `json:"kubeletUnit"`
+	SystemdSocket       string          `json:"systemdSocket"`
 }

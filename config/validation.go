@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/leases"
 )
 
 // FieldError is a setting with a value that is wrong, named by its path in
@@ -45,8 +47,10 @@ func Validate(c *Configuration) []error {
 	validateServer(&p, c.Server)
 	validateAPIServer(&p, c.APIServer)
 	validateKubelet(&p, c.Kubelet)
+	validateKubeletHealthz(&p, c.Kubelet.HealthzURL)
 	validatePLEG(&p, c.PLEG, c.Kubelet.MetricsPeriod.Duration)
 	validateConditions(&p, c)
+	validateRepair(&p, c.Repair, c.Kubelet.HealthzURL)
 	return p
 }
 
@@ -110,6 +114,27 @@ func validatePLEG(p *checks, g PLEG, metricsPeriod time.Duration) {
 	}
 	p.check(g.EmulationPeriod.Duration < 0, "pleg.emulationPeriod", g.EmulationPeriod.Duration, "must not be negative")
 	p.check(g.SlowFor.Duration < 0, "pleg.slowFor", g.SlowFor.Duration, "must not be negative")
+}
+
+func validateRepair(p *checks, r Repair, healthz string) {
+	p.check(r.RestartRuntimeAfter.Duration < 0, "repair.restartRuntimeAfter", r.RestartRuntimeAfter.Duration, "must not be negative (0: never)")
+	p.check(r.RestartKubeletAfter.Duration < 0, "repair.restartKubeletAfter", r.RestartKubeletAfter.Duration, "must not be negative (0: never)")
+	p.check(r.MaxRestartsPerHour < 1 || r.MaxRestartsPerHour > 60, "repair.maxRestartsPerHour", r.MaxRestartsPerHour, "must be from 1 to 60")
+	p.check(r.Enabled && !strings.HasPrefix(r.SystemdSocket, "/"), "repair.systemdSocket", r.SystemdSocket, "must be the absolute path of systemd's private socket")
+	p.check(r.Enabled && r.RestartKubeletAfter.Duration > 0 && r.KubeletUnit == "", "repair.kubeletUnit", r.KubeletUnit, "must name the kubelet's unit")
+	p.check(r.Enabled && r.RestartKubeletAfter.Duration > 0 && healthz == "", "repair.restartKubeletAfter", r.RestartKubeletAfter.Duration, "needs --kubelet-healthz-url: only a kubelet that does not answer on the node is restarted")
+	for _, u := range []struct{ path, unit string }{{"repair.runtimeUnit", r.RuntimeUnit}, {"repair.kubeletUnit", r.KubeletUnit}} {
+		p.check(u.unit != "" && !strings.Contains(u.unit, "."), u.path, u.unit, "must be a unit name with its suffix, such as containerd.service")
+	}
+}
+
+// validateKubeletHealthz checks the health URL when one is given.
+func validateKubeletHealthz(p *checks, raw string) {
+	if raw == "" {
+		return
+	}
+	_, err := leases.NewHealthz(raw)
+	p.check(err != nil, "kubelet.healthzURL", raw, "want http://HOST:PORT/healthz")
 }
 
 func validateConditions(p *checks, c *Configuration) {

@@ -8,6 +8,7 @@ type Metrics struct {
 	renewAge  *metrics.Gauge
 	left      *metrics.Gauge
 	reads     *metrics.CounterVec
+	healthz   *metrics.CounterVec
 }
 
 // NewMetrics registers the Lease metrics with reg.
@@ -21,8 +22,10 @@ func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 			Help: "Seconds left before the node lifecycle controller would mark the node Unknown if the Lease is not renewed (negative once overdue)."}),
 		reads: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_lease_reads_total", StabilityLevel: metrics.ALPHA,
 			Help: "Reads of the node Lease by result: ok, not_found or error."}, []string{"result"}),
+		healthz: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_kubelet_healthz_probes_total", StabilityLevel: metrics.ALPHA,
+			Help: "Probes of the kubelet's local /healthz by result: ok (it answered), timeout (it did not answer in time), refused or error."}, []string{"result"}),
 	}
-	reg.MustRegister(m.renewTime, m.renewAge, m.left, m.reads)
+	reg.MustRegister(m.renewTime, m.renewAge, m.left, m.reads, m.healthz)
 	return m
 }
 
@@ -44,4 +47,10 @@ func (m *Metrics) observe(o Observation) {
 	m.renewTime.Set(float64(o.RenewTime.UnixMilli()) / 1000)
 	m.renewAge.Set(o.RenewAge.Seconds())
 	m.left.Set(o.SecondsLeft())
+}
+
+func (m *Metrics) probed(result string) {
+	if m != nil {
+		m.healthz.WithLabelValues(result).Inc()
+	}
 }

@@ -28,6 +28,9 @@ type Observation struct {
 	RenewAge time.Duration
 	// Grace is the controller's --node-monitor-grace-period.
 	Grace time.Duration
+	// Healthz is the last probe of the kubelet's local /healthz: ok,
+	// timeout, refused or error; empty when not probed.
+	Healthz string
 }
 
 // SecondsLeft is how long before the controller would mark the node
@@ -55,6 +58,8 @@ func (o Observation) MissedRenewals() int {
 //	graceSeconds          double  --node-monitor-grace-period
 //	secondsLeft           double  grace minus renew age
 //	missedRenewals        int     renewals due since the last one
+//	healthz               string  the kubelet's local /healthz: ok, timeout, refused, error; "" when not probed
+//	kubeletSilent         bool    that probe got no answer in time: the kubelet process does not answer
 func (o Observation) Fields() map[string]any {
 	return map[string]any{
 		"readable": o.Readable, "readError": o.ReadError, "readSeconds": round(o.ReadLatency.Seconds()),
@@ -65,6 +70,8 @@ func (o Observation) Fields() map[string]any {
 		"graceSeconds":         o.Grace.Seconds(),
 		"secondsLeft":          round(o.SecondsLeft()),
 		"missedRenewals":       o.MissedRenewals(),
+		"healthz":              o.Healthz,
+		"kubeletSilent":        o.Healthz == HealthzNoAnswer,
 	}
 }
 

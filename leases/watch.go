@@ -19,6 +19,9 @@ type Watch struct {
 	Period  time.Duration
 	Metrics *Metrics
 	Clock   clock.WithTicker
+	// Healthz probes the kubelet's local /healthz after each read; nil:
+	// not probed.
+	Healthz *Healthz
 }
 
 // Run reads until ctx ends.
@@ -26,5 +29,11 @@ func (w *Watch) Run(ctx context.Context, emit func(map[string]any)) {
 	grace := GraceFor(ctx, w.Client, w.Grace)
 	klog.InfoS("Watching the node Lease", "node", w.Node, "grace", grace, "period", w.Period)
 	obs := NewObserver(w.Client, Config{Node: w.Node, Grace: grace, Period: w.Period}, w.Clock)
-	obs.Run(ctx, w.Metrics, func(o Observation) { emit(o.Fields()) })
+	obs.Run(ctx, w.Metrics, func(o Observation) {
+		if w.Healthz != nil {
+			o.Healthz = w.Healthz.Probe(ctx)
+			w.Metrics.probed(o.Healthz)
+		}
+		emit(o.Fields())
+	})
 }

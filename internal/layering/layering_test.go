@@ -51,6 +51,12 @@ func forbidden(pkg, dep string) string {
 		return "the node agent does not link the cluster-side controller"
 	case top(pkg) == "remedy" && (slices.Contains(signals, top(dep)) || top(dep) == "conditions" || top(dep) == "config"):
 		return "the remedy controller reads Nodes, not the node agent's packages"
+	case top(pkg) == "repair" && (slices.Contains(signals, top(dep)) || top(dep) == "conditions" || top(dep) == "config"):
+		return "repair acts on verdicts the agent hands it, not on signals, conditions or the configuration"
+	case top(dep) == "repair" && top(pkg) != "agent" && top(pkg) != "config" && !strings.HasPrefix(pkg, "cmd/hangwatch") && top(pkg) != "test":
+		return "only the agent, its configuration and the command use repair"
+	case pkg == "cmd/hangwatch-remedy" && top(dep) == "repair":
+		return "the cluster-side controller does not restart anything on a node"
 	case top(dep) == "config" && (top(pkg) == "conditions" || slices.Contains(signals, top(pkg))):
 		return "the configuration is read by the agent and the command; signal packages and conditions take their own options"
 	case top(pkg) == "conditions" && slices.Contains(signals, top(dep)):
@@ -107,6 +113,10 @@ func TestForbiddenNamesEachRule(t *testing.T) {
 		{"conditions", "agent", false},
 		{"test/integration", "cmd/hangwatch", false},
 		{"cri/sub", "cri", true},
+		{"repair", "conditions", false},
+		{"repair", "cri", false},
+		{"remedy", "repair", false},
+		{"agent", "repair", true},
 	} {
 		if got := forbidden(c.pkg, c.dep) == ""; got != c.ok {
 			t.Errorf("%s -> %s allowed = %v, want %v", c.pkg, c.dep, got, c.ok)

@@ -1,0 +1,114 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+)
+
+// Unit is what repair needs to know of a systemd unit.
+type Unit struct {
+	Name string
+	// LoadState is "loaded" for a unit systemd knows.
+	LoadState string
+	// ActiveState is "active", "activating", "failed"...
+	ActiveState string
+	// Restart is the service's Restart= setting.
+	Restart string
+	// MainPID is the main process, in systemd's PID namespace; 0: none.
+	MainPID uint32
+}
+
+// WillRestart tells whether systemd starts the unit again after its main
+// process is killed by SIGKILL.
+func (u Unit) WillRestart() bool {
+	switch u.Restart {
+	case "always", "on-failure", "on-abnormal":
+		return true
+	}
+	return false
+}
+
+// Manager is the part of systemd's D-Bus API repair uses.
+type Manager interface {
+	// UnitOfPID names the unit a process (in systemd's PID namespace)
+	// belongs to.
+	UnitOfPID(ctx context.Context, pid uint32) (string, error)
+	// Unit reads a service unit's settings and state.
+	Unit(ctx context.Context, name string) (Unit, error)
+	// KillMain sends SIGKILL to the unit's main process.
+	KillMain(ctx context.Context, name string) error
+	Close()
+}
+
+// DialSystemd connects to systemd's private socket at path, as root: the
+// private socket needs no bus daemon, and systemd answers there only to
+// root.
+func DialSystemd(ctx context.Context, path string) (Manager, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("systemd's private socket: %w", err)
+	}
+	conn, err := sddbus.NewConnection(func() (*godbus.Conn, error) {
+		c, err := godbus.Dial("unix:path="+path, godbus.WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return c, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("systemd's D-Bus API at %s: %w", path, err)
+	}
+	return &systemd{conn: conn}, nil
+}
+
+type systemd struct{ conn *sddbus.Conn }
+
+func (s *systemd) Close() { s.conn.Close() }
+
+func (s *systemd) UnitOfPID(ctx context.Context, pid uint32) (string, error) {
+	name, err := s.conn.GetUnitNameByPID(ctx, pid)
+	if err != nil {
+		return "", fmt.Errorf("the unit of PID %d: %w", pid, err)
+	}
+	return name, nil
+}
+
+func (s *systemd) Unit(ctx context.Context, name string) (Unit, error) {
+	u := Unit{Name: name}
+	props, err := s.conn.GetUnitPropertiesContext(ctx, name)
+	if err != nil {
+		return u, fmt.Errorf("unit %s: %w", name, err)
+	}
+	u.LoadState, _ = props["LoadState"].(string)
+	u.ActiveState, _ = props["ActiveState"].(string)
+	if u.LoadState != "loaded" {
+		return u, fmt.Errorf("unit %s: %w (load state %q)", name, ErrNoUnit, u.LoadState)
+	}
+	svc, err := s.conn.GetUnitTypePropertiesContext(ctx, name, "Service")
+	if err != nil {
+		return u, fmt.Errorf("unit %s: service properties: %w", name, err)
+	}
+	u.Restart, _ = svc["Restart"].(string)
+	u.MainPID, _ = svc["MainPID"].(uint32)
+	return u, nil
+}
+
+func (s *systemd) KillMain(ctx context.Context, name string) error {
+	if err := s.conn.KillUnitWithTarget(ctx, name, sddbus.Main, int32(syscall.SIGKILL)); err != nil {
+		return fmt.Errorf("kill the main process of %s: %w", name, err)
+	}
+	return nil
+}
+
+// ErrNoUnit is a unit systemd does not have.
+var ErrNoUnit = errors.New("no such unit")
