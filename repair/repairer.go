@@ -70,8 +70,11 @@ func New(o Options) *Repairer {
 	if o.Proc.Root == "" {
 		o.Proc = HostProc
 	}
-	r := &Repairer{o: o, start: o.Clock.Now(), settings: o.Settings,
+	r := &Repairer{o: o, settings: o.Settings,
 		targets: map[Target]*targetState{TargetRuntime: {}, TargetKubelet: {}}}
+	if o.Clock != nil {
+		r.start = o.Clock.Now()
+	}
 	for t := range r.targets {
 		o.Metrics.budget(t, o.Settings.MaxRestartsPerHour)
 	}

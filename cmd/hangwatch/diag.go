@@ -20,6 +20,7 @@ import (
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/pleg"
+	"github.com/hangwatch/hangwatch/repair"
 )
 
 type diagOptions struct {
@@ -32,7 +33,7 @@ type diagOptions struct {
 var diagFlags = []string{"runtime-endpoint", "timeout", "crictl-config", "kubelet-config", "slow-threshold", "sample-size", "concurrency",
 	"kernel", "kmsg-path", "kernel-rules", "kernel-lookback", "kubeconfig", "node-name", "node-monitor-grace-period",
 	"kubelet-metrics-url", "kubelet-token-file", "kubelet-kubeconfig", "kubelet-ca-file", "kubelet-tls-server-name",
-	"kubelet-insecure-skip-tls-verify", "kubelet-metrics-timeout"}
+	"kubelet-insecure-skip-tls-verify", "kubelet-metrics-timeout", "repair", "repair-dry-run", "runtime-unit", "kubelet-unit", "systemd-socket"}
 
 // diagOutput is the CRI report with the kernel log's matches beside it.
 type diagOutput struct {
@@ -40,6 +41,7 @@ type diagOutput struct {
 	Kernel *kernelSection `json:"kernel,omitempty"`
 	Lease  *leases.Report `json:"lease,omitempty"`
 	PLEG   *pleg.Report   `json:"pleg,omitempty"`
+	Repair *repair.Report `json:"repair,omitempty"`
 }
 
 // kernelSection is the kernel log part of diag: matches in the lookback
@@ -73,6 +75,7 @@ Exit codes: 0 Healthy, 1 Degraded, Hung or Unreachable (or PLEG Unhealthy),
   hangwatch diag -r unix:///run/containerd/containerd.sock -t 5s -o json
   hangwatch diag --samples 5
   hangwatch diag --kubeconfig /etc/kubernetes/kubelet.conf   # adds the node Lease's age against the grace period
+  hangwatch diag --repair   # adds whether repair could restart the runtime and the kubelet here (systemd, unit, Restart=)
   hangwatch diag --kubelet-metrics-url https://127.0.0.1:10250/metrics --kubelet-token-file /var/run/secrets/hangwatch/token --kubelet-ca-file /var/lib/kubelet/pki/kubelet.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -127,6 +130,10 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer) error {
 	}
 	out.Lease = o.checkLease(ctx, node, nodeErr)
 	out.PLEG = pd.Finish(ctx, o.samples)
+	if o.cfg.Repair.Enabled {
+		r := repair.Diagnose(ctx, o.cfg.Repair.Settings(), ep.Address, nil)
+		out.Repair = &r
+	}
 	if err := writeReport(w, o.output, out); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("write report: %w", err)}
 	}
@@ -207,7 +214,12 @@ func writeReport(w io.Writer, format string, r diagOutput) error {
 		}
 	}
 	if r.PLEG != nil {
-		return r.PLEG.WriteTable(w)
+		if err := r.PLEG.WriteTable(w); err != nil {
+			return err
+		}
+	}
+	if r.Repair != nil {
+		return r.Repair.WriteTable(w)
 	}
 	return nil
 }

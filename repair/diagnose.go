@@ -1,0 +1,84 @@
+package repair
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Report says, for each target, whether repair could restart it on this
+// node now: systemd reached, the unit found, its Restart= setting, and
+// its main process killable. It does not say whether repair is enabled.
+type Report struct {
+	Enabled bool           `json:"enabled"`
+	DryRun  bool           `json:"dryRun,omitempty"`
+	Targets []TargetReport `json:"targets"`
+}
+
+// TargetReport is one target's part of a Report.
+type TargetReport struct {
+	Target   Target `json:"target"`
+	Unit     string `json:"unit,omitempty"`
+	Restart  string `json:"restart,omitempty"`
+	MainPID  int    `json:"mainPID,omitempty"`
+	Possible bool   `json:"possible"`
+	Why      string `json:"why,omitempty"`
+}
+
+// Diagnose finds each target's unit as a repair would, and kills nothing.
+func Diagnose(ctx context.Context, s Settings, criSocket string, dial func(context.Context, string) (Manager, error)) Report {
+	r := New(Options{Settings: s, CRISocket: criSocket, Dial: dial, Clock: nil})
+	rep := Report{Enabled: s.Enabled, DryRun: s.DryRun}
+	for _, t := range []Target{TargetRuntime, TargetKubelet} {
+		tr := TargetReport{Target: t}
+		ctx, cancel := context.WithTimeout(ctx, systemdTimeout)
+		m, f, err := r.locate(ctx, t)
+		cancel()
+		tr.Unit, tr.Restart, tr.MainPID = f.unit.Name, f.unit.Restart, f.pid
+		if err != nil {
+			tr.Why = err.Error()
+		} else {
+			m.Close()
+			tr.Possible = true
+		}
+		rep.Targets = append(rep.Targets, tr)
+	}
+	return rep
+}
+
+// WriteTable prints the report for a person at the node.
+func (r Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	state := "off (repair.enabled: false)"
+	if r.Enabled {
+		state = "on"
+		if r.DryRun {
+			state = "on, dry run"
+		}
+	}
+	fmt.Fprintf(tw, "\nREPAIR\t%s\n", state)
+	fmt.Fprintln(tw, "TARGET\tUNIT\tRESTART=\tMAIN PID\tPOSSIBLE")
+	for _, t := range r.Targets {
+		possible := "yes"
+		if !t.Possible {
+			possible = "no: " + t.Why
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Target, dash(t.Unit), dash(t.Restart), dashInt(t.MainPID), possible)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func dashInt(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
