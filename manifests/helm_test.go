@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,4 +211,49 @@ func TestHelmRemedyMatchesKustomize(t *testing.T) {
 	if !reflect.DeepEqual(gotConfig, wantConfig) {
 		t.Errorf("the chart's remedy policy differs from the overlay's:\nchart: %v\nkustomize: %v", gotConfig, wantConfig)
 	}
+}
+
+// TestHelmChartRepairMatchesTheOverlay: repair.enabled adds what the repair
+// overlay adds to the DaemonSet (hostPID, systemd's directory read-only)
+// and the same repair settings, and nothing at all when off.
+func TestHelmChartRepairMatchesTheOverlay(t *testing.T) {
+	objs := renderHelmChart(t, "hangwatch", "--set", "repair.enabled=true", "--set", "secureServing.generateCert=false")
+	ds, patch := objs["DaemonSet/hangwatch"], readObject(t, "overlays/repair/daemonset-repair.yaml")
+	if got := dig(ds, "spec", "template", "spec", "hostPID"); got != true {
+		t.Errorf("hostPID = %v with repair on", got)
+	}
+	for _, path := range [][]string{{"volumes"}, {"containers"}} {
+		want := dig(patch, append([]string{"spec", "template", "spec"}, path...)...).([]any)
+		got := dig(ds, append([]string{"spec", "template", "spec"}, path...)...).([]any)
+		if path[0] == "containers" {
+			want = dig(want[0].(map[string]any), "volumeMounts").([]any)
+			got = dig(got[0].(map[string]any), "volumeMounts").([]any)
+		}
+		if !containsAll(got, want) {
+			t.Errorf("the chart's %s lack the overlay's %v:\n%v", path[0], want, got)
+		}
+	}
+	var gotConfig, wantConfig map[string]any
+	mustUnmarshal(t, []byte(dig(objs["ConfigMap/hangwatch-config"], "data", "config.yaml").(string)), &gotConfig)
+	mustUnmarshal(t, mustRead(t, "overlays/repair/config.yaml"), &wantConfig)
+	if !reflect.DeepEqual(gotConfig, wantConfig) {
+		t.Errorf("the chart's config.yaml with repair on differs from the repair overlay's:\nchart: %v\nkustomize: %v", gotConfig, wantConfig)
+	}
+	off := renderHelmChart(t, "hangwatch")["DaemonSet/hangwatch"]
+	if dig(off, "spec", "template", "spec", "hostPID") != nil || strings.Contains(fmt.Sprint(off), "systemd") {
+		t.Error("with repair off the DaemonSet still has hostPID or systemd's directory")
+	}
+}
+
+func containsAll(got, want []any) bool {
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || reflect.DeepEqual(g, w)
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
