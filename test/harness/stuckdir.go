@@ -1,0 +1,113 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// StuckDir is a FUSE file system, served by this process, whose mkdir never
+// answers until Release: a first mkdir in it waits for the answer in S
+// (interruptible), and a second one waits for the directory's inode lock,
+// which the first holds, in D (uninterruptible sleep). It needs root and
+// /dev/fuse, but no fusermount.
+type StuckDir struct {
+	dir, mnt string
+	server   *fuse.Server
+	root     *stuckRoot
+	conn     uint32        // FUSE connection ID, for an abort
+	release  chan struct{} // closed by Release: Mkdir answers EIO
+
+	mu       sync.Mutex
+	procs    []*process
+	released bool
+	once     sync.Once
+}
+
+// errReleased is returned by a StuckDir used after Release.
+var errReleased = errors.New("stuck dir released")
+
+// NewStuckDir mounts the file system on a new temp dir and returns when it
+// answers; Release unmounts it.
+func NewStuckDir(ctx context.Context) (*StuckDir, error) {
+	dir, err := os.MkdirTemp("", "hangwatch-stuckdir-")
+	if err != nil {
+		return nil, err
+	}
+	s := &StuckDir{dir: dir, mnt: filepath.Join(dir, "mnt"), release: make(chan struct{})}
+	s.root = &stuckRoot{release: s.release, received: make(chan struct{})}
+	if err := os.Mkdir(s.mnt, 0o755); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	if s.server, err = mountStuck(s.mnt, s.root); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.waitAnswers(ctx); err != nil {
+		s.Release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitAnswers polls until the mount point is the FUSE file system and
+// answers a stat, keeping its connection ID.
+func (s *StuckDir) waitAnswers(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		conn, err := fuseConnID(s.mnt)
+		if err == nil {
+			s.conn = conn
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("FUSE on %s not answering: %w (%w)", s.mnt, err, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Path is the mount point.
+func (s *StuckDir) Path() string { return s.mnt }
+
+// MkdirTarget is a path in the mount whose mkdir hangs until Release.
+func (s *StuckDir) MkdirTarget() string { return filepath.Join(s.mnt, "stuck") }
+
+// MkdirCommand is a command line that hangs in mkdir(2) on MkdirTarget: the
+// first one started waits in S, any later one in D. For callers that start
+// the processes themselves (as a systemd unit's ExecStart, say), with
+// WaitRequest between the first and the second.
+func (s *StuckDir) MkdirCommand() []string { return []string{"/bin/mkdir", s.MkdirTarget()} }
+
+// WaitRequest waits until the file system has received a first Mkdir
+// request, that is until a first mkdir holds the directory's lock.
+func (s *StuckDir) WaitRequest(ctx context.Context) error {
+	return s.waitRequest(ctx, nil)
+}
+
+// waitRequest is WaitRequest, failing early if first exits.
+func (s *StuckDir) waitRequest(ctx context.Context, first *process) error {
+	var exited <-chan struct{}
+	if first != nil {
+		exited = first.exited
+	}
+	select {
+	case <-s.root.received:
+		return nil
+	case <-s.release:
+		return errReleased
+	case <-exited:
+		return fmt.Errorf("first mkdir exited before its request reached FUSE: %s", first.logTail(5))
+	case <-ctx.Done():
+		return fmt.Errorf("no Mkdir request on %s: %w", s.mnt, ctx.Err())
+	}
+}

@@ -1,0 +1,69 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Release lets the file system answer, ends the mkdir processes HoldInD
+// started and reaps them, unmounts and removes the temp dir. If the mount
+// does not go away, it aborts the FUSE connection and detaches the mount.
+// It can be called more than once; processes a caller started from
+// MkdirCommand fail with EIO (or ENOTCONN) and are the caller's to reap.
+func (s *StuckDir) Release() {
+	s.once.Do(s.release1)
+}
+
+// release1 is Release's one run.
+func (s *StuckDir) release1() {
+	close(s.release)
+	s.mu.Lock()
+	s.released = true
+	procs := append([]*process(nil), s.procs...)
+	s.mu.Unlock()
+
+	// Answered (EIO), the first mkdir exits, which unlocks the directory;
+	// the second's Mkdir request is then answered at once.
+	clean := waitExited(procs, 5*time.Second)
+	if clean {
+		clean = s.server.Unmount() == nil
+	}
+	if !clean {
+		s.forceUnmount()
+	}
+	for _, p := range procs {
+		p.stop(time.Second) // by PID; a no-op for one already reaped
+	}
+	if still, err := mounted(s.mnt); err == nil && !still {
+		_ = os.RemoveAll(s.dir)
+	}
+}
+
+// forceUnmount aborts the FUSE connection (failing whatever waits on it),
+// kills the StuckDir's processes, detaches the mount and waits (10s at
+// most) for the server to end.
+func (s *StuckDir) forceUnmount() {
+	if s.conn != 0 {
+		_ = abortFuseConn(s.conn, filepath.Join(s.dir, "fusectl"))
+	}
+	s.mu.Lock()
+	for _, p := range s.procs {
+		if p.alive() {
+			_ = syscall.Kill(p.PID(), syscall.SIGKILL)
+		}
+	}
+	s.mu.Unlock()
+	if still, err := mounted(s.mnt); err != nil || still {
+		_ = unix.Unmount(s.mnt, unix.MNT_DETACH)
+	}
+	done := make(chan struct{})
+	go func() { s.server.Wait(); close(done) }()
+	select { // bounded, should the abort have failed
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+}

@@ -1,0 +1,217 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// requireFUSE skips a test that needs root and /dev/fuse when either is
+// missing.
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("StuckDir needs root (it mounts FUSE with mount(2)); run as root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skipf("StuckDir needs /dev/fuse: %v", err)
+	}
+}
+
+func TestStuckDirProcStateParsesAfterLastParen(t *testing.T) {
+	for stat, want := range map[string]byte{
+		"42 (mkdir) D 1 42 42 0 -1":        'D',
+		"42 (a) S (b) c) R 1 42 42 0 -1":   'R',
+		"42 (sp ace )) ( ) S 1 42 42 0 -1": 'S',
+		"42 (x)\n) Z 1 42 42 0 -1":         'Z',
+		"42 (no state":                     0,
+	} {
+		got, err := parseProcState([]byte(stat))
+		if want == 0 {
+			if err == nil {
+				t.Errorf("parseProcState(%q) = %c, want an error", stat, got)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("parseProcState(%q) = %c, %v; want %c", stat, got, err, want)
+		}
+	}
+	// The main thread of a Go test binary runs (R) or sleeps (S).
+	if state, err := ProcState(os.Getpid()); err != nil || (state != 'R' && state != 'S') {
+		t.Errorf("ProcState(self) = %c, %v; want R or S", state, err)
+	}
+}
+
+func TestStuckDirHoldsAProcessInD(t *testing.T) {
+	requireFUSE(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	s, err := NewStuckDir(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Release)
+	t.Logf("mounted on %s in %v", s.Path(), time.Since(start))
+	if up, err := mounted(s.Path()); err != nil || !up {
+		t.Fatalf("%s not in mountinfo (%v)", s.Path(), err)
+	}
+	start = time.Now()
+	pid, err := s.HoldInD(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("mkdir %d in D after %v", pid, time.Since(start))
+	pids := s.pids()
+	if len(pids) != 2 || pids[1] != pid {
+		t.Fatalf("processes %v, want 2 ending with %d", pids, pid)
+	}
+	assertState(t, pid, 'D')
+	assertState(t, pids[0], 'S')
+	assertNoFuseFD(t, pids[0])
+
+	start = time.Now()
+	s.Release()
+	t.Logf("released in %v", time.Since(start))
+	for _, p := range pids {
+		if state, err := ProcState(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("process %d still there after Release (state %c, %v)", p, state, err)
+		}
+	}
+	if up, err := mounted(s.Path()); err != nil || up {
+		t.Errorf("%s still mounted after Release (%v)", s.Path(), err)
+	}
+	if _, err := os.Stat(s.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temp dir %s not removed: %v", s.dir, err)
+	}
+	s.Release() // idempotent
+}
+
+func TestStuckDirAbortEndsTheHold(t *testing.T) {
+	requireFUSE(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := NewStuckDir(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Release)
+	if _, err := s.HoldInD(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Release's last resort, without letting Mkdir answer first.
+	if err := abortFuseConn(s.conn, s.dir+"/fusectl"); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	procs := append([]*process(nil), s.procs...)
+	s.mu.Unlock()
+	if !waitExited(procs, 10*time.Second) {
+		t.Fatalf("mkdir processes still there after the abort: %v", s.pids())
+	}
+	if up, err := mounted(s.dir + "/fusectl"); err != nil || up {
+		t.Errorf("fusectl left mounted (%v)", err)
+	}
+	s.Release()
+	if up, err := mounted(s.Path()); err != nil || up {
+		t.Errorf("%s still mounted after Release (%v)", s.Path(), err)
+	}
+}
+
+// assertState fails t unless process pid is in state want.
+func assertState(t *testing.T, pid int, want byte) {
+	t.Helper()
+	if state, err := ProcState(pid); err != nil || state != want {
+		t.Errorf("process %d state %c (%v), want %c", pid, state, err, want)
+	}
+}
+
+// assertNoFuseFD fails t if process pid inherited a /dev/fuse fd.
+func assertNoFuseFD(t *testing.T, pid int) {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Errorf("read %s: %v", dir, err)
+		return
+	}
+	for _, e := range entries {
+		if target, _ := os.Readlink(dir + "/" + e.Name()); target == "/dev/fuse" {
+			t.Errorf("process %d holds /dev/fuse as fd %s", pid, e.Name())
+		}
+	}
+}
+
+// TestStuckDirHungTaskReported lowers the kernel's hung-task timeout to 3 s
+// for a few seconds: any task then blocked that long is reported, and a
+// containerd caught in a slow fsync would raise KernelDeadlock in tests
+// running beside it. So it runs only with the long tests
+// (HANGWATCH_E2E_LONG=1, hack/e2e.sh).
+func TestStuckDirHungTaskReported(t *testing.T) {
+	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
+		t.Skip("changes the kernel's hung-task timeout for the whole machine; runs with HANGWATCH_E2E_LONG=1")
+	}
+	requireFUSE(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kmsg, err := os.Open("/dev/kmsg")
+	if err != nil {
+		t.Skipf("no kernel log: %v", err)
+	}
+	defer func() { _ = kmsg.Close() }()
+	if _, err := kmsg.Seek(0, io.SeekEnd); err != nil {
+		t.Fatalf("seek /dev/kmsg to its end: %v", err)
+	}
+	restore, err := SetHungTaskTimeout(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	s, err := NewStuckDir(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	pid, err := s.HoldInD(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	want := fmt.Sprintf("task mkdir:%d blocked for more than 3 seconds", pid)
+	line, err := waitKmsg(ctx, kmsg, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v after D: %s", time.Since(start), line)
+}
+
+// waitKmsg reads kernel log records from f until one contains want, or
+// ctx ends.
+func waitKmsg(ctx context.Context, f *os.File, want string) (string, error) {
+	if deadline, ok := ctx.Deadline(); ok {
+		if err := f.SetReadDeadline(deadline); err != nil {
+			return "", fmt.Errorf("deadline on /dev/kmsg: %w", err)
+		}
+	}
+	buf := make([]byte, 16<<10) // a read returns one whole record
+	for {
+		n, err := f.Read(buf)
+		if errors.Is(err, syscall.EPIPE) {
+			continue // records overwritten before we read them
+		}
+		if err != nil {
+			return "", fmt.Errorf("no %q in the kernel log: %w", want, err)
+		}
+		if rec := string(buf[:n]); strings.Contains(rec, want) {
+			_, msg, _ := strings.Cut(rec, ";")
+			return strings.TrimSpace(msg), nil
+		}
+	}
+}
