@@ -19,7 +19,7 @@ CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 PROMTOOL_MODULE_VERSION=v0.315.0           # Prometheus 3.x's Go module; must match hack/tools/go.mod
 HELM_MODULE_VERSION=v3.22.0                # must match hack/helm/go.mod
 NPD_VERSION=v1.34.0                        # node-problem-detector the footprint benchmark runs beside; must match hack/npd/go.mod
-APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server ca-certificates curl unzip git)
+APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server systemd ca-certificates curl unzip git)
 
 log() { printf '==> %s\n' "$*" >&2; }
 

@@ -22,12 +22,24 @@ type Containerd struct {
 	Socket   string // path of the CRI socket
 	Endpoint string // unix:// endpoint of the socket
 	Bin      Binaries
-	proc     *process
+	proc     *process // containerd, when the harness runs it as its child
+	sd       *Systemd // the systemd running containerd as unit, when one does
+	unit     string
 	conn     *cri.Conn
 }
 
-// PID is containerd's process ID.
-func (c *Containerd) PID() int { return c.proc.PID() }
+// PID is containerd's process ID. Under systemd it is the unit's current
+// main PID on the host, which changes when systemd restarts containerd, or
+// 0 while it has none.
+func (c *Containerd) PID() int {
+	if c.sd == nil {
+		return c.proc.PID()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pid, _ := c.sd.MainPID(ctx, c.unit)
+	return pid
+}
 
 // Runtime is a CRI client on the harness's own connection.
 func (c *Containerd) Runtime() runtimeapi.RuntimeServiceClient { return c.conn.Runtime }
@@ -133,6 +145,26 @@ func (c *Containerd) start(ctx context.Context) error {
 // containerd on c.Dir, waiting until it is ready. Its state in c.Dir is
 // kept across launches, as on a node.
 func (c *Containerd) launch(ctx context.Context) error {
+	if err := c.writeConfig(); err != nil {
+		return err
+	}
+	var err error
+	if c.proc, err = startProcessEnv(c.Dir, "containerd", c.Bin.env(), c.Bin.path("containerd"), "--config", c.configPath()); err != nil {
+		return err
+	}
+	if c.conn == nil {
+		if c.conn, err = cri.Dial(c.Endpoint); err != nil {
+			return err
+		}
+	}
+	return c.waitReady(ctx)
+}
+
+func (c *Containerd) configPath() string { return filepath.Join(c.Dir, "config.toml") }
+
+// writeConfig writes the configuration for c.Bin's version and the CNI
+// configuration into c.Dir.
+func (c *Containerd) writeConfig() error {
 	if err := os.MkdirAll(filepath.Join(c.Dir, "cni"), 0o755); err != nil {
 		return err
 	}
@@ -149,23 +181,25 @@ func (c *Containerd) launch(ctx context.Context) error {
 			return err
 		}
 	}
-	var err error
-	if c.proc, err = startProcessEnv(c.Dir, "containerd", c.Bin.env(), c.Bin.path("containerd"), "--config", filepath.Join(c.Dir, "config.toml")); err != nil {
-		return err
-	}
-	if c.conn == nil {
-		if c.conn, err = cri.Dial(c.Endpoint); err != nil {
-			return err
-		}
-	}
-	return c.waitReady(ctx)
+	return nil
 }
 
 // StopRuntime stops containerd alone, as `systemctl stop containerd` or a
 // crash would: SIGTERM (graceful) or SIGKILL. Its shims and containers go
 // on running. The socket stays on disk until the next start replaces it.
+// Under systemd it stops the unit (after the SIGKILL, so that systemd does
+// not restart it).
 func (c *Containerd) StopRuntime(graceful bool) {
 	_ = c.Thaw()
+	if c.sd != nil {
+		if pid := c.PID(); !graceful && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = c.sd.StopUnit(ctx, c.unit)
+		return
+	}
 	if graceful {
 		c.proc.stop(10 * time.Second)
 		return
@@ -179,6 +213,9 @@ func (c *Containerd) StopRuntime(graceful bool) {
 // ready.
 func (c *Containerd) StartRuntime(ctx context.Context, bin Binaries) error {
 	c.Bin = bin
+	if c.sd != nil {
+		return c.startUnit(ctx)
+	}
 	return c.launch(ctx)
 }
 
@@ -201,7 +238,7 @@ func (c *Containerd) waitReady(ctx context.Context) error {
 			last = fmt.Errorf("runtime not ready: %v", resp.GetStatus().GetConditions())
 		}
 		select {
-		case <-c.proc.exited:
+		case <-c.exited():
 			return fmt.Errorf("containerd exited early: %s", c.logTail())
 		case <-ctx.Done():
 			return fmt.Errorf("containerd not ready: %w (last: %w)", ctx.Err(), last)
@@ -232,18 +269,43 @@ func (c *Containerd) ImportImage(ctx context.Context, tarPath string) error {
 	return nil
 }
 
+// exited is closed when containerd, or the systemd running it, exits.
+func (c *Containerd) exited() <-chan struct{} {
+	if c.sd != nil {
+		return c.sd.proc.exited
+	}
+	return c.proc.exited
+}
+
 // Freeze stops containerd with SIGSTOP; its socket stays open and silent.
-func (c *Containerd) Freeze() error { return syscall.Kill(c.proc.PID(), syscall.SIGSTOP) }
+// Under systemd it stops the unit's current main process.
+func (c *Containerd) Freeze() error { return c.signal(syscall.SIGSTOP) }
 
 // Thaw resumes a frozen containerd with SIGCONT.
-func (c *Containerd) Thaw() error { return syscall.Kill(c.proc.PID(), syscall.SIGCONT) }
+func (c *Containerd) Thaw() error { return c.signal(syscall.SIGCONT) }
 
-func (c *Containerd) logTail() string { return c.proc.logTail(15) }
+func (c *Containerd) signal(sig syscall.Signal) error {
+	pid := c.PID()
+	if pid <= 0 { // never kill(0, ...): that is the test's own process group
+		return fmt.Errorf("containerd has no process to send %v", sig)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal %v to containerd %d: %w", sig, pid, err)
+	}
+	return nil
+}
+
+// logTail is the end of containerd's log, Dir/containerd.log either way.
+func (c *Containerd) logTail() string {
+	return fileTail("containerd", filepath.Join(c.Dir, "containerd.log"), 15)
+}
 
 // Stop removes every pod through CRI, stops containerd by PID, kills any
-// shim it left, unmounts what is left under Dir and removes Dir.
+// shim it left, unmounts what is left under Dir and removes Dir. Under
+// systemd, stopping systemd ends containerd, its shims and containers, and
+// the mounts of its namespace.
 func (c *Containerd) Stop() {
-	if c.proc != nil {
+	if c.proc != nil || c.sd != nil {
 		_ = c.Thaw()
 		if c.conn != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -254,6 +316,9 @@ func (c *Containerd) Stop() {
 	}
 	if c.conn != nil {
 		_ = c.conn.Close()
+	}
+	if c.sd != nil {
+		c.sd.Stop()
 	}
 	killShims(c.Socket)
 	unmountUnder(c.Dir)

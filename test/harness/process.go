@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -65,11 +64,4 @@ func (p *process) stop(grace time.Duration) {
 }
 
 // logTail returns the last lines of the process's log.
-func (p *process) logTail(n int) string {
-	data, _ := os.ReadFile(p.log)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return p.name + " log:\n" + strings.Join(lines, "\n")
-}
+func (p *process) logTail(n int) string { return fileTail(p.name, p.log, n) }

@@ -21,6 +21,42 @@ func RequireRealParts(t testing.TB) {
 	t.Skip("real-containerd tests need root (run the README's test command)")
 }
 
+// RequireSystemd skips a test that runs systemd (StartSystemd) where it
+// cannot: not root, or no systemd or util-linux. Under CI, where the test
+// command installs Debian's systemd, either is a failure.
+func RequireSystemd(t testing.TB) {
+	t.Helper()
+	RequireRealParts(t)
+	if err := RequireSystemdParts(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("systemd tests need systemd and util-linux (hack/lib.sh installs them): %v", err)
+		}
+		t.Skipf("systemd tests need systemd and util-linux: %v", err)
+	}
+}
+
+// StartContainerdUnderSystemdT starts containerd (ContainerdBinaries) as a
+// unit of its own systemd with pods, and stops both when t ends.
+func StartContainerdUnderSystemdT(t testing.TB, pods, perPod int) (*Containerd, *Systemd) {
+	t.Helper()
+	RequireSystemd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := ContainerdBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, sd, err := StartContainerdUnderSystemd(ctx, bin)
+	if err != nil {
+		t.Fatalf("start containerd under systemd: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	if _, err := c.CreatePods(ctx, pods, perPod); err != nil {
+		t.Fatalf("create pods: %v\n%s", err, c.logTail())
+	}
+	return c, sd
+}
+
 // StartContainerdT starts containerd with pods and stops it when t ends.
 func StartContainerdT(t testing.TB, pods, perPod int) *Containerd {
 	t.Helper()
