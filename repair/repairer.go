@@ -12,9 +12,9 @@ import (
 // tick is how often the repairer looks at the verdicts.
 const tick = time.Second
 
-// settleProbes is how many probes of the target's signal must complete
-// after a restart before the hang is judged again: the one in flight at
-// the kill, and a whole one after it.
+// settleProbes is how many observations of the target's signal must be
+// judged after a restart before the hang is timed again: one whose calls
+// may have gone out before the kill, and one sent after it.
 const settleProbes = 2
 
 // Notifier tells people what repair did: Events on the Node.
@@ -29,8 +29,9 @@ type Options struct {
 	Clock    clock.WithTicker
 	// Verdicts are the node's conditions as the agent holds them.
 	Verdicts func() []Verdict
-	// Progress counts the completed probes of each target's signal: CRI
-	// cycles for the runtime, kubelet health probes for the kubelet.
+	// Progress counts the judged observations of each target's signal:
+	// CRI beats and cycles for the runtime, Lease reads with their kubelet
+	// health probe for the kubelet.
 	Progress map[Target]func() uint64
 	// CRISocket is the runtime's socket, whose listener names its unit
 	// when Settings.RuntimeUnit is empty.

@@ -22,7 +22,8 @@ type StuckDir struct {
 	server   *fuse.Server
 	root     *stuckRoot
 	conn     uint32        // FUSE connection ID, for an abort
-	release  chan struct{} // closed by Release: Mkdir answers EIO
+	release  chan struct{} // closed by Answer or Release: Mkdir answers EIO
+	answer   sync.Once
 
 	mu       sync.Mutex
 	procs    []*process

@@ -18,9 +18,17 @@ func (s *StuckDir) Release() {
 	s.once.Do(s.release1)
 }
 
+// Answer lets every held Mkdir, and every later one, fail with EIO, so
+// the processes in S and D go on, and leaves the file system mounted. A
+// test whose mount was copied into another mount namespace (a systemd
+// started after NewStuckDir) answers first and releases once that
+// namespace is gone: until then the copy keeps the connection, and an
+// unmount here waits for it.
+func (s *StuckDir) Answer() { s.answer.Do(func() { close(s.release) }) }
+
 // release1 is Release's one run.
 func (s *StuckDir) release1() {
-	close(s.release)
+	s.Answer()
 	s.mu.Lock()
 	s.released = true
 	procs := append([]*process(nil), s.procs...)
@@ -30,7 +38,7 @@ func (s *StuckDir) release1() {
 	// the second's Mkdir request is then answered at once.
 	clean := waitExited(procs, 5*time.Second)
 	if clean {
-		clean = s.server.Unmount() == nil
+		clean = s.unmountWithin(5 * time.Second)
 	}
 	if !clean {
 		s.forceUnmount()
@@ -65,5 +73,19 @@ func (s *StuckDir) forceUnmount() {
 	select { // bounded, should the abort have failed
 	case <-done:
 	case <-time.After(10 * time.Second):
+	}
+}
+
+// unmountWithin unmounts through the server, giving up after d: a copy of
+// the mount in another namespace keeps the connection open, and the
+// server's Unmount waits for its readers until the connection ends.
+func (s *StuckDir) unmountWithin(d time.Duration) bool {
+	done := make(chan error, 1)
+	go func() { done <- s.server.Unmount() }()
+	select {
+	case err := <-done:
+		return err == nil
+	case <-time.After(d):
+		return false
 	}
 }
