@@ -9,24 +9,26 @@ import (
 )
 
 // repairing is the repair rung and the progress counters it waits on
-// after a restart.
+// after a restart: the observations of each target's signal the engine
+// has judged (the runtime's beats and cycles; the Lease reads, each with a
+// probe of the kubelet's /healthz).
 type repairing struct {
 	*repair.Repairer
-	cycles atomic.Uint64 // CRI cycles completed
-	probes atomic.Uint64 // Lease reads with kubelet health probes completed
+	probes map[repair.Target]*atomic.Uint64
 }
 
 // newRepair builds the repairer over the agent's conditions; it acts only
 // while the configuration enables it, and a reload applies a new one.
 func (a *Agent) newRepair() {
-	rp := &repairing{}
+	rp := &repairing{probes: map[repair.Target]*atomic.Uint64{repair.TargetRuntime: {}, repair.TargetKubelet: {}}}
 	var notify repair.Notifier = logNotifier{}
 	if a.api != nil {
 		notify = a.api.events
 	}
 	rp.Repairer = repair.New(repair.Options{Settings: a.cfg.Repair.Settings(), Clock: a.o.Clock,
 		Verdicts: a.verdicts, CRISocket: a.o.Endpoint.Address, Metrics: repair.NewMetrics(a.o.Registry), Notify: notify,
-		Progress: map[repair.Target]func() uint64{repair.TargetRuntime: rp.cycles.Load, repair.TargetKubelet: rp.probes.Load}})
+		Progress: map[repair.Target]func() uint64{repair.TargetRuntime: rp.probes[repair.TargetRuntime].Load,
+			repair.TargetKubelet: rp.probes[repair.TargetKubelet].Load}})
 	a.repair = rp
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/pleg"
+	"github.com/hangwatch/hangwatch/repair"
 )
 
 // source is a signal that feeds the engine one input: cri.Watch,
@@ -37,7 +38,6 @@ func (a *Agent) criWatch() *cri.Watch {
 			}
 			a.criMetrics.ObserveCycle(c)
 			a.health.beat()
-			a.repair.cycles.Add(1)
 		}}
 }
 
@@ -96,8 +96,11 @@ func (a *Agent) leaseWatch() *leases.Watch {
 func (a *Agent) observe(input string) func(map[string]any) {
 	return func(obs map[string]any) {
 		a.engine.Observe(input, obs)
-		if input == conditions.InputLease {
-			a.repair.probes.Add(1) // after the engine judged it
+		switch input { // after the engine judged it
+		case conditions.InputCRI:
+			a.repair.probes[repair.TargetRuntime].Add(1)
+		case conditions.InputLease:
+			a.repair.probes[repair.TargetKubelet].Add(1)
 		}
 	}
 }
