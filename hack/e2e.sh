@@ -13,6 +13,11 @@
 #       freeze node A's containerd with hangwatch-remedy and without it (the
 #       baseline, Kubernetes' own path) and time the replacement of A's pod
 #       on B; writes the table between the remedy markers. About 12 minutes.
+#   ./hack/e2e.sh --repair
+#       the repair rung against a real systemd supervising containerd and
+#       the kubelet (test/integration/repair*_test.go), three runs
+#       (REPAIR_RUNS): the freeze, restart and clear times, medians, into
+#       BENCHMARKS.md between the repair markers. About 12 minutes.
 #   ./hack/e2e.sh --matrix [HEALTHY_DURATION (default 1m)]
 #       for each kubelet/containerd pair of E2E_MATRIX: the frozen-runtime
 #       lead, the ListPodSandbox-hang lead and a healthy run with 30 pods;
@@ -46,6 +51,11 @@ ensure_kube_binaries
 if [ "${1:-}" = --remedy ]; then
   source "$ROOT/hack/e2e-remedy.sh"
   run_remedy
+  exit $?
+fi
+if [ "${1:-}" = --repair ]; then
+  source "$ROOT/hack/e2e-repair.sh"
+  run_repair
   exit $?
 fi
 if [ "${1:-}" = --matrix ]; then
