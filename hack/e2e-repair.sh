@@ -38,7 +38,7 @@ RepairImpossible and kills nothing; in a dry run it kills nothing; a hang no res
 included) is spent, then one RepairBudgetSpent Event and no more.
 
 A frozen kubelet (SIGSTOP of the kubelet unit's main process, kubeadm's unit:
-\`Restart=always\`, \`RestartSec=10\`), \`restartKubeletAfter: 20s\`, times from the freeze:
+\`Restart=always\`, \`RestartSec=10\`), \`restartKubeletAfter: 10s\`, times from the freeze:
 
 | KubeletUnresponsive (KubeletNotAnswering) | kubelet killed and started again by systemd | Lease renewed again | KubeletUnresponsive False | node Unknown |
 | --- | --- | --- | --- | --- |

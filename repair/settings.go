@@ -26,10 +26,17 @@ var Outcomes = []string{OutcomeRestarted, OutcomeDryRun, OutcomeRefused, Outcome
 
 // Defaults.
 const (
-	DefaultRestartAfter       = 20 * time.Second
-	DefaultMaxRestartsPerHour = 3
-	DefaultSystemdSocket      = "/run/systemd/private"
-	DefaultKubeletUnit        = "kubelet.service"
+	// DefaultRestartAfter is restartRuntimeAfter's: eight heartbeats and
+	// their timeouts failed in a row (docs/install.md says why 20 s).
+	DefaultRestartAfter = 20 * time.Second
+	// DefaultRestartKubeletAfter is restartKubeletAfter's: the node
+	// lifecycle controller marks a node Unknown 50 s after its last Lease
+	// renewal, and a kubelet killed at 10 s plus detection (up to 7 s) and
+	// kubeadm's RestartSec=10 renews again well before that.
+	DefaultRestartKubeletAfter = 10 * time.Second
+	DefaultMaxRestartsPerHour  = 3
+	DefaultSystemdSocket       = "/run/systemd/private"
+	DefaultKubeletUnit         = "kubelet.service"
 	// StartupGrace is how long after hangwatch starts no restart is made:
 	// the conditions it restored from the Node are not its own sight.
 	StartupGrace = time.Minute
