@@ -41,6 +41,11 @@ func (c *Containerd) PID() int {
 	return pid
 }
 
+// Systemd is the systemd running containerd as its unit
+// (StartContainerdUnderSystemd), or nil when the harness runs containerd
+// as its child.
+func (c *Containerd) Systemd() *Systemd { return c.sd }
+
 // Runtime is a CRI client on the harness's own connection.
 func (c *Containerd) Runtime() runtimeapi.RuntimeServiceClient { return c.conn.Runtime }
 

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -16,7 +15,8 @@ import (
 )
 
 // Kubelet is a real kubelet started by the harness against a harness
-// containerd and control plane. Give it a containerd of its own: the
+// containerd and control plane, as its child or as a unit of the
+// containerd's systemd (StartKubeletUnderSystemd). Give it a containerd of its own: the
 // kubelet removes every pod it did not create.
 type Kubelet struct {
 	Dir  string
@@ -31,7 +31,12 @@ type Kubelet struct {
 	// Gates is the --feature-gates it runs with, such as
 	// "EventedPLEG=true"; empty for the release's defaults.
 	Gates string
-	proc  *process
+	proc  *process // the kubelet, when the harness runs it as its child
+	sd    *Systemd // the systemd running it as KubeletUnit, when one does
+	// unitPID is the unit's main PID (on the host) as started: while the
+	// harness waits for the kubelet to be ready, another one (systemd
+	// restarted it) or none means the kubelet exited.
+	unitPID int
 }
 
 const kubeletConfigTemplate = `apiVersion: kubelet.config.k8s.io/v1beta1
@@ -78,15 +83,10 @@ func StartKubeletVia(ctx context.Context, cp *ControlPlane, c *Containerd, runti
 // StartKubeletWithGates is StartKubeletVia with the kubelet's
 // --feature-gates.
 func StartKubeletWithGates(ctx context.Context, cp *ControlPlane, c *Containerd, runtimeEndpoint, node, gates string) (*Kubelet, error) {
-	bin, err := KubeBinary("kubelet")
+	k, bin, err := newKubelet(node, gates)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "hwkl-")
-	if err != nil {
-		return nil, err
-	}
-	k := &Kubelet{Dir: dir, Node: node, StaticPodDir: filepath.Join(dir, "manifests"), Gates: gates}
 	if err := k.start(ctx, bin, cp, runtimeEndpoint); err != nil {
 		err = fmt.Errorf("%w\n%s", err, k.logTail())
 		k.Stop()
@@ -95,39 +95,83 @@ func StartKubeletWithGates(ctx context.Context, cp *ControlPlane, c *Containerd,
 	return k, nil
 }
 
+// newKubelet finds the kubelet binary and makes the kubelet's temp dir.
+func newKubelet(node, gates string) (*Kubelet, string, error) {
+	bin, err := KubeBinary("kubelet")
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "hwkl-")
+	if err != nil {
+		return nil, "", err
+	}
+	return &Kubelet{Dir: dir, Node: node, StaticPodDir: filepath.Join(dir, "manifests"), Gates: gates}, bin, nil
+}
+
 func (k *Kubelet) start(ctx context.Context, bin string, cp *ControlPlane, runtimeEndpoint string) error {
+	args, err := k.prepare(cp, runtimeEndpoint)
+	if err != nil {
+		return err
+	}
+	if k.proc, err = startProcess(k.Dir, "kubelet", bin, args...); err != nil {
+		return err
+	}
+	return k.waitStarted(ctx, cp)
+}
+
+// prepare makes the kubelet's dirs, picks its free ports, writes its
+// configuration and kubeconfig, and returns its command line after the
+// binary: the same whether the harness or a systemd runs it.
+func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, error) {
 	for _, d := range []string{k.StaticPodDir, filepath.Join(k.Dir, "logs"), filepath.Join(k.Dir, "pki")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	ports, err := freePorts(3)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	k.Port, k.ReadOnlyPort, k.HealthzPort = ports[0], ports[1], ports[2]
 	k.ServingCert = filepath.Join(k.Dir, "pki", "kubelet.crt")
 	config := filepath.Join(k.Dir, "config.yaml")
 	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, runtimeEndpoint, k.StaticPodDir, filepath.Join(k.Dir, "logs"))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
-		return err
+		return nil, err
 	}
 	kubeconfig, err := cp.NodeKubeconfig(k.Node)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	args := []string{"--config", config, "--kubeconfig", kubeconfig, "--root-dir", filepath.Join(k.Dir, "root"),
 		"--cert-dir", filepath.Join(k.Dir, "pki"), "--hostname-override", k.Node, "--node-ip", nodeIP(), "--v", "2"}
 	if k.Gates != "" {
 		args = append(args, "--feature-gates", k.Gates)
 	}
-	if k.proc, err = startProcess(k.Dir, "kubelet", bin, args...); err != nil {
-		return err
-	}
-	if err := waitHTTP(ctx, k.proc, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(k.HealthzPort)+"/healthz"); err != nil {
+	return args, nil
+}
+
+// waitStarted waits until the kubelet's /healthz answers and the Node is
+// Ready.
+func (k *Kubelet) waitStarted(ctx context.Context, cp *ControlPlane) error {
+	if err := waitHTTPUntil(ctx, "kubelet", k.alive, http.DefaultClient, k.HealthzURL()); err != nil {
 		return err
 	}
 	return k.waitReady(ctx, cp)
+}
+
+// alive tells whether the kubelet started has not exited: the harness's
+// child, or the unit's main process as started.
+func (k *Kubelet) alive() bool {
+	if k.sd == nil {
+		return k.proc.alive()
+	}
+	select {
+	case <-k.sd.proc.exited:
+		return false
+	default:
+	}
+	return k.unitPID != 0 && k.PID() == k.unitPID
 }
 
 // waitReady waits until the Node reports Ready=True (at most two minutes).
@@ -143,7 +187,7 @@ func (k *Kubelet) waitReady(ctx context.Context, cp *ControlPlane) error {
 		} else if msg != "" {
 			last = msg
 		}
-		if !k.proc.alive() {
+		if !k.alive() {
 			return fmt.Errorf("kubelet exited before the node was Ready")
 		}
 		select {
@@ -176,18 +220,43 @@ func (k *Kubelet) ReadOnlyMetricsURL() string {
 	return fmt.Sprintf("http://127.0.0.1:%d/metrics", k.ReadOnlyPort)
 }
 
-func (k *Kubelet) logTail() string {
-	if k.proc == nil {
-		return ""
-	}
-	return k.proc.logTail(25)
+// HealthzURL is the kubelet's local health check, on HealthzPort.
+func (k *Kubelet) HealthzURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/healthz", k.HealthzPort)
 }
 
-// Stop stops the kubelet by PID and removes its dir (after unmounting what
-// the kubelet mounted there). Pods it ran stay in containerd, whose own
-// Stop removes them.
+// PID is the kubelet's process ID. Under systemd it is the unit's current
+// main PID on the host, which changes when systemd restarts the kubelet,
+// or 0 while it has none.
+func (k *Kubelet) PID() int {
+	if k.sd == nil {
+		return k.proc.PID()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pid, _ := k.sd.MainPID(ctx, KubeletUnit)
+	return pid
+}
+
+// logTail is the end of the kubelet's log, Dir/kubelet.log either way,
+// and under systemd the end of systemd's.
+func (k *Kubelet) logTail() string {
+	tail := fileTail("kubelet", filepath.Join(k.Dir, "kubelet.log"), 25)
+	if k.sd != nil {
+		tail += "\n" + k.sd.LogTail(10)
+	}
+	return tail
+}
+
+// Stop stops the kubelet by PID, or under systemd stops its unit, and
+// removes its dir (after unmounting what the kubelet mounted there). Pods
+// it ran stay in containerd, whose own Stop removes them.
 func (k *Kubelet) Stop() {
-	k.proc.stop(15 * time.Second)
+	if k.sd != nil {
+		k.stopUnit()
+	} else {
+		k.proc.stop(15 * time.Second)
+	}
 	unmountUnder(k.Dir)
 	_ = os.RemoveAll(k.Dir)
 }
@@ -250,8 +319,20 @@ spec:
 `
 
 // Freeze stops the kubelet with SIGSTOP: it renews no Lease and posts no
-// status, while its pods run on.
-func (k *Kubelet) Freeze() error { return syscall.Kill(k.proc.PID(), syscall.SIGSTOP) }
+// status, while its pods run on. Under systemd it stops the unit's current
+// main process.
+func (k *Kubelet) Freeze() error { return k.signal(syscall.SIGSTOP) }
 
 // Thaw resumes a frozen kubelet.
-func (k *Kubelet) Thaw() error { return syscall.Kill(k.proc.PID(), syscall.SIGCONT) }
+func (k *Kubelet) Thaw() error { return k.signal(syscall.SIGCONT) }
+
+func (k *Kubelet) signal(sig syscall.Signal) error {
+	pid := k.PID()
+	if pid <= 0 { // never kill(0, ...): that is the test's own process group
+		return fmt.Errorf("kubelet has no process to send %v", sig)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal %v to kubelet %d: %w", sig, pid, err)
+	}
+	return nil
+}

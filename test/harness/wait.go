@@ -15,6 +15,12 @@ import (
 // waitHTTP polls url until it answers 200, the process exits or ctx ends
 // (at most two minutes).
 func waitHTTP(ctx context.Context, p *process, client *http.Client, url string) error {
+	return waitHTTPUntil(ctx, p.name, p.alive, client, url)
+}
+
+// waitHTTPUntil polls url until it answers 200, alive says name has exited
+// or ctx ends (at most two minutes).
+func waitHTTPUntil(ctx context.Context, name string, alive func() bool, client *http.Client, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -33,12 +39,12 @@ func waitHTTP(ctx context.Context, p *process, client *http.Client, url string) 
 		} else {
 			last = err.Error()
 		}
-		if !p.alive() {
-			return fmt.Errorf("%s exited before %s answered", p.name, url)
+		if !alive() {
+			return fmt.Errorf("%s exited before %s answered", name, url)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready at %s: %s", p.name, url, last)
+			return fmt.Errorf("%s not ready at %s: %s", name, url, last)
 		case <-tick.C:
 		}
 	}

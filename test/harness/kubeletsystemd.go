@@ -1,0 +1,156 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// KubeletUnit is the kubelet's unit under the harness's systemd, named as
+// on a node.
+const KubeletUnit = "kubelet.service"
+
+// kubeletUnitTemplate is the kubelet.service kubeadm's packages ship
+// (kubernetes/release, cmd/krel/templates/latest/kubelet/kubelet.service)
+// with the harness's binary and command line, and these changes:
+//   - ExecStart is the whole command line StartKubeletVia runs (prepare):
+//     kubeadm's drop-in, 10-kubeadm.conf, replaces the unit's bare
+//     ExecStart=/usr/bin/kubelet with one adding flags from environment
+//     files; the harness writes the flags out instead;
+//   - DefaultDependencies=no and no Wants= or After=network-online.target:
+//     the harness's systemd has no such target (its network is the
+//     host's);
+//   - its output goes to Dir/kubelet.log (there is no journal), as the
+//     harness's child kubelet's does;
+//   - no [Install]: StartKubeletUnderSystemd starts it.
+//
+// Kept as shipped: Type=simple (the default; the kubelet does not notify),
+// KillMode=control-group (the default), Restart=always, RestartSec=10 and
+// StartLimitInterval=0 (in [Service], the old spelling systemd still reads
+// as [Unit] StartLimitIntervalSec=: restarts are never rate-limited). No
+// Environment=: the kubelet gets systemd's default PATH, as on a node, and
+// none of the test's environment.
+const kubeletUnitTemplate = `[Unit]
+Description=kubelet: The Kubernetes Node Agent (hangwatch test harness)
+Documentation=https://kubernetes.io/docs/
+DefaultDependencies=no
+
+[Service]
+ExecStart=%[1]s
+StandardOutput=append:%[2]s
+StandardError=inherit
+Restart=always
+StartLimitInterval=0
+RestartSec=10
+`
+
+// StartKubeletUnderSystemd starts a kubelet for node as KubeletUnit of the
+// systemd running c (StartContainerdUnderSystemd), with the configuration
+// and command line StartKubeletVia gives the harness's child kubelet
+// (c.Endpoint, $HANGWATCH_KUBELET_FEATURE_GATES), and waits until its
+// /healthz answers and the Node is Ready.
+//
+// It runs as on a node: in systemd's PID and mount namespace, the
+// runtime's, so the mounts either makes under the kubelet's root dir are
+// the other's; its dirs are temp dirs on the host's file system, seen
+// alike from the test and from the namespace; the host's network. Its
+// cgroups are the harness's child kubelet's too (the cgroupfs driver, no
+// QoS cgroups): the unit's cgroup is in name=systemd alone, under the
+// systemd's own root, and the kubelet stays in the test's memory and cpu
+// cgroups.
+//
+// One difference from a node: /dev/kmsg in systemd's namespace is the FIFO
+// systemd logs through (see Systemd). The kubelet's OOM watcher opens it,
+// takes the first message systemd logs after the kubelet's start out of
+// systemd.log, finds it no kernel record and stops reading ("Exiting kmsg
+// parse; OOM events will not be reported"): so systemd.log lacks one
+// message per kubelet start, and the kubelet reports no OOM kill.
+//
+// The Kubelet's PID, Freeze and Thaw follow the unit's main process
+// across restarts; its Stop stops the unit (c's Stop stops systemd).
+func StartKubeletUnderSystemd(ctx context.Context, cp *ControlPlane, c *Containerd, node string) (*Kubelet, error) {
+	sd := c.Systemd()
+	if sd == nil {
+		return nil, errors.New("containerd does not run under systemd (StartContainerdUnderSystemd)")
+	}
+	if state, err := sd.ActiveState(ctx, KubeletUnit); err != nil {
+		return nil, err
+	} else if state != "inactive" && state != "failed" {
+		return nil, fmt.Errorf("systemd %d already has %s %s: give each kubelet a containerd of its own", sd.PID(), KubeletUnit, state)
+	}
+	k, bin, err := newKubelet(node, os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
+	if err != nil {
+		return nil, err
+	}
+	k.sd = sd
+	if err := k.startUnit(ctx, bin, cp, c.Endpoint); err != nil {
+		err = fmt.Errorf("%w\n%s", err, k.logTail())
+		k.Stop()
+		return nil, err
+	}
+	return k, nil
+}
+
+func (k *Kubelet) startUnit(ctx context.Context, bin string, cp *ControlPlane, runtimeEndpoint string) error {
+	args, err := k.prepare(cp, runtimeEndpoint)
+	if err != nil {
+		return err
+	}
+	unit, err := kubeletUnit(bin, args, filepath.Join(k.Dir, "kubelet.log"))
+	if err != nil {
+		return err
+	}
+	if err := k.sd.SetUnit(ctx, KubeletUnit, unit); err != nil {
+		return err
+	}
+	if err := k.sd.StartUnit(ctx, KubeletUnit); err != nil {
+		return err
+	}
+	// The start job is done once the kubelet is forked (Type=simple).
+	if k.unitPID, err = k.sd.MainPID(ctx, KubeletUnit); err != nil {
+		return err
+	}
+	if k.unitPID == 0 {
+		return fmt.Errorf("%s has no main process after its start", KubeletUnit)
+	}
+	return k.waitStarted(ctx, cp)
+}
+
+// kubeletUnit is the kubelet's unit running bin with args, its output
+// appended to logPath.
+func kubeletUnit(bin string, args []string, logPath string) (string, error) {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return "", err
+	}
+	words := append([]string{bin}, args...)
+	for _, w := range slices.Concat(words, []string{logPath}) {
+		// No quoting, escapes, specifiers or variables: each word as is.
+		if w == "" || strings.ContainsAny(w, " \t\n\"'\\%$;") {
+			return "", fmt.Errorf("kubelet argument %q would need quoting in a unit", w)
+		}
+	}
+	return fmt.Sprintf(kubeletUnitTemplate, strings.Join(words, " "), logPath), nil
+}
+
+// stopUnit stops the kubelet's unit (thawed first, though systemd follows
+// its SIGTERM with a SIGCONT) and waits for the job. Once systemd is
+// stopped (the containerd's Stop), the kubelet has ended with it. What the
+// kubelet mounted under Dir is in systemd's mount namespace: removing Dir
+// from the host detaches it there.
+func (k *Kubelet) stopUnit() {
+	select {
+	case <-k.sd.proc.exited:
+		return
+	default:
+	}
+	_ = k.Thaw()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = k.sd.StopUnit(ctx, KubeletUnit)
+}
