@@ -1,0 +1,113 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/repair"
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// TestRepairRestartsAFrozenKubeletUnderSystemd freezes a real kubelet run
+// by a real systemd with kubeadm's unit (Restart=always, RestartSec=10),
+// beside containerd and a kube-controller-manager whose node lifecycle
+// controller marks a node Unknown 50 s after its last Lease renewal.
+// hangwatch, with the shipped restartKubeletAfter (10 s), sees the local
+// /healthz stop answering (KubeletNotAnswering), has systemd kill and
+// start the kubelet, and the Lease is renewed again before the node goes
+// Unknown.
+func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
+	harness.RequireSystemd(t)
+	cp := harness.StartControlPlaneT(t)
+	harness.StartControllerManagerT(t, cp, "node-lifecycle-controller")
+	c, sd := harness.StartContainerdUnderSystemdT(t, 0, 0)
+	node := uniqueNode("hw-kubelet-repair")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	k, err := harness.StartKubeletUnderSystemd(ctx, cp, c, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	kc, err := cp.NodeKubeconfig(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(t.TempDir(), "hangwatch.yaml")
+	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nkubelet:\n  healthzURL: http://127.0.0.1:%d/healthz\n"+
+		"repair:\n  enabled: true\n  systemdSocket: %s\n", k.HealthzPort, sd.Socket())
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", config)...)
+	started := time.Now()
+	waitUntil(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
+	readyBefore := nodeReady(t, cp, node)
+	// the first minute, in which repair never acts, is over by the time
+	// the kubelet is due a restart
+	waitUntil(t, repair.StartupGrace, "hangwatch's first minute to be nearly over", func() bool {
+		return time.Since(started) > repair.StartupGrace-repair.DefaultRestartKubeletAfter
+	})
+
+	renewed0 := leaseRenewTime(t, cp, node)
+	pid0 := k.PID()
+	if err := k.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	t.Cleanup(func() { _ = k.Thaw() })
+	waitUntil(t, 30*time.Second, "KubeletUnresponsive True (KubeletNotAnswering)", func() bool {
+		st, reason, _ := d.condition(t, "KubeletUnresponsive")
+		return st == "True" && reason == repair.ReasonKubeletSilent
+	})
+	measure(t, "repair_kubelet_unresponsive_after_freeze", time.Since(frozen))
+	waitUntil(t, time.Minute, "systemd to start a new kubelet", func() bool { pid := k.PID(); return pid != 0 && pid != pid0 })
+	measure(t, "repair_kubelet_restarted_after_freeze", time.Since(frozen))
+	waitUntil(t, time.Minute, "the Lease renewed by the new kubelet", func() bool { return leaseRenewTime(t, cp, node).After(renewed0) })
+	measure(t, "repair_kubelet_lease_renewed_after_freeze", time.Since(frozen))
+	waitUntil(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
+	measure(t, "repair_kubelet_unresponsive_false_after_freeze", time.Since(frozen))
+
+	if after := nodeReady(t, cp, node); after.Status != corev1.ConditionTrue || !after.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
+		t.Errorf("the node's Ready moved during the freeze: %s since %v (was %s since %v)", after.Status, after.LastTransitionTime,
+			readyBefore.Status, readyBefore.LastTransitionTime)
+	}
+	text, err := d.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := metricValue(text, `hangwatch_repairs_total{outcome="restarted",target="kubelet"}`); got != 1 {
+		t.Errorf("kubelet restarts = %v, want 1", got)
+	}
+	waitUntil(t, 30*time.Second, "a KubeletRestarted Event", func() bool {
+		return hasEvent(nodeEvents(t, cp, node), corev1.EventTypeNormal, "KubeletRestarted")
+	})
+}
+
+func nodeReady(t *testing.T, cp *harness.ControlPlane, node string) corev1.NodeCondition {
+	t.Helper()
+	n, err := cp.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := findCond(n, corev1.NodeReady); c != nil {
+		return *c
+	}
+	return corev1.NodeCondition{}
+}
+
+func leaseRenewTime(t *testing.T, cp *harness.ControlPlane, node string) time.Time {
+	t.Helper()
+	l, err := cp.Admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil || l.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Time
+}
