@@ -18,6 +18,12 @@
 #       the kubelet (test/integration/repair*_test.go), three runs
 #       (REPAIR_RUNS): the freeze, restart and clear times, medians, into
 #       BENCHMARKS.md between the repair markers. About 12 minutes.
+#   ./hack/e2e.sh --ladder
+#       two real nodes, A's containerd and kubelet under a real systemd,
+#       every rung on (hangwatch-remedy's taint and eviction, repair's
+#       restart): a freeze the restart cures (every pod on A kept) and one
+#       it does not (the budget, then the eviction); the table between the
+#       ladder markers. About 10 minutes.
 #   ./hack/e2e.sh --matrix [HEALTHY_DURATION (default 1m)]
 #       for each kubelet/containerd pair of E2E_MATRIX: the frozen-runtime
 #       lead, the ListPodSandbox-hang lead and a healthy run with 30 pods;
@@ -56,6 +62,11 @@ fi
 if [ "${1:-}" = --repair ]; then
   source "$ROOT/hack/e2e-repair.sh"
   run_repair
+  exit $?
+fi
+if [ "${1:-}" = --ladder ]; then
+  source "$ROOT/hack/e2e-repair.sh"
+  run_ladder
   exit $?
 fi
 if [ "${1:-}" = --matrix ]; then

@@ -26,7 +26,7 @@ import (
 func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	harness.RequireSystemd(t)
 	cp := harness.StartControlPlaneT(t)
-	harness.StartControllerManagerT(t, cp, "node-lifecycle-controller")
+	harness.StartControllerManagerT(t, cp) // the node lifecycle controller: Unknown 50 s after the last renewal
 	c, sd := harness.StartContainerdUnderSystemdT(t, 0, 0)
 	node := uniqueNode("hw-kubelet-repair")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
