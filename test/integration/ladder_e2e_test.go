@@ -108,7 +108,9 @@ func (l *ladder) workloads(t *testing.T) {
 	if _, err := l.cp.Admin.AppsV1().DaemonSets("default").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntilOr(t, 3*time.Minute, func() string { return "web, db and agent Running on A, web and agent on B: " + fmt.Sprint(l.running(t)) },
+	waitUntilOr(t, 3*time.Minute, func() string {
+		return "web, db and agent Running on A, web and agent on B: " + fmt.Sprint(l.running(t))
+	},
 		func() bool {
 			on := l.running(t)
 			return on[l.a] == 3 && on[l.b] == 2
@@ -121,7 +123,7 @@ func pauseTemplate(labels, nodeSelector map[string]string) corev1.PodTemplateSpe
 	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 		AutomountServiceAccountToken: ptr.To(false), HostNetwork: true, NodeSelector: nodeSelector,
 		TerminationGracePeriodSeconds: ptr.To[int64](5),
-		Containers: []corev1.Container{{Name: "pause", Image: harness.PauseImage, ImagePullPolicy: corev1.PullNever}}}}
+		Containers:                    []corev1.Container{{Name: "pause", Image: harness.PauseImage, ImagePullPolicy: corev1.PullNever}}}}
 }
 
 // running counts the default namespace's Running pods on each node.
