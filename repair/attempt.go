@@ -36,7 +36,7 @@ func (r *Repairer) attempt(ctx context.Context, a attempt) {
 	st.prune(a.now)
 	r.o.Metrics.budget(a.target, r.settings.MaxRestartsPerHour-len(st.restarts))
 	a.age = a.now.Sub(st.since).Round(time.Second)
-	st.since = a.now
+	st.since, st.judged = a.now, a.now
 	if n := len(st.restarts); n >= r.settings.MaxRestartsPerHour {
 		r.tell(a, OutcomeBudgetSpent, fmt.Sprintf("%s not restarted: it was restarted %d times in the last hour, dry runs included (repair.maxRestartsPerHour), so the next rung (eviction, reboot or fencing) is left to act", a.target, n))
 		return

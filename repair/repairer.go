@@ -58,6 +58,7 @@ type Repairer struct {
 // targetState is one target's episode and budget.
 type targetState struct {
 	since    time.Time   // when this process saw the current unwell spell start (zero: well)
+	judged   time.Time   // the last attempt, whatever its outcome: no spell is timed from before it
 	settleAt uint64      // after a restart: the probe count to reach before judging again
 	told     string      // what was last told in this spell, so a repeat is not told again
 	restarts []time.Time // restarts (and dry runs) of the last hour
@@ -135,9 +136,11 @@ func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (string, bool) {
 		st.settleAt, st.since = 0, now // still unwell: judged afresh from here
 	}
 	if st.since.IsZero() {
-		// from when it turned True, but not before this process started:
-		// a condition restored from the Node is not its own sight
-		st.since = latest(v.Since, r.start)
+		// from when it turned True, but not before this process started
+		// (a condition restored from the Node is not its own sight), nor
+		// before the last attempt: a reason that changed for a moment
+		// after a restart does not make the next one due at once
+		st.since = latest(latest(v.Since, r.start), st.judged)
 	}
 	if now.Sub(st.since) < after || now.Sub(r.start) < StartupGrace {
 		return "", false

@@ -199,6 +199,33 @@ func TestRestartWaitsForTheRuntimeToBeProbedAgain(t *testing.T) {
 	}
 }
 
+// TestAReasonThatFlickersAfterARestartWaitsAgain: after a restart the
+// condition may name a per-object call for a moment (its Since unchanged
+// from the first freeze); when the whole-runtime reason comes back, the
+// next restart is still a whole wait after the last, not due at once from
+// the condition's first transition.
+func TestAReasonThatFlickersAfterARestartWaitsAgain(t *testing.T) {
+	g := newRig(t, Settings{RestartRuntimeAfter: 20 * time.Second})
+	g.run(time.Minute)
+	g.hang("VersionHung")
+	first := g.verdicts[0].Since
+	g.run(20 * time.Second)
+	if g.sd.kills != 1 {
+		t.Fatalf("kills = %d, want 1", g.sd.kills)
+	}
+	g.verdicts = []Verdict{{Type: "RuntimeHung", True: true, Reason: "PodSandboxStatusHung", Since: first}}
+	g.run(3 * time.Second)
+	g.verdicts = []Verdict{{Type: "RuntimeHung", True: true, Reason: "ListPodSandboxHung", Since: first}}
+	g.run(16 * time.Second)
+	if g.sd.kills != 1 {
+		t.Fatalf("kills = %d 19s after the restart; want no second restart within a wait of the first", g.sd.kills)
+	}
+	g.run(6 * time.Second)
+	if g.sd.kills != 2 {
+		t.Errorf("kills = %d, want the second restart once the reason was back for its wait", g.sd.kills)
+	}
+}
+
 func TestGuardsThatMakeRepairImpossibleOrRefused(t *testing.T) {
 	for _, c := range []struct {
 		name    string
