@@ -239,6 +239,16 @@ func TestTwoNodeLadderNotCured(t *testing.T) {
 		return false
 	})
 	measure(t, "e2e_ladder_notcured_eviction_after_freeze", time.Since(frozen))
+	waitUntil(t, 2*time.Minute, "two web pods Running on B", func() bool {
+		n := 0
+		for _, p := range webPods(t, l.cp) {
+			if running(p) && p.Spec.NodeName == l.b {
+				n++
+			}
+		}
+		return n == 2
+	})
+	measure(t, "e2e_ladder_notcured_replacement_running_after_freeze", time.Since(frozen))
 	repairs := func(outcome string) float64 {
 		text, err := l.d.get("/metrics")
 		if err != nil {
@@ -251,14 +261,4 @@ func TestTwoNodeLadderNotCured(t *testing.T) {
 	if got := repairs(repair.OutcomeRestarted); got != repair.DefaultMaxRestartsPerHour {
 		t.Errorf("restarts = %v, want the budget, %d", got, repair.DefaultMaxRestartsPerHour)
 	}
-	waitUntil(t, 2*time.Minute, "two web pods Running on B", func() bool {
-		n := 0
-		for _, p := range webPods(t, l.cp) {
-			if running(p) && p.Spec.NodeName == l.b {
-				n++
-			}
-		}
-		return n == 2
-	})
-	measure(t, "e2e_ladder_notcured_replacement_running_after_freeze", time.Since(frozen))
 }
