@@ -218,7 +218,7 @@ func TestHelmRemedyMatchesKustomize(t *testing.T) {
 // and the same repair settings, and nothing at all when off.
 func TestHelmChartRepairMatchesTheOverlay(t *testing.T) {
 	objs := renderHelmChart(t, "hangwatch", "--set", "repair.enabled=true", "--set", "secureServing.generateCert=false")
-	ds, patch := objs["DaemonSet/hangwatch"], readObject(t, "overlays/repair/daemonset-repair.yaml")
+	ds, patch := objs["DaemonSet/hangwatch"], readObject(t, "overlays/repair/daemonset-patch.yaml")
 	if got := dig(ds, "spec", "template", "spec", "hostPID"); got != true {
 		t.Errorf("hostPID = %v with repair on", got)
 	}

@@ -15,8 +15,8 @@ import (
 )
 
 // manifestFiles lists the Kubernetes objects under manifests/ that a user
-// applies (or copies to a node), leaving out kustomize's own files and the
-// hangwatch config files.
+// applies (or copies to a node), leaving out kustomize's own files (the
+// kustomizations and *-patch.yaml) and the hangwatch config files.
 func manifestFiles(t *testing.T) (files, overlays []string) {
 	t.Helper()
 	root := filepath.Join(harness.ModuleRoot(), "manifests")
@@ -30,7 +30,8 @@ func manifestFiles(t *testing.T) (files, overlays []string) {
 			return filepath.SkipDir
 		case info.IsDir() && fileExists(filepath.Join(p, "kustomization.yaml")) && strings.Contains(p, "overlays"):
 			overlays = append(overlays, p)
-		case !info.IsDir() && strings.HasSuffix(base, ".yaml") && base != "kustomization.yaml" && base != "config.yaml":
+		case !info.IsDir() && strings.HasSuffix(base, ".yaml") && base != "kustomization.yaml" && base != "config.yaml" &&
+			!strings.HasSuffix(base, "-patch.yaml"): // a kustomize patch is applied with its overlay
 			files = append(files, p)
 		}
 		return nil
