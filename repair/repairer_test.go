@@ -59,7 +59,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T, s Settings) *rig {
-	dir := t.TempDir()
+	dir := shortTempDir(t)
 	g := &rig{t: t, clk: clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), notes: &notes{},
 		reg: metrics.NewKubeRegistry(), proc: filepath.Join(dir, "proc"),
 		sd: &fakeSystemd{unit: Unit{Name: "containerd.service", LoadState: "loaded", ActiveState: "active", Restart: "always", MainPID: uint32(os.Getpid())}}}
@@ -74,6 +74,17 @@ func newRig(t *testing.T, s Settings) *rig {
 		Dial:    func(context.Context, string) (Manager, error) { return g.sd, nil },
 		Metrics: NewMetrics(g.reg), Notify: g.notes})
 	return g
+}
+
+// shortTempDir is a temp dir whose sockets fit sun_path's 108 bytes,
+// whatever the test's name (t.TempDir's path holds it).
+func shortTempDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "hwr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
 
 func listen(t *testing.T, path string) string {

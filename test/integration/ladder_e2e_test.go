@@ -68,7 +68,7 @@ func startLadder(t *testing.T) *ladder {
 // settings, as its identity, through the fault proxy.
 func (l *ladder) startHangwatch(t *testing.T, k *harness.Kubelet) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := socketDir(t)
 	var err error
 	if l.proxy, err = criproxy.Start(filepath.Join(dir, "cri.sock"), l.c.Socket); err != nil {
 		t.Fatal(err)

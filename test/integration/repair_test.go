@@ -60,7 +60,7 @@ func startRepairRig(t *testing.T) *repairRig {
 	if err != nil {
 		t.Fatalf("%s's main process in D: %v", stuckUnit, err)
 	}
-	dir := t.TempDir()
+	dir := socketDir(t)
 	if r.proxy, err = criproxy.Start(filepath.Join(dir, "cri.sock"), r.c.Socket); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +70,18 @@ func startRepairRig(t *testing.T) *repairRig {
 	kc := createNode(t, r.cp, r.node)
 	r.d = startDaemon(t, r.proxy.Endpoint, nodeArgs(kc, r.node, "--config", r.config)...)
 	return r
+}
+
+// socketDir is a temp dir short enough for sockets (sun_path's 108
+// bytes), which t.TempDir, named after the test, may not be.
+func socketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hwrp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
 
 // holdFirstMkdir mounts the never-answering FUSE directory and starts the
