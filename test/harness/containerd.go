@@ -289,13 +289,15 @@ func (c *Containerd) Freeze() error { return c.signal(syscall.SIGSTOP) }
 // Thaw resumes a frozen containerd with SIGCONT.
 func (c *Containerd) Thaw() error { return c.signal(syscall.SIGCONT) }
 
-func (c *Containerd) signal(sig syscall.Signal) error {
-	pid := c.PID()
+func (c *Containerd) signal(sig syscall.Signal) error { return signalPID("containerd", c.PID(), sig) }
+
+// signalPID sends sig to what's process pid, refusing pid 0 and below.
+func signalPID(what string, pid int, sig syscall.Signal) error {
 	if pid <= 0 { // never kill(0, ...): that is the test's own process group
-		return fmt.Errorf("containerd has no process to send %v", sig)
+		return fmt.Errorf("%s has no process to send %v", what, sig)
 	}
 	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("signal %v to containerd %d: %w", sig, pid, err)
+		return fmt.Errorf("signal %v to %s %d: %w", sig, what, pid, err)
 	}
 	return nil
 }

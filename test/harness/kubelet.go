@@ -326,13 +326,4 @@ func (k *Kubelet) Freeze() error { return k.signal(syscall.SIGSTOP) }
 // Thaw resumes a frozen kubelet.
 func (k *Kubelet) Thaw() error { return k.signal(syscall.SIGCONT) }
 
-func (k *Kubelet) signal(sig syscall.Signal) error {
-	pid := k.PID()
-	if pid <= 0 { // never kill(0, ...): that is the test's own process group
-		return fmt.Errorf("kubelet has no process to send %v", sig)
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("signal %v to kubelet %d: %w", sig, pid, err)
-	}
-	return nil
-}
+func (k *Kubelet) signal(sig syscall.Signal) error { return signalPID("kubelet", k.PID(), sig) }

@@ -133,19 +133,7 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 		t.Errorf("running containers after the restart %v, want %v", after, containers)
 	}
 
-	// Freeze and Thaw follow the new main process.
-	if err := k.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitStopped(ctx, pid1, true); err != nil {
-		t.Error(err)
-	}
-	if err := k.Thaw(); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitStopped(ctx, pid1, false); err != nil {
-		t.Error(err)
-	}
+	checkFreezeThaw(ctx, t, pid1, k.Freeze, k.Thaw) // they follow the new main process
 
 	// Stop stops the unit, not systemd, and removes the kubelet's dir.
 	k.Stop()

@@ -205,19 +205,7 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 		t.Errorf("running containers after the restart %v, want %v", after, before)
 	}
 
-	// Freeze and Thaw follow the new main process.
-	if err := c.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitStopped(ctx, pid, true); err != nil {
-		t.Error(err)
-	}
-	if err := c.Thaw(); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitStopped(ctx, pid, false); err != nil {
-		t.Error(err)
-	}
+	checkFreezeThaw(ctx, t, pid, c.Freeze, c.Thaw) // they follow the new main process
 
 	// A frozen containerd restarts through D-Bus on Socket, as a repair
 	// would restart it (systemd follows its SIGTERM with a SIGCONT).
@@ -404,4 +392,22 @@ func cgroupFSState(t *testing.T) string {
 		}
 	}
 	return strings.Join(names, ",") + " [" + opts + "]"
+}
+
+// checkFreezeThaw freezes and thaws through the harness's methods and
+// checks that process pid stopped and went on.
+func checkFreezeThaw(ctx context.Context, t *testing.T, pid int, freeze, thaw func() error) {
+	t.Helper()
+	if err := freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitStopped(ctx, pid, true); err != nil {
+		t.Error(err)
+	}
+	if err := thaw(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitStopped(ctx, pid, false); err != nil {
+		t.Error(err)
+	}
 }
