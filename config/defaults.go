@@ -35,7 +35,7 @@ func Default() *Configuration {
 			MaxPeriod: d(time.Minute), CallLifetime: d(2 * time.Minute),
 			SlowThreshold: d(probe.SlowThreshold), SampleSize: probe.SampleSize, Concurrency: probe.Concurrency,
 		},
-		Server: Server{ListenAddress: "127.0.0.1:9764", AuthenticationCacheTTL: d(2 * time.Minute)},
+		Server: Server{ListenAddress: "127.0.0.1:9764", AuthenticationCacheTTL: d(5 * time.Minute)},
 		Kernel: Kernel{Enabled: true, KmsgPath: "/dev/kmsg", Lookback: d(5 * time.Minute)},
 		APIServer: APIServer{QPS: 5, Burst: 10, LeasePeriod: d(5 * time.Second), LeaseIdlePeriod: d(3 * time.Minute),
 			StatusHeartbeatPeriod: d(DefaultStatusHeartbeat)},

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
@@ -39,9 +41,9 @@ func TestAPIRequestBudget(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		b.startFakeNode("hw-budget-before", []string{"--lease-idle-period", "5s"})
 	}
-	b.waitAllFalse()
-	stopScrapes := b.scrapeEvery(15 * time.Second)
+	stopScrapes := b.scrapeEvery(15 * time.Second) // the first reviews, cached for 5m, before the count
 	defer stopScrapes()
+	b.waitAllFalse()
 
 	begin := time.Now()
 	waitUntil(t, steady+time.Minute, "the steady state to be counted", func() bool { return time.Since(begin) >= steady })
@@ -139,8 +141,8 @@ func (b *budgetRun) start(node, kc, cfg string, extra []string, stopRenew chan s
 func (b *budgetRun) waitAllFalse() {
 	for _, n := range b.nodes {
 		waitUntil(b.t, 2*time.Minute, n.node+": KubeletUnresponsive False", func() bool {
-			st, _, _ := n.d.condition(b.t, "KubeletUnresponsive")
-			return st == "False"
+			c := nodeCond(b.t, b.cp, n.node, "KubeletUnresponsive")
+			return c != nil && c.Status == corev1.ConditionFalse
 		})
 	}
 }

@@ -81,7 +81,7 @@ func refuseLeaseRenewals(t *testing.T, cp *harness.ControlPlane, node string) {
 				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
 					Rule: admissionv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"leases"}}}}}},
 			MatchConditions: []admissionv1.MatchCondition{{Name: "the-node", Expression: `request.userInfo.username == "system:node:` + node + `"`}},
-			Validations: []admissionv1.Validation{{Expression: "false", Message: "the test refuses this node's Lease renewals"}},
+			Validations:     []admissionv1.Validation{{Expression: "false", Message: "the test refuses this node's Lease renewals"}},
 		}}
 	if _, err := cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
