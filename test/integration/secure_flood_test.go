@@ -14,13 +14,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/httpauth"
 )
 
-// The secure port's default review budget (httpauth.DefaultBudget).
-const (
-	reviewRate  = 5
-	reviewBurst = 20
-)
+// The port's global review budget, as shipped.
+var reviewRate, reviewBurst = int(httpauth.DefaultBudget.Rate), httpauth.DefaultBudget.Burst
 
 // TestSecurePortFlood sends 10,000 requests with made-up tokens at the
 // secure port from 32 workers, each from its own loopback address (its
@@ -57,7 +56,7 @@ func TestSecurePortFlood(t *testing.T) {
 	measure(t, "secure_flood_duration", elapsed)
 	t.Logf("MEASURE secure_flood_requests %d (%.0f/s): 401 %d, 429 %d, other %d, errors %d (first: %v)",
 		f.sent, float64(f.sent)/elapsed.Seconds(), f.unauthorized, f.throttled, f.other, f.errors, f.firstErr)
-	bound := reviewBurst + int(reviewRate*elapsed.Seconds()) + 5
+	bound := reviewBurst + int(float64(reviewRate)*elapsed.Seconds()) + 5
 	t.Logf("MEASURE secure_flood_tokenreviews %d (budget bound %d: burst %d + %d/s x %.1fs + 5); subjectaccessreviews %d",
 		reviews, bound, reviewBurst, reviewRate, elapsed.Seconds(), access)
 	t.Logf("MEASURE secure_flood_scrapes %d ok of %d; latency median %v max %v (first failure: %s)",
