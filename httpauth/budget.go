@@ -24,7 +24,7 @@ type Budget struct {
 
 // DefaultBudget is what a legitimate caller never meets. A scraper costs
 // two reviews (its token, then its right to the path) per token and
-// cache TTL (5 m by default): under one a minute. So a source gets one review each
+// cache TTL (10 m by default): one every 5 minutes. So a source gets one review each
 // 5 s (12 a minute) and 10 at once (a new token and a few paths, for a
 // few identities behind one address, such as a node's own clients); and
 // the port asks the API server at most 5 a second, 20 at once (twice a

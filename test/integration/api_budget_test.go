@@ -31,6 +31,8 @@ import (
 func TestAPIRequestBudget(t *testing.T) {
 	steady := budgetDuration(t)
 	cp := harness.StartControlPlaneT(t)
+	// every node identity may read its kubelet's /metrics, as installed
+	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	c := harness.StartContainerdT(t, 0, 0)
 	k := harness.StartKubeletT(t, cp, c, uniqueNode("hw-budget-kubelet"))
 	b := &budgetRun{t: t, cp: cp, c: c, scraper: scraperToken(t, cp)}
