@@ -12,6 +12,7 @@ import (
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/httpauth"
 	"github.com/hangwatch/hangwatch/internal/buildinfo"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
@@ -31,8 +32,8 @@ type Agent struct {
 	kernel     *kernellog.Watch // nil when the kernel log is not watched
 	api        *apiReporting    // nil when there is no API server
 	health     *liveness
-	secure     *securePort     // nil without --secure-listen-address
-	reloader   *configReloader // nil without --config
+	secure     *httpauth.SecureServer // nil without --secure-listen-address
+	reloader   *configReloader        // nil without --config
 	repair     *repairing
 	memLimit   *metrics.Gauge // hangwatch_go_memory_limit_bytes
 }

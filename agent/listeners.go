@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -17,49 +16,35 @@ import (
 
 // httpServers are the plain server and, when configured, the secure one.
 type httpServers struct {
-	servers   []*http.Server
-	listeners []net.Listener
-	tls       []bool
+	plain    *http.Server
+	listener net.Listener
+	secure   *httpauth.SecureServer // nil without --secure-listen-address
 }
 
 // openServers listens on --listen-address and --secure-listen-address.
 func (a *Agent) openServers() (*httpServers, error) {
 	e := endpoints{reg: a.o.Registry, conds: a.conds, events: a.events, health: a.health}
 	srv := a.cfg.Server
-	s := &httpServers{}
-	if err := s.open("--listen-address", srv.ListenAddress, e.plainMux(srv.SecureListenAddress), nil); err != nil {
-		return nil, err
+	ln, err := net.Listen("tcp", srv.ListenAddress)
+	if err != nil {
+		return nil, serveError("--listen-address %s: %w", srv.ListenAddress, err)
 	}
+	s := &httpServers{}
+	s.plain, s.listener = newServer(ln, e.plainMux(srv.SecureListenAddress))
 	if a.secure == nil {
 		return s, nil
 	}
-	if err := s.open("--secure-listen-address", srv.SecureListenAddress, a.secure.guard.Wrap(e.secureMux()), a.secure.tls); err != nil {
+	if err := a.secure.Listen(e.secureMux()); err != nil {
 		s.close()
-		return nil, err
+		return nil, serveError("%w", err)
 	}
+	s.secure = a.secure
 	return s, nil
 }
 
-func (s *httpServers) open(flag, addr string, h http.Handler, tlsCfg *tls.Config) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return serveError("%s %s: %w", flag, addr, err)
-	}
-	srv, ln := newServer(ln, h)
-	srv.TLSConfig = tlsCfg
-	s.servers, s.listeners, s.tls = append(s.servers, srv), append(s.listeners, ln), append(s.tls, tlsCfg != nil)
-	return nil
-}
-
-// securePort is what the secure port checks callers with and serves under.
-type securePort struct {
-	guard *httpauth.Guard
-	tls   *tls.Config
-}
-
-// newSecurePort builds the secure port's guard and TLS configuration; nil
-// without --secure-listen-address.
-func newSecurePort(o Options, f config.Server) (*securePort, error) {
+// newSecurePort builds the secure port (its guard and TLS configuration;
+// Listen opens it); nil without --secure-listen-address.
+func newSecurePort(o Options, f config.Server) (*httpauth.SecureServer, error) {
 	if f.SecureListenAddress == "" {
 		return nil, nil
 	}
@@ -78,16 +63,16 @@ func newSecurePort(o Options, f config.Server) (*securePort, error) {
 	if host, _, err := net.SplitHostPort(f.SecureListenAddress); err == nil && host != "" {
 		hosts = append(hosts, host)
 	}
-	tlsCfg, err := httpauth.ServingConfig(f.TLSCertFile, f.TLSPrivateKeyFile, hosts, o.Clock)
+	requests := metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_secure_requests_total", StabilityLevel: metrics.ALPHA,
+		Help: httpauth.ResultsHelp}, []string{"result"})
+	secure, err := httpauth.NewSecureServer(httpauth.ServerOptions{Address: f.SecureListenAddress, Reviewer: reviewer, Attributes: attrs,
+		CertFile: f.TLSCertFile, KeyFile: f.TLSPrivateKeyFile, Hosts: hosts, Clock: o.Clock, CacheTTL: f.AuthenticationCacheTTL.Duration,
+		Count: func(r string) { requests.WithLabelValues(r).Inc() }})
 	if err != nil {
 		return nil, err
 	}
-	requests := metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_secure_requests_total", StabilityLevel: metrics.ALPHA,
-		Help: "Requests to the secure port by result: allowed, unauthenticated, forbidden or review_error."}, []string{"result"})
 	o.Registry.MustRegister(requests)
-	guard := httpauth.NewGuard(httpauth.Options{Reviewer: reviewer, Attributes: attrs, Clock: o.Clock, CacheTTL: f.AuthenticationCacheTTL.Duration,
-		Count: func(r string) { requests.WithLabelValues(r).Inc() }})
-	return &securePort{guard: guard, tls: tlsCfg}, nil
+	return secure, nil
 }
 
 // warnIfExposed logs when the unauthenticated port is reachable from
@@ -105,38 +90,38 @@ func warnIfExposed(listen string) {
 
 // serve serves every server; the first to fail reports on errs.
 func (s *httpServers) serve(errs chan<- error) {
-	for i, srv := range s.servers {
-		go func() {
-			var err error
-			if s.tls[i] {
-				err = srv.ServeTLS(s.listeners[i], "", "")
-			} else {
-				err = srv.Serve(s.listeners[i])
-			}
-			errs <- fmt.Errorf("serve %s: %w", s.listeners[i].Addr(), err)
-		}()
+	report := func(addr string, serve func() error) {
+		errs <- fmt.Errorf("serve %s: %w", addr, serve())
+	}
+	go report(s.listener.Addr().String(), func() error { return s.plain.Serve(s.listener) })
+	if s.secure != nil {
+		go report(s.secure.Addr(), s.secure.Serve)
 	}
 }
 
 func (s *httpServers) addrs() []string {
-	var out []string
-	for _, ln := range s.listeners {
-		out = append(out, ln.Addr().String())
+	out := []string{s.listener.Addr().String()}
+	if s.secure != nil {
+		out = append(out, s.secure.Addr())
 	}
 	return out
 }
 
 func (s *httpServers) close() {
-	for _, ln := range s.listeners {
-		_ = ln.Close()
+	_ = s.listener.Close()
+	if s.secure != nil {
+		_ = s.secure.Close()
 	}
 }
 
 func (s *httpServers) shutdown(ctx context.Context) error {
 	var errs []error
-	for _, srv := range s.servers {
-		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, fmt.Errorf("shut down server: %w", err))
+	if err := s.plain.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("shut down server: %w", err))
+	}
+	if s.secure != nil {
+		if err := s.secure.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -85,9 +85,9 @@ func (a *Agent) kernelWatch() (*kernellog.Watch, error) {
 func (a *Agent) leaseWatch() *leases.Watch {
 	api := a.cfg.APIServer
 	w := &leases.Watch{Client: a.api.client, Node: a.o.Node, Grace: api.NodeMonitorGracePeriod.Duration,
-		Period: api.LeasePeriod.Duration, Metrics: a.api.lease, Clock: a.o.Clock}
-	if u := a.cfg.Kubelet.HealthzURL; u != "" {
-		w.Healthz, _ = leases.NewHealthz(u) // checked with the configuration
+		Period: api.LeasePeriod.Duration, IdlePeriod: api.LeaseIdlePeriod.Duration, Metrics: a.api.lease, Clock: a.o.Clock}
+	if h, err := leases.NewHealthz(a.cfg.Kubelet.HealthzURL); a.cfg.Kubelet.HealthzURL != "" && err == nil { // checked with the configuration
+		w.Healthz, w.HealthzPeriod = h, a.cfg.Kubelet.HealthzPeriod.Duration
 	}
 	return w
 }

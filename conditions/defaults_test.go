@@ -1,6 +1,7 @@
 package conditions_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -171,6 +172,31 @@ func TestKubeletNotAnsweringComesFirst(t *testing.T) {
 		{leaseObs(true, 3), corev1.ConditionTrue, "NodeLeaseNotRenewed"},
 		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
 	})
+}
+
+// TestALateLeaseWhileTheKubeletAnswersIsUnknown: a kubelet that answers
+// on the node but whose renewals do not land is not unresponsive; the
+// condition says it cannot tell (the Lease-based reason), which neither
+// repair nor hangwatch-remedy acts on.
+func TestALateLeaseWhileTheKubeletAnswersIsUnknown(t *testing.T) {
+	e, _ := newDefaultEngine(t, "lease")
+	lateAnswering := func(missed int) map[string]any {
+		o := leaseObs(true, missed)
+		o["healthz"], o["lateWhileAnswering"] = leases.HealthzOK, true
+		return o
+	}
+	observeLease(t, e, []leaseStep{
+		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{lateAnswering(2), corev1.ConditionUnknown, "NodeLeaseNotRenewed"},
+		{lateAnswering(0), corev1.ConditionUnknown, "NodeLeaseNotRenewed"}, // held
+		{silentKubelet(3, true), corev1.ConditionUnknown, "NodeLeaseNotRenewed"}, // Unknown is left on the second look
+		{silentKubelet(3, true), corev1.ConditionTrue, "KubeletNotAnswering"},
+		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+	})
+	e.Observe("lease", lateAnswering(2))
+	if c := condition(t, e, conditions.TypeKubeletUnresponsive); !strings.Contains(c.Message, "its writes do not reach the API server") {
+		t.Fatalf("message %q", c.Message)
+	}
 }
 
 func TestDefaultKernelRuleFollowsTheKernelMonitor(t *testing.T) {

@@ -64,7 +64,8 @@ func apiServerFields(a *APIServer) []field {
 		{"apiServer.nodeName", "node-name", "", "this node's name (default $NODE_NAME, else the hostname)", &a.NodeName},
 		{"apiServer.qps", "kube-api-qps", "", "most API requests per second", &a.QPS},
 		{"apiServer.burst", "kube-api-burst", "", "most API requests in a burst", &a.Burst},
-		{"apiServer.leasePeriod", "lease-period", "", "how often the node's Lease is read (a node identity may get it, not watch it)", &a.LeasePeriod},
+		{"apiServer.leasePeriod", "lease-period", "", "how often the node's Lease is read while the kubelet does not answer its local /healthz (to time the grace period), or the Lease was just found late or missing; failed reads back off from it to --lease-idle-period (a node identity may get its Lease, not watch it)", &a.LeasePeriod},
+		{"apiServer.leaseIdlePeriod", "lease-idle-period", "", "how often the node's Lease is read while the kubelet answers its local /healthz: the steady state's one API request (also a Lease held late while the kubelet answers); not shorter than --lease-period; without --kubelet-healthz-url the Lease is read every --lease-period", &a.LeaseIdlePeriod},
 		{"apiServer.nodeMonitorGracePeriod", "node-monitor-grace-period", "", "the controller manager's --node-monitor-grace-period; 0: its default for the API server's version (50s from 1.32, 40s before)", &a.NodeMonitorGracePeriod},
 		{"apiServer.statusHeartbeatPeriod", "status-heartbeat-period", "", "how often the conditions' lastHeartbeatTime is refreshed while nothing changes; changes are written at once", &a.StatusHeartbeatPeriod},
 		{"apiServer.overwriteSharedConditions", "overwrite-shared-conditions", "", "condition types hangwatch writes even when another field manager (node-problem-detector, say) writes them too; others such are left to that writer, reported once", &a.OverwriteShared},
@@ -81,7 +82,8 @@ func kubeletFields(k *Kubelet) []field {
 		{"kubelet.insecureSkipTLSVerify", "kubelet-insecure-skip-tls-verify", "", "do not verify the kubelet's serving certificate (logged as a warning); allowed only for a loopback URL. Prefer --kubelet-ca-file", &k.InsecureSkipTLSVerify},
 		{"kubelet.metricsTimeout", "kubelet-metrics-timeout", "", "deadline of one scrape; a kubelet blocked on a frozen runtime does not answer, and that is reported", &k.MetricsTimeout},
 		{"kubelet.metricsPeriod", "kubelet-metrics-period", "", "time between scrapes of the kubelet's metrics", &k.MetricsPeriod},
-		{"kubelet.healthzURL", "kubelet-healthz-url", "", "the kubelet's local health endpoint, probed with each Lease read: no answer within 2s makes KubeletUnresponsive True (KubeletNotAnswering); a refused connection does not; empty: not probed", &k.HealthzURL},
+		{"kubelet.healthzURL", "kubelet-healthz-url", "", "the kubelet's local health endpoint, probed every --kubelet-healthz-period: no answer within 2s makes KubeletUnresponsive True (KubeletNotAnswering); a refused connection does not; empty: not probed (and the Lease read every --lease-period)", &k.HealthzURL},
+		{"kubelet.healthzPeriod", "kubelet-healthz-period", "", "time between probes of the kubelet's local /healthz (no API request: it is the fast liveness signal)", &k.HealthzPeriod},
 	}
 }
 

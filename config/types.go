@@ -79,6 +79,7 @@ type APIServer struct {
 	QPS                    float64         `json:"qps"`
 	Burst                  int             `json:"burst"`
 	LeasePeriod            metav1.Duration `json:"leasePeriod"`
+	LeaseIdlePeriod        metav1.Duration `json:"leaseIdlePeriod"`
 	NodeMonitorGracePeriod metav1.Duration `json:"nodeMonitorGracePeriod"`
 	StatusHeartbeatPeriod  metav1.Duration `json:"statusHeartbeatPeriod"`
 	OverwriteShared        []string        `json:"overwriteSharedConditions,omitempty"`
@@ -94,9 +95,10 @@ type Kubelet struct {
 	InsecureSkipTLSVerify bool            `json:"insecureSkipTLSVerify"`
 	MetricsTimeout        metav1.Duration `json:"metricsTimeout"`
 	MetricsPeriod         metav1.Duration `json:"metricsPeriod"`
-	// HealthzURL is the kubelet's local /healthz, probed with the Lease;
-	// empty: not probed.
-	HealthzURL string `json:"healthzURL"`
+	// HealthzURL is the kubelet's local /healthz, probed every
+	// HealthzPeriod; empty: not probed.
+	HealthzURL    string          `json:"healthzURL"`
+	HealthzPeriod metav1.Duration `json:"healthzPeriod"`
 }
 
 // PLEG tunes the PLEG checks.

@@ -47,7 +47,7 @@ func Validate(c *Configuration) []error {
 	validateServer(&p, c.Server)
 	validateAPIServer(&p, c.APIServer)
 	validateKubelet(&p, c.Kubelet)
-	validateKubeletHealthz(&p, c.Kubelet.HealthzURL)
+	validateKubeletHealthz(&p, c.Kubelet)
 	validatePLEG(&p, c.PLEG, c.Kubelet.MetricsPeriod.Duration)
 	validateConditions(&p, c)
 	validateRepair(&p, c.Repair, c.Kubelet.HealthzURL)
@@ -85,6 +85,7 @@ func validateAPIServer(p *checks, a APIServer) {
 	p.check(a.Burst < 1, "apiServer.burst", a.Burst, "must be at least 1")
 	p.check(a.NodeMonitorGracePeriod.Duration < 0, "apiServer.nodeMonitorGracePeriod", a.NodeMonitorGracePeriod.Duration, "must not be negative")
 	p.check(a.LeasePeriod.Duration <= 0, "apiServer.leasePeriod", a.LeasePeriod.Duration, "must be positive")
+	p.check(a.LeaseIdlePeriod.Duration < a.LeasePeriod.Duration, "apiServer.leaseIdlePeriod", a.LeaseIdlePeriod.Duration, "must not be shorter than apiServer.leasePeriod")
 	hb := a.StatusHeartbeatPeriod.Duration
 	p.check(hb < 10*time.Second, "apiServer.statusHeartbeatPeriod", hb, "must be at least 10s")
 	for _, t := range a.OverwriteShared {
@@ -128,13 +129,15 @@ func validateRepair(p *checks, r Repair, healthz string) {
 	}
 }
 
-// validateKubeletHealthz checks the health URL when one is given.
-func validateKubeletHealthz(p *checks, raw string) {
-	if raw == "" {
+// validateKubeletHealthz checks the health URL and period when a URL is
+// given.
+func validateKubeletHealthz(p *checks, k Kubelet) {
+	if k.HealthzURL == "" {
 		return
 	}
-	_, err := leases.NewHealthz(raw)
-	p.check(err != nil, "kubelet.healthzURL", raw, "want http://HOST:PORT/healthz")
+	_, err := leases.NewHealthz(k.HealthzURL)
+	p.check(err != nil, "kubelet.healthzURL", k.HealthzURL, "want http://HOST:PORT/healthz")
+	p.check(k.HealthzPeriod.Duration < 100*time.Millisecond, "kubelet.healthzPeriod", k.HealthzPeriod.Duration, "must be at least 100ms")
 }
 
 func validateConditions(p *checks, c *Configuration) {

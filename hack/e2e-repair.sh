@@ -11,12 +11,7 @@ run_repair() {
   go test -count "$runs" -timeout 60m -v -run 'TestRepair' ./test/integration/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)' || true; } || rc=$?
   # med NAME: the median of NAME's measurements in the log, and how many.
-  med() {
-    grep -o "MEASURE $1 [0-9.]*" "$log" | awk '{print $3}' | sort -n | awk '
-      { v[NR] = $1 } END { if (NR == 0) { print "not measured"; exit }
-        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-        printf "%.1f s (median of %d: %.1f-%.1f)", m, NR, v[1], v[NR] }'
-  }
+  med() { median_of "$log" "$1"; }
   local table
   table=$(cat <<TABLE
 <!-- repair:begin (written by hack/e2e.sh --repair) -->

@@ -24,6 +24,12 @@
 #       restart): a freeze the restart cures (every pod on A kept) and one
 #       it does not (the budget, then the eviction); the table between the
 #       ladder markers. About 10 minutes.
+#   ./hack/e2e.sh --api-budget
+#       what hangwatch costs the API server (issue 28): a frozen real kubelet
+#       under the static pod, three runs; 20 hangwatch processes with 20
+#       node identities against one API server, counted from its audit log
+#       for BUDGET (10m); the review flood at the secure port. The table
+#       goes between the api-budget markers. About 25 minutes.
 #   ./hack/e2e.sh --matrix [HEALTHY_DURATION (default 1m)]
 #       for each kubelet/containerd pair of E2E_MATRIX: the frozen-runtime
 #       lead, the ListPodSandbox-hang lead and a healthy run with 30 pods;
@@ -62,6 +68,11 @@ fi
 if [ "${1:-}" = --repair ]; then
   source "$ROOT/hack/e2e-repair.sh"
   run_repair
+  exit $?
+fi
+if [ "${1:-}" = --api-budget ]; then
+  source "$ROOT/hack/e2e-budget.sh"
+  run_budget
   exit $?
 fi
 if [ "${1:-}" = --ladder ]; then

@@ -295,6 +295,15 @@ ensure_npd() {
   export HANGWATCH_NPD_BIN="$dir/node-problem-detector"
 }
 
+# median_of LOG NAME: the median of NAME's MEASURE lines in LOG, with how
+# many and their range; "not measured" when there are none.
+median_of() {
+  grep -o "MEASURE $2 [0-9.]*" "$1" | awk '{print $3}' | sort -n | awk '
+    { v[NR] = $1 } END { if (NR == 0) { print "not measured"; exit }
+      m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf "%.1f s (median of %d: %.1f-%.1f)", m, NR, v[1], v[NR] }'
+}
+
 # write_benchmarks_section MARKER HEADING TEXT puts TEXT (which starts with
 # <!-- MARKER:begin and ends with <!-- MARKER:end -->) in BENCHMARKS.md in
 # place of the section between those markers, or appends it under HEADING

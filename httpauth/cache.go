@@ -7,15 +7,18 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// maxCacheEntries bounds each cache: a flood of made-up tokens drops the
-// cache instead of growing it.
+// maxCacheEntries bounds each cache: past it, the least recently used
+// answer goes, so a flood of made-up tokens pushes out only answers older
+// than its own and never the one a scraper asks with every few seconds.
 const maxCacheEntries = 1024
 
-// ttlCache keeps review answers until they expire.
+// ttlCache keeps review answers for their TTL, the maxCacheEntries most
+// recently used of them. An expired answer stays until it is pushed out,
+// so that the guard knows a token it is asked about again was good.
 type ttlCache[V any] struct {
 	clk     clock.PassiveClock
 	mu      sync.Mutex
-	entries map[string]cached[V]
+	entries *lru[cached[V]]
 }
 
 type cached[V any] struct {
@@ -24,36 +27,33 @@ type cached[V any] struct {
 }
 
 func newTTLCache[V any](clk clock.PassiveClock) *ttlCache[V] {
-	return &ttlCache[V]{clk: clk, entries: map[string]cached[V]{}}
+	return &ttlCache[V]{clk: clk, entries: newLRU[cached[V]](maxCacheEntries)}
 }
 
-func (c *ttlCache[V]) get(key string) (V, bool) {
+// lookup returns the last answer for key, whether it is still fresh, and
+// whether there is one at all.
+func (c *ttlCache[V]) lookup(key string) (v V, fresh, found bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[key]
-	if !ok || !c.clk.Now().Before(e.expires) {
-		var zero V
-		return zero, false
+	e, ok := c.entries.get(key)
+	if !ok {
+		return v, false, false
 	}
-	return e.value, true
+	return e.value, c.clk.Now().Before(e.expires), true
 }
 
+// put keeps v for ttl; nothing when ttl is not positive.
 func (c *ttlCache[V]) put(key string, v V, ttl time.Duration) {
 	if ttl <= 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.clk.Now()
-	if len(c.entries) >= maxCacheEntries {
-		for k, e := range c.entries {
-			if !now.Before(e.expires) {
-				delete(c.entries, k)
-			}
-		}
-		if len(c.entries) >= maxCacheEntries {
-			c.entries = map[string]cached[V]{}
-		}
-	}
-	c.entries[key] = cached[V]{value: v, expires: now.Add(ttl)}
+	c.entries.put(key, cached[V]{value: v, expires: c.clk.Now().Add(ttl)})
+}
+
+func (c *ttlCache[V]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries.len()
 }

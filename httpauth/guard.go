@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +20,11 @@ const (
 	ResultUnauthenticated = "unauthenticated"
 	ResultForbidden       = "forbidden"
 	ResultReviewError     = "review_error"
+	ResultThrottled       = "throttled"
 )
+
+// ResultsHelp is the help text of each binary's counter of results.
+const ResultsHelp = "Requests to the secure port by result: allowed, unauthenticated, forbidden, review_error, or throttled (429: the review budget was spent)."
 
 const (
 	// deniedTTL caps how long a no is cached, so a binding just created
@@ -35,6 +41,8 @@ type Options struct {
 	Clock      clock.PassiveClock
 	// CacheTTL is how long a yes is kept; a no is kept at most 30s.
 	CacheTTL time.Duration
+	// Budget bounds the reviews asked; the zero Budget is DefaultBudget.
+	Budget Budget
 	// Count, when set, is called once per request with its result.
 	Count func(result string)
 }
@@ -50,9 +58,11 @@ type decision struct {
 }
 
 // Guard lets through only requests whose bearer token the API server
-// knows and whose user may get the path (or the configured resource).
+// knows and whose user may get the path (or the configured resource),
+// asking the API server within a budget.
 type Guard struct {
 	o         Options
+	budget    *reviewBudget
 	users     *ttlCache[authResult]
 	decisions *ttlCache[decision]
 }
@@ -62,20 +72,23 @@ func NewGuard(o Options) *Guard {
 	if o.Count == nil {
 		o.Count = func(string) {}
 	}
-	return &Guard{o: o, users: newTTLCache[authResult](o.Clock), decisions: newTTLCache[decision](o.Clock)}
+	return &Guard{o: o, budget: newReviewBudget(o.Budget, o.Clock),
+		users: newTTLCache[authResult](o.Clock), decisions: newTTLCache[decision](o.Clock)}
 }
 
-// Wrap guards next: 401 without a valid token, 403 without the right.
+// Wrap guards next: 401 without a valid token, 403 without the right, 429
+// when a review is needed and the budget has no room.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
 		defer cancel()
-		user, ok, err := g.authenticate(ctx, r)
+		src := sourceOf(r.RemoteAddr)
+		user, ok, err := g.authenticate(ctx, src, r)
 		if err != nil || !ok {
 			g.refuse(w, http.StatusUnauthorized, ResultUnauthenticated, err, "Unauthorized")
 			return
 		}
-		allowed, reason, err := g.authorize(ctx, user, g.o.Attributes(r))
+		allowed, reason, err := g.authorize(ctx, src, user, g.o.Attributes(r))
 		if err != nil || !allowed {
 			msg := "Forbidden: " + user.Name + " may not get " + r.URL.Path
 			if reason != "" {
@@ -89,8 +102,17 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 	})
 }
 
+// refuse answers code (429 when the budget was spent), and closes the
+// connection: only callers let through keep theirs open.
 func (g *Guard) refuse(w http.ResponseWriter, code int, result string, err error, msg string) {
-	if err != nil {
+	w.Header().Set("Connection", "close")
+	var throttled *throttledError
+	switch {
+	case errors.As(err, &throttled):
+		code, result = http.StatusTooManyRequests, ResultThrottled
+		w.Header().Set("Retry-After", strconv.Itoa(throttled.seconds()))
+		msg = "Too Many Requests: the port's budget of token reviews is spent; retry after " + strconv.Itoa(throttled.seconds()) + "s"
+	case err != nil:
 		klog.ErrorS(err, "Request to the secure port refused: the API server did not answer the review")
 		result, msg = ResultReviewError, http.StatusText(code)+": the review failed"
 	}
@@ -101,18 +123,23 @@ func (g *Guard) refuse(w http.ResponseWriter, code int, result string, err error
 	http.Error(w, msg, code)
 }
 
-func (g *Guard) authenticate(ctx context.Context, r *http.Request) (User, bool, error) {
+func (g *Guard) authenticate(ctx context.Context, src string, r *http.Request) (User, bool, error) {
 	auth := r.Header.Get("Authorization")
 	scheme, token, found := strings.Cut(auth, " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+	token = strings.TrimSpace(token)
+	if !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return User{}, false, nil
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	sum := sha256.Sum256([]byte(token))
 	key := hex.EncodeToString(sum[:])
-	if res, ok := g.users.get(key); ok {
+	res, fresh, known := g.users.lookup(key)
+	if fresh {
 		return res.user, res.ok, nil
 	}
-	user, ok, err := g.o.Reviewer.Authenticate(ctx, strings.TrimSpace(token))
+	if err := g.budget.admit(src, known && res.ok); err != nil {
+		return User{}, false, err
+	}
+	user, ok, err := g.o.Reviewer.Authenticate(ctx, token)
 	if err != nil {
 		return User{}, false, err
 	}
@@ -120,10 +147,14 @@ func (g *Guard) authenticate(ctx context.Context, r *http.Request) (User, bool, 
 	return user, ok, nil
 }
 
-func (g *Guard) authorize(ctx context.Context, u User, a Attributes) (bool, string, error) {
+func (g *Guard) authorize(ctx context.Context, src string, u User, a Attributes) (bool, string, error) {
 	key := u.Name + "\x00" + u.UID + "\x00" + strings.Join(u.Groups, ",") + "\x00" + a.key()
-	if d, ok := g.decisions.get(key); ok {
+	d, fresh, known := g.decisions.lookup(key)
+	if fresh {
 		return d.allowed, d.reason, nil
+	}
+	if err := g.budget.admit(src, known && d.allowed); err != nil {
+		return false, "", err
 	}
 	allowed, reason, err := g.o.Reviewer.Authorize(ctx, u, a)
 	if err != nil {

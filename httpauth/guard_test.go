@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,14 +14,19 @@ import (
 
 // fakeReviewer knows tokens by user and lets users get paths.
 type fakeReviewer struct {
+	mu      sync.Mutex
 	tokens  map[string]string
 	rights  map[string]bool // user + " " + attributes key
 	err     error
 	reviews int
+	asked   map[string]int // TokenReviews by token
 }
 
 func (f *fakeReviewer) Authenticate(_ context.Context, token string) (User, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.reviews++
+	f.asked[token]++
 	if f.err != nil {
 		return User{}, false, f.err
 	}
@@ -29,6 +35,8 @@ func (f *fakeReviewer) Authenticate(_ context.Context, token string) (User, bool
 }
 
 func (f *fakeReviewer) Authorize(_ context.Context, u User, a Attributes) (bool, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.reviews++
 	if f.err != nil {
 		return false, "", f.err
@@ -39,24 +47,44 @@ func (f *fakeReviewer) Authorize(_ context.Context, u User, a Attributes) (bool,
 	return false, "no RBAC rule", nil
 }
 
+func newFakeReviewer() *fakeReviewer {
+	return &fakeReviewer{tokens: map[string]string{"good": "prometheus", "weak": "nobody"},
+		rights: map[string]bool{"prometheus get /metrics": true, "prometheus get||nodes|metrics||node-1": true},
+		asked:  map[string]int{}}
+}
+
+// unlimited is a budget the tests of answers and caching never meet.
+var unlimited = Budget{Rate: 1e9, Burst: 1 << 30, SourceRate: 1e9, SourceBurst: 1 << 30}
+
 func newTestGuard(t *testing.T, spec string) (*Guard, *fakeReviewer, *testclock.FakePassiveClock, map[string]int) {
+	t.Helper()
+	return newBudgetGuard(t, spec, unlimited)
+}
+
+// newBudgetGuard is newTestGuard with a budget (zero: the default).
+func newBudgetGuard(t *testing.T, spec string, b Budget) (*Guard, *fakeReviewer, *testclock.FakePassiveClock, map[string]int) {
 	t.Helper()
 	attrs, err := ParseResource(spec, "node-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeReviewer{tokens: map[string]string{"good": "prometheus", "weak": "nobody"},
-		rights: map[string]bool{"prometheus get /metrics": true, "prometheus get||nodes|metrics||node-1": true}}
+	f := newFakeReviewer()
 	clk := testclock.NewFakePassiveClock(time.Unix(1e9, 0))
 	counts := map[string]int{}
-	g := NewGuard(Options{Reviewer: f, Attributes: attrs, Clock: clk, CacheTTL: 2 * time.Minute,
+	g := NewGuard(Options{Reviewer: f, Attributes: attrs, Clock: clk, CacheTTL: 2 * time.Minute, Budget: b,
 		Count: func(r string) { counts[r]++ }})
 	return g, f, clk, counts
 }
 
 func serve(g *Guard, path, token string) *httptest.ResponseRecorder {
+	return serveFrom(g, "192.0.2.1:1234", path, token)
+}
+
+// serveFrom asks g for path with token from the client address from.
+func serveFrom(g *Guard, from, path, token string) *httptest.ResponseRecorder {
 	h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("secret")) }))
 	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.RemoteAddr = from
 	if token != "" {
 		r.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -148,7 +176,7 @@ func TestCacheStaysBounded(t *testing.T) {
 	for i := range 3 * maxCacheEntries {
 		c.put(string(rune(i)), true, time.Minute)
 	}
-	if n := len(c.entries); n > maxCacheEntries {
+	if n := c.len(); n > maxCacheEntries {
 		t.Errorf("%d entries, want at most %d", n, maxCacheEntries)
 	}
 }

@@ -22,16 +22,17 @@ const HealthzTimeout = 2 * time.Second
 
 // Probe results, the `result` label of hangwatch_kubelet_healthz_probes_total.
 const (
-	HealthzOK       = "ok"      // it answered, whatever the status code
-	HealthzNoAnswer = "timeout" // no answer in time: the kubelet does not answer
-	HealthzRefused  = "refused" // nothing listens: no kubelet, or healthzPort 0
-	HealthzError    = "error"   // anything else
+	HealthzOK        = "ok"        // it answered 200
+	HealthzUnhealthy = "unhealthy" // it answered, with another status (a failed check such as syncloop)
+	HealthzNoAnswer  = "timeout"   // no answer in time: the kubelet does not answer
+	HealthzRefused   = "refused"   // nothing listens: no kubelet, or healthzPort 0
+	HealthzError     = "error"     // anything else
 )
 
 // Healthz probes the kubelet's local /healthz. Only a probe that gets no
 // answer in time says the kubelet has stopped answering: a refused
 // connection is a kubelet that is not running (systemd's to start) or one
-// whose health port is off, and a 500 is a kubelet that answers.
+// whose health port is off, and a 500 is a kubelet that answers (unhealthy).
 type Healthz struct {
 	URL    string
 	client *http.Client
@@ -60,8 +61,14 @@ func (h *Healthz) Probe(ctx context.Context) string {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return HealthzUnhealthy
+	}
 	return HealthzOK
 }
+
+// answering says whether a probe's result is a kubelet that answered.
+func answering(result string) bool { return result == HealthzOK || result == HealthzUnhealthy }
 
 func classifyProbe(err error) string {
 	var ne net.Error

@@ -28,7 +28,7 @@ func TestHealthzOnlyNoAnswerIsSilence(t *testing.T) {
 	refusedURL := "http://" + closed.Addr().String() + "/healthz"
 	_ = closed.Close()
 	for _, c := range []struct{ url, want string }{
-		{failing.URL + "/healthz", HealthzOK},
+		{failing.URL + "/healthz", HealthzUnhealthy},
 		{refusedURL, HealthzRefused},
 		{hung.URL + "/healthz", HealthzNoAnswer},
 	} {

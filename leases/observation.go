@@ -29,8 +29,12 @@ type Observation struct {
 	// Grace is the controller's --node-monitor-grace-period.
 	Grace time.Duration
 	// Healthz is the last probe of the kubelet's local /healthz: ok,
-	// timeout, refused or error; empty when not probed.
+	// unhealthy, timeout, refused or error; empty when not probed.
 	Healthz string
+	// LateWhileAnswering holds from a reading that found the Lease late
+	// (2 missed renewals) while the kubelet answered on the node, until
+	// renewals have been on time for LateHold.
+	LateWhileAnswering bool
 }
 
 // SecondsLeft is how long before the controller would mark the node
@@ -58,8 +62,13 @@ func (o Observation) MissedRenewals() int {
 //	graceSeconds          double  --node-monitor-grace-period
 //	secondsLeft           double  grace minus renew age
 //	missedRenewals        int     renewals due since the last one
-//	healthz               string  the kubelet's local /healthz: ok, timeout, refused, error; "" when not probed
+//	healthz               string  the kubelet's local /healthz: ok, unhealthy (answered, not 200), timeout, refused, error; "" when not probed
 //	kubeletSilent         bool    that probe got no answer in time: the kubelet process does not answer
+//	lateWhileAnswering    bool    the Lease was found late while the kubelet answered on the node (its writes do not reach
+//	                              the API server), until renewals have been on time for 5m
+//
+// While the kubelet answers on the node and renewed on time, the keys from
+// the Lease are those of a read up to --lease-idle-period old.
 func (o Observation) Fields() map[string]any {
 	return map[string]any{
 		"readable": o.Readable, "readError": o.ReadError, "readSeconds": round(o.ReadLatency.Seconds()),
@@ -72,6 +81,7 @@ func (o Observation) Fields() map[string]any {
 		"missedRenewals":       o.MissedRenewals(),
 		"healthz":              o.Healthz,
 		"kubeletSilent":        o.Healthz == HealthzNoAnswer,
+		"lateWhileAnswering":   o.LateWhileAnswering,
 	}
 }
 

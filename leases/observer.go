@@ -23,9 +23,6 @@ const (
 type Config struct {
 	Node  string
 	Grace time.Duration
-	// Period is how often the Lease is read; a change of renewTime is seen
-	// at most this late.
-	Period time.Duration
 }
 
 // Observer reads the node's Lease and tracks when its renewTime changes.
@@ -39,6 +36,7 @@ type Observer struct {
 	// missingSince is when the Lease was first found missing, zero while
 	// it exists: a kubelet just started creates it within seconds.
 	missingSince time.Time
+	readAt       time.Time   // on clk, when the Lease was last read
 	last         Observation // the last reading handed on
 }
 
@@ -58,6 +56,10 @@ func NewObserver(leases LeaseReader, cfg Config, clk clock.WithTicker) *Observer
 func (o *Observer) Observe(ctx context.Context) (Observation, error) {
 	lease, err := o.leases.GetLease(ctx, Namespace, o.cfg.Node, "0")
 	now := o.clk.Now()
+	sinceRead := now.Sub(o.readAt)
+	if err == nil || apierrors.IsNotFound(err) {
+		o.readAt = now
+	}
 	obs := Observation{Grace: o.cfg.Grace}
 	switch {
 	case apierrors.IsNotFound(err):
@@ -74,7 +76,7 @@ func (o *Observer) Observe(ctx context.Context) (Observation, error) {
 		return obs, fmt.Errorf("get Lease %s/%s: %w", Namespace, o.cfg.Node, err)
 	}
 	o.missingSince = time.Time{}
-	o.track(lease, now)
+	o.track(lease, now, sinceRead)
 	obs.Found = true
 	if lease.Spec.HolderIdentity != nil {
 		obs.Holder = *lease.Spec.HolderIdentity
@@ -92,10 +94,10 @@ func (o *Observer) Observe(ctx context.Context) (Observation, error) {
 }
 
 // track notes a change of renewTime. The change happened between the last
-// read and this one; the kubelet stamps renewTime with the node's clock, the
-// one hangwatch has, so wall age bounded by the read period places it. On
-// the first read wall age is all there is.
-func (o *Observer) track(lease *coordinationv1.Lease, now time.Time) {
+// read and this one, sinceRead ago at most; the kubelet stamps renewTime
+// with the node's clock, the one hangwatch has, so wall age bounded by
+// sinceRead places it. On the first read wall age is all there is.
+func (o *Observer) track(lease *coordinationv1.Lease, now time.Time, sinceRead time.Duration) {
 	var rt time.Time
 	if lease.Spec.RenewTime != nil {
 		rt = lease.Spec.RenewTime.Time
@@ -107,7 +109,7 @@ func (o *Observer) track(lease *coordinationv1.Lease, now time.Time) {
 	o.renewTime = rt
 	age := max(now.Sub(rt), 0)
 	if !first {
-		age = min(age, o.cfg.Period)
+		age = min(age, sinceRead)
 	}
 	if rt.IsZero() {
 		age = 0

@@ -3,7 +3,6 @@ package leases
 import (
 	"context"
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 
@@ -34,7 +33,7 @@ func newFixture(t *testing.T, durationSeconds int32) *fixture {
 	clk := testclock.NewFakeClock(t0)
 	client := fake.NewClientset(lease)
 	return &fixture{t: t, client: client, clk: clk,
-		obs: NewObserver(clientsetLeases{client}, Config{Node: "node-a", Grace: 50 * time.Second, Period: 2 * time.Second}, clk)}
+		obs: NewObserver(clientsetLeases{client}, Config{Node: "node-a", Grace: 50 * time.Second}, clk)}
 }
 
 func (f *fixture) renew() {
@@ -85,13 +84,13 @@ func TestRenewAgeFollowsChangesOfRenewTime(t *testing.T) {
 	}
 }
 
-func TestAChangeSeenLateIsPlacedWithinTheReadPeriod(t *testing.T) {
+func TestAChangeSeenLateIsPlacedSinceTheLastRead(t *testing.T) {
 	f := newFixture(t, 40)
 	f.observe()
-	f.clk.Step(10 * time.Second)
+	f.clk.Step(2 * time.Second)
 	f.renew()
 	// The node clock says the renewal was 0s ago, but suppose it runs
-	// 30s behind: the age is still bounded by the read period.
+	// 30s behind: the age is still bounded by the time since the last read.
 	l, _ := f.client.CoordinationV1().Leases(Namespace).Get(context.Background(), "node-a", metav1.GetOptions{})
 	l.Spec.RenewTime = &metav1.MicroTime{Time: f.clk.Now().Add(-30 * time.Second)}
 	_, _ = f.client.CoordinationV1().Leases(Namespace).Update(context.Background(), l, metav1.UpdateOptions{})
@@ -119,31 +118,12 @@ func TestGraceByVersion(t *testing.T) {
 	}
 }
 
-func TestRunHandsOnReadingsEveryPeriod(t *testing.T) {
-	f := newFixture(t, 40)
-	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan Observation, 10)
-	done := make(chan struct{})
-	go func() { defer close(done); f.obs.Run(ctx, nil, func(o Observation) { got <- o }) }()
-	first := <-got
-	for !f.clk.HasWaiters() {
-		runtime.Gosched() // until the loop blocks on the fake ticker
-	}
-	f.clk.Step(2 * time.Second)
-	second := <-got
-	cancel()
-	<-done
-	if second.RenewAge-first.RenewAge != 2*time.Second {
-		t.Fatalf("ages %v then %v", first.RenewAge, second.RenewAge)
-	}
-}
-
 // TestMissingLeaseCountsAsUnrenewedSinceFirstMissed: a Lease that does not
 // exist yet (a kubelet just started) is not a missed renewal at once.
 func TestMissingLeaseCountsAsUnrenewedSinceFirstMissed(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Now())
 	client := fake.NewSimpleClientset()
-	o := NewObserver(clientsetLeases{client}, Config{Node: "n1", Grace: 50 * time.Second, Period: 5 * time.Second}, clk)
+	o := NewObserver(clientsetLeases{client}, Config{Node: "n1", Grace: 50 * time.Second}, clk)
 	for _, step := range []struct {
 		after  time.Duration
 		missed int

@@ -65,7 +65,7 @@ func Check(ctx context.Context, client Client, node string, configuredGrace time
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	grace := GraceFor(ctx, client, configuredGrace)
-	obs, err := NewObserver(client, Config{Node: node, Grace: grace, Period: time.Second}, clk).Observe(ctx)
+	obs, err := NewObserver(client, Config{Node: node, Grace: grace}, clk).Observe(ctx)
 	if err != nil {
 		return &Report{Node: node, Error: err.Error()}
 	}

@@ -8,32 +8,148 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Watch reads the node's Lease every Period until ctx ends and hands on
-// the `lease` input of the condition rules (Observation.Fields).
+// Watch hands on the `lease` input of the condition rules
+// (Observation.Fields) until ctx ends: the kubelet's local /healthz, probed
+// every HealthzPeriod, and the node's Lease, read every IdlePeriod while
+// the kubelet answers on the node and renewed on time, and every Period
+// otherwise, to time the grace period.
+//
+// The local probe is free; each Lease read is a request to the API server
+// from every node. A kubelet that answers on the node and renews on time
+// needs no more than a look now and then; one that stops answering is seen
+// within a probe, and only then is its Lease read often.
 type Watch struct {
 	Client Client
 	Node   string
 	// Grace is --node-monitor-grace-period; 0: the controller's default
 	// for the API server's version (GraceFor).
-	Grace   time.Duration
-	Period  time.Duration
-	Metrics *Metrics
-	Clock   clock.WithTicker
-	// Healthz probes the kubelet's local /healthz after each read; nil:
-	// not probed.
-	Healthz *Healthz
+	Grace time.Duration
+	// Period is how often the Lease is read while the kubelet does not
+	// answer, or the Lease is late, missing or unreadable.
+	Period time.Duration
+	// IdlePeriod is how often it is read otherwise; no longer than Period,
+	// or no Healthz: always Period.
+	IdlePeriod time.Duration
+	Metrics    *Metrics
+	Clock      clock.WithTicker
+	// Healthz probes the kubelet's local /healthz every HealthzPeriod;
+	// nil: not probed.
+	Healthz       Prober
+	HealthzPeriod time.Duration
 }
 
-// Run reads until ctx ends.
+// Prober asks the kubelet whether it answers, within ctx's deadline: one
+// of the Healthz* results. *Healthz is the real one.
+type Prober interface {
+	Probe(ctx context.Context) string
+}
+
+// Run reads and probes until ctx ends.
 func (w *Watch) Run(ctx context.Context, emit func(map[string]any)) {
 	grace := GraceFor(ctx, w.Client, w.Grace)
-	klog.InfoS("Watching the node Lease", "node", w.Node, "grace", grace, "period", w.Period)
-	obs := NewObserver(w.Client, Config{Node: w.Node, Grace: grace, Period: w.Period}, w.Clock)
-	obs.Run(ctx, w.Metrics, func(o Observation) {
-		if w.Healthz != nil {
-			o.Healthz = w.Healthz.Probe(ctx)
-			w.Metrics.probed(o.Healthz)
+	klog.InfoS("Watching the node Lease", "node", w.Node, "grace", grace, "period", w.Period, "idlePeriod", w.idlePeriod(),
+		"healthzPeriod", w.HealthzPeriod)
+	st := newInputState(emit, w.Clock)
+	wake := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	if w.Healthz != nil {
+		h := w.Healthz.Probe(ctx) // the first read knows whether the kubelet answers
+		w.Metrics.probed(h)
+		st.probed(h)
+		go func() { defer close(done); w.probe(ctx, st, wake) }()
+	} else {
+		close(done)
+	}
+	w.read(ctx, NewObserver(w.Client, Config{Node: w.Node, Grace: grace}, w.Clock), st, wake)
+	cancel()
+	<-done
+}
+
+// read reads the Lease, then waits for the next read's time or a wake.
+func (w *Watch) read(ctx context.Context, obs *Observer, st *inputState, wake <-chan struct{}) {
+	failures := 0
+	for {
+		rctx, cancel := context.WithTimeout(ctx, w.Period)
+		o := obs.Read(rctx, w.Metrics)
+		cancel()
+		if ctx.Err() != nil {
+			return
 		}
-		emit(o.Fields())
-	})
+		failures = failuresAfter(failures, o)
+		healthz, o := st.leaseRead(o)
+		t := w.Clock.NewTimer(w.nextRead(o, failures, healthz))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		case <-wake:
+			t.Stop()
+		}
+	}
+}
+
+// probe asks the kubelet's /healthz every HealthzPeriod, and wakes the
+// reader when the kubelet stops answering 200.
+func (w *Watch) probe(ctx context.Context, st *inputState, wake chan<- struct{}) {
+	t := w.Clock.NewTicker(w.HealthzPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		h := w.Healthz.Probe(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		w.Metrics.probed(h)
+		if st.probed(h) {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// nextRead is how long until the next Lease read after reading o, the
+// failures-th failed read in a row (0 after a good one), with the
+// kubelet's last probe result healthz.
+//
+// Only a kubelet that does not answer on the node has its Lease read every
+// Period, to time the grace period: that is this node's trouble. The rest
+// may be the whole fleet's at once, an API server that is down or
+// overloaded, so reads back off from it: a failed read doubles the wait up
+// to IdlePeriod, and a Lease held late while the kubelet answers is read
+// every IdlePeriod.
+func (w *Watch) nextRead(o Observation, failures int, healthz string) time.Duration {
+	idle := w.idlePeriod()
+	late := o.RenewAge > o.RenewInterval+o.RenewInterval/2
+	switch {
+	case !answering(healthz):
+		return w.Period
+	case !o.Readable:
+		return min(w.Period<<min(failures, 16), idle)
+	case o.LateWhileAnswering, o.Found && !late && healthz == HealthzOK:
+		return idle
+	}
+	return w.Period
+}
+
+func failuresAfter(before int, o Observation) int {
+	if o.Readable {
+		return 0
+	}
+	return before + 1
+}
+
+func (w *Watch) idlePeriod() time.Duration {
+	if w.Healthz == nil || w.IdlePeriod < w.Period {
+		return w.Period
+	}
+	return w.IdlePeriod
 }

@@ -25,6 +25,8 @@ type ControlPlane struct {
 	PKI             *PKI
 	AdminKubeconfig string
 	Admin           kubernetes.Interface
+	// AuditLog is the API server's audit log (AuditEvents reads it).
+	AuditLog        string
 	etcd, apiserver *process
 	apiserverArgs   []string
 	apiserverBin    string
@@ -113,6 +115,11 @@ func (cp *ControlPlane) configureAPIServer(etcdURL string) error {
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + saKey,
 		"--service-account-signing-key-file=" + saKey, "--service-cluster-ip-range=10.96.0.0/24",
 		"--allow-privileged=true", "--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"), "--endpoint-reconciler-type=none"}
+	audit, auditFlags, err := auditArgs(cp.Dir)
+	if err != nil {
+		return err
+	}
+	cp.AuditLog, cp.apiserverArgs = audit, append(cp.apiserverArgs, auditFlags...)
 	cp.AdminKubeconfig, err = cp.Kubeconfig("admin", "hangwatch-admin", "system:masters")
 	return err
 }

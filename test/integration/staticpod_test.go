@@ -147,6 +147,7 @@ func writeStaticPodConfig(t *testing.T, dir string, k *harness.Kubelet) {
 	var cfg map[string]any
 	readYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "static-pod", "config.yaml"), &cfg)
 	cfg["kubelet"].(map[string]any)["metricsURL"] = k.MetricsURL()
+	cfg["kubelet"].(map[string]any)["healthzURL"] = k.HealthzURL() // the harness kubelet's is on a free port, not 10248
 	// The shipped config verifies the kubelet's self-signed serving
 	// certificate against the node's name; here it is in the kubelet's
 	// cert dir, so it goes into the config's folder.

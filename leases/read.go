@@ -8,27 +8,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Run reads the Lease every Period until ctx ends and hands each reading
-// to sink (see Read).
-func (o *Observer) Run(ctx context.Context, m *Metrics, sink func(Observation)) {
-	t := o.clk.NewTicker(o.cfg.Period)
-	defer t.Stop()
-	for {
-		rctx, cancel := context.WithTimeout(ctx, o.cfg.Period)
-		obs := o.Read(rctx, m)
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		sink(obs)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-	}
-}
-
 // Read reads the Lease once and says how long that took. A failed read
 // says nothing about the kubelet (the API server may be what is down): it
 // comes back unreadable, with the last good reading, and is counted and

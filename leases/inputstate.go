@@ -1,0 +1,56 @@
+package leases
+
+import (
+	"sync"
+
+	"k8s.io/utils/clock"
+)
+
+// inputState is the `lease` input as last seen: the last Lease reading and
+// the last probe of the kubelet's /healthz. The reader and the prober
+// update it from their goroutines; each update hands the input on, one at
+// a time.
+type inputState struct {
+	mu      sync.Mutex
+	emit    func(map[string]any)
+	clk     clock.PassiveClock
+	lease   Observation
+	read    bool // a first Lease read is in: before it, probes wait
+	healthz string
+	late    lateLatch
+}
+
+func newInputState(emit func(map[string]any), clk clock.PassiveClock) *inputState {
+	return &inputState{emit: emit, clk: clk}
+}
+
+// leaseRead takes a reading, hands the input on, and returns the last
+// probe's result and the reading as handed on.
+func (s *inputState) leaseRead(o Observation) (string, Observation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.LateWhileAnswering = s.late.update(o, answering(s.healthz), s.clk.Now())
+	s.lease, s.read = o, true
+	s.handOn()
+	return s.healthz, o
+}
+
+// probed takes a probe's result, hands the input on once the Lease has
+// been read, and says whether the kubelet just stopped answering 200 (the
+// Lease should be read now).
+func (s *inputState) probed(result string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stopped := s.healthz == HealthzOK && result != HealthzOK
+	s.healthz = result
+	if s.read {
+		s.handOn()
+	}
+	return stopped
+}
+
+func (s *inputState) handOn() {
+	o := s.lease
+	o.Healthz = s.healthz
+	s.emit(o.Fields())
+}

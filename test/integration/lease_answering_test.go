@@ -1,0 +1,98 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/repair"
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// TestALeaseRefusedWhileTheKubeletAnswersIsUnknown runs a real kubelet
+// whose Lease renewals an admission policy refuses: the kubelet answers
+// on the node, its writes do not land. hangwatch says KubeletUnresponsive
+// Unknown with the Lease-based reason, and repair (enabled) restarts
+// nothing, past its first minute and the kubelet's restart delay.
+func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
+	n := startKubeletNode(t)
+	kc, err := n.cp.NodeKubeconfig(n.k.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(t.TempDir(), "hangwatch.yaml")
+	// The idle period is cut from 3m so the test sees the next read soon.
+	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nkubelet:\n  healthzURL: %s\n"+
+		"apiServer:\n  leaseIdlePeriod: 15s\nrepair:\n  enabled: true\n  systemdSocket: %s\n",
+		n.k.HealthzURL(), filepath.Join(t.TempDir(), "no-systemd"))
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, n.c.Endpoint, nodeArgs(kc, n.k.Node, "--config", config)...)
+	started := time.Now()
+	waitUntil(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
+
+	refuseLeaseRenewals(t, n.cp, n.k.Node)
+	refused := time.Now()
+	waitUntil(t, 2*time.Minute, "KubeletUnresponsive Unknown (NodeLeaseNotRenewed)", func() bool {
+		st, reason, _ := d.condition(t, "KubeletUnresponsive")
+		return st == "Unknown" && reason == "NodeLeaseNotRenewed"
+	})
+	measure(t, "lease_refused_unknown_after_refusal", time.Since(refused))
+	pid := n.k.PID()
+	waitUntil(t, 2*time.Minute, "hangwatch's first minute and the kubelet's restart delay to pass", func() bool {
+		return time.Since(started) > repair.StartupGrace+2*repair.DefaultRestartKubeletAfter
+	})
+	st, reason, msg := d.condition(t, "KubeletUnresponsive")
+	if st != "Unknown" || reason != "NodeLeaseNotRenewed" || !strings.Contains(msg, "the kubelet answers on the node") {
+		t.Errorf("KubeletUnresponsive %s %s %q, want Unknown NodeLeaseNotRenewed saying the kubelet answers", st, reason, msg)
+	}
+	text, err := d.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "hangwatch_repairs_total{") && !strings.HasSuffix(line, " 0") {
+			t.Errorf("repair acted on a kubelet that answers: %s", line)
+		}
+	}
+	if n.k.PID() != pid {
+		t.Errorf("the kubelet's process changed: %d, then %d", pid, n.k.PID())
+	}
+}
+
+// refuseLeaseRenewals makes a ValidatingAdmissionPolicy refuse the node
+// identity's updates of its Lease, until the test ends.
+func refuseLeaseRenewals(t *testing.T, cp *harness.ControlPlane, node string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "hw-refuse-lease-" + node
+	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptrTo(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"leases"}}}}}},
+			MatchConditions: []admissionv1.MatchCondition{{Name: "the-node", Expression: `request.userInfo.username == "system:node:` + node + `"`}},
+			Validations:     []admissionv1.Validation{{Expression: "false", Message: "the test refuses this node's Lease renewals"}},
+		}}
+	if _, err := cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
+	if _, err := cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+}
