@@ -20,6 +20,7 @@ import (
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/memlimit"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
 )
@@ -48,6 +49,9 @@ type Options struct {
 	OpenKernelLog func(path string, lookback time.Duration, clk clock.PassiveClock) (kernellog.Source, string, error)
 	// Registry is where the metrics go; nil: a new one.
 	Registry metrics.KubeRegistry
+	// Cgroup is where the cgroup's memory limit is read, for the Go
+	// memory limit (memory.go); zero: memlimit.Default.
+	Cgroup memlimit.Files
 	// OnReady, when set, is told the addresses served once the listeners
 	// are open.
 	OnReady func(addrs []string)
@@ -91,6 +95,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Registry == nil {
 		o.Registry = metrics.NewKubeRegistry()
+	}
+	if o.Cgroup == (memlimit.Files{}) {
+		o.Cgroup = memlimit.Default()
 	}
 	return nil
 }

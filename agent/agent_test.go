@@ -22,6 +22,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/memlimit"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/spf13/pflag"
 )
@@ -65,6 +66,7 @@ func startInProcessWith(t *testing.T, cfg *config.Loaded, reload *Reload) *inPro
 		OpenKernelLog: func(string, time.Duration, clock.PassiveClock) (kernellog.Source, string, error) {
 			return p.kmsg, "scripted", nil
 		},
+		Cgroup:  memlimit.Files{Root: t.TempDir(), Self: "/nonexistent"}, // no limit: the test process's own is left alone
 		OnReady: func(addrs []string) { ready <- addrs }})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +98,21 @@ func (p *inProcess) onNode(t *testing.T, condType string) corev1.ConditionStatus
 	for _, c := range node.Status.Conditions {
 		if string(c.Type) == condType {
 			return c.Status
+		}
+	}
+	return ""
+}
+
+// messageOnNode is the message of the Node's condition of condType.
+func (p *inProcess) messageOnNode(t *testing.T, condType string) string {
+	t.Helper()
+	node, err := p.api.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range node.Status.Conditions {
+		if string(c.Type) == condType {
+			return c.Message
 		}
 	}
 	return ""
@@ -151,6 +168,12 @@ func TestTheAgentWiresEverySignalToTheNode(t *testing.T) {
 	reasons := map[string]bool{}
 	for _, e := range events.Items {
 		reasons[e.Reason] = true
+		if e.Reason == "ContainerRuntimeTaskBlocked" && (strings.Contains(e.Message, "containerd:7") || !strings.Contains(e.Message, `kernel log rule "runtime-task-blocked"`)) {
+			t.Errorf("the KernelDeadlock Event's message %q: want the rule, never the kernel line", e.Message)
+		}
+	}
+	if msg := p.messageOnNode(t, "KernelDeadlock"); strings.Contains(msg, "containerd:7") || !strings.Contains(msg, "(reason ContainerRuntimeTaskBlocked)") {
+		t.Errorf("KernelDeadlock's message on the Node %q: want the rule and reason, never the kernel line", msg)
 	}
 	for _, want := range []string{"VersionHung", "ContainerRuntimeTaskBlocked", "NodeLeaseNotRenewed"} {
 		if !reasons[want] { // one Event per transition to True, with the condition's reason
@@ -162,6 +185,13 @@ func TestTheAgentWiresEverySignalToTheNode(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/conditions lacks %s:\n%s", want, body)
 		}
+	}
+	if strings.Contains(body, "containerd:7") {
+		t.Errorf("the plain /conditions shows the kernel line:\n%s", body)
+	}
+	if body := get(t, "http://"+p.addrs[0]+"/events"); strings.Contains(body, "containerd:7") ||
+		!strings.Contains(body, `"condition": "KernelDeadlock"`) {
+		t.Errorf("the plain /events: want the raising event listed, its line withheld:\n%s", body)
 	}
 }
 

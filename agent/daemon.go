@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/hangwatch/hangwatch/conditions"
@@ -34,6 +35,7 @@ type Agent struct {
 	secure     *httpauth.SecureServer // nil without --secure-listen-address
 	reloader   *configReloader        // nil without --config
 	repair     *repairing
+	memLimit   *metrics.Gauge // hangwatch_go_memory_limit_bytes
 }
 
 // New assembles the agent; nothing runs until Run.
@@ -41,7 +43,7 @@ func New(o Options) (*Agent, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	a := &Agent{o: o, cfg: o.Config.Configuration, events: newKernelEventLog(200)}
+	a := &Agent{o: o, cfg: o.Config.Configuration, events: newKernelEventLog(200), memLimit: newMemoryLimitGauge(o.Registry)}
 	buildinfo.Register(o.Registry)
 	if err := a.assemble(); err != nil {
 		a.Close()
@@ -205,6 +207,9 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 		wg.Add(1)
 		go func() { defer wg.Done(); f(ctx) }()
 	}
+	// Before the first CRI lists: their answers are what may need the room.
+	setGCPercent()
+	a.memLimit.Set(float64(setMemoryLimit(a.o.Cgroup)))
 	for _, f := range a.feeds {
 		run(func(ctx context.Context) { f.src.Run(ctx, a.observe(f.input)) })
 	}
@@ -215,7 +220,6 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 	if a.api != nil {
 		run(func(ctx context.Context) { a.api.report(ctx, a.o.Clock, a.conds) })
 	}
-	setGCPercent()
 	if a.reloader != nil {
 		run(a.reloader.run)
 	}

@@ -8,8 +8,11 @@ import (
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
-// kernelEventLog keeps the most recent kernel events (the kernel rules' matches) for
-// /events; older ones are dropped. Events on the Node are conditions.Events.
+// kernelEventLog keeps the most recent kernel events (the kernel rules' matches,
+// and the match that raised a condition) for /events; older ones are
+// dropped. Their kernel lines are logged here and served only on the
+// authenticated port. Events on the Node are conditions.Events, whose
+// messages name the rule, never the line.
 type kernelEventLog struct {
 	mu     sync.Mutex
 	max    int
@@ -19,7 +22,7 @@ type kernelEventLog struct {
 func newKernelEventLog(max int) *kernelEventLog { return &kernelEventLog{max: max} }
 
 func (l *kernelEventLog) add(e kernellog.Event) {
-	klog.InfoS("Kernel event", "reason", e.Reason, "rule", e.Rule, "count", e.Count, "message", e.Message)
+	klog.InfoS("Kernel event", "reason", e.Reason, "rule", e.Rule, "condition", e.Condition, "count", e.Count, "message", e.Message)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.events) == l.max {

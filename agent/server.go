@@ -83,7 +83,9 @@ type endpoints struct {
 }
 
 // withheld replaces a kernel line on the unauthenticated port: it names
-// processes, PIDs and addresses, which dmesg_restrict hides.
+// processes, PIDs and addresses, which dmesg_restrict hides. /conditions
+// needs no such care: a kernel condition's message names its rule, never
+// the line (kernellog.RuleMessage).
 const withheld = "(withheld: kernel lines are served only on the authenticated --secure-listen-address)"
 
 // plainMux is the unauthenticated port's: only /healthz when the secure

@@ -58,17 +58,21 @@ func TestKernelLinesOnlyOnTheSecurePort(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Unix(1e9, 0))
 	events := newKernelEventLog(10)
 	events.add(kernellog.Event{Rule: "oom-kill", Reason: "OOMKilling", Message: "Killed process 4242 (secret)", Count: 1})
+	events.add(kernellog.Event{Rule: "runtime-task-blocked", Reason: "ContainerRuntimeTaskBlocked", Condition: "KernelDeadlock",
+		Message: "INFO: task containerd:4343 blocked for more than 120 seconds.", Count: 1})
 	e := endpoints{reg: metrics.NewKubeRegistry(), conds: conditions.NewSet(metrics.NewKubeRegistry(), clk.Now(), nil), events: events, health: newLiveness(clk, time.Minute)}
 	get := func(h http.Handler, path string) (int, string) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
 		return w.Code, w.Body.String()
 	}
-	if code, body := get(e.plainMux(""), "/events"); code != http.StatusOK || strings.Contains(body, "4242") || !strings.Contains(body, "OOMKilling") {
-		t.Errorf("plain /events: %d %s; want the event without its line", code, body)
+	if code, body := get(e.plainMux(""), "/events"); code != http.StatusOK || strings.Contains(body, "4242") || strings.Contains(body, "4343") ||
+		!strings.Contains(body, "OOMKilling") || !strings.Contains(body, `"condition": "KernelDeadlock"`) {
+		t.Errorf("plain /events: %d %s; want the events without their lines", code, body)
 	}
-	if code, body := get(e.secureMux(), "/events"); code != http.StatusOK || !strings.Contains(body, "Killed process 4242") {
-		t.Errorf("secure /events: %d %s; want the line", code, body)
+	if code, body := get(e.secureMux(), "/events"); code != http.StatusOK || !strings.Contains(body, "Killed process 4242") ||
+		!strings.Contains(body, "task containerd:4343 blocked") {
+		t.Errorf("secure /events: %d %s; want the lines", code, body)
 	}
 	withSecure := e.plainMux("0.0.0.0:9765")
 	for path, want := range map[string]int{"/healthz": http.StatusOK, "/metrics": http.StatusNotFound, "/events": http.StatusNotFound, "/conditions": http.StatusNotFound} {

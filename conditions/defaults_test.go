@@ -188,7 +188,7 @@ func TestALateLeaseWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 	observeLease(t, e, []leaseStep{
 		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
 		{lateAnswering(2), corev1.ConditionUnknown, "NodeLeaseNotRenewed"},
-		{lateAnswering(0), corev1.ConditionUnknown, "NodeLeaseNotRenewed"}, // held
+		{lateAnswering(0), corev1.ConditionUnknown, "NodeLeaseNotRenewed"},       // held
 		{silentKubelet(3, true), corev1.ConditionUnknown, "NodeLeaseNotRenewed"}, // Unknown is left on the second look
 		{silentKubelet(3, true), corev1.ConditionTrue, "KubeletNotAnswering"},
 		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},

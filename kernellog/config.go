@@ -69,7 +69,7 @@ type Rule struct {
 }
 
 // RuleSet is one rules file: node-problem-detector's kernel-monitor.json
-// format, accepted unchanged.
+// format, accepted unchanged, plus hangwatch's optional facilities.
 type RuleSet struct {
 	Plugin           string          `json:"plugin,omitempty"`
 	PluginConfig     json.RawMessage `json:"pluginConfig,omitempty"`
@@ -80,6 +80,11 @@ type RuleSet struct {
 	MetricsReporting *bool           `json:"metricsReporting,omitempty"`
 	Conditions       []ConditionSpec `json:"conditions"`
 	Rules            []Rule          `json:"rules"`
+	// Facilities are the syslog facilities (by name: "kern", "user", ...)
+	// of the records the rules match; left out, "kern" alone, the only one
+	// userspace cannot write (facility.go). A line read from a file with
+	// no facility (a dmesg line, a plain message) counts as kern.
+	Facilities []string `json:"facilities,omitempty"`
 }
 
 // DefaultBufferSize is node-problem-detector's default line buffer.
@@ -137,6 +142,9 @@ func (rs *RuleSet) validate() error {
 	var errs []error
 	if rs.BufferSize < 1 || rs.BufferSize > MaxBufferSize {
 		errs = append(errs, fmt.Errorf("bufferSize %d: must be from 1 to %d", rs.BufferSize, MaxBufferSize))
+	}
+	if _, err := facilitiesOf(rs.Facilities); err != nil {
+		errs = append(errs, err)
 	}
 	if len(rs.Rules) > MaxRules {
 		errs = append(errs, fmt.Errorf("rules: %d rules, at most %d", len(rs.Rules), MaxRules))

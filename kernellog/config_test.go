@@ -97,14 +97,20 @@ func FuzzParseRuleSet(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"source": "s", "bufferSize": 4611686018427387904, "rules": []}`))
+	f.Add([]byte(`{"source": "s", "facilities": ["kern", "user", "local7"], "rules": [{"type": "temporary", "reason": "R", "pattern": "x"}]}`))
+	f.Add([]byte(`{"source": "s", "facilities": [], "rules": []}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		defer watchdog.Start(5*time.Second, func() string { return fmt.Sprintf("loading the rules file %q", data) })()
 		rs, err := ParseRuleSet(data)
 		if err != nil {
 			return
 		}
-		if _, err := NewMatchers([]*RuleSet{rs}); err != nil {
+		ms, err := NewMatchers([]*RuleSet{rs})
+		if err != nil {
 			t.Fatalf("a valid rule set does not build matchers: %v", err)
+		}
+		if rs.Facilities == nil && (!ms[0].Accepts(FacilityKern) || ms[0].Accepts(1)) {
+			t.Fatalf("a file without facilities must match kern records alone")
 		}
 	})
 }

@@ -16,7 +16,13 @@ var ReplayEpoch = time.Unix(0, 0).UTC()
 // Replay reads a saved log and hands each line to fn as a Record. A line may
 // be a kmsg record ("6,1234,5678901,-;message", as `cat /dev/kmsg` prints),
 // a dmesg line ("[ 5678.901234] message") or a plain message. It returns
-// the number of lines read.
+// the number of lines read. A kmsg record, or a line with a "<prio>"
+// prefix (as syslog(2) reads it), keeps its facility; a dmesg line or a
+// plain message has none and is taken as the kernel's (facility kern):
+// the file is a kernel log. Save it with `cat /dev/kmsg` to keep what
+// userspace wrote apart (`dmesg -r` is no help: util-linux prints
+// facility|level unshifted, so user's level 2, priority 10, comes out
+// "<3>").
 func Replay(r io.Reader, fn func(Record)) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

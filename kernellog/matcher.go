@@ -34,18 +34,23 @@ type entry struct {
 // A pattern that cannot match a newline is tested against the last line only,
 // which is the same thing. It is not safe for concurrent use.
 type Matcher struct {
-	set     *RuleSet
-	ac      *automaton
-	entries []entry
-	seen    []int64 // per literal: the line number it was last seen on
-	lineNo  int64
-	buf     []string // ring of the last lines
-	mark    func(int32)
+	set        *RuleSet
+	facilities facilityMask // of the records fed to it; see Accepts
+	ac         *automaton
+	entries    []entry
+	seen       []int64 // per literal: the line number it was last seen on
+	lineNo     int64
+	buf        []string // ring of the last lines
+	mark       func(int32)
 }
 
 // NewMatcher compiles a validated RuleSet.
 func NewMatcher(set *RuleSet) (*Matcher, error) {
-	m := &Matcher{set: set, buf: make([]string, 0, set.BufferSize)}
+	facilities, err := facilitiesOf(set.Facilities)
+	if err != nil {
+		return nil, err
+	}
+	m := &Matcher{set: set, facilities: facilities, buf: make([]string, 0, set.BufferSize)}
 	var literals []string
 	add := func(index int, recovery bool, pattern string) error {
 		re, err := regexp.Compile(`(?:` + pattern + `)\z`)
@@ -80,6 +85,12 @@ func NewMatcher(set *RuleSet) (*Matcher, error) {
 	m.mark = func(id int32) { m.seen[id] = m.lineNo }
 	return m, nil
 }
+
+// Accepts tells whether records of syslog facility f go to this rule
+// set: kern unless its file's "facilities" says otherwise. A record it
+// does not accept must not be fed: it is not one of the set's lines, and
+// does not join its buffer.
+func (m *Matcher) Accepts(f int) bool { return m.facilities.has(f) }
 
 // Feed matches one new line and calls hit for every rule that matches.
 func (m *Matcher) Feed(line string, hit func(Hit)) {

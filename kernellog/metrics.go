@@ -6,10 +6,11 @@ import (
 
 // Metrics exports what the kernel log monitor reads and matches.
 type Metrics struct {
-	matches     *metrics.CounterVec
-	Lines       *metrics.Counter
-	Lost        *metrics.Counter
-	ParseErrors *metrics.Counter
+	matches         *metrics.CounterVec
+	facilitySkipped *metrics.CounterVec
+	Lines           *metrics.Counter
+	Lost            *metrics.Counter
+	ParseErrors     *metrics.Counter
 }
 
 // NewMetrics registers the kernel log metrics.
@@ -21,8 +22,12 @@ func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 		}, []string{"rule", "reason"}),
 		Lines: metrics.NewCounter(&metrics.CounterOpts{
 			Name: "hangwatch_kernel_lines_read_total", StabilityLevel: metrics.ALPHA,
-			Help: "Kernel log records read and matched.",
+			Help: "Kernel log records read, of every facility (each rules file matches those of its facilities).",
 		}),
+		facilitySkipped: metrics.NewCounterVec(&metrics.CounterOpts{
+			Name: "hangwatch_kernel_records_facility_skipped_total", StabilityLevel: metrics.ALPHA,
+			Help: "Kernel log records a rules file did not match for their syslog facility (kern alone unless the file's facilities say otherwise), by the file's source and the facility.",
+		}, []string{"source", "facility"}),
 		Lost: metrics.NewCounter(&metrics.CounterOpts{
 			Name: "hangwatch_kernel_records_lost_total", StabilityLevel: metrics.ALPHA,
 			Help: "Kernel log records overwritten in the ring buffer before hangwatch read them.",
@@ -32,7 +37,7 @@ func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 			Help: "Kernel log records that could not be parsed and were skipped.",
 		}),
 	}
-	reg.MustRegister(m.matches, m.Lines, m.Lost, m.ParseErrors)
+	reg.MustRegister(m.matches, m.facilitySkipped, m.Lines, m.Lost, m.ParseErrors)
 	return m
 }
 

@@ -12,13 +12,19 @@ import (
 // Event is a temporary rule's match, rate-limited per rule: Count is the
 // number of matches it stands for (itself plus repeats held back since the
 // rule's last event).
+//
+// A permanent rule's match that raises its condition is an event too, with
+// Condition set: the condition's message names the rule, never the line
+// (it reaches the Node, its Events and anyone who may get nodes), so the
+// line is kept here, for the authenticated /events and the log.
 type Event struct {
-	Time    time.Time `json:"time"`
-	Source  string    `json:"source"`
-	Rule    string    `json:"rule"`
-	Reason  string    `json:"reason"`
-	Message string    `json:"message"`
-	Count   int       `json:"count"`
+	Time      time.Time `json:"time"`
+	Source    string    `json:"source"`
+	Rule      string    `json:"rule"`
+	Reason    string    `json:"reason"`
+	Condition string    `json:"condition,omitempty"` // set for a permanent rule's
+	Message   string    `json:"message"`             // the kernel line
+	Count     int       `json:"count"`
 }
 
 // ConditionState is a condition as the kernel rules see it.
@@ -34,8 +40,9 @@ type ConditionState struct {
 
 // Fields is the condition as the `kernel` input of the condition rules
 // reads it, under its type: kernel.<Type>.active (a match within the
-// rule's window, or not yet cleared), .reason, .message (the last
-// matching line) and .matches (how many so far).
+// rule's window, or not yet cleared), .reason, .message (which rule
+// matched and when: never the line, see RuleMessage) and .matches (how
+// many so far).
 func (s ConditionState) Fields() map[string]any {
 	return map[string]any{"active": s.Active, "reason": s.Reason, "message": s.Message, "matches": s.Count}
 }
@@ -72,6 +79,9 @@ type setState struct {
 	matcher *Matcher
 	rules   []*ruleState
 	onHit   func(Hit) // made once: no allocation per line
+	// skipped counts, by facility, the records the set's facilities
+	// leave out; made on first use, the last for "other".
+	skipped [len(facilityNames) + 1]counterInc
 }
 
 type condState struct {
@@ -137,9 +147,28 @@ func (m *Monitor) Handle(r Record) {
 	defer m.mu.Unlock()
 	m.now = r.Time
 	for _, s := range m.sets {
+		if !s.matcher.Accepts(r.Facility) {
+			s.skip(r.Facility, m.opts.Metrics)
+			continue
+		}
 		s.matcher.Feed(r.Message, s.onHit)
 	}
 	m.publish()
+}
+
+// skip counts a record of facility f that the set does not match.
+func (s *setState) skip(f int, metrics *Metrics) {
+	if metrics == nil {
+		return
+	}
+	i := len(s.skipped) - 1
+	if f >= 0 && f < len(facilityNames) {
+		i = f
+	}
+	if s.skipped[i] == nil {
+		s.skipped[i] = metrics.facilitySkipped.WithLabelValues(s.set.Source, FacilityName(f))
+	}
+	s.skipped[i].Inc()
 }
 
 func (m *Monitor) hit(s *setState, h Hit, at time.Time) {
@@ -218,7 +247,7 @@ func (c *condState) state() ConditionState {
 		return st
 	}
 	sort.SliceStable(active, func(i, j int) bool { return active[i].since.Before(active[j].since) })
-	st.Active, st.Reason, st.Message = true, active[0].rule.Reason, active[0].firstText
+	st.Active, st.Reason, st.Message = true, active[0].rule.Reason, RuleMessage(active[0].rule, active[0].since)
 	for _, rs := range active {
 		if st.First.IsZero() || rs.first.Before(st.First) {
 			st.First = rs.first

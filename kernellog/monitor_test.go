@@ -54,12 +54,22 @@ func TestPermanentRuleRaisesAndQuietWindowClears(t *testing.T) {
 	clk.Step(2 * time.Minute)
 	m.Handle(line(clk, "INFO: task containerd:2 blocked for more than 240 seconds."))
 	c := m.Conditions()[0]
-	if !c.Active || c.Reason != "ContainerRuntimeTaskBlocked" || c.Count != 2 ||
-		c.Message != "INFO: task containerd:1 blocked for more than 120 seconds." || !c.First.Equal(t0) {
-		t.Fatalf("after matches = %+v; want active, the first line as a stable message", c)
+	wantMsg := `kernel log rule "t/0" (reason ContainerRuntimeTaskBlocked) matched at 2026-11-21T12:00:00Z; ` +
+		`the line is on the secure port's /events and in hangwatch's log`
+	if !c.Active || c.Reason != "ContainerRuntimeTaskBlocked" || c.Count != 2 || c.Message != wantMsg || !c.First.Equal(t0) {
+		t.Fatalf("after matches = %+v; want active, the rule and its first match as a stable message", c)
 	}
-	if len(rec.conds) != 1 || len(rec.events) != 0 {
-		t.Fatalf("callbacks: %d condition changes, %d events; want 1 and 0", len(rec.conds), len(rec.events))
+	if strings.Contains(c.Message, "containerd:1") {
+		t.Fatalf("the condition's message carries the kernel line: %q", c.Message)
+	}
+	// The line that raised it is an event (for the secure /events and the
+	// log); the repeat while active is only counted.
+	if len(rec.conds) != 1 || len(rec.events) != 1 {
+		t.Fatalf("callbacks: %d condition changes, %d events; want 1 and 1", len(rec.conds), len(rec.events))
+	}
+	if e := rec.events[0]; e.Condition != "KernelDeadlock" || e.Reason != "ContainerRuntimeTaskBlocked" || e.Count != 1 ||
+		e.Message != "INFO: task containerd:1 blocked for more than 120 seconds." || !e.Time.Equal(t0) {
+		t.Fatalf("raising event = %+v, want the first line for KernelDeadlock", e)
 	}
 	clk.Step(9 * time.Minute)
 	m.Expire()

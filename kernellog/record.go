@@ -10,6 +10,9 @@ import (
 // Record is one kernel log record.
 type Record struct {
 	Priority int // syslog level, 0 (emerg) to 7 (debug)
+	// Facility is the syslog facility: 0 (kern) for the kernel's own
+	// records; a write to /dev/kmsg is 1 (user) or another, never 0
+	// (facility.go). A line read from a file without one counts as 0.
 	Facility int
 	Seq      uint64
 	// Monotonic is the time since boot at which the kernel logged it.

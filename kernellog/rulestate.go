@@ -1,6 +1,7 @@
 package kernellog
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -17,9 +18,6 @@ type ruleState struct {
 	first  time.Time
 	last   time.Time
 	count  int64
-	// firstText is the line that activated it, kept so the condition's
-	// message stays stable while it is active.
-	firstText string
 
 	tokens    float64
 	refilled  time.Time
@@ -42,8 +40,10 @@ func newRuleState(set *RuleSet, i int, metrics *Metrics) *ruleState {
 	return rs
 }
 
-// match records a match; it returns an event for a temporary rule when the
-// rate limit allows one.
+// match records a match; it returns an event, when the rate limit allows
+// one, for a temporary rule's match and for the match that raises a
+// permanent rule (its line goes nowhere else: the condition's message is
+// RuleMessage). A permanent rule's repeats while it is active are counted.
 func (rs *ruleState) match(text string, at time.Time) (Event, bool) {
 	rs.metric.Inc()
 	if !rs.countReached(at) {
@@ -55,10 +55,10 @@ func (rs *ruleState) match(text string, at time.Time) (Event, bool) {
 	}
 	rs.last = at
 	if rs.rule.Type == TypePermanent {
-		if !rs.active {
-			rs.active, rs.since, rs.firstText = true, at, text
+		if rs.active {
+			return Event{}, false
 		}
-		return Event{}, false
+		rs.active, rs.since = true, at
 	}
 	return rs.limit(text, at)
 }
@@ -120,7 +120,8 @@ func (rs *ruleState) flush(now time.Time) (Event, bool) {
 }
 
 func (rs *ruleState) event(at time.Time, text string, count int) Event {
-	return Event{Time: at, Source: rs.source, Rule: rs.rule.Name, Reason: rs.rule.Reason, Message: text, Count: count}
+	return Event{Time: at, Source: rs.source, Rule: rs.rule.Name, Reason: rs.rule.Reason, Condition: rs.rule.Condition,
+		Message: text, Count: count}
 }
 
 // expire clears a permanent rule after its quiet window; it reports
@@ -134,5 +135,16 @@ func (rs *ruleState) expire(now time.Time) bool {
 }
 
 func (rs *ruleState) recover() {
-	rs.active, rs.firstText, rs.recent = false, "", rs.recent[:0]
+	rs.active, rs.recent = false, rs.recent[:0]
+}
+
+// RuleMessage is an active condition's message: the rule that raised it,
+// its reason and when, never the kernel line. The line names processes,
+// PIDs and addresses (what dmesg_restrict hides), and the message reaches
+// the Node's status, its Events and the plain port; the line is in the
+// raising event (Event.Condition), served on the authenticated /events
+// and logged. It stays the same while the rule is active.
+func RuleMessage(r *Rule, since time.Time) string {
+	return fmt.Sprintf("kernel log rule %q (reason %s) matched at %s; the line is on the secure port's /events and in hangwatch's log",
+		r.Name, r.Reason, since.UTC().Format(time.RFC3339))
 }

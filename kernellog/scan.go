@@ -18,13 +18,19 @@ type ScanMatch struct {
 	Line      string    `json:"line"`
 }
 
-// Match feeds one record through the matchers and hands on each match,
-// recoveries included. `diag` and `rules test` both see records this way.
+// Match feeds one record through the matchers that accept its facility
+// and hands on each match, recoveries included. `diag` and `rules test`
+// both see records this way.
 func (m Matchers) Match(r Record, fn func(ScanMatch)) {
-	m.Feed(r.Message, func(h Hit) {
+	hit := func(h Hit) {
 		fn(ScanMatch{Time: r.Time, Seq: r.Seq, Rule: h.Rule.Name, Reason: h.Rule.Reason, Type: h.Rule.Type,
 			Condition: h.Rule.Condition, Recovery: h.Recovery, Line: h.Text})
-	})
+	}
+	for _, one := range m {
+		if one.Accepts(r.Facility) {
+			one.Feed(r.Message, hit)
+		}
+	}
 }
 
 // Scan is what a one-shot read of the kernel log found.

@@ -69,7 +69,9 @@ func newRulesTestCommand() *cobra.Command {
 		Short: "Replay a saved kernel log through the rules and print every match",
 		Long: `test replays LOGFILE (kmsg records as 'cat /dev/kmsg' prints them, dmesg lines, or
 plain messages; - for standard input) through the rules (the built-in ones unless
---kernel-rules is given) and prints one JSON object per match.`,
+--kernel-rules is given) and prints one JSON object per match. As the daemon, a rules
+file matches kern-facility records only unless its "facilities" names others; a dmesg
+line or a plain message has no facility and counts as kern.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "json" {

@@ -6,14 +6,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
@@ -46,9 +49,15 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
 	}
+	rules, err := demoRules()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 1
+	}
+	defer os.RemoveAll(filepath.Dir(rules))
 	printGuide(c, *pods, *listen, *period)
 
-	cmd := exec.Command(*bin, "run", "-r", c.Endpoint, "--listen-address", *listen,
+	cmd := exec.Command(*bin, "run", "-r", c.Endpoint, "--listen-address", *listen, "--kernel-rules", rules,
 		"--period", period.String(), "--max-period", maxPeriod(*period).String(), "--heartbeat-period", min(heartbeat, *period).String())
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -86,8 +95,11 @@ hangwatch runs against it below (--period %[6]v, --timeout 2s). In another shell
                       #   heartbeat that answers starts a full cycle at once
 
   echo '<6>INFO: task containerd:4242 blocked for more than 120 seconds.' > /dev/kmsg
-                      # KernelDeadlock True within a second (it clears after 15 quiet minutes)
+                      # KernelDeadlock True within a second (it clears after 15 quiet minutes):
+                      #   the demo's rules also match what userspace writes to /dev/kmsg
+                      #   (facility user); as shipped they match the kernel's own lines alone
   curl -s http://%[5]s/events              # kernel events such as TaskHung, OOMKilling
+                      #   (their kernel lines only on the authenticated secure port)
 
 Stop everything (hangwatch, the pods, containerd) with Ctrl-C here, or from
 another shell: kill -INT %[11]d  (or kill -TERM %[11]d)
@@ -101,3 +113,21 @@ const heartbeat = 2500 * time.Millisecond
 
 // maxPeriod is the --max-period the demo gives hangwatch.
 func maxPeriod(period time.Duration) time.Duration { return 4 * period }
+
+// demoRules writes hangwatch's built-in kernel rules with "facilities":
+// ["kern", "user"] to a temp dir, so that the line the guide writes to
+// /dev/kmsg, which the kernel tags facility user, raises KernelDeadlock.
+func demoRules() (string, error) {
+	set := kernellog.DefaultRuleSet()
+	set.Facilities = []string{"kern", "user"}
+	body, err := json.Marshal(set)
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "hangwatch-demo-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kernel-rules.json")
+	return path, os.WriteFile(path, body, 0o644)
+}

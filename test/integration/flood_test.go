@@ -85,7 +85,9 @@ func TestKmsgFloodFootprint(t *testing.T) {
 	}
 	c := sharedContainerd(t)
 	allowKmsgWrites(t)
-	d := startDaemon(t, c.Endpoint, "--kernel-lookback", "0s")
+	// The flood is written to /dev/kmsg (facility user): the rules opt in
+	// to it, so every line goes through the matcher as a kernel line would.
+	d := startDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rules", userFacilityRules(t))
 	pid := d.cmd.Process.Pid
 	cpu0, rss0, _ := procStat(t, pid)
 	start := time.Now()

@@ -65,9 +65,11 @@ func TestRestartCarriesKernelDeadlockOnAndClearsIt(t *testing.T) {
 
 // quietRulesFile is a kernel rules file with one KernelDeadlock rule for
 // this test's line alone (its pid), cleared after quiet without a match.
+// It opts in to facility user: the test writes the line to /dev/kmsg
+// (writeKmsg).
 func quietRulesFile(t *testing.T, pid int, quiet time.Duration) string {
 	t.Helper()
-	body := fmt.Sprintf(`{"plugin": "kmsg", "source": "hangwatch-kernel",
+	body := fmt.Sprintf(`{"plugin": "kmsg", "source": "hangwatch-kernel", "facilities": ["kern", "user"],
   "conditions": [{"type": "KernelDeadlock", "reason": "KernelHasNoDeadlock", "message": "kernel has no deadlock"}],
   "rules": [{"name": "runtime-task-blocked", "type": "permanent", "condition": "KernelDeadlock",
     "reason": "ContainerRuntimeTaskBlocked", "pattern": "task containerd:%d blocked for more than \\d+ seconds\\.",

@@ -29,7 +29,8 @@ func TestSecurePort(t *testing.T) {
 	node := uniqueNode("hw-secure")
 	kc := createNode(t, cp, node)
 	secure := freePort(t)
-	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure)...)
+	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure,
+		"--kernel-rules", userFacilityRules(t))...) // the OOM line below is written to /dev/kmsg
 	base := "https://" + secure
 	scraper := scraperToken(t, cp)
 	nobody := serviceAccountToken(t, cp, "hw-secure-nobody", nil)

@@ -74,9 +74,10 @@ func (n staticPodNode) hangwatchMetrics(t *testing.T) string {
 // talking to containerd through it; then hangwatch's static pod, with the
 // shipped manifest and config changed only where this machine differs from
 // a kubeadm node: the host paths of the socket, the kubelet's kubeconfig
-// and its certificates, the kubelet's port, and a kernel lookback of 0 so
-// earlier tests' kmsg lines do not count. hangwatch talks to containerd
-// directly, as on a real node.
+// and its certificates, the kubelet's port, a kernel lookback of 0 so
+// earlier tests' kmsg lines do not count, and the built-in kernel rules
+// opted in to facility user, which the tests' kmsg lines are. hangwatch
+// talks to containerd directly, as on a real node.
 func startStaticPodNode(t *testing.T) staticPodNode {
 	t.Helper()
 	harness.RequireRealParts(t)
@@ -159,6 +160,16 @@ func writeStaticPodConfig(t *testing.T, dir string, k *harness.Kubelet) {
 	}
 	cfg["kubelet"].(map[string]any)["caFile"] = "/etc/hangwatch/kubelet.crt"
 	cfg["kernel"].(map[string]any)["lookback"] = "0s"
+	// The tests write their kernel lines to /dev/kmsg (facility user): the
+	// built-in rules, opted in to it, in the config's folder.
+	rules, err := os.ReadFile(userFacilityRules(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kernel-rules.json"), rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg["kernel"].(map[string]any)["rules"] = []string{"/etc/hangwatch/kernel-rules.json"}
 	writeYAML(t, filepath.Join(dir, "config.yaml"), cfg)
 }
 
