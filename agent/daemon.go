@@ -36,6 +36,9 @@ type Agent struct {
 	reloader   *configReloader        // nil without --config
 	repair     *repairing
 	memLimit   *metrics.Gauge // hangwatch_go_memory_limit_bytes
+	// leaseNudge carries the kubelet's metrics' word that its renewals
+	// fail to the Lease watch.
+	leaseNudge chan struct{}
 }
 
 // New assembles the agent; nothing runs until Run.
@@ -43,7 +46,8 @@ func New(o Options) (*Agent, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	a := &Agent{o: o, cfg: o.Config.Configuration, events: newKernelEventLog(200), memLimit: newMemoryLimitGauge(o.Registry)}
+	a := &Agent{o: o, cfg: o.Config.Configuration, events: newKernelEventLog(200), memLimit: newMemoryLimitGauge(o.Registry),
+		leaseNudge: make(chan struct{}, 1)}
 	buildinfo.Register(o.Registry)
 	if err := a.assemble(); err != nil {
 		a.Close()

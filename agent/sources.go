@@ -58,7 +58,8 @@ func (a *Agent) plegWatch() (*pleg.Watch, error) {
 	mon := pleg.NewMonitor(pleg.Options{Config: f.Config(), Scraper: sc, Window: f.Window.Duration, Relister: a.relister,
 		Metrics: pleg.NewMetrics(a.o.Registry),
 		// probe the list streams only if the kubelet uses them
-		OnListStreaming: func(on bool) { a.prober.ProbeStreams(on) }}, a.o.Clock)
+		OnListStreaming: func(on bool) { a.prober.ProbeStreams(on) },
+		OnSnapshot:      a.watchKubeletPuts()}, a.o.Clock)
 	klog.InfoS("Watching PLEG health", "kubeletMetrics", a.cfg.Kubelet.MetricsURL, "emulation", a.relister != nil)
 	return &pleg.Watch{Monitor: mon, ScrapePeriod: a.cfg.Kubelet.MetricsPeriod.Duration,
 		EmulationPeriod: f.EmulationPeriod.Duration, EmulationWait: a.o.Endpoint.Timeout}, nil
@@ -85,11 +86,26 @@ func (a *Agent) kernelWatch() (*kernellog.Watch, error) {
 func (a *Agent) leaseWatch() *leases.Watch {
 	api := a.cfg.APIServer
 	w := &leases.Watch{Client: a.api.client, Node: a.o.Node, Grace: api.NodeMonitorGracePeriod.Duration,
-		Period: api.LeasePeriod.Duration, IdlePeriod: api.LeaseIdlePeriod.Duration, Metrics: a.api.lease, Clock: a.o.Clock}
+		Period: api.LeasePeriod.Duration, IdlePeriod: api.LeaseIdlePeriod.Duration, Metrics: a.api.lease, Clock: a.o.Clock,
+		Nudge: a.leaseNudge}
 	if h, err := leases.NewHealthz(a.cfg.Kubelet.HealthzURL); a.cfg.Kubelet.HealthzURL != "" && err == nil { // checked with the configuration
 		w.Healthz, w.HealthzPeriod = h, a.cfg.Kubelet.HealthzPeriod.Duration
 	}
 	return w
+}
+
+// watchKubeletPuts nudges the Lease watch when the kubelet's renewals
+// start failing, as its metrics count them.
+func (a *Agent) watchKubeletPuts() func(*kubeletmetrics.Snapshot) {
+	var puts kubeletPuts
+	return func(s *kubeletmetrics.Snapshot) {
+		if puts.stopped(s.Puts) {
+			select {
+			case a.leaseNudge <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // observe hands an input to the engine.

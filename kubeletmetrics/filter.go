@@ -12,6 +12,7 @@ var readFamilyPrefixes = [][]byte{
 	[]byte("kubelet_evented_pleg_"),
 	[]byte("kubelet_runtime_operations"),
 	[]byte(buildInfoFamily),
+	[]byte(restClientFamily),
 }
 
 // Of kubernetes_feature_enabled (one line per gate, some 200) only the

@@ -59,6 +59,8 @@ type Snapshot struct {
 	// GateCRIListStreaming) as kubernetes_feature_enabled reports them;
 	// nil when the kubelet does not export that family (before 1.26).
 	Gates map[string]bool
+	// Puts are the kubelet's PUTs to the API server: its Lease renewals.
+	Puts Puts
 }
 
 const usPerSecond = 1e6
@@ -80,6 +82,7 @@ func fromFamilies(fams map[string]*family) *Snapshot {
 	s.Evented = evented(fams)
 	s.readOperations(fams)
 	s.Build, s.Gates = readBuild(fams), readGates(fams)
+	s.Puts = readPuts(fams)
 	s.Generation = detectGeneration(fams)
 	if s.Build.AtLeast(1, 37) {
 		s.Generation = GenEventedHints

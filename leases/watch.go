@@ -36,6 +36,11 @@ type Watch struct {
 	// nil: not probed.
 	Healthz       Prober
 	HealthzPeriod time.Duration
+	// Nudge, when a receive comes, says the kubelet's renewals may have
+	// stopped landing while it answers (its own rest_client_requests_total
+	// counts failed PUTs): the Lease is read at once, at most once per
+	// IdlePeriod, and again when it would be 2 renewals late. nil: none.
+	Nudge <-chan struct{}
 }
 
 // Prober asks the kubelet whether it answers, within ctx's deadline: one
@@ -69,7 +74,8 @@ func (w *Watch) Run(ctx context.Context, emit func(map[string]any)) {
 
 // read reads the Lease, then waits for the next read's time or a wake.
 func (w *Watch) read(ctx context.Context, obs *Observer, st *inputState, wake <-chan struct{}) {
-	failures := 0
+	failures, nudged := 0, false
+	var lastNudge time.Time
 	for {
 		rctx, cancel := context.WithTimeout(ctx, w.Period)
 		o := obs.Read(rctx, w.Metrics)
@@ -79,16 +85,49 @@ func (w *Watch) read(ctx context.Context, obs *Observer, st *inputState, wake <-
 		}
 		failures = failuresAfter(failures, o)
 		healthz, o := st.leaseRead(o)
-		t := w.Clock.NewTimer(w.nextRead(o, failures, healthz))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		next := w.nextRead(o, failures, healthz)
+		if nudged {
+			next = w.untilLate(o, next)
+		}
+		var ok bool
+		if nudged, ok = w.wait(ctx, next, wake, &lastNudge); !ok {
 			return
-		case <-t.C():
-		case <-wake:
-			t.Stop()
 		}
 	}
+}
+
+// wait waits d, or for a wake, or for a nudge past IdlePeriod since the
+// last one taken (lastNudge); it says whether a nudge ended it, and false
+// for ok once ctx ends.
+func (w *Watch) wait(ctx context.Context, d time.Duration, wake <-chan struct{}, lastNudge *time.Time) (nudged, ok bool) {
+	t := w.Clock.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, false
+		case <-t.C():
+			return false, true
+		case <-wake:
+			return false, true
+		case <-w.Nudge:
+			if now := w.Clock.Now(); lastNudge.IsZero() || now.Sub(*lastNudge) >= w.idlePeriod() {
+				*lastNudge = now
+				klog.InfoS("The kubelet's PUTs to the API server are failing (its rest_client_requests_total); reading its Lease now", "node", w.Node)
+				return true, true
+			}
+		}
+	}
+}
+
+// untilLate is the wait after a nudged read found o: no longer than next,
+// and, while the Lease is not yet 2 renewals late, until it would be (so
+// a second read tells), but not under Period.
+func (w *Watch) untilLate(o Observation, next time.Duration) time.Duration {
+	if !o.Readable || !o.Found || o.MissedRenewals() >= lateRenewals {
+		return next
+	}
+	return min(next, max(w.Period, time.Duration(lateRenewals)*o.RenewInterval-o.RenewAge+time.Second))
 }
 
 // probe asks the kubelet's /healthz every HealthzPeriod, and wakes the

@@ -35,19 +35,21 @@ type watchFixture struct {
 	prober *scriptedProber
 	reads  atomic.Int32
 	got    chan map[string]any
+	nudge  chan struct{}
 	stop   func()
 }
 
 // startWatch runs a Watch over the fixture's Lease: read every 5s, or
 // every 2m while the kubelet answers, and probed every second.
 func startWatch(t *testing.T, first string) *watchFixture {
-	f := &watchFixture{fixture: newFixture(t, 40), prober: &scriptedProber{result: first}, got: make(chan map[string]any, 100)}
+	f := &watchFixture{fixture: newFixture(t, 40), prober: &scriptedProber{result: first}, got: make(chan map[string]any, 100),
+		nudge: make(chan struct{}, 1)}
 	f.client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
 		f.reads.Add(1)
 		return false, nil, nil
 	})
 	w := &Watch{Client: clientsetLeases{f.client}, Node: "node-a", Grace: 50 * time.Second, Period: 5 * time.Second,
-		IdlePeriod: 2 * time.Minute, Clock: f.clk, Healthz: f.prober, HealthzPeriod: time.Second}
+		IdlePeriod: 2 * time.Minute, Clock: f.clk, Healthz: f.prober, HealthzPeriod: time.Second, Nudge: f.nudge}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx, func(m map[string]any) { f.got <- m }) }()
@@ -207,5 +209,34 @@ func TestLateLatch(t *testing.T) {
 		if got := l.update(s.o, s.answering, t0.Add(s.at)); got != s.want {
 			t.Fatalf("at %v: %v, want %v", s.at, got, s.want)
 		}
+	}
+}
+
+// TestANudgeReadsTheLeaseTwice: when the kubelet's own metrics say its
+// renewals fail, the Lease is read at once and again when it would be 2
+// renewals late, which tells; another nudge within IdlePeriod is not taken.
+func TestANudgeReadsTheLeaseTwice(t *testing.T) {
+	f := startWatch(t, HealthzOK) // renewed 3s before the first read, never again
+	for i := 0; i < 9; i++ {
+		f.second(0)
+	}
+	before := f.reads.Load()
+	f.nudge <- struct{}{}
+	if m := f.next(); m["renewAgeSeconds"] != 12.0 || m["lateWhileAnswering"] != false {
+		t.Fatalf("the nudged read: %v", m)
+	}
+	f.parked()
+	if n := f.reads.Load() - before; n != 1 {
+		t.Fatalf("%d reads on a nudge, want 1", n)
+	}
+	for i := 0; i < 8; i++ {
+		f.second(0)
+	}
+	if m := f.second(1); m["lateWhileAnswering"] != true {
+		t.Fatalf("read when 2 renewals late (9s later): %v", m)
+	}
+	f.nudge <- struct{}{} // within IdlePeriod of the last: not taken
+	for i := 0; i < 10; i++ {
+		f.second(0)
 	}
 }

@@ -27,7 +27,10 @@ type Options struct {
 	// after each scrape that tells it (the Relister gets it too): whether
 	// the kubelet lists with the CRI streams.
 	OnListStreaming func(on bool)
-	Metrics         *Metrics
+	// OnSnapshot, if set, receives each scrape that worked, from the
+	// scraping goroutine.
+	OnSnapshot func(*kubeletmetrics.Snapshot)
+	Metrics    *Metrics
 }
 
 // configzEvery is how often /configz is asked for the Evented PLEG gate.
@@ -99,6 +102,9 @@ func (m *Monitor) ScrapeOnce(ctx context.Context) {
 	m.mu.Unlock()
 	if on, known := snap.ListStreaming(); err == nil && known {
 		m.tellListStreaming(on)
+	}
+	if err == nil && m.o.OnSnapshot != nil {
+		m.o.OnSnapshot(snap)
 	}
 	m.o.Metrics.observeScrape(err)
 	m.publish()

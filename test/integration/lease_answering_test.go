@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/repair"
@@ -18,20 +19,23 @@ import (
 
 // TestALeaseRefusedWhileTheKubeletAnswersIsUnknown runs a real kubelet
 // whose Lease renewals an admission policy refuses: the kubelet answers
-// on the node, its writes do not land. hangwatch says KubeletUnresponsive
-// Unknown with the Lease-based reason, and repair (enabled) restarts
-// nothing, past its first minute and the kubelet's restart delay.
+// on the node, its writes do not land. hangwatch, scraping the kubelet's
+// metrics as the static pod does, sees its PUTs fail and reads the Lease
+// at once rather than at the next idle read: KubeletUnresponsive Unknown
+// with the Lease-based reason, and repair (enabled) restarts nothing, past
+// its first minute and the kubelet's restart delay.
 func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 	n := startKubeletNode(t)
 	kc, err := n.cp.NodeKubeconfig(n.k.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
+	allowKubeletMetrics(t, n.cp, n.k.Node)
 	config := filepath.Join(t.TempDir(), "hangwatch.yaml")
-	// The idle period is cut from 3m so the test sees the next read soon.
-	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nkubelet:\n  healthzURL: %s\n"+
-		"apiServer:\n  leaseIdlePeriod: 15s\nrepair:\n  enabled: true\n  systemdSocket: %s\n",
-		n.k.HealthzURL(), filepath.Join(t.TempDir(), "no-systemd"))
+	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\n"+
+		"kubelet:\n  healthzURL: %s\n  metricsURL: %s\n  kubeconfig: %s\n  caFile: %s\n"+
+		"repair:\n  enabled: true\n  systemdSocket: %s\n",
+		n.k.HealthzURL(), n.k.MetricsURL(), kc, n.k.ServingCert, filepath.Join(t.TempDir(), "no-systemd"))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +98,21 @@ func refuseLeaseRenewals(t *testing.T, cp *harness.ControlPlane, node string) {
 	t.Cleanup(func() {
 		_ = cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
 		_ = cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+}
+
+// allowKubeletMetrics lets the node identity get its kubelet's /metrics,
+// as manifests/overlays/static-pod does for every node.
+func allowKubeletMetrics(t *testing.T, cp *harness.ControlPlane, node string) {
+	t.Helper()
+	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "base"))
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "hw-kubelet-metrics-" + node},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hangwatch:kubelet-metrics"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + node}}}
+	if _, err := cp.Admin.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 	})
 }
