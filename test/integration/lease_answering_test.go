@@ -50,6 +50,9 @@ func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 		return st == "Unknown" && reason == "NodeLeaseNotRenewed"
 	})
 	measure(t, "lease_refused_unknown_after_refusal", time.Since(refused))
+	if log, err := os.ReadFile(d.logPath); err != nil || !strings.Contains(string(log), "The kubelet's PUTs to the API server are failing") {
+		t.Errorf("seen without the kubelet's metrics' nudge (the idle read is 5 min away): %v", err)
+	}
 	pid := n.k.PID()
 	waitUntil(t, 2*time.Minute, "hangwatch's first minute and the kubelet's restart delay to pass", func() bool {
 		return time.Since(started) > repair.StartupGrace+2*repair.DefaultRestartKubeletAfter
