@@ -63,7 +63,7 @@ hangwatch's requests, per node per minute: $breakdown. By period, the steady sta
 Lease read every \`--lease-idle-period\` (5 min: 0.2), a status heartbeat every 5 min (a read
 of the Node, to see who else writes its conditions, and a patch: 0.4) and, for each scraper
 of the secure port, a TokenReview and a SubjectAccessReview every
-\`--authentication-cache-ttl\` (10 min: 0.2; a 10-minute window can end just before the
+\`--authentication-cache-ttl\` (10 min: 0.2; a window can end just before a
 renewal, and then shows none): **0.8 a minute per node**, 67 requests/s at 5,000 nodes,
 beside the kubelets' own.
 
