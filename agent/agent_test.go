@@ -210,7 +210,7 @@ func get(t *testing.T, url string) string {
 }
 
 // TestAReloadChangesARuleInProcess: a rule edited in the file is picked up
-// by the poll on the agent's clock, and a refused file leaves the running
+// by the poll on the agent's clock, and a refused file (a misspelled field) leaves the running
 // rule; SIGHUP reloads at once.
 func TestAReloadChangesARuleInProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
@@ -245,7 +245,7 @@ func TestAReloadChangesARuleInProcess(t *testing.T) {
 	write(rule("cri.containers == 0"))
 	took := p.stepUntil(t, "HasNoContainers=True after the edit", func() bool { return status() == corev1.ConditionTrue })
 	t.Logf("the edited rule raised its condition %v (simulated) after the write", took)
-	write(rule("cri.nope("))
+	write(rule("cri.containres == 0")) // a misspelled field: refused, not an error at each evaluation
 	hup <- syscall.SIGHUP
 	p.stepUntil(t, "the refusal", func() bool { return strings.Contains(metricsText(t, p), "hangwatch_config_last_reload_successful 0") })
 	if status() != corev1.ConditionTrue {

@@ -75,7 +75,7 @@ func (a *Agent) assemble() error {
 		holds = a.kernel.RestoredHolds()
 	}
 	a.engine, err = conditions.NewEngine(specs, a.o.Clock, conditions.EngineOptions{
-		Available: available, Registry: a.o.Registry, OnChange: a.api.transition, RestoredHold: holds})
+		Available: available, Registry: a.o.Registry, OnChange: a.api.transition, RestoredHold: holds, Params: a.cfg.RuleParams()})
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (a *Agent) openKernelLog() {
 		a.kernel = nil
 		return
 	}
-	a.engine.Observe(conditions.InputKernel, a.kernel.Input())
+	a.engine.Observe(a.kernel.Input())
 	a.health.addCheck(a.kernel.Check)
 }
 
@@ -215,7 +215,7 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 	setGCPercent()
 	a.memLimit.Set(float64(setMemoryLimit(a.o.Cgroup)))
 	for _, f := range a.feeds {
-		run(func(ctx context.Context) { f.src.Run(ctx, a.observe(f.input)) })
+		run(func(ctx context.Context) { f.src.Run(ctx, a.observe) })
 	}
 	if s := a.cfg.Repair; s.Enabled {
 		klog.InfoS("Repair is on", "dryRun", s.DryRun, "restartRuntimeAfter", s.RestartRuntimeAfter.Duration,

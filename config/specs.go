@@ -3,17 +3,14 @@ package config
 import (
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Specs returns the condition rules: the built-in ones with the file's
-// rules merged and the runtimeHung, kubeletUnresponsive and pleg.slowFor
-// settings applied to the built-in rules they tune.
+// rules merged and the runtimeHung settings applied to its built-in rule.
+// The knobs the rules read as params are RuleParams.
 func (c *Configuration) Specs() []conditions.Spec {
 	specs := conditions.MergeSpecs(conditions.DefaultSpecs(), c.Conditions)
-	fromFile := map[string]bool{}
-	for _, s := range c.Conditions {
-		fromFile[s.Type] = true
-	}
 	for i := range specs {
 		if specs[i].Type != conditions.TypeRuntimeHung {
 			continue
@@ -25,13 +22,13 @@ func (c *Configuration) Specs() []conditions.Spec {
 			specs[i].ClearAfter = *n
 		}
 	}
-	if share := c.KubeletUnresponsive.Share; share > 0 && !fromFile[conditions.TypeKubeletUnresponsive] { // a rule from the file is the user's own
-		specs = conditions.WithLeaseShare(specs, share)
-	}
-	if !fromFile[conditions.TypePLEGUnhealthy] {
-		specs = conditions.WithPLEGSlowFor(specs, c.PLEG.SlowFor.Duration)
-	}
 	return specs
+}
+
+// RuleParams are the knobs the rules read as params: kubeletUnresponsive.share
+// and pleg.slowFor. A rule of the file's own reads them or not, as it says.
+func (c *Configuration) RuleParams() observations.Params {
+	return observations.Params{LeaseGraceShare: c.KubeletUnresponsive.Share, PLEGSlowFor: c.PLEG.SlowFor.Duration}
 }
 
 // WithKernelSpecs adds a rule for each condition type the kernel rules

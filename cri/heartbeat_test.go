@@ -119,8 +119,8 @@ func TestWithBeatReplacesOnlyAnOlderVersion(t *testing.T) {
 		t.Error("WithBeat changed the cycle it was given")
 	}
 	healthy := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(5 * time.Second), Class: ClassOK}}
-	if obs := got.WithBeat(healthy).Observation(2 * time.Second); len(obs["hungCalls"].([]string)) != 1 {
-		t.Errorf("a healthy beat must not clear a hung list call: %v", obs["hungCalls"])
+	if obs := got.WithBeat(healthy).Observation(2 * time.Second); len(obs.HungCalls) != 1 {
+		t.Errorf("a healthy beat must not clear a hung list call: %v", obs.HungCalls)
 	}
 	old := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(-time.Second), Class: ClassTimeout}}
 	if findCall(t, c.WithBeat(old), MethodVersion).Class != ClassOK {
@@ -136,11 +136,11 @@ func TestARefusedBeatMakesTheRuntimeUnreachable(t *testing.T) {
 	c := Cycle{Start: t0, Calls: []CallResult{{Method: MethodVersion, Start: t0, Class: ClassOK},
 		{Method: MethodListPodSandbox, Start: t0, Class: ClassOK}}}
 	refused := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(3 * time.Second), Class: ClassUnreachable}}
-	if obs := c.WithBeat(refused).Observation(2 * time.Second); obs["unreachable"] != true {
-		t.Errorf("a refused beat after the cycle: unreachable = %v", obs["unreachable"])
+	if obs := c.WithBeat(refused).Observation(2 * time.Second); !obs.Unreachable {
+		t.Errorf("a refused beat after the cycle: unreachable = %v", obs.Unreachable)
 	}
 	early := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(-time.Second), Class: ClassUnreachable}}
-	if obs := c.WithBeat(early).Observation(2 * time.Second); obs["unreachable"] != false {
+	if obs := c.WithBeat(early).Observation(2 * time.Second); obs.Unreachable {
 		t.Error("a refused beat older than the cycle overrode it")
 	}
 }

@@ -55,7 +55,7 @@ func newKernelFixture(t *testing.T) (*Watch, *conditions.Engine, *testclock.Fake
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.emit = func(obs map[string]any) { engine.Observe("kernel", obs) }
+	w.emit = engine.Observe
 	return w, engine, clk
 }
 
@@ -184,7 +184,7 @@ func TestInputBesideNewLines(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 500; i++ {
-		e.Observe("kernel", k.Input())
+		e.Observe(k.Input())
 	}
 	<-done
 	k.send()

@@ -98,3 +98,24 @@ func TestConfigCheckSaysValid(t *testing.T) {
 		t.Errorf("an invalid FILE: %v", err)
 	}
 }
+
+// TestConfigCheckRefusesAMisspelledField: a rule naming a field no input
+// has fails `config check` with its path, its rule and the field meant.
+func TestConfigCheckRefusesAMisspelledField(t *testing.T) {
+	path := writeConfig(t, "conditions:\n- type: TooManyContainers\n  problems:\n  - when: cri.containres > 500\n"+
+		"    reason: ContainersPiledUp\n  healthy: {reason: ContainersFew}\n")
+	cmd := newConfigCheckCommand()
+	cmd.SetArgs([]string{path})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	if err == nil {
+		t.Fatal("a misspelled field passed config check")
+	}
+	for _, want := range []string{"rule TooManyContainers: conditions[0].problems[0].when:", "undefined field 'containres'",
+		"did you mean cri.containers?"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
