@@ -31,6 +31,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/internal/buildinfo"
+	"github.com/hangwatch/hangwatch/internal/cli"
 	"github.com/hangwatch/hangwatch/remedy"
 )
 
@@ -164,7 +165,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	factory.Start(ctx.Done())
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("--listen-address %s: %w", o.listen, err)}
+		return cli.Exit(1, fmt.Errorf("--listen-address %s: %w", o.listen, err))
 	}
 	srv := serve(ln, reg, nodes.Informer().HasSynced, o.secureListen == "")
 	defer func() { _ = srv.Close() }()
@@ -235,7 +236,7 @@ func (o *runOptions) elect(ctx context.Context, cs kubernetes.Interface, c *reme
 		},
 	})
 	if lost {
-		return &exitError{code: 1, err: fmt.Errorf("lost the lead on %s/%s", ns, o.leaseName)}
+		return cli.Exit(1, fmt.Errorf("lost the lead on %s/%s", ns, o.leaseName))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/httpauth"
+	"github.com/hangwatch/hangwatch/internal/cli"
 )
 
 // serveSecure serves /metrics over HTTPS (a self-signed certificate, as
@@ -43,7 +44,7 @@ func (o *runOptions) serveSecure(reg metrics.KubeRegistry) (*httpauth.SecureServ
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.HandlerFor(reg, metrics.HandlerOpts{}))
 	if err := secure.Listen(mux); err != nil {
-		return nil, &exitError{code: 1, err: err}
+		return nil, cli.Exit(1, err)
 	}
 	go func() { _ = secure.Serve() }()
 	return secure, nil
