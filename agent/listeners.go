@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 
-	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/hangwatch/hangwatch/config"
@@ -48,31 +47,10 @@ func newSecurePort(o Options, f config.Server) (*httpauth.SecureServer, error) {
 	if f.SecureListenAddress == "" {
 		return nil, nil
 	}
-	if o.API == nil {
-		return nil, fmt.Errorf("--secure-listen-address %s: needs an API server (--kubeconfig, or in a pod) to review tokens", f.SecureListenAddress)
-	}
-	attrs, err := httpauth.ParseResource(f.AuthorizationResource, o.Node)
-	if err != nil {
-		return nil, err
-	}
-	reviewer, err := httpauth.NewAPIReviewer(o.API)
-	if err != nil {
-		return nil, err
-	}
-	hosts := []string{o.Node, "localhost", "127.0.0.1", "::1"}
-	if host, _, err := net.SplitHostPort(f.SecureListenAddress); err == nil && host != "" {
-		hosts = append(hosts, host)
-	}
-	requests := metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_secure_requests_total", StabilityLevel: metrics.ALPHA,
-		Help: httpauth.ResultsHelp}, []string{"result"})
-	secure, err := httpauth.NewSecureServer(httpauth.ServerOptions{Address: f.SecureListenAddress, Reviewer: reviewer, Attributes: attrs,
-		CertFile: f.TLSCertFile, KeyFile: f.TLSPrivateKeyFile, Hosts: hosts, Clock: o.Clock, CacheTTL: f.AuthenticationCacheTTL.Duration,
-		Count: func(r string) { requests.WithLabelValues(r).Inc() }})
-	if err != nil {
-		return nil, err
-	}
-	o.Registry.MustRegister(requests)
-	return secure, nil
+	return httpauth.NewPort(httpauth.PortOptions{Address: f.SecureListenAddress, API: o.API,
+		Resource: f.AuthorizationResource, Name: o.Node, CertFile: f.TLSCertFile, KeyFile: f.TLSPrivateKeyFile,
+		Names: []string{o.Node}, CacheTTL: f.AuthenticationCacheTTL.Duration, Clock: o.Clock,
+		Registry: o.Registry, RequestsMetric: "hangwatch_secure_requests_total"})
 }
 
 // warnIfExposed logs when the unauthenticated port is reachable from

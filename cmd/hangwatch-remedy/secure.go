@@ -13,31 +13,18 @@ import (
 	"github.com/hangwatch/hangwatch/internal/cli"
 )
 
-// serveSecure serves /metrics over HTTPS (a self-signed certificate, as
-// hangwatch's own secure port, and the same limits: httpauth.SecureServer)
+// serveSecure serves /metrics on hangwatch's secure port (httpauth.NewPort)
 // to callers whose bearer token a TokenReview accepts and a
 // SubjectAccessReview allows get on /metrics, as the kubelet checks its
 // own port. Prometheus scrapes this port; the plain one stays on loopback.
 func (o *runOptions) serveSecure(reg metrics.KubeRegistry) (*httpauth.SecureServer, error) {
 	cfg, err := apiclient.RESTConfig(o.kubeconfig, o.qps, o.burst)
-	if err != nil || cfg == nil {
-		return nil, fmt.Errorf("--secure-listen-address %s: needs an API server to review tokens: %w", o.secureListen, err)
-	}
-	attrs, err := httpauth.ParseResource("", "")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--secure-listen-address %s: %w", o.secureListen, err)
 	}
-	reviewer, err := httpauth.NewAPIReviewer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	requests := metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_remedy_secure_requests_total", StabilityLevel: metrics.ALPHA,
-		Help: httpauth.ResultsHelp}, []string{"result"})
-	reg.MustRegister(requests)
 	host, _ := os.Hostname()
-	secure, err := httpauth.NewSecureServer(httpauth.ServerOptions{Address: o.secureListen, Reviewer: reviewer, Attributes: attrs,
-		Hosts: []string{host, "localhost", "127.0.0.1"}, CacheTTL: 2 * time.Minute,
-		Count: func(r string) { requests.WithLabelValues(r).Inc() }})
+	secure, err := httpauth.NewPort(httpauth.PortOptions{Address: o.secureListen, API: cfg, Names: []string{host},
+		CacheTTL: 2 * time.Minute, Registry: reg, RequestsMetric: "hangwatch_remedy_secure_requests_total"})
 	if err != nil {
 		return nil, err
 	}
