@@ -23,6 +23,7 @@ type APIServer struct {
 	Reviews atomic.Int64
 	tokens  map[string]string
 	allowed func(user string, a authzv1.SubjectAccessReviewSpec) bool
+	srv     *httptest.Server
 }
 
 // NewAPIServer serves reviews until the test ends: tokens maps a token to
@@ -33,11 +34,15 @@ func NewAPIServer(t testing.TB, tokens map[string]string, allowed func(user stri
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/tokenreviews", s.tokenReview)
 	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/subjectaccessreviews", s.accessReview)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	s.Config = &rest.Config{Host: srv.URL}
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	s.Config = &rest.Config{Host: s.srv.URL}
 	return s
 }
+
+// Close stops the server and closes its connections; the test's end
+// does, if nothing did before.
+func (s *APIServer) Close() { s.srv.Close() }
 
 func (s *APIServer) tokenReview(w http.ResponseWriter, r *http.Request) {
 	s.Reviews.Add(1)
