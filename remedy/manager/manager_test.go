@@ -346,7 +346,7 @@ func TestSlimNodeKeepsOnlyWhatTheControllerReads(t *testing.T) {
 	if len(slim.Status.Conditions) != 1 {
 		t.Errorf("the conditions went: %v", slim.Status.Conditions)
 	}
-	if _, err := slimNode(fmt.Sprint("not a node")); err != nil {
+	if _, err := slimNode(&corev1.Pod{}); err != nil {
 		t.Errorf("a non-Node: %v", err)
 	}
 }
