@@ -176,15 +176,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	serveErr := servers.Start(a.o.OnReady)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	serveErr := make(chan error, 2)
-	servers.serve(serveErr)
-	if a.o.OnReady != nil {
-		a.o.OnReady(servers.addrs())
-	}
 	rt := a.cfg.Runtime
-	klog.InfoS("hangwatch running", "endpoint", a.o.Endpoint.Address, "endpointSource", a.o.Endpoint.Source, "listen", servers.addrs(),
+	klog.InfoS("hangwatch running", "endpoint", a.o.Endpoint.Address, "endpointSource", a.o.Endpoint.Source, "listen", servers.Addrs(),
 		"period", rt.Period.Duration, "heartbeat", rt.EffectiveHeartbeat(), "timeout", a.o.Endpoint.Timeout, "kernelLog", a.kernel != nil, "pleg", a.has(conditions.InputPLEG), "node", a.api.nodeName(), "conditions", a.conds.Types())
 	var wg sync.WaitGroup
 	a.start(ctx, &wg)
@@ -199,7 +195,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.api.shutdown()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if serr := servers.shutdown(shutdownCtx); serr != nil && err == nil {
+	if serr := servers.Shutdown(shutdownCtx); serr != nil && err == nil {
 		err = &ServeError{Err: serr}
 	}
 	return err
