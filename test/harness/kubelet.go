@@ -275,23 +275,6 @@ func nodeIP() string {
 	return "127.0.0.1"
 }
 
-// freePorts returns n distinct free loopback ports.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	seen := map[int]bool{}
-	for len(ports) < n {
-		p, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		if !seen[p] {
-			seen[p] = true
-			ports = append(ports, p)
-		}
-	}
-	return ports, nil
-}
-
 // StaticPod writes a host-network static pod of the pause image; the
 // kubelet picks it up within its 1s file check.
 func (k *Kubelet) StaticPod(name string) error {

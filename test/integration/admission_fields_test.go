@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,15 +95,10 @@ func adminPatch(ctx context.Context, t *testing.T, admin kubernetes.Interface, n
 func waitPolicyDenies(ctx context.Context, t *testing.T, c kubernetes.Interface, node string, patch func(int) string, want string) {
 	t.Helper()
 	var err error
-	for i := 0; ; i++ {
+	i := 0
+	harness.Eventually(t, time.Minute, "the policy to deny "+patch(0), func() bool {
 		_, err = c.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch(i)), metav1.PatchOptions{}, "status")
-		if err != nil && strings.Contains(err.Error(), want) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the policy did not deny %s: last answer %v", patch(i), err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		i++ // a new patch each time
+		return err != nil && strings.Contains(err.Error(), want)
+	}, harness.Every(200*time.Millisecond), harness.Explaining(func() string { return fmt.Sprintf("last answer %v", err) }))
 }

@@ -38,17 +38,10 @@ func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
 
 	// The policy takes effect once the API server has loaded it.
 	var err error
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if err = patchCondition(ctx, client, other); err != nil && strings.Contains(err.Error(), "may write only its own Node") {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	_, _ = harness.Poll(ctx, 60*time.Second, "the policy to deny another node's status", func() bool {
+		err = patchCondition(ctx, client, other)
+		return err != nil && strings.Contains(err.Error(), "may write only its own Node")
+	}, harness.Every(200*time.Millisecond)) // the check below says what was answered instead
 	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), "may write only its own Node") {
 		t.Fatalf("patching another node's status: %v; want the policy's denial", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // TestHeartbeatSeesAHangAfterSlowness runs hangwatch with its defaults
@@ -30,21 +31,21 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	}
 	t.Cleanup(proxy.Stop)
 	d := startDaemon(t, proxy.Endpoint, "--kernel=false", "--pleg-emulation-period", "0")
-	d.waitFor(t, 30*time.Second, "RuntimeHung False", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" }, harness.UnlessExited(d))
 
 	slow := proxy.Inject(criproxy.Fault{Method: "ListPodSandbox", Delay: 1500 * time.Millisecond})
 	defer slow()
 	slowUntil := time.Now().Add(time.Minute)
-	d.waitFor(t, 2*time.Minute, "a minute of slow ListPodSandbox", func() bool {
+	harness.Eventually(t, 2*time.Minute, "a minute of slow ListPodSandbox", func() bool {
 		if st, reason, _ := d.condition(t, "RuntimeHung"); st != "False" {
 			t.Fatalf("slow calls raised RuntimeHung (%s); slow is not hung", reason)
 		}
 		return time.Now().After(slowUntil)
-	})
+	}, harness.UnlessExited(d))
 
 	thaw := freeze(t, c)
 	frozen := time.Now()
-	d.waitFor(t, 30*time.Second, "RuntimeHung True after the freeze", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "True" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True after the freeze", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "True" }, harness.UnlessExited(d))
 	raised := time.Since(frozen)
 	_, reason, msg := d.condition(t, "RuntimeHung")
 	measure(t, "runtime_hung_after_freeze_following_slowness", raised)
@@ -58,7 +59,7 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	defer stop()
 	thaw()
 	thawed := time.Now()
-	d.waitFor(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" })
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" }, harness.UnlessExited(d))
 	measure(t, "runtime_hung_cleared_after_thaw_under_cpu_load", time.Since(thawed))
 	if cleared := time.Since(thawed); cleared > 15*time.Second {
 		t.Errorf("cleared %v after the thaw under load; goal two heartbeat periods (5s), bound 15s", cleared)

@@ -23,12 +23,12 @@ func waitAuthorized(t *testing.T, cp *harness.ControlPlane, user string, review 
 	review.User = user
 	asked, _ := json.Marshal(review)
 	var err error
-	waitUntilOr(t, 30*time.Second, func() string { return fmt.Sprintf("the API server to allow %s (last error %v)", asked, err) }, func() bool {
+	harness.Eventually(t, 30*time.Second, "the API server to allow "+string(asked), func() bool {
 		var got *authorizationv1.SubjectAccessReview
 		got, err = cp.Admin.AuthorizationV1().SubjectAccessReviews().Create(context.Background(),
 			&authorizationv1.SubjectAccessReview{Spec: review}, metav1.CreateOptions{})
 		return err == nil && got.Status.Allowed
-	})
+	}, harness.Explaining(func() string { return fmt.Sprintf("last error %v", err) }))
 }
 
 // serviceAccountUser is the user name the API server gives a

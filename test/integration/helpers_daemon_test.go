@@ -4,62 +4,99 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// daemon is a `hangwatch run` process started by a test.
+// daemon is a `hangwatch run` process started by a test. It is a
+// harness.Watched: a wait given harness.UnlessExited(d) ends when it dies.
 type daemon struct {
 	base    string
 	cmd     *exec.Cmd
-	exited  chan error
+	done    chan struct{}
+	exitErr error // set before done is closed
 	logPath string
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+// watchDaemon makes the daemon of cmd, started, serving on addr: its
+// exit closes Exited.
+func watchDaemon(cmd *exec.Cmd, addr, logPath string) *daemon {
+	d := &daemon{base: "http://" + addr, cmd: cmd, done: make(chan struct{}), logPath: logPath}
+	go func() { d.exitErr = cmd.Wait(); close(d.done) }()
+	return d
 }
 
 func startDaemon(t *testing.T, endpoint string, args ...string) *daemon {
 	t.Helper()
-	addr := freePort(t)
+	addr := harness.FreeAddr(t)
 	log, err := os.Create(filepath.Join(t.TempDir(), "hangwatch.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := append([]string{"run", "-r", endpoint, "--listen-address", addr}, args...)
-	d := &daemon{base: "http://" + addr, cmd: exec.Command(hangwatchBin, all...), exited: make(chan error, 1), logPath: log.Name()}
-	d.cmd.Stdout, d.cmd.Stderr = log, log
-	if err := d.cmd.Start(); err != nil {
+	cmd := exec.Command(hangwatchBin, all...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { d.exited <- d.cmd.Wait() }()
+	d := watchDaemon(cmd, addr, log.Name())
 	t.Cleanup(func() {
 		_ = d.cmd.Process.Kill()
-		<-d.exited
+		<-d.done
 		if t.Failed() {
 			data, _ := os.ReadFile(log.Name())
 			t.Logf("hangwatch log:\n%s", data)
 		}
 	})
-	d.waitFor(t, 30*time.Second, "/healthz to answer", func() bool {
+	harness.Eventually(t, 30*time.Second, "/healthz to answer", func() bool {
 		_, err := d.get("/healthz")
 		return err == nil
-	})
+	}, harness.UnlessExited(d))
 	return d
+}
+
+// Exited is closed once hangwatch has exited.
+func (d *daemon) Exited() <-chan struct{} { return d.done }
+
+// String names hangwatch and, once it has exited, how it ended.
+func (d *daemon) String() string {
+	select {
+	case <-d.done:
+		return fmt.Sprintf("hangwatch (%v)", d.exitErr)
+	default:
+		return "hangwatch"
+	}
+}
+
+// running tells whether hangwatch has not exited.
+func (d *daemon) running() bool {
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "hangwatch to stop after SIGTERM", func() bool { return !d.running() })
+	if d.exitErr != nil {
+		t.Errorf("hangwatch exited with %v after SIGTERM, want 0", d.exitErr)
+	}
 }
 
 func (d *daemon) get(path string) (string, error) {
@@ -75,43 +112,33 @@ func (d *daemon) get(path string) (string, error) {
 	return string(body), err
 }
 
-// waitFor polls cond until it holds, failing the test after limit.
-func (d *daemon) waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case err := <-d.exited:
-			d.exited <- err // for the cleanup, which waits on it too
-			t.Fatalf("hangwatch exited (%v) while waiting for %s", err, what)
-		case <-tick.C:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", limit, what)
-		}
-	}
-}
-
-func (d *daemon) runtimeHung(t *testing.T) string {
+// condition reads condType from hangwatch's /conditions; all empty when
+// it is not there or /conditions does not answer.
+func (d *daemon) condition(t *testing.T, condType string) (status, reason, message string) {
 	t.Helper()
 	body, err := d.get("/conditions")
 	if err != nil {
-		return ""
+		return "", "", ""
 	}
 	var out struct {
-		Conditions []struct{ Type, Status, Reason string } `json:"conditions"`
+		Conditions []struct{ Type, Status, Reason, Message string } `json:"conditions"`
 	}
 	if err := json.Unmarshal([]byte(body), &out); err != nil {
 		t.Fatalf("/conditions is not JSON: %v: %s", err, body)
 	}
 	for _, c := range out.Conditions {
-		if c.Type == "RuntimeHung" {
-			return c.Status
+		if c.Type == condType {
+			return c.Status, c.Reason, c.Message
 		}
 	}
-	return ""
+	return "", "", ""
+}
+
+// runtimeHung is the status of RuntimeHung in /conditions.
+func (d *daemon) runtimeHung(t *testing.T) string {
+	t.Helper()
+	status, _, _ := d.condition(t, "RuntimeHung")
+	return status
 }
 
 // metricValue reads one sample from /metrics text, -1 when absent.
@@ -123,43 +150,4 @@ func metricValue(text, series string) float64 {
 	}
 	v, _ := strconv.ParseFloat(m[1], 64)
 	return v
-}
-
-func TestRunRaisesAndClearsRuntimeHung(t *testing.T) {
-	c := sharedContainerd(t)
-	const period, timeout = time.Second, time.Second
-	d := startDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", timeout.String())
-	d.waitFor(t, 30*time.Second, "RuntimeHung False", func() bool { return d.runtimeHung(t) == "False" })
-
-	thaw := freeze(t, c)
-	frozeAt := time.Now()
-	d.waitFor(t, period+timeout+generousSlack+10*time.Second, "RuntimeHung True", func() bool { return d.runtimeHung(t) == "True" })
-	raised := time.Since(frozeAt)
-	measure(t, "run_runtimehung_raised_after_freeze", raised)
-	if raised > period+timeout+generousSlack {
-		t.Errorf("RuntimeHung took %v, want within period+timeout (%v) plus slack", raised, period+timeout)
-	}
-	text, err := d.get("/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := metricValue(text, `hangwatch_cri_call_in_flight_seconds{method="ListPodSandbox"}`); v < timeout.Seconds() {
-		t.Errorf("ListPodSandbox in-flight age = %v, want at least %v while frozen", v, timeout.Seconds())
-	}
-	if v := metricValue(text, `hangwatch_cri_probes_total{method="Version",result="timeout"}`); v < 1 {
-		t.Errorf("Version timeouts = %v, want at least 1", v)
-	}
-
-	thaw()
-	thawedAt := time.Now()
-	d.waitFor(t, 60*time.Second, "RuntimeHung False after thaw", func() bool { return d.runtimeHung(t) == "False" })
-	measure(t, "run_runtimehung_cleared_after_thaw", time.Since(thawedAt))
-	// A probe of the next cycle may be in flight at a scrape, for a few
-	// milliseconds; the frozen call's age must be gone, so read until 0.
-	d.waitFor(t, 10*time.Second, "ListPodSandbox in-flight age 0 after thaw", func() bool {
-		text, err := d.get("/metrics")
-		return err == nil && metricValue(text, `hangwatch_cri_call_in_flight_seconds{method="ListPodSandbox"}`) == 0
-	})
-
-	d.stop(t)
 }

@@ -104,16 +104,31 @@ func nodeCond(t *testing.T, cp *harness.ControlPlane, node, condType string) *co
 	return nil
 }
 
-// waitNode polls the Node until cond holds for its condition condType.
+// waitNode polls the Node until ok holds for its condition condType, and
+// returns the condition; it fails t after limit or when d exits first.
 func waitNode(t *testing.T, cp *harness.ControlPlane, d *daemon, limit time.Duration, node, condType string,
 	ok func(*corev1.NodeCondition) bool) *corev1.NodeCondition {
 	t.Helper()
-	var c *corev1.NodeCondition
-	d.waitFor(t, limit, "Node "+node+" "+condType, func() bool {
-		c = nodeCond(t, cp, node, condType)
-		return c != nil && ok(c)
-	})
+	c, _, err := pollNode(t, cp, limit, node, condType, ok, harness.UnlessExited(d))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return c
+}
+
+// pollNode is waitNode returning an error instead of failing t, and when
+// the condition was first seen as wanted.
+func pollNode(t *testing.T, cp *harness.ControlPlane, limit time.Duration, node, condType string,
+	ok func(*corev1.NodeCondition) bool, opts ...harness.WaitOption) (*corev1.NodeCondition, time.Time, error) {
+	t.Helper()
+	var c *corev1.NodeCondition
+	var seen time.Time
+	_, err := harness.Poll(context.Background(), limit, "Node "+node+" "+condType, func() bool {
+		c = nodeCond(t, cp, node, condType)
+		seen = time.Now()
+		return c != nil && ok(c)
+	}, opts...)
+	return c, seen, err
 }
 
 func status(want corev1.ConditionStatus) func(*corev1.NodeCondition) bool {
@@ -184,7 +199,7 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 
 	thaw := freeze(t, c)
 	frozeAt := time.Now()
-	d.waitFor(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.runtimeHung(t) == "True" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.runtimeHung(t) == "True" }, harness.UnlessExited(d))
 	decided := time.Now()
 	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionTrue))
 	onNode := time.Now()
@@ -196,14 +211,14 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 	if onNode.Sub(decided) > time.Second {
 		t.Errorf("the Node got the change %v after hangwatch made it, want under a second", onNode.Sub(decided))
 	}
-	d.waitFor(t, 30*time.Second, "a Warning Event", func() bool {
+	harness.Eventually(t, 30*time.Second, "a Warning Event", func() bool {
 		for _, e := range nodeEvents(t, cp, node) {
 			if e.Type == corev1.EventTypeWarning && strings.HasSuffix(e.Reason, "Hung") || e.Reason == "RuntimeNotResponding" {
 				return true
 			}
 		}
 		return false
-	})
+	}, harness.UnlessExited(d))
 	jsonpath := `jsonpath={.status.conditions[?(@.type=="RuntimeHung")].status}`
 	if got := kubectl(t, cp, "get", "node", node, "-o", jsonpath); got != "True" {
 		t.Errorf("kubectl sees RuntimeHung %q, want True", got)
@@ -213,9 +228,9 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 	thawedAt := time.Now()
 	waitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
 	measure(t, "node_runtimehung_false_after_thaw", time.Since(thawedAt))
-	d.waitFor(t, 30*time.Second, "a Normal Event for the clear", func() bool {
+	harness.Eventually(t, 30*time.Second, "a Normal Event for the clear", func() bool {
 		return hasEvent(nodeEvents(t, cp, node), corev1.EventTypeNormal, "RuntimeResponsive")
-	})
+	}, harness.UnlessExited(d))
 	events := kubectl(t, cp, "get", "events", "--field-selector", "involvedObject.name="+node)
 	if !strings.Contains(events, "RuntimeResponsive") || !strings.Contains(events, "Warning") {
 		t.Errorf("kubectl get events does not list hangwatch's events:\n%s", events)

@@ -41,11 +41,11 @@ func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 	}
 	d := startDaemon(t, n.c.Endpoint, nodeArgs(kc, n.k.Node, "--config", config)...)
 	started := time.Now()
-	waitUntil(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
+	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
 
 	refuseLeaseRenewals(t, n.cp, n.k.Node)
 	refused := time.Now()
-	waitUntil(t, 2*time.Minute, "KubeletUnresponsive Unknown (NodeLeaseNotRenewed)", func() bool {
+	harness.Eventually(t, 2*time.Minute, "KubeletUnresponsive Unknown (NodeLeaseNotRenewed)", func() bool {
 		st, reason, _ := d.condition(t, "KubeletUnresponsive")
 		return st == "Unknown" && reason == "NodeLeaseNotRenewed"
 	})
@@ -54,7 +54,7 @@ func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 		t.Errorf("seen without the kubelet's metrics' nudge (the idle read is 5 min away): %v", err)
 	}
 	pid := n.k.PID()
-	waitUntil(t, 2*time.Minute, "hangwatch's first minute and the kubelet's restart delay to pass", func() bool {
+	harness.Eventually(t, 2*time.Minute, "hangwatch's first minute and the kubelet's restart delay to pass", func() bool {
 		return time.Since(started) > repair.StartupGrace+2*repair.DefaultRestartKubeletAfter
 	})
 	st, reason, msg := d.condition(t, "KubeletUnresponsive")

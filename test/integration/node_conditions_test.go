@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -69,10 +70,10 @@ func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
 	// (--runtime-hung-clear-after 4): the restarted hangwatch must carry on
 	// True, with the same transition time, before it clears.
 	second := startDaemon(t, c.Endpoint, append(args, "--runtime-hung-clear-after", "4")...)
-	second.waitFor(t, 30*time.Second, "the restarted hangwatch's first status write", func() bool {
+	harness.Eventually(t, 30*time.Second, "the restarted hangwatch's first status write", func() bool {
 		text, err := second.get("/metrics")
 		return err == nil && metricValue(text, `hangwatch_node_status_patches_total{result="success"}`) >= 1
-	})
+	}, harness.UnlessExited(second))
 	refreshed := nodeCond(t, cp, node, "RuntimeHung")
 	if refreshed == nil || refreshed.Status != corev1.ConditionTrue || !refreshed.LastTransitionTime.Equal(&raised.LastTransitionTime) {
 		t.Fatalf("after the restart the Node shows %+v, want True since %v", refreshed, raised.LastTransitionTime)
@@ -89,7 +90,7 @@ func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
 
 	cp.StopAPIServer()
 	thaw := freeze(t, c)
-	d.waitFor(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.runtimeHung(t) == "True" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.runtimeHung(t) == "True" }, harness.UnlessExited(d))
 	defer thaw() // stays frozen until the end: the state to flush is True
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -102,10 +103,8 @@ func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
 	if took := time.Since(back); took > 10*time.Second {
 		t.Errorf("the state reached the Node %v after the API server returned, want within the 8s retry cap", took)
 	}
-	select {
-	case err := <-d.exited:
-		t.Fatalf("hangwatch exited while the API server was down: %v", err)
-	default:
+	if !d.running() {
+		t.Fatalf("%v exited while the API server was down", d)
 	}
 }
 
@@ -165,7 +164,7 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--lease-period", "1s")...)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", status(corev1.ConditionFalse))
 	watched := time.Now()
-	d.waitFor(t, 2*renewEvery, "a renewal while watched", func() bool { return lastRenew().After(watched) })
+	harness.Eventually(t, 2*renewEvery, "a renewal while watched", func() bool { return lastRenew().After(watched) }, harness.UnlessExited(d))
 	if c := nodeCond(t, cp, node, "KubeletUnresponsive"); c.Status != corev1.ConditionFalse {
 		t.Fatalf("KubeletUnresponsive %s while the Lease is renewed", c.Status)
 	}
@@ -191,23 +190,6 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	}
 	if v := metricValue(text, "hangwatch_lease_renew_age_seconds"); v < 2*renewEvery.Seconds() {
 		t.Errorf("hangwatch_lease_renew_age_seconds = %v", v)
-	}
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (d *daemon) stop(t *testing.T) {
-	t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-d.exited:
-		if err != nil {
-			t.Errorf("hangwatch exited with %v after SIGTERM, want 0", err)
-		}
-		d.exited <- nil // for cleanup
-	case <-time.After(30 * time.Second):
-		t.Fatal("hangwatch did not stop within 30s of SIGTERM")
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // dropPageCache writes back and drops a file's pages from the page cache
@@ -115,23 +117,27 @@ func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]pro
 		out[i].cpuTicks = readCPUTicks(t, p.pid())
 	}
 	start := time.Now()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for n := 0; time.Since(start) < window; n++ {
-		<-tick.C
+	watched := make([]harness.Watched, len(procs))
+	for i, p := range procs {
+		watched[i] = p
+	}
+	n := 0
+	harness.Throughout(t, window, "the sampled window", func() bool {
 		if n%scrapeEvery == 0 {
 			for _, p := range procs {
 				p.scrape(t)
 			}
 		}
+		n++
 		for i, p := range procs {
 			m, err := readMem(p.pid())
-			if err != nil || !p.running() {
+			if err != nil {
 				t.Fatalf("%s stopped during the window: %v", p.name, err)
 			}
 			out[i].samples = append(out[i].samples, m)
 		}
-	}
+		return true
+	}, harness.Every(time.Second), harness.UnlessExited(watched...))
 	wall := time.Since(start)
 	for i, p := range procs {
 		out[i].cpuTicks = readCPUTicks(t, p.pid()) - out[i].cpuTicks
@@ -167,15 +173,7 @@ type footprintRow struct {
 // window and returns hangwatch's row, then node-problem-detector's.
 func measurePair(t *testing.T, setup string, hw, npd *benchProc, warmUp, window time.Duration) []footprintRow {
 	t.Helper()
-	warm := time.NewTimer(warmUp)
-	defer warm.Stop()
-	select {
-	case <-warm.C:
-	case <-hw.exited:
-		t.Fatalf("%s exited during the warm-up", hw.name)
-	case <-npd.exited:
-		t.Fatalf("%s exited during the warm-up", npd.name)
-	}
+	harness.Window(t, warmUp, "the warm-up", harness.UnlessExited(hw, npd))
 	procs := []*benchProc{hw, npd}
 	windows, wall := sampleWindow(t, procs, window)
 	rows := make([]footprintRow, len(procs))

@@ -189,7 +189,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 		}
 	})
 	a, b := tn.a.k.Node, tn.b.k.Node
-	waitUntil(t, 90*time.Second, "one web pod Running on each node", func() bool {
+	harness.Eventually(t, 90*time.Second, "one web pod Running on each node", func() bool {
 		on := map[string]int{}
 		for _, p := range webPods(t, tn.cp) {
 			if running(p) {
@@ -205,12 +205,12 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	key := remedy.TaintKey("RuntimeHung")
 	limit := 90 * time.Second
 	if withRemedy {
-		waitUntil(t, time.Minute, "the taint on A", func() bool { return hasTaint(t, tn.cp, a, key) })
+		harness.Eventually(t, time.Minute, "the taint on A", func() bool { return hasTaint(t, tn.cp, a, key) })
 		measure(t, "e2e_two_node_remedy_taint_after_freeze", time.Since(frozen))
 	} else {
 		limit = 10 * time.Minute
 	}
-	waitUntil(t, limit, "A's web pod evicted", func() bool {
+	harness.Eventually(t, limit, "A's web pod evicted", func() bool {
 		for _, p := range webPods(t, tn.cp) {
 			if p.Spec.NodeName == a && p.DeletionTimestamp != nil {
 				return true
@@ -219,7 +219,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 		return false
 	})
 	measure(t, "e2e_two_node_"+name+"_eviction_after_freeze", time.Since(frozen))
-	waitUntil(t, 2*time.Minute, "two web pods Running on B", func() bool {
+	harness.Eventually(t, 2*time.Minute, "two web pods Running on B", func() bool {
 		n := 0
 		for _, p := range webPods(t, tn.cp) {
 			if running(p) && p.Spec.NodeName == b {
@@ -242,7 +242,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	thaw()
 	thawed := time.Now()
 	tn.a.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionFalse, ""))
-	waitUntil(t, 3*time.Minute, "the taint gone from A", func() bool { return !hasTaint(t, tn.cp, a, key) })
+	harness.Eventually(t, 3*time.Minute, "the taint gone from A", func() bool { return !hasTaint(t, tn.cp, a, key) })
 	measure(t, "e2e_two_node_remedy_untaint_after_thaw", time.Since(thawed))
 }
 

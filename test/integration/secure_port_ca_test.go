@@ -36,7 +36,7 @@ func TestSecurePortServesTheChartsCertificate(t *testing.T) {
 	createNode(t, cp, node)
 	kc := tokenKubeconfig(t, cp, hangwatchToken(ctx, t, cp, node, true))
 	cert := chartServingCert(t)
-	secure := freePort(t)
+	secure := harness.FreeAddr(t)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure,
 		"--tls-cert-file", cert.certFile, "--tls-private-key-file", cert.keyFile)...)
 	scraper := scraperToken(t, cp)
@@ -54,9 +54,9 @@ func TestSecurePortServesTheChartsCertificate(t *testing.T) {
 		!strings.Contains(err.Error(), "certificate") {
 		t.Errorf("a client asking for another name was not refused by the certificate check: %v", err)
 	}
-	d.waitFor(t, 30*time.Second, "RuntimeHung written as the ServiceAccount", func() bool {
+	harness.Eventually(t, 30*time.Second, "RuntimeHung written as the ServiceAccount", func() bool {
 		return nodeCond(t, cp, node, "RuntimeHung") != nil
-	})
+	}, harness.UnlessExited(d))
 	d.stop(t)
 }
 

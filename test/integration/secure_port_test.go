@@ -28,7 +28,7 @@ func TestSecurePort(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-secure")
 	kc := createNode(t, cp, node)
-	secure := freePort(t)
+	secure := harness.FreeAddr(t)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure,
 		"--kernel-rules", userFacilityRules(t))...) // the OOM line below is written to /dev/kmsg
 	base := "https://" + secure
@@ -61,10 +61,10 @@ func TestSecurePort(t *testing.T) {
 
 	line := fmt.Sprintf("Memory cgroup out of memory: Killed process %d (hw-secure) total-vm:262144kB, anon-rss:256512kB, file-rss:1024kB, shmem-rss:0kB, UID:0 pgtables:560kB oom_score_adj:999", 4000+time.Now().Nanosecond()%1000)
 	writeKmsg(t, line)
-	d.waitFor(t, 10*time.Second, "the kernel line on the secure /events", func() bool {
+	harness.Eventually(t, 10*time.Second, "the kernel line on the secure /events", func() bool {
 		code, body := secureGet(t, base+"/events", reader)
 		return code == http.StatusOK && strings.Contains(body, line)
-	})
+	}, harness.UnlessExited(d))
 	_, text := secureGet(t, base+"/metrics", scraper)
 	counts := seriesOf(text, "hangwatch_secure_requests_total")
 	t.Logf("hangwatch_secure_requests_total: %v", counts)

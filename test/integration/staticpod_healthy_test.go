@@ -64,31 +64,35 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.waitRunningContainers(t, pods, 5*time.Minute)
+	harness.Eventually(t, 5*time.Minute, fmt.Sprintf("%d static pods running besides hangwatch", pods),
+		func() bool { return n.countRunningContainers() > pods }, harness.Every(time.Second),
+		harness.Explaining(func() string { return fmt.Sprintf("%d containers running", n.countRunningContainers()) }))
 	pid := hangwatchPID(t)
 	stopLoad := cpuLoad(runtime.NumCPU() / 2)
 	defer stopLoad()
 	before := n.footprintSample(t, pid)
 	churn := &podChurn{k: n.k}
 	checks, peak, maxLastSeen := 0, before.rss, 0.0
-	end := time.Now().Add(d)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for ; time.Now().Before(end); <-tick.C {
+	var raised string
+	harness.Throughout(t, d, "the 4 conditions False on a healthy node", func() bool {
 		if checks%3 == 0 {
 			churn.step(t)
 		}
 		checks++
 		for _, c := range []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock", "KubeletUnresponsive"} {
 			if cond := nodeCond(t, n.cp, n.k.Node, c); cond == nil || cond.Status != corev1.ConditionFalse {
-				t.Fatalf("a healthy node got %s=%+v after %v, %d pods created and %d deleted", c, cond, time.Since(end.Add(-d)).Round(time.Second), churn.created, churn.deleted)
+				raised = fmt.Sprintf("%s=%+v", c, cond)
+				return false
 			}
 		}
 		peak = peak.max(readRSS(t, pid))
 		if checks%15 == 0 { // as often as the PodMonitor scrapes: /metrics costs hangwatch CPU
 			maxLastSeen = max(maxLastSeen, sumSeries(n.hangwatchMetrics(t), "hangwatch_pleg_last_seen_age_seconds"))
 		}
-	}
+		return true
+	}, harness.Every(time.Second), harness.Explaining(func() string {
+		return fmt.Sprintf("%s, %d pods created and %d deleted", raised, churn.created, churn.deleted)
+	}))
 	t.Logf("MEASURE e2e_healthy_max_pleg_last_seen_age_seconds %.1f", maxLastSeen)
 	n.assertNotShared(t) // the kubelet has patched its status many times by now
 	after := n.footprintSample(t, pid)
@@ -287,21 +291,14 @@ func cpuLoad(n int) (stop func()) {
 	return func() { done.Store(true) }
 }
 
-// waitRunningContainers waits until containerd runs at least want
-// containers besides hangwatch's.
-func (n staticPodNode) waitRunningContainers(t *testing.T, want int, limit time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		list, err := n.c.Runtime().ListContainers(ctx, runningContainers())
-		cancel()
-		if err == nil && len(list.Containers) > want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d containers running after %v, want %d", len(list.GetContainers()), limit, want+1)
-		}
-		<-time.After(time.Second)
+// countRunningContainers counts the containers containerd runs, -1 when
+// it does not answer.
+func (n staticPodNode) countRunningContainers() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := n.c.Runtime().ListContainers(ctx, runningContainers())
+	if err != nil {
+		return -1
 	}
+	return len(list.Containers)
 }

@@ -140,7 +140,7 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 
 	// The Lease read refused (403): Unknown, then False after good reads.
 	f.grant(t, false, true)
-	d.waitFor(t, 30*time.Second, "the Lease read refused", func() bool { return !f.leaseReadable() })
+	harness.Eventually(t, 30*time.Second, "the Lease read refused", func() bool { return !f.leaseReadable() }, harness.UnlessExited(d))
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionUnknown, "LeaseUnreadable"))
 	f.grant(t, true, true)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
@@ -151,7 +151,7 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 	// Unknown reaches the Node before the read works again.
 	f.checkRefusal(t, d, "403", func() func() {
 		f.grant(t, false, false)
-		d.waitFor(t, 30*time.Second, "the patch refused by RBAC", func() bool { return apierrors.IsForbidden(f.probePatch()) })
+		harness.Eventually(t, 30*time.Second, "the patch refused by RBAC", func() bool { return apierrors.IsForbidden(f.probePatch()) }, harness.UnlessExited(d))
 		return func() { f.grant(t, false, true) }
 	})
 	f.checkRefusal(t, d, "422", func() func() {
@@ -159,7 +159,7 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 		// policy is enforced: a fresh policy takes effect a moment after it
 		// is created, and hangwatch's one write of the Unknown must meet it.
 		remove := f.refuseAsInvalid(t)
-		d.waitFor(t, 30*time.Second, "the patch refused by the policy", func() bool { return apierrors.IsInvalid(f.probePatch()) })
+		harness.Eventually(t, 30*time.Second, "the patch refused by the policy", func() bool { return apierrors.IsInvalid(f.probePatch()) }, harness.UnlessExited(d))
 		f.grant(t, false, true)
 		return remove
 	})
@@ -177,15 +177,15 @@ func (f *faultIdentity) checkRefusal(t *testing.T, d *daemon, code string, refus
 	series := `hangwatch_node_status_patch_refusals_total{code="` + code + `"}`
 	restorePatch := refuse()
 	var first float64
-	d.waitFor(t, 60*time.Second, "a refusal counted with code "+code, func() bool {
+	harness.Eventually(t, 60*time.Second, "a refusal counted with code "+code, func() bool {
 		text, err := d.get("/metrics")
 		first = metricValue(text, series)
 		return err == nil && first >= 1
-	})
+	}, harness.UnlessExited(d))
 	refusedAt := time.Now()
 	// Watch for 10 s: a hot loop would send hundreds; the slow retry (every
 	// 15-30 s) sends at most one more.
-	d.waitFor(t, 15*time.Second, "10 s of refusals", func() bool { return time.Since(refusedAt) >= 10*time.Second })
+	harness.Eventually(t, 15*time.Second, "10 s of refusals", func() bool { return time.Since(refusedAt) >= 10*time.Second }, harness.UnlessExited(d))
 	text, _ := d.get("/metrics")
 	if n := metricValue(text, series); n > first+1 {
 		t.Errorf("%v refusals with code %s in 10 s after the first; want at most one slow retry", n-first, code)

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/harness"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -130,12 +132,12 @@ func TestStatusPatchThrottled(t *testing.T) {
 
 	wh.throttle.Store(true)
 	f.grant(t, false, true) // the Lease read refused: KubeletUnresponsive goes Unknown, and hangwatch writes
-	d.waitFor(t, 30*time.Second, "a throttled patch", func() bool {
+	harness.Eventually(t, 30*time.Second, "a throttled patch", func() bool {
 		text, err := d.get("/metrics")
 		return err == nil && metricValue(text, `hangwatch_node_status_patches_total{result="error"}`) >= 1
-	})
+	}, harness.UnlessExited(d))
 	from, start := wh.reviews.Load(), time.Now()
-	d.waitFor(t, 20*time.Second, "15 s of throttling", func() bool { return time.Since(start) >= 15*time.Second })
+	harness.Eventually(t, 20*time.Second, "15 s of throttling", func() bool { return time.Since(start) >= 15*time.Second }, harness.UnlessExited(d))
 	reviews := wh.reviews.Load() - from
 	t.Logf("MEASURE throttled_reviews_in_15s %d", reviews)
 	if reviews > 12 { // at most one attempt per Retry-After (2 s), client-go's own retries included
