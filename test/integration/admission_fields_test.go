@@ -24,14 +24,14 @@ func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T
 	cp := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
+	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
 	node := uniqueNode("vap-fields")
 	createNode(t, cp, node)
 	// A foreign condition and an address, as node-problem-detector and the
 	// kubelet would have written them.
 	adminPatch(ctx, t, cp.Admin, node, `{"status":{"addresses":[{"type":"InternalIP","address":"10.1.2.3"}],`+
 		`"conditions":[{"type":"FrequentKubeletRestart","status":"False","reason":"NoFrequentKubeletRestart","message":"kubelet is functioning properly"}]}}`)
-	client := tokenClient(t, cp, hangwatchToken(ctx, t, cp, node, true))
+	client := cp.TokenClient(t, cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, node)))
 
 	// Until the API server has loaded the policy this patch is admitted:
 	// it only moves Ready's heartbeat, a second further each time.

@@ -32,10 +32,10 @@ func TestAPIRequestBudget(t *testing.T) {
 	steady := budgetDuration(t)
 	cp := harness.StartControlPlaneT(t)
 	// every node identity may read its kubelet's /metrics, as installed
-	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
+	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	c := harness.StartContainerdT(t, 0, 0)
 	k := harness.StartKubeletT(t, cp, c, uniqueNode("hw-budget-kubelet"))
-	b := &budgetRun{t: t, cp: cp, c: c, scraper: scraperToken(t, cp)}
+	b := &budgetRun{t: t, cp: cp, c: c, scraper: applyScraperIdentity(t, cp)}
 	realNode := b.startRealNode(k)
 	for i := 1; i < 20; i++ {
 		b.startFakeNode("hw-budget", nil)
@@ -115,7 +115,7 @@ func (b *budgetRun) startFakeNode(base string, extra []string) *budgetNode {
 	healthz := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	b.t.Cleanup(healthz.Close)
 	stop := make(chan struct{})
-	renewLease(b.t, clientFor(b.t, kc), node, 10*time.Second, stop)
+	renewLease(b.t, harness.ClientFor(b.t, kc), node, 10*time.Second, stop)
 	n := b.start(node, kc, fmt.Sprintf("kubelet:\n  healthzURL: %s/healthz\n", healthz.URL), extra, stop)
 	n.before = len(extra) > 0
 	b.t.Cleanup(func() {

@@ -122,7 +122,8 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 		return d.largeAnswersSeen(answerBytes, c.emulation, &r)
 	}, harness.Every(250*time.Millisecond), harness.UnlessExited(d))
 	exited := !d.running()
-	r.rssPeakKiB = peakRSS(cmd.Process.Pid)
+	mem, _ := harness.ReadProcMemory(cmd.Process.Pid) // zero once it is gone
+	r.rssPeakKiB = int(mem.Peak)
 	r.cgroupPeak = cg.readInt(t, "memory.max_usage_in_bytes")
 	if !exited {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -217,21 +218,6 @@ func (cg memoryCgroup) oomKills(t *testing.T) int {
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
 			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return 0
-}
-
-// peakRSS is a live process's VmHWM in KiB, 0 once it is gone.
-func peakRSS(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			n, _ := strconv.Atoi(f[1])
 			return n
 		}
 	}

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -55,7 +54,7 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	}
 
 	slow()
-	stop := burnCPU(t, 2)
+	stop := harness.BurnCPU(t, 2)
 	defer stop()
 	thaw()
 	thawed := time.Now()
@@ -64,30 +63,4 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	if cleared := time.Since(thawed); cleared > 15*time.Second {
 		t.Errorf("cleared %v after the thaw under load; goal two heartbeat periods (5s), bound 15s", cleared)
 	}
-}
-
-// burnCPU keeps n busy processes running until stop, which kills them by PID.
-func burnCPU(t *testing.T, n int) (stop func()) {
-	t.Helper()
-	var procs []*exec.Cmd
-	for range n {
-		cmd := exec.Command("sh", "-c", "while :; do :; done")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, cmd)
-	}
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-	}
-	t.Cleanup(stop)
-	return stop
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -155,20 +154,6 @@ func hasEvent(events []corev1.Event, eventType, reason string) bool {
 	return false
 }
 
-// kubectl runs the real kubectl built by the setup command as the admin.
-func kubectl(t *testing.T, cp *harness.ControlPlane, args ...string) string {
-	t.Helper()
-	bin, err := harness.KubeBinary("kubectl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // noLeaseConfig is a config file that drops KubeletUnresponsive, for tests
 // about other conditions (their nodes have no kubelet renewing a Lease).
 func noLeaseConfig(t *testing.T) string {
@@ -220,7 +205,7 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 		return false
 	}, harness.UnlessExited(d))
 	jsonpath := `jsonpath={.status.conditions[?(@.type=="RuntimeHung")].status}`
-	if got := kubectl(t, cp, "get", "node", node, "-o", jsonpath); got != "True" {
+	if got := cp.Kubectl(t, "get", "node", node, "-o", jsonpath); got != "True" {
 		t.Errorf("kubectl sees RuntimeHung %q, want True", got)
 	}
 
@@ -231,7 +216,7 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 	harness.Eventually(t, 30*time.Second, "a Normal Event for the clear", func() bool {
 		return hasEvent(nodeEvents(t, cp, node), corev1.EventTypeNormal, "RuntimeResponsive")
 	}, harness.UnlessExited(d))
-	events := kubectl(t, cp, "get", "events", "--field-selector", "involvedObject.name="+node)
+	events := cp.Kubectl(t, "get", "events", "--field-selector", "involvedObject.name="+node)
 	if !strings.Contains(events, "RuntimeResponsive") || !strings.Contains(events, "Warning") {
 		t.Errorf("kubectl get events does not list hangwatch's events:\n%s", events)
 	}

@@ -97,11 +97,11 @@ func startStaticPodNode(t *testing.T) staticPodNode {
 	if err := n.c.ImportImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, n.cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
+	n.cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	configDir := t.TempDir()
 	writeStaticPodConfig(t, configDir, n.k)
 	writeStaticPod(t, n, configDir)
-	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, proxy: proxy, scrapeToken: scraperToken(t, cp)}
+	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, proxy: proxy, scrapeToken: applyScraperIdentity(t, cp)}
 }
 
 // waitHealthy waits for hangwatch's four conditions to be False on the

@@ -57,8 +57,8 @@ func startLadder(t *testing.T) *ladder {
 	startRemedy(t, remedyIdentity(t, l.cp), filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("at the failure:\n%s\n%s", kubectlOut(l.cp, "get", "nodes,deploy,sts,ds,pods,pdb", "-A", "-o", "wide"),
-				kubectlOut(l.cp, "get", "events", "-A", "--sort-by=.lastTimestamp"))
+			t.Logf("at the failure:\n%s\n%s", l.cp.KubectlLog("get", "nodes,deploy,sts,ds,pods,pdb", "-A", "-o", "wide"),
+				l.cp.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"))
 		}
 	})
 	return l

@@ -16,27 +16,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/conditions"
 )
-
-func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kubernetes.NewForConfigOrDie(cfg)
-}
 
 func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
 	cp := controlPlane(t)
 	self, other := uniqueNode("hw-self"), uniqueNode("hw-other")
 	kc := createNode(t, cp, self)
 	createNode(t, cp, other)
-	client := clientFor(t, kc)
+	client := harness.ClientFor(t, kc)
 	body, err := conditions.StatusPatch([]corev1.NodeCondition{{Type: "RuntimeHung", Status: corev1.ConditionFalse, Reason: "RuntimeResponsive"}})
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +150,7 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	node := uniqueNode("hw-lease")
 	kc := createNode(t, cp, node)
 	stop := make(chan struct{})
-	lastRenew := renewLease(t, clientFor(t, kc), node, renewEvery, stop)
+	lastRenew := renewLease(t, harness.ClientFor(t, kc), node, renewEvery, stop)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--lease-period", "1s")...)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", status(corev1.ConditionFalse))
 	watched := time.Now()

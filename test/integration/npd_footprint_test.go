@@ -120,7 +120,7 @@ func startReportingPair(t *testing.T, endpoint, hw string, npd npdBinary) (hwPro
 	kc := createNode(t, cp, node)
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	renewLease(t, clientFor(t, kc), node, 10*time.Second, stop)
+	renewLease(t, harness.ClientFor(t, kc), node, 10*time.Second, stop)
 
 	addr := harness.FreeAddr(t)
 	hwProc = startBenchProc(t, "hangwatch", hw, "run", "-r", endpoint, "--listen-address", addr,

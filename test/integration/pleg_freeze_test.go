@@ -18,7 +18,7 @@ import (
 // (ServiceAccount token with nodes/metrics) and the relist emulation.
 func plegDaemon(t *testing.T, n kubeletNode, extra ...string) *daemon {
 	t.Helper()
-	token := metricsToken(t, n.cp, "hw-pleg-"+n.k.Node, true)
+	token := harness.TokenFile(t, n.cp.ServiceAccountToken(t, "hw-pleg-"+n.k.Node, getNodesMetrics))
 	args := []string{"--kernel=false", "--period", "2s",
 		"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.k.ServingCert, "--kubelet-tls-server-name", n.k.Node,
 		"--kubelet-token-file", token, "--kubelet-metrics-period", "5s", "--pleg-emulation-period", "2s"}

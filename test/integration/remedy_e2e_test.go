@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -43,7 +42,7 @@ func startTwoNodes(t *testing.T) *twoNodes {
 	for _, ns := range []string{"kube-system", "default"} {
 		ensureDefaultServiceAccount(t, cp, ns)
 	}
-	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
+	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	tn := &twoNodes{cp: cp}
 	tn.a = startMember(t, cp, 0)
 	tn.b = startMember(t, cp, 100) // hangwatch's host ports moved by 100: both share this machine's network
@@ -71,7 +70,7 @@ func startMember(t *testing.T, cp *harness.ControlPlane, offset int) staticPodNo
 	} else {
 		writeStaticPod(t, n, configDir)
 	}
-	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, scrapeToken: scraperToken(t, cp)}
+	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, scrapeToken: applyScraperIdentity(t, cp)}
 }
 
 // movePorts moves hangwatch's two ports in its config and static pod.
@@ -184,8 +183,8 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	webDeployment(t, tn.cp)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("at the failure:\n%s\n%s", kubectlOut(tn.cp, "get", "nodes,deploy,rs,pods,pdb", "-A", "-o", "wide"),
-				kubectlOut(tn.cp, "get", "events", "-A", "--sort-by=.lastTimestamp"))
+			t.Logf("at the failure:\n%s\n%s", tn.cp.KubectlLog("get", "nodes,deploy,rs,pods,pdb", "-A", "-o", "wide"),
+				tn.cp.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"))
 		}
 	})
 	a, b := tn.a.k.Node, tn.b.k.Node
@@ -244,14 +243,4 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	tn.a.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionFalse, ""))
 	harness.Eventually(t, 3*time.Minute, "the taint gone from A", func() bool { return !hasTaint(t, tn.cp, a, key) })
 	measure(t, "e2e_two_node_remedy_untaint_after_thaw", time.Since(thawed))
-}
-
-// kubectlOut is kubectl's output, errors included, for a failure's log.
-func kubectlOut(cp *harness.ControlPlane, args ...string) string {
-	bin, err := harness.KubeBinary("kubectl")
-	if err != nil {
-		return err.Error()
-	}
-	out, _ := exec.Command(bin, append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...).CombinedOutput()
-	return string(out)
 }

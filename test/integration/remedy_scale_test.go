@@ -147,9 +147,10 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	// The steady window: nothing changes, only the controller runs.
 	harness.Window(t, 5*time.Second, "the Event broadcaster's last writes to land before the window", harness.UnlessExited(p))
 	remedyBefore := scrape(p.metrics)
-	cpuBefore, _, _ := procStat(t, pid)
+	cpuBefore, _ := harness.ProcUsage(t, pid)
 	steady := apiserverRequests(t, cp, scaleQuietWindow, p)
-	cpuAfter, rssKiB, hwmKiB := procStat(t, pid)
+	cpuAfter, mem := harness.ProcUsage(t, pid)
+	rssKiB, hwmKiB := mem.RSS, mem.Peak
 	remedyAfter := scrape(p.metrics)
 	t.Logf("MEASURE remedy_scale_steady_requests_per_second %.2f (the controller's identity, over %v; by flow schema: %s)",
 		steady.remedyRate(), steady.window.Round(100*time.Millisecond), steady.flowSchemas())
@@ -161,7 +162,7 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 		t.Logf("the controller's /metrics has no rest_client_requests_total: its requests are counted on the API server")
 	}
 	t.Logf("MEASURE remedy_scale_steady_cpu_percent %.2f (over %v)", 100*(cpuAfter-cpuBefore).Seconds()/steady.window.Seconds(), steady.window.Round(100*time.Millisecond))
-	cpu, _, _ := procStat(t, pid)
+	cpu, _ := harness.ProcUsage(t, pid)
 	t.Logf("MEASURE remedy_scale_vmrss_mib %.1f (peak VmHWM %.1f MiB)", float64(rssKiB)/1024, float64(hwmKiB)/1024)
 	t.Logf("MEASURE remedy_scale_cpu_seconds %.2f (user+system, %v after its start)", cpu.Seconds(), time.Since(started).Round(time.Second))
 }

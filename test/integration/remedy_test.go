@@ -72,14 +72,14 @@ func applyRemedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
 	t.Helper()
 	dir := filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy")
 	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
-		kubectl(t, cp, "apply", "-f", filepath.Join(dir, f))
+		cp.Kubectl(t, "apply", "-f", filepath.Join(dir, f))
 	}
 	kc, err := cp.Kubeconfig("hangwatch-remedy", "system:serviceaccount:kube-system:hangwatch-remedy",
 		"system:serviceaccounts", "system:serviceaccounts:kube-system")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPolicyEnforced(t, cp, clientFor(t, kc))
+	waitPolicyEnforced(t, cp, harness.ClientFor(t, kc))
 	return kc
 }
 
@@ -424,7 +424,7 @@ func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
 	cp := controlPlane(t)
 	kc := remedyIdentity(t, cp)
 	f := newFleet(t, cp, 1)
-	cs := clientFor(t, kc)
+	cs := harness.ClientFor(t, kc)
 	ctx := context.Background()
 	patch := func(ops string) error {
 		_, err := cs.CoreV1().Nodes().Patch(ctx, f.names[0], types.JSONPatchType, []byte(ops), metav1.PatchOptions{})

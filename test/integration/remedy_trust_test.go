@@ -189,7 +189,7 @@ func TestRemedyEvictsOnlyWhatAControllerRecreates(t *testing.T) {
 	rec := record.NewFakeRecorder(1000)
 	p := remedy.DefaultPolicy()
 	p.NodeSelector, p.MaxUnhealthy = "hangwatch.io/remedy-test="+f.label, intstr.FromString("100%")
-	c := remedy.NewController(remedy.Options{Client: clientFor(t, kc), Nodes: lister, Policy: func() *remedy.Policy { return p },
+	c := remedy.NewController(remedy.Options{Client: harness.ClientFor(t, kc), Nodes: lister, Policy: func() *remedy.Policy { return p },
 		Recorder: rec, Metrics: remedy.NewMetrics(metrics.NewKubeRegistry()), Clock: clk})
 	ctx := context.Background()
 	c.Pass(ctx)

@@ -36,7 +36,7 @@ func TestSecurePortFlood(t *testing.T) {
 	secure := harness.FreeAddr(t)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure)...)
 	base := "https://" + secure
-	scraper := scraperToken(t, cp)
+	scraper := applyScraperIdentity(t, cp)
 	if code, body := secureGet(t, base+"/metrics", scraper); code != http.StatusOK {
 		t.Fatalf("the scraper before the flood: %d %s", code, firstLine(body))
 	}

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,7 +67,7 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 		func() bool { return n.countRunningContainers() > pods }, harness.Every(time.Second),
 		harness.Explaining(func() string { return fmt.Sprintf("%d containers running", n.countRunningContainers()) }))
 	pid := hangwatchPID(t)
-	stopLoad := cpuLoad(runtime.NumCPU() / 2)
+	stopLoad := harness.BurnCPU(t, runtime.NumCPU()/2)
 	defer stopLoad()
 	before := n.footprintSample(t, pid)
 	churn := &podChurn{k: n.k}
@@ -85,7 +84,8 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 				return false
 			}
 		}
-		peak = peak.max(readRSS(t, pid))
+		_, now := readFootprint(t, pid)
+		peak = peak.max(now)
 		if checks%15 == 0 { // as often as the PodMonitor scrapes: /metrics costs hangwatch CPU
 			maxLastSeen = max(maxLastSeen, sumSeries(n.hangwatchMetrics(t), "hangwatch_pleg_last_seen_age_seconds"))
 		}
@@ -123,7 +123,7 @@ func (c *podChurn) step(t *testing.T) {
 
 type footprint struct {
 	at             time.Time
-	cpuTicks       uint64
+	cpu            time.Duration
 	rss            rss
 	hangwatchCalls float64 // CRI calls hangwatch sent (probes plus at least 2 per emulated relist)
 	kubeletCalls   float64 // kubelet_runtime_operations_total, all operations
@@ -134,7 +134,8 @@ func (n staticPodNode) footprintSample(t *testing.T, pid int) footprint {
 	t.Helper()
 	hw := n.hangwatchMetrics(t)
 	kl := httpGet(t, n.k.ReadOnlyMetricsURL())
-	return footprint{at: time.Now(), cpuTicks: readCPUTicks(t, pid), rss: readRSS(t, pid),
+	cpu, mem := readFootprint(t, pid)
+	return footprint{at: time.Now(), cpu: cpu, rss: mem,
 		hangwatchCalls: sumSeries(hw, "hangwatch_cri_probes_total") + 2*sumSeries(hw, "hangwatch_pleg_emulated_relists_total"),
 		kubeletCalls:   sumSeries(kl, "kubelet_runtime_operations_total"), hangwatchText: hw}
 }
@@ -142,7 +143,7 @@ func (n staticPodNode) footprintSample(t *testing.T, pid int) footprint {
 func reportFootprint(t *testing.T, d time.Duration, a, b footprint, peak rss) {
 	t.Helper()
 	secs := b.at.Sub(a.at).Seconds()
-	cpu := float64(b.cpuTicks-a.cpuTicks) / 100 / secs // USER_HZ is 100
+	cpu := (b.cpu - a.cpu).Seconds() / secs
 	hwPerMin := (b.hangwatchCalls - a.hangwatchCalls) / secs * 60
 	klPerMin := (b.kubeletCalls - a.kubeletCalls) / secs * 60
 	t.Logf("MEASURE e2e_footprint_rss_steady_mib %.1f", float64(b.rss.totalKiB)/1024)
@@ -191,39 +192,11 @@ type rss struct{ totalKiB, anonKiB uint64 }
 
 func (r rss) max(o rss) rss { return rss{max(r.totalKiB, o.totalKiB), max(r.anonKiB, o.anonKiB)} }
 
-func readRSS(t *testing.T, pid int) rss {
+// readFootprint reads pid's CPU time and resident memory.
+func readFootprint(t *testing.T, pid int) (time.Duration, rss) {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r rss
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseUint(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			r.totalKiB = v
-		case "RssAnon:":
-			r.anonKiB = v
-		}
-	}
-	return r
-}
-
-func readCPUTicks(t *testing.T, pid int) uint64 {
-	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseUint(f[11], 10, 64)
-	stime, _ := strconv.ParseUint(f[12], 10, 64)
-	return utime + stime
+	cpu, mem := harness.ProcUsage(t, pid)
+	return cpu, rss{totalKiB: mem.RSS, anonKiB: mem.Anon}
 }
 
 func httpGet(t *testing.T, url string) string {
@@ -274,21 +247,6 @@ func seriesGrowth(before, after, name string) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
-}
-
-// cpuLoad keeps n goroutines spinning until stopped.
-func cpuLoad(n int) (stop func()) {
-	var done atomic.Bool
-	for i := 0; i < max(n, 1); i++ {
-		go func() {
-			x := 0
-			for !done.Load() {
-				x++
-			}
-			_ = x
-		}()
-	}
-	return func() { done.Store(true) }
 }
 
 // countRunningContainers counts the containers containerd runs, -1 when

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/test/harness"
 )
@@ -34,7 +35,7 @@ func newFaultIdentity(t *testing.T, cp *harness.ControlPlane, node string) *faul
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.kubeconfig, f.client = kc, clientFor(t, kc)
+	f.kubeconfig, f.client = kc, harness.ClientFor(t, kc)
 	f.grant(t, true, true)
 	ctx := context.Background()
 	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: f.user},
@@ -97,12 +98,12 @@ func (f *faultIdentity) refuseAsInvalid(t *testing.T) (remove func()) {
 	name := "hw-refuse-" + f.node
 	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptrTo(admissionv1.Fail),
+			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
 					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes/status"}}}}}},
 			MatchConditions: []admissionv1.MatchCondition{{Name: "the-test-identity", Expression: `request.userInfo.username == "` + f.user + `"`}},
-			Validations: []admissionv1.Validation{{Expression: "false", Reason: ptrTo(metav1.StatusReasonInvalid),
+			Validations: []admissionv1.Validation{{Expression: "false", Reason: ptr.To(metav1.StatusReasonInvalid),
 				Message: "the test refuses this identity's status patches"}},
 		}}
 	if _, err := f.cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
@@ -133,7 +134,7 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 	nodeKC := createNode(t, cp, node)
 	stop := make(chan struct{})
 	defer close(stop)
-	renewLease(t, clientFor(t, nodeKC), node, 2*time.Second, stop)
+	renewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
 	f := newFaultIdentity(t, cp, node)
 	d := startDaemon(t, c.Endpoint, nodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s")...)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
