@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/clocktest"
 	"github.com/hangwatch/hangwatch/internal/memlimit"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/spf13/pflag"
@@ -123,18 +123,7 @@ func (p *inProcess) messageOnNode(t *testing.T, condType string) string {
 // simulated seconds. It returns the simulated time it took.
 func (p *inProcess) stepUntil(t *testing.T, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := p.clk.Now()
-	for p.clk.Since(start) <= time.Minute {
-		for i := 0; i < 200; i++ {
-			if cond() {
-				return p.clk.Since(start)
-			}
-			runtime.Gosched()
-		}
-		p.clk.Step(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within a simulated minute", what)
-	return 0
+	return clocktest.StepUntil(t, p.clk, 1, 100*time.Millisecond, time.Minute, what, cond)
 }
 
 // TestTheAgentWiresEverySignalToTheNode runs the whole assembly in-process

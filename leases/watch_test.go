@@ -2,7 +2,6 @@ package leases
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/hangwatch/hangwatch/internal/clocktest"
 	"github.com/hangwatch/hangwatch/observations"
 )
 
@@ -77,10 +77,8 @@ func (f *watchFixture) next() observations.Lease {
 // parked waits for the reader to park on its timer beside the prober's
 // ticker.
 func (f *watchFixture) parked() {
-	deadline := time.Now().Add(10 * time.Second)
-	for f.clk.Waiters() < 2 && time.Now().Before(deadline) {
-		runtime.Gosched() // the goroutines park on the fake clock: nothing else to wait on
-	}
+	f.t.Helper()
+	clocktest.AwaitWaiters(f.t, f.clk, 2)
 }
 
 // second steps the clock a second: one probe, and wantReads reads. It

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -31,15 +30,15 @@ func TestSecurePortServesTheChartsCertificate(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
+	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
 	node := uniqueNode("hw-secure-ca")
 	createNode(t, cp, node)
-	kc := tokenKubeconfig(t, cp, hangwatchToken(ctx, t, cp, node, true))
+	kc := cp.TokenKubeconfig(t, cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, node)))
 	cert := chartServingCert(t)
-	secure := freePort(t)
+	secure := harness.FreeAddr(t)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure,
 		"--tls-cert-file", cert.certFile, "--tls-private-key-file", cert.keyFile)...)
-	scraper := scraperToken(t, cp)
+	scraper := applyScraperIdentity(t, cp)
 	url := "https://" + secure + "/metrics"
 
 	code, body, err := verifiedGet(url, scraper, cert.ca, cert.serverName)
@@ -54,28 +53,10 @@ func TestSecurePortServesTheChartsCertificate(t *testing.T) {
 		!strings.Contains(err.Error(), "certificate") {
 		t.Errorf("a client asking for another name was not refused by the certificate check: %v", err)
 	}
-	d.waitFor(t, 30*time.Second, "RuntimeHung written as the ServiceAccount", func() bool {
+	harness.Eventually(t, 30*time.Second, "RuntimeHung written as the ServiceAccount", func() bool {
 		return nodeCond(t, cp, node, "RuntimeHung") != nil
-	})
+	}, harness.UnlessExited(d))
 	d.stop(t)
-}
-
-// tokenKubeconfig writes a kubeconfig for the API server with a bearer
-// token, as a pod's in-cluster config has it.
-func tokenKubeconfig(t *testing.T, cp *harness.ControlPlane, token string) string {
-	t.Helper()
-	body := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: %q, certificate-authority: %q}}]
-users: [{name: sa, user: {token: %q}}]
-contexts: [{name: test, context: {cluster: test, user: sa}}]
-current-context: test
-`, cp.URL, cp.PKI.CAFile, token)
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 type servingCert struct {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // configMapDir lays out a config file as the kubelet mounts a ConfigMap:
@@ -101,16 +103,16 @@ func TestConfigReloadChangesARuleWithoutARestart(t *testing.T) {
 	m := newConfigMapDir(t, containersConfig("cri.containers > 1000000"))
 	d := startDaemon(t, c.Endpoint, "--config", m.path(), "--kernel=false")
 	pid := d.cmd.Process.Pid
-	d.waitFor(t, 30*time.Second, "ContainersPresent False and RuntimeHung False", func() bool {
+	harness.Eventually(t, 30*time.Second, "ContainersPresent False and RuntimeHung False", func() bool {
 		return d.reloadCond(t, "ContainersPresent").Status == "False" && d.reloadCond(t, "RuntimeHung").Status == "False"
-	})
+	}, harness.UnlessExited(d))
 	hung := d.reloadCond(t, "RuntimeHung")
 
 	m.update(t, containersConfig("cri.containers > 0"))
 	swapped := time.Now()
-	d.waitFor(t, 5*time.Second, "the edited rule to raise ContainersPresent", func() bool {
+	harness.Eventually(t, 5*time.Second, "the edited rule to raise ContainersPresent", func() bool {
 		return d.reloadCond(t, "ContainersPresent").Status == "True"
-	})
+	}, harness.UnlessExited(d))
 	took := time.Since(swapped)
 	measure(t, "config_reload_rule_raised_after_swap", took)
 	if took > time.Second { // goal: one 500ms poll and the evaluation; measured 0.50s. The wait above bounds it at 5s
@@ -121,28 +123,28 @@ func TestConfigReloadChangesARuleWithoutARestart(t *testing.T) {
 	}
 
 	m.update(t, containersConfig("cri.containers >"))
-	d.waitFor(t, 5*time.Second, "the bad file to be refused", func() bool {
+	harness.Eventually(t, 5*time.Second, "the bad file to be refused", func() bool {
 		metrics, err := d.get("/metrics")
 		return err == nil && metricValue(metrics, "hangwatch_config_last_reload_successful") == 0
-	})
+	}, harness.UnlessExited(d))
 	if got := d.reloadCond(t, "ContainersPresent"); got.Status != "True" {
 		t.Errorf("ContainersPresent %+v after a refused reload, want the running rule's True", got)
 	}
 
 	m.update(t, containersConfig("cri.containers > 1000000"))
-	d.waitFor(t, 5*time.Second, "the fixed file to load and clear ContainersPresent", func() bool {
+	harness.Eventually(t, 5*time.Second, "the fixed file to load and clear ContainersPresent", func() bool {
 		metrics, err := d.get("/metrics")
 		return err == nil && metricValue(metrics, "hangwatch_config_last_reload_successful") == 1 &&
 			d.reloadCond(t, "ContainersPresent").Status == "False"
-	})
+	}, harness.UnlessExited(d))
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	d.waitFor(t, 5*time.Second, "SIGHUP's reload in the log", func() bool {
+	harness.Eventually(t, 5*time.Second, "SIGHUP's reload in the log", func() bool {
 		logText, _ := os.ReadFile(d.logPath)
 		return strings.Count(string(logText), "Reloaded the config file's condition rules") >= 3 &&
 			strings.Contains(string(logText), "SIGHUP: reloading the config file")
-	})
+	}, harness.UnlessExited(d))
 	if d.cmd.Process.Pid != pid || d.reloadCond(t, "ContainersPresent").Status != "False" {
 		t.Errorf("after SIGHUP: pid %d (was %d), ContainersPresent %+v", d.cmd.Process.Pid, pid, d.reloadCond(t, "ContainersPresent"))
 	}

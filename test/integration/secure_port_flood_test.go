@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/httpauth"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // The port's global review budget, as shipped.
@@ -32,10 +33,10 @@ func TestSecurePortFlood(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-secure-flood")
 	kc := createNode(t, cp, node)
-	secure := freePort(t)
+	secure := harness.FreeAddr(t)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure)...)
 	base := "https://" + secure
-	scraper := scraperToken(t, cp)
+	scraper := applyScraperIdentity(t, cp)
 	if code, body := secureGet(t, base+"/metrics", scraper); code != http.StatusOK {
 		t.Fatalf("the scraper before the flood: %d %s", code, firstLine(body))
 	}

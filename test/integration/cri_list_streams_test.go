@@ -89,7 +89,7 @@ func TestKubeletListsWithStreamsWhenGated(t *testing.T) {
 	t.Cleanup(k.Stop)
 	unary := proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
 	stream := proxy.Inject(criproxy.Fault{Method: "StreamPodSandboxes"})
-	waitCond(t, time.Minute, "the kubelet's relist to list pods", func() bool {
+	harness.Eventually(t, time.Minute, "the kubelet's relist to list pods", func() bool {
 		return proxy.Held("StreamPodSandboxes")+proxy.Held("ListPodSandbox") > 0
 	})
 	streams, lists := proxy.Held("StreamPodSandboxes"), proxy.Held("ListPodSandbox")

@@ -3,38 +3,12 @@ package integration
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-// procStat reads a process's CPU time and resident memory from /proc.
-func procStat(t *testing.T, pid int) (cpu time.Duration, rssKiB, hwmKiB int) {
-	t.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-	utime, _ := strconv.Atoi(fields[11])
-	stime, _ := strconv.Atoi(fields[12])
-	cpu = time.Duration(utime+stime) * (time.Second / 100) // USER_HZ is 100 on Linux
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "VmRSS:" {
-			rssKiB, _ = strconv.Atoi(f[1])
-		}
-		if len(f) >= 2 && f[0] == "VmHWM:" {
-			hwmKiB, _ = strconv.Atoi(f[1])
-		}
-	}
-	return cpu, rssKiB, hwmKiB
-}
+	"github.com/hangwatch/hangwatch/test/harness"
+)
 
 // allowKmsgWrites lifts the kernel's rate limit on writes to /dev/kmsg for
 // the test (kernel.printk_devkmsg), restoring it after.
@@ -89,11 +63,13 @@ func TestKmsgFloodFootprint(t *testing.T) {
 	// to it, so every line goes through the matcher as a kernel line would.
 	d := startDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rules", userFacilityRules(t))
 	pid := d.cmd.Process.Pid
-	cpu0, rss0, _ := procStat(t, pid)
+	cpu0, mem0 := harness.ProcUsage(t, pid)
+	rss0 := int(mem0.RSS)
 	start := time.Now()
 	written := floodKmsg(t, 100000, 10*time.Second)
 	wall := time.Since(start)
-	cpu1, rss1, hwm := procStat(t, pid)
+	cpu1, mem1 := harness.ProcUsage(t, pid)
+	rss1, hwm := int(mem1.RSS), int(mem1.Peak)
 	cores := (cpu1 - cpu0).Seconds() / wall.Seconds()
 	text, err := d.get("/metrics")
 	if err != nil {

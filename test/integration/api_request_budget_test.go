@@ -32,10 +32,10 @@ func TestAPIRequestBudget(t *testing.T) {
 	steady := budgetDuration(t)
 	cp := harness.StartControlPlaneT(t)
 	// every node identity may read its kubelet's /metrics, as installed
-	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
+	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	c := harness.StartContainerdT(t, 0, 0)
 	k := harness.StartKubeletT(t, cp, c, uniqueNode("hw-budget-kubelet"))
-	b := &budgetRun{t: t, cp: cp, c: c, scraper: scraperToken(t, cp)}
+	b := &budgetRun{t: t, cp: cp, c: c, scraper: applyScraperIdentity(t, cp)}
 	realNode := b.startRealNode(k)
 	for i := 1; i < 20; i++ {
 		b.startFakeNode("hw-budget", nil)
@@ -48,14 +48,14 @@ func TestAPIRequestBudget(t *testing.T) {
 	b.waitAllFalse()
 
 	begin := time.Now()
-	waitUntil(t, steady+time.Minute, "the steady state to be counted", func() bool { return time.Since(begin) >= steady })
+	harness.Eventually(t, steady+time.Minute, "the steady state to be counted", func() bool { return time.Since(begin) >= steady })
 	b.report("steady", begin, time.Now())
 
 	if err := k.Freeze(); err != nil {
 		t.Fatal(err)
 	}
 	frozen := time.Now()
-	waitUntil(t, time.Minute, "a minute of a frozen kubelet", func() bool { return time.Since(frozen) >= time.Minute })
+	harness.Eventually(t, time.Minute, "a minute of a frozen kubelet", func() bool { return time.Since(frozen) >= time.Minute })
 	frozenCount := b.count(frozen, time.Now(), realNode.node, "hangwatch/")
 	if err := k.Thaw(); err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestAPIRequestBudget(t *testing.T) {
 	late := b.nodes[1]
 	close(late.stopRenew)
 	stopped := time.Now()
-	waitUntil(t, 2*time.Minute, "two minutes of a Lease not renewed while the kubelet answers", func() bool { return time.Since(stopped) >= 2*time.Minute })
+	harness.Eventually(t, 2*time.Minute, "two minutes of a Lease not renewed while the kubelet answers", func() bool { return time.Since(stopped) >= 2*time.Minute })
 	t.Logf("MEASURE budget_late_lease_requests_per_min %.2f", perMinute(b.count(stopped, time.Now(), late.node, "hangwatch/"), time.Since(stopped)))
 }
 
@@ -115,7 +115,7 @@ func (b *budgetRun) startFakeNode(base string, extra []string) *budgetNode {
 	healthz := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	b.t.Cleanup(healthz.Close)
 	stop := make(chan struct{})
-	renewLease(b.t, clientFor(b.t, kc), node, 10*time.Second, stop)
+	renewLease(b.t, harness.ClientFor(b.t, kc), node, 10*time.Second, stop)
 	n := b.start(node, kc, fmt.Sprintf("kubelet:\n  healthzURL: %s/healthz\n", healthz.URL), extra, stop)
 	n.before = len(extra) > 0
 	b.t.Cleanup(func() {
@@ -133,7 +133,7 @@ func (b *budgetRun) start(node, kc, cfg string, extra []string, stopRenew chan s
 	if err := os.WriteFile(path, []byte("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\n"+cfg), 0o644); err != nil {
 		b.t.Fatal(err)
 	}
-	secure := freePort(b.t)
+	secure := harness.FreeAddr(b.t)
 	args := append(nodeArgs(kc, node, "--config", path, "--secure-listen-address", secure), extra...)
 	n := &budgetNode{node: node, secure: secure, d: startDaemon(b.t, b.c.Endpoint, args...), stopRenew: stopRenew}
 	b.nodes = append(b.nodes, n)
@@ -142,7 +142,7 @@ func (b *budgetRun) start(node, kc, cfg string, extra []string, stopRenew chan s
 
 func (b *budgetRun) waitAllFalse() {
 	for _, n := range b.nodes {
-		waitUntil(b.t, 2*time.Minute, n.node+": KubeletUnresponsive False", func() bool {
+		harness.Eventually(b.t, 2*time.Minute, n.node+": KubeletUnresponsive False", func() bool {
 			c := nodeCond(b.t, b.cp, n.node, "KubeletUnresponsive")
 			return c != nil && c.Status == corev1.ConditionFalse
 		})

@@ -31,7 +31,7 @@ func TestRunSurvivesRuntimeRestarts(t *testing.T) {
 	c := harness.StartContainerdT(t, 2, 1)
 	const period = time.Second
 	d := startDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", "1s")
-	d.waitFor(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.condition(t, "RuntimeHung"); return s == "False" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
 	for _, rc := range restartCases {
 		t.Run(rc.name, func(t *testing.T) {
 			unreachable, recovered := restartRuntime(t, c, rc, func() (string, string) { s, r, _ := d.condition(t, "RuntimeHung"); return s, r })
@@ -60,39 +60,26 @@ func restartRuntime(t *testing.T, c *harness.Containerd, rc restartCase, cond fu
 	}
 	stopped := time.Now()
 	c.StopRuntime(rc.graceful)
-	waitCond(t, 30*time.Second, "RuntimeHung True (RuntimeUnreachable)", func() bool {
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True (RuntimeUnreachable)", func() bool {
 		s, r := cond()
 		return s == "True" && r == "RuntimeUnreachable"
 	})
 	unreachable = time.Since(stopped)
-	for time.Since(stopped) < rc.down { // the runtime stays down: the condition must hold all along
-		if s, r := cond(); s != "True" || r != "RuntimeUnreachable" {
-			t.Fatalf("with containerd down, RuntimeHung is %s (%s), want True (RuntimeUnreachable)", s, r)
-		}
-		<-time.After(200 * time.Millisecond)
-	}
+	// The runtime stays down: the condition must hold all along.
+	harness.Throughout(t, rc.down-time.Since(stopped), "RuntimeHung True (RuntimeUnreachable) with containerd down", func() bool {
+		s, r := cond()
+		return s == "True" && r == "RuntimeUnreachable"
+	}, harness.Every(200*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := c.StartRuntime(ctx, bin); err != nil { // returns once its socket answers CRI Status
 		t.Fatalf("start containerd %s again: %v", bin.Version, err)
 	}
 	answered := time.Now()
-	waitCond(t, time.Minute, "RuntimeHung False after the restart", func() bool { s, _ := cond(); return s == "False" })
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the restart", func() bool { s, _ := cond(); return s == "False" })
 	t.Logf("containerd %s: RuntimeUnreachable %v after the stop; RuntimeHung False %v after its socket answered",
 		bin.Version, unreachable.Round(time.Millisecond), time.Since(answered).Round(time.Millisecond))
 	return unreachable, time.Since(answered)
-}
-
-// waitCond polls cond every 50 ms until it holds, failing after limit.
-func waitCond(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", limit, what)
-		}
-		<-time.After(50 * time.Millisecond)
-	}
 }
 
 // metricName turns a case name into a MEASURE name part.

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/test/harness"
 )
@@ -34,7 +35,7 @@ func newFaultIdentity(t *testing.T, cp *harness.ControlPlane, node string) *faul
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.kubeconfig, f.client = kc, clientFor(t, kc)
+	f.kubeconfig, f.client = kc, harness.ClientFor(t, kc)
 	f.grant(t, true, true)
 	ctx := context.Background()
 	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: f.user},
@@ -97,12 +98,12 @@ func (f *faultIdentity) refuseAsInvalid(t *testing.T) (remove func()) {
 	name := "hw-refuse-" + f.node
 	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptrTo(admissionv1.Fail),
+			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
 					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes/status"}}}}}},
 			MatchConditions: []admissionv1.MatchCondition{{Name: "the-test-identity", Expression: `request.userInfo.username == "` + f.user + `"`}},
-			Validations: []admissionv1.Validation{{Expression: "false", Reason: ptrTo(metav1.StatusReasonInvalid),
+			Validations: []admissionv1.Validation{{Expression: "false", Reason: ptr.To(metav1.StatusReasonInvalid),
 				Message: "the test refuses this identity's status patches"}},
 		}}
 	if _, err := f.cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
@@ -133,14 +134,14 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 	nodeKC := createNode(t, cp, node)
 	stop := make(chan struct{})
 	defer close(stop)
-	renewLease(t, clientFor(t, nodeKC), node, 2*time.Second, stop)
+	renewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
 	f := newFaultIdentity(t, cp, node)
 	d := startDaemon(t, c.Endpoint, nodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s")...)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
 
 	// The Lease read refused (403): Unknown, then False after good reads.
 	f.grant(t, false, true)
-	d.waitFor(t, 30*time.Second, "the Lease read refused", func() bool { return !f.leaseReadable() })
+	harness.Eventually(t, 30*time.Second, "the Lease read refused", func() bool { return !f.leaseReadable() }, harness.UnlessExited(d))
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionUnknown, "LeaseUnreadable"))
 	f.grant(t, true, true)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
@@ -151,7 +152,7 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 	// Unknown reaches the Node before the read works again.
 	f.checkRefusal(t, d, "403", func() func() {
 		f.grant(t, false, false)
-		d.waitFor(t, 30*time.Second, "the patch refused by RBAC", func() bool { return apierrors.IsForbidden(f.probePatch()) })
+		harness.Eventually(t, 30*time.Second, "the patch refused by RBAC", func() bool { return apierrors.IsForbidden(f.probePatch()) }, harness.UnlessExited(d))
 		return func() { f.grant(t, false, true) }
 	})
 	f.checkRefusal(t, d, "422", func() func() {
@@ -159,7 +160,7 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 		// policy is enforced: a fresh policy takes effect a moment after it
 		// is created, and hangwatch's one write of the Unknown must meet it.
 		remove := f.refuseAsInvalid(t)
-		d.waitFor(t, 30*time.Second, "the patch refused by the policy", func() bool { return apierrors.IsInvalid(f.probePatch()) })
+		harness.Eventually(t, 30*time.Second, "the patch refused by the policy", func() bool { return apierrors.IsInvalid(f.probePatch()) }, harness.UnlessExited(d))
 		f.grant(t, false, true)
 		return remove
 	})
@@ -177,15 +178,15 @@ func (f *faultIdentity) checkRefusal(t *testing.T, d *daemon, code string, refus
 	series := `hangwatch_node_status_patch_refusals_total{code="` + code + `"}`
 	restorePatch := refuse()
 	var first float64
-	d.waitFor(t, 60*time.Second, "a refusal counted with code "+code, func() bool {
+	harness.Eventually(t, 60*time.Second, "a refusal counted with code "+code, func() bool {
 		text, err := d.get("/metrics")
 		first = metricValue(text, series)
 		return err == nil && first >= 1
-	})
+	}, harness.UnlessExited(d))
 	refusedAt := time.Now()
 	// Watch for 10 s: a hot loop would send hundreds; the slow retry (every
 	// 15-30 s) sends at most one more.
-	d.waitFor(t, 15*time.Second, "10 s of refusals", func() bool { return time.Since(refusedAt) >= 10*time.Second })
+	harness.Eventually(t, 15*time.Second, "10 s of refusals", func() bool { return time.Since(refusedAt) >= 10*time.Second }, harness.UnlessExited(d))
 	text, _ := d.get("/metrics")
 	if n := metricValue(text, series); n > first+1 {
 		t.Errorf("%v refusals with code %s in 10 s after the first; want at most one slow retry", n-first, code)

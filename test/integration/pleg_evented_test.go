@@ -31,7 +31,7 @@ func TestEventedPLEGGenerations(t *testing.T) {
 	}
 	t.Cleanup(k.Stop)
 	var r diagJSON
-	waitCond(t, time.Minute, "diag to see the Evented PLEG from the kubelet's metrics", func() bool {
+	harness.Eventually(t, time.Minute, "diag to see the Evented PLEG from the kubelet's metrics", func() bool {
 		r, _, _ = runDiag(t, c.Endpoint, "--kubelet-metrics-url", k.ReadOnlyMetricsURL())
 		return r.PLEG.EventedPLEG && r.PLEG.KubeletVersion != ""
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // writeKmsg logs one line through the real /dev/kmsg, at info level so it
@@ -32,26 +33,6 @@ func writeKmsgAt(t *testing.T, prio int, line string) {
 	if _, err := fmt.Fprintf(f, "<%d>%s\n", prio, line); err != nil {
 		t.Fatalf("write /dev/kmsg: %v", err)
 	}
-}
-
-func (d *daemon) condition(t *testing.T, condType string) (status, reason, message string) {
-	t.Helper()
-	body, err := d.get("/conditions")
-	if err != nil {
-		return "", "", ""
-	}
-	var out struct {
-		Conditions []struct{ Type, Status, Reason, Message string } `json:"conditions"`
-	}
-	if err := json.Unmarshal([]byte(body), &out); err != nil {
-		t.Fatalf("/conditions: %v", err)
-	}
-	for _, c := range out.Conditions {
-		if c.Type == condType {
-			return c.Status, c.Reason, c.Message
-		}
-	}
-	return "", "", ""
 }
 
 // userFacilityRules writes hangwatch's built-in kernel rules with
@@ -87,18 +68,18 @@ func TestKernelDeadlockFromRealKmsg(t *testing.T) {
 	oom := fmt.Sprintf("Memory cgroup out of memory: Killed process %d (stress) total-vm:262144kB, anon-rss:256512kB, file-rss:1024kB, shmem-rss:0kB, UID:0 pgtables:560kB oom_score_adj:999", pid)
 	rules := userFacilityRules(t)
 	d := startDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rules", rules)
-	d.waitFor(t, 30*time.Second, "KernelDeadlock False", func() bool {
+	harness.Eventually(t, 30*time.Second, "KernelDeadlock False", func() bool {
 		st, _, _ := d.condition(t, "KernelDeadlock")
 		return st == "False"
-	})
+	}, harness.UnlessExited(d))
 
 	written := time.Now()
 	writeKmsg(t, hung)
 	wantMsg := fmt.Sprintf(ruleMessage, "runtime-task-blocked", "ContainerRuntimeTaskBlocked")
-	d.waitFor(t, 10*time.Second, "KernelDeadlock True", func() bool {
+	harness.Eventually(t, 10*time.Second, "KernelDeadlock True", func() bool {
 		st, _, msg := d.condition(t, "KernelDeadlock")
 		return st == "True" && strings.HasPrefix(msg, wantMsg)
-	})
+	}, harness.UnlessExited(d))
 	raised := time.Since(written)
 	measure(t, "kernel_deadlock_raised_after_kmsg_line", raised)
 	if raised > 5*time.Second {
@@ -112,10 +93,10 @@ func TestKernelDeadlockFromRealKmsg(t *testing.T) {
 	// The plain port names the event but withholds the kernel line (the
 	// secure port serves it: TestSecurePort); lookback 0 makes any
 	// OOMKilling this run's.
-	d.waitFor(t, 10*time.Second, "the OOMKilling event", func() bool {
+	harness.Eventually(t, 10*time.Second, "the OOMKilling event", func() bool {
 		body, _ := d.get("/events")
 		return strings.Contains(body, `"reason": "OOMKilling"`)
-	})
+	}, harness.UnlessExited(d))
 	marks := []string{fmt.Sprintf("containerd:%d", pid), fmt.Sprintf("process %d", pid)}
 	body, _ := d.get("/events")
 	if containsAny(body, marks) || !strings.Contains(body, "withheld") || !strings.Contains(body, `"condition": "KernelDeadlock"`) {
@@ -133,10 +114,10 @@ func TestKernelDeadlockFromRealKmsg(t *testing.T) {
 
 	// A restart reads the lookback window and carries the deadlock on.
 	restarted := startDaemon(t, c.Endpoint, "--kernel-lookback", "5m", "--kernel-rules", rules)
-	restarted.waitFor(t, 30*time.Second, "KernelDeadlock True from the lookback", func() bool {
+	harness.Eventually(t, 30*time.Second, "KernelDeadlock True from the lookback", func() bool {
 		st, _, msg := restarted.condition(t, "KernelDeadlock")
 		return st == "True" && strings.HasPrefix(msg, wantMsg)
-	})
+	}, harness.UnlessExited(restarted))
 	text, err := d.get("/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -63,9 +63,9 @@ func TestSharedAndLeftBehindConditions(t *testing.T) {
 	args := nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s")
 	d := startDaemon(t, c.Endpoint, args...)
 	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
-	d.waitFor(t, 30*time.Second, "FrequentContainerdRestart removed", func() bool {
+	harness.Eventually(t, 30*time.Second, "FrequentContainerdRestart removed", func() bool {
 		return nodeCond(t, cp, node, "FrequentContainerdRestart") == nil
-	})
+	}, harness.UnlessExited(d))
 	if k := nodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue || k.Reason != "DockerHung" {
 		t.Errorf("KernelDeadlock %+v: want node-problem-detector's, untouched", k)
 	}
@@ -79,14 +79,14 @@ func TestSharedAndLeftBehindConditions(t *testing.T) {
 	if v := metricValue(text, `hangwatch_node_condition_shared{condition="RuntimeHung",manager="node-problem-detector"}`); v > 0 {
 		t.Errorf("RuntimeHung reported shared: %v", v)
 	}
-	d.waitFor(t, 30*time.Second, "the ConditionSharedWithAnotherWriter Event", func() bool {
+	harness.Eventually(t, 30*time.Second, "the ConditionSharedWithAnotherWriter Event", func() bool {
 		for _, e := range nodeEvents(t, cp, node) {
 			if e.Reason == "ConditionSharedWithAnotherWriter" && strings.Contains(e.Message, "KernelDeadlock is also written by node-problem-detector") {
 				return e.Count == 1
 			}
 		}
 		return false
-	})
+	}, harness.UnlessExited(d))
 	d.stop(t)
 
 	over := startDaemon(t, c.Endpoint, append(args, "--overwrite-shared-conditions", "KernelDeadlock")...)

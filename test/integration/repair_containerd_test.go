@@ -131,7 +131,7 @@ func (r *repairRig) reload(t *testing.T, repairLines ...string) {
 	t.Helper()
 	before := r.logCount(t, "Repair settings reloaded")
 	r.writeConfig(t, repairLines...)
-	waitUntil(t, 30*time.Second, "hangwatch to reload the repair settings", func() bool {
+	harness.Eventually(t, 30*time.Second, "hangwatch to reload the repair settings", func() bool {
 		return r.logCount(t, "Repair settings reloaded") > before
 	})
 }
@@ -156,9 +156,9 @@ func (r *repairRig) repairs(outcome string) float64 {
 
 func (r *repairRig) waitRepairs(t *testing.T, limit time.Duration, outcome string, want float64) {
 	t.Helper()
-	waitUntilOr(t, limit, func() string {
-		return fmt.Sprintf("hangwatch_repairs_total{outcome=%q} to reach %v (it is %v)", outcome, want, r.repairs(outcome))
-	}, func() bool { return r.repairs(outcome) >= want })
+	harness.Eventually(t, limit, fmt.Sprintf("hangwatch_repairs_total{outcome=%q} to reach %v", outcome, want),
+		func() bool { return r.repairs(outcome) >= want },
+		harness.Explaining(func() string { return fmt.Sprintf("it is %v", r.repairs(outcome)) }))
 }
 
 func (r *repairRig) mainPID(t *testing.T) int {
@@ -175,7 +175,7 @@ func (r *repairRig) mainPID(t *testing.T) int {
 func (r *repairRig) waitEvent(t *testing.T, eventType, reason string) corev1.Event {
 	t.Helper()
 	var found corev1.Event
-	waitUntil(t, 30*time.Second, "a "+eventType+" "+reason+" Event on the Node", func() bool {
+	harness.Eventually(t, 30*time.Second, "a "+eventType+" "+reason+" Event on the Node", func() bool {
 		for _, e := range nodeEvents(t, r.cp, r.node) {
 			if e.Type == eventType && e.Reason == reason {
 				found = e
@@ -225,7 +225,7 @@ func (r *repairRig) runningContainers(t *testing.T) map[string]string {
 func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 	r := startRepairRig(t)
 	started := time.Now()
-	waitUntil(t, 30*time.Second, "RuntimeHung False", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
 	r.checkDiagnosis(t)
 
 	pid0 := r.mainPID(t)
@@ -243,7 +243,7 @@ func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 		t.Fatalf("containerd's main PID %d -> %d, restarted %v, before repair was let act", pid0, pid, r.repairs(repair.OutcomeRestarted))
 	}
 	thaw()
-	waitUntil(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
 
 	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit)
 	r.restartCures(t, pid0)
@@ -294,12 +294,12 @@ func (r *repairRig) restartCures(t *testing.T, pid0 int) {
 	}
 	freeze(t, r.c)
 	frozen := time.Now()
-	waitUntil(t, 30*time.Second, "RuntimeHung True", func() bool { st, _ := r.runtimeHung(t); return st == "True" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True", func() bool { st, _ := r.runtimeHung(t); return st == "True" })
 	measure(t, "repair_runtimehung_true_after_freeze", time.Since(frozen))
 	var pid int
-	waitUntil(t, 2*time.Minute, "systemd to start a new containerd", func() bool { pid = r.mainPID(t); return pid != 0 && pid != pid0 })
+	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd", func() bool { pid = r.mainPID(t); return pid != 0 && pid != pid0 })
 	measure(t, "repair_restarted_after_freeze", time.Since(frozen))
-	waitUntil(t, time.Minute, "RuntimeHung False after the restart", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the restart", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
 	measure(t, "repair_runtimehung_false_after_freeze", time.Since(frozen))
 	if got := r.repairs(repair.OutcomeRestarted); got != 1 {
 		t.Errorf("restarted = %v, want 1", got)

@@ -97,11 +97,11 @@ func startStaticPodNode(t *testing.T) staticPodNode {
 	if err := n.c.ImportImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, n.cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
+	n.cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	configDir := t.TempDir()
 	writeStaticPodConfig(t, configDir, n.k)
 	writeStaticPod(t, n, configDir)
-	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, proxy: proxy, scrapeToken: scraperToken(t, cp)}
+	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, proxy: proxy, scrapeToken: applyScraperIdentity(t, cp)}
 }
 
 // waitHealthy waits for hangwatch's four conditions to be False on the
@@ -221,33 +221,15 @@ func writeYAML(t *testing.T, path string, v any) {
 }
 
 // waitNodeCond polls the Node until its condition condType satisfies ok,
-// and returns when that was first seen; it fails the test after limit.
+// and returns when that was first seen; it fails the test after limit,
+// with what the static pod is doing.
 func (n staticPodNode) waitNodeCond(t *testing.T, limit time.Duration, condType string, ok func(*corev1.NodeCondition) bool) time.Time {
 	t.Helper()
-	at, seen := n.pollNodeCond(t, limit, condType, ok)
-	if !seen {
-		t.Fatalf("Node %s: %s not as wanted after %v: %+v\n%s", n.k.Node, condType, limit,
-			nodeCond(t, n.cp, n.k.Node, condType), n.diagnose(t))
+	_, seen, err := pollNode(t, n.cp, limit, n.k.Node, condType, ok, harness.Every(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("%v: %+v\n%s", err, nodeCond(t, n.cp, n.k.Node, condType), n.diagnose(t))
 	}
-	return at
-}
-
-// pollNodeCond is waitNodeCond that reports, rather than fails, a
-// condition not seen within limit.
-func (n staticPodNode) pollNodeCond(t *testing.T, limit time.Duration, condType string, ok func(*corev1.NodeCondition) bool) (time.Time, bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for range tick.C {
-		if c := nodeCond(t, n.cp, n.k.Node, condType); c != nil && ok(c) {
-			return time.Now(), true
-		}
-		if time.Now().After(deadline) {
-			return time.Time{}, false
-		}
-	}
-	return time.Time{}, false
+	return seen
 }
 
 // diagnose tells what the static pod is doing: the mirror pod's status and

@@ -18,10 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/harness"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // throttlingWebhook answers the API server's admission reviews: 429 with
@@ -76,10 +79,10 @@ func (w *throttlingWebhook) register(t *testing.T, f *faultIdentity) {
 			Rules: []admissionregv1.RuleWithOperations{{Operations: []admissionregv1.OperationType{admissionregv1.Update},
 				Rule: admissionregv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes/status"}}}},
 			MatchConditions:         []admissionregv1.MatchCondition{{Name: "the-test-identity", Expression: `request.userInfo.username == "` + f.user + `"`}},
-			SideEffects:             ptrTo(admissionregv1.SideEffectClassNone),
-			FailurePolicy:           ptrTo(admissionregv1.Fail),
+			SideEffects:             ptr.To(admissionregv1.SideEffectClassNone),
+			FailurePolicy:           ptr.To(admissionregv1.Fail),
 			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptrTo(int32(5)),
+			TimeoutSeconds:          ptr.To(int32(5)),
 		}}}
 	if _, err := f.cp.Admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -118,7 +121,7 @@ func TestStatusPatchThrottled(t *testing.T) {
 	nodeKC := createNode(t, cp, node)
 	stop := make(chan struct{})
 	defer close(stop)
-	renewLease(t, clientFor(t, nodeKC), node, 2*time.Second, stop)
+	renewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
 	f := newFaultIdentity(t, cp, node)
 	wh := startThrottlingWebhook(t)
 	wh.register(t, f)
@@ -130,12 +133,12 @@ func TestStatusPatchThrottled(t *testing.T) {
 
 	wh.throttle.Store(true)
 	f.grant(t, false, true) // the Lease read refused: KubeletUnresponsive goes Unknown, and hangwatch writes
-	d.waitFor(t, 30*time.Second, "a throttled patch", func() bool {
+	harness.Eventually(t, 30*time.Second, "a throttled patch", func() bool {
 		text, err := d.get("/metrics")
 		return err == nil && metricValue(text, `hangwatch_node_status_patches_total{result="error"}`) >= 1
-	})
+	}, harness.UnlessExited(d))
 	from, start := wh.reviews.Load(), time.Now()
-	d.waitFor(t, 20*time.Second, "15 s of throttling", func() bool { return time.Since(start) >= 15*time.Second })
+	harness.Eventually(t, 20*time.Second, "15 s of throttling", func() bool { return time.Since(start) >= 15*time.Second }, harness.UnlessExited(d))
 	reviews := wh.reviews.Load() - from
 	t.Logf("MEASURE throttled_reviews_in_15s %d", reviews)
 	if reviews > 12 { // at most one attempt per Retry-After (2 s), client-go's own retries included

@@ -32,17 +32,17 @@ func TestRestartCarriesKernelDeadlockOnAndClearsIt(t *testing.T) {
 
 	writeKmsg(t, fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", pid))
 	raised := waitNode(t, cp, d, 30*time.Second, node, "KernelDeadlock", status(corev1.ConditionTrue))
-	d.waitFor(t, 30*time.Second, "the Warning Event", func() bool { return len(deadlockWarnings(t, cp, node)) == 1 })
+	harness.Eventually(t, 30*time.Second, "the Warning Event", func() bool { return len(deadlockWarnings(t, cp, node)) == 1 }, harness.UnlessExited(d))
 	d.stop(t)
 
 	// --kernel-lookback 0s (nodeArgs): the restarted hangwatch does not read
 	// the line again; only the Node says KernelDeadlock is True.
 	restarted := startDaemon(t, c.Endpoint, args...)
 	restartedAt := time.Now()
-	restarted.waitFor(t, 30*time.Second, "KernelDeadlock True restored from the Node", func() bool {
+	harness.Eventually(t, 30*time.Second, "KernelDeadlock True restored from the Node", func() bool {
 		st, _, _ := restarted.condition(t, "KernelDeadlock")
 		return st == "True"
-	})
+	}, harness.UnlessExited(restarted))
 	waitNode(t, cp, restarted, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
 	if k := nodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue ||
 		!k.LastTransitionTime.Equal(&raised.LastTransitionTime) {
@@ -54,9 +54,9 @@ func TestRestartCarriesKernelDeadlockOnAndClearsIt(t *testing.T) {
 	if cleared < quiet-2*time.Second {
 		t.Errorf("the restored KernelDeadlock cleared %v after the restart, before its %v quiet window", cleared, quiet)
 	}
-	restarted.waitFor(t, 30*time.Second, "the Normal Event for the clear", func() bool {
+	harness.Eventually(t, 30*time.Second, "the Normal Event for the clear", func() bool {
 		return hasEvent(nodeEvents(t, cp, node), corev1.EventTypeNormal, "KernelHasNoDeadlock")
-	})
+	}, harness.UnlessExited(restarted))
 	if w := deadlockWarnings(t, cp, node); len(w) != 1 || w[0].Count > 1 {
 		t.Errorf("Warning Events for KernelDeadlock after the restart: %d objects (first counted %d), want the one from before it",
 			len(w), countOf(w))

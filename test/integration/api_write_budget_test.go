@@ -59,7 +59,7 @@ func TestWriteBudget(t *testing.T) {
 	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
 	before := writes(t, cp)
 	start := time.Now()
-	d.waitFor(t, steady+time.Minute, "the steady window", func() bool { return time.Since(start) >= steady })
+	harness.Eventually(t, steady+time.Minute, "the steady window", func() bool { return time.Since(start) >= steady }, harness.UnlessExited(d))
 	after := writes(t, cp)
 	patches := after.patches - before.patches
 	cycles := int(steady / time.Second)
@@ -73,11 +73,11 @@ func TestWriteBudget(t *testing.T) {
 
 	thaw := freeze(t, c)
 	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionTrue))
-	d.waitFor(t, 30*time.Second, "the transition's Event", func() bool { return writes(t, cp).events > after.events })
+	harness.Eventually(t, 30*time.Second, "the transition's Event", func() bool { return writes(t, cp).events > after.events }, harness.UnlessExited(d))
 	raise := writes(t, cp)
 	thaw()
 	waitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
-	d.waitFor(t, 30*time.Second, "the clear's Event", func() bool { return writes(t, cp).events > raise.events })
+	harness.Eventually(t, 30*time.Second, "the clear's Event", func() bool { return writes(t, cp).events > raise.events }, harness.UnlessExited(d))
 	clear := writes(t, cp)
 	t.Logf("MEASURE transition_writes raise: %d patches %d events; clear: %d patches %d events",
 		raise.patches-after.patches, raise.events-after.events, clear.patches-raise.patches, clear.events-raise.events)

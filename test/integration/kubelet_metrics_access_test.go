@@ -1,17 +1,12 @@
 package integration
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
 )
@@ -34,46 +29,14 @@ func startKubeletNode(t *testing.T) kubeletNode {
 	return kubeletNode{cp: cp, c: c, k: k}
 }
 
-// metricsToken creates a ServiceAccount and returns a file holding a token
-// for it; with allow it is bound to a ClusterRole granting get on
-// nodes/metrics, as the DaemonSet's is.
-func metricsToken(t *testing.T, cp *harness.ControlPlane, name string, allow bool) string {
-	t.Helper()
-	ctx := context.Background()
-	sa, err := cp.Admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if allow {
-		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}}}}
-		if _, err := cp.Admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}
-		if _, err := cp.Admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitAuthorized(t, cp, serviceAccountUser("default", name), authorizationv1.SubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "metrics"}})
-	}
-	tr, err := cp.Admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name+".token")
-	if err := os.WriteFile(path, []byte(tr.Status.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+// getNodesMetrics is the right to the kubelet's metrics the DaemonSet's
+// ClusterRole grants.
+var getNodesMetrics = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}}
 
 func TestKubeletMetricsAccess(t *testing.T) {
 	n := startKubeletNode(t)
-	allowed := metricsToken(t, n.cp, "hw-metrics-"+n.k.Node, true)
-	denied := metricsToken(t, n.cp, "hw-nometrics-"+n.k.Node, false)
+	allowed := harness.TokenFile(t, n.cp.ServiceAccountToken(t, "hw-metrics-"+n.k.Node, getNodesMetrics))
+	denied := harness.TokenFile(t, n.cp.ServiceAccountToken(t, "hw-nometrics-"+n.k.Node))
 	bad := filepath.Join(t.TempDir(), "bad.token")
 	if err := os.WriteFile(bad, []byte("not-a-token"), 0o600); err != nil {
 		t.Fatal(err)

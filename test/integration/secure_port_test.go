@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -11,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
 )
@@ -28,13 +24,13 @@ func TestSecurePort(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-secure")
 	kc := createNode(t, cp, node)
-	secure := freePort(t)
+	secure := harness.FreeAddr(t)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure,
 		"--kernel-rules", userFacilityRules(t))...) // the OOM line below is written to /dev/kmsg
 	base := "https://" + secure
-	scraper := scraperToken(t, cp)
-	nobody := serviceAccountToken(t, cp, "hw-secure-nobody", nil)
-	reader := serviceAccountToken(t, cp, "hw-secure-reader", []string{"/metrics", "/events", "/conditions"})
+	scraper := applyScraperIdentity(t, cp)
+	nobody := cp.ServiceAccountToken(t, "hw-secure-nobody")
+	reader := cp.ServiceAccountToken(t, "hw-secure-reader", rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics", "/events", "/conditions"}, Verbs: []string{"get"}})
 
 	for _, c := range []struct {
 		who, token, path string
@@ -61,10 +57,10 @@ func TestSecurePort(t *testing.T) {
 
 	line := fmt.Sprintf("Memory cgroup out of memory: Killed process %d (hw-secure) total-vm:262144kB, anon-rss:256512kB, file-rss:1024kB, shmem-rss:0kB, UID:0 pgtables:560kB oom_score_adj:999", 4000+time.Now().Nanosecond()%1000)
 	writeKmsg(t, line)
-	d.waitFor(t, 10*time.Second, "the kernel line on the secure /events", func() bool {
+	harness.Eventually(t, 10*time.Second, "the kernel line on the secure /events", func() bool {
 		code, body := secureGet(t, base+"/events", reader)
 		return code == http.StatusOK && strings.Contains(body, line)
-	})
+	}, harness.UnlessExited(d))
 	_, text := secureGet(t, base+"/metrics", scraper)
 	counts := seriesOf(text, "hangwatch_secure_requests_total")
 	t.Logf("hangwatch_secure_requests_total: %v", counts)
@@ -75,53 +71,15 @@ func TestSecurePort(t *testing.T) {
 	}
 }
 
-// scraperToken applies the PodMonitor's identity as shipped and returns a
-// token of its ServiceAccount (the Secret the manifest also makes is filled
-// by the controller manager's token controller, which this API server has
-// not; a bound token is the same identity).
-func scraperToken(t *testing.T, cp *harness.ControlPlane) string {
+// applyScraperIdentity applies the PodMonitor's identity as shipped and
+// returns a token of its ServiceAccount (the Secret the manifest also
+// makes is filled by the controller manager's token controller, which
+// this API server has not; a bound token is the same identity).
+func applyScraperIdentity(t *testing.T, cp *harness.ControlPlane) string {
 	t.Helper()
-	kubectl(t, cp, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "prometheus", "scraper.yaml"))
-	waitAuthorized(t, cp, serviceAccountUser("kube-system", "hangwatch-scraper"), nonResourceGet("/metrics"))
-	return tokenFor(t, cp, "kube-system", "hangwatch-scraper")
-}
-
-// serviceAccountToken makes a ServiceAccount in default that may get
-// paths (none: no rights) and returns a token of it.
-func serviceAccountToken(t *testing.T, cp *harness.ControlPlane, name string, paths []string) string {
-	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := cp.Admin.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) > 0 {
-		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Rules: []rbacv1.PolicyRule{{NonResourceURLs: paths, Verbs: []string{"get"}}}}
-		if _, err := cp.Admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}
-		if _, err := cp.Admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range paths {
-			waitAuthorized(t, cp, serviceAccountUser("default", name), nonResourceGet(p))
-		}
-	}
-	return tokenFor(t, cp, "default", name)
-}
-
-func tokenFor(t *testing.T, cp *harness.ControlPlane, ns, sa string) string {
-	t.Helper()
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}
-	tok, err := cp.Admin.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa, req, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok.Status.Token
+	cp.Kubectl(t, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "prometheus", "scraper.yaml"))
+	cp.WaitAuthorized(t, harness.ServiceAccountUser("kube-system", "hangwatch-scraper"), harness.NonResourceGet("/metrics"))
+	return cp.Token(t, "kube-system", "hangwatch-scraper", nil)
 }
 
 // secureClient keeps its connections, as Prometheus does: hangwatch holds
