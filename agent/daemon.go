@@ -71,11 +71,13 @@ func (a *Agent) assemble() error {
 		available = append(available, conditions.InputLease)
 	}
 	var holds map[string]time.Duration
+	var kernelConditions []string
 	if a.kernel != nil {
-		holds = a.kernel.RestoredHolds()
+		holds, kernelConditions = a.kernel.RestoredHolds(), config.KernelConditionNames(a.kernel.Monitor().ConditionTypes())
 	}
 	a.engine, err = conditions.NewEngine(specs, a.o.Clock, conditions.EngineOptions{
-		Available: available, Registry: a.o.Registry, OnChange: a.api.transition, RestoredHold: holds, Params: a.cfg.RuleParams()})
+		Available: available, Registry: a.o.Registry, OnChange: a.api.transition, RestoredHold: holds,
+		Params: a.cfg.RuleParams(), KernelConditions: kernelConditions})
 	if err != nil {
 		return err
 	}

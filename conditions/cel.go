@@ -57,15 +57,18 @@ type expr struct {
 }
 
 // compile checks an expression and that it gives want (or dyn).
-func compile(env *cel.Env, source string, want *cel.Type) (*expr, error) {
-	ast, iss := env.Compile(source)
+func compile(env *ruleEnv, source string, want *cel.Type) (*expr, error) {
+	ast, iss := env.cel.Compile(source)
 	if iss.Err() != nil {
 		return nil, withFieldHint(iss.Err())
+	}
+	if err := checkKernelConditions(ast.NativeRep(), env.kernelConditions); err != nil {
+		return nil, err
 	}
 	if out := ast.OutputType(); !out.IsExactType(want) && !out.IsExactType(cel.DynType) {
 		return nil, fmt.Errorf("gives %s, want %s", out, want)
 	}
-	prg, err := env.Program(ast, cel.CostLimit(costLimit))
+	prg, err := env.cel.Program(ast, cel.CostLimit(costLimit))
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +121,7 @@ type text struct {
 	expr    *expr
 }
 
-func compileText(env *cel.Env, literal, expression, path string) (text, error) {
+func compileText(env *ruleEnv, literal, expression, path string) (text, error) {
 	if expression == "" {
 		return text{literal: literal}, nil
 	}

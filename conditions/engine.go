@@ -40,6 +40,9 @@ type EngineOptions struct {
 	OnChange func(before, after Condition)
 	// Params are the configuration's knobs the rules read as `params`.
 	Params observations.Params
+	// KernelConditions are the condition types the kernel rules raise,
+	// when known: a rule naming another under kernel is refused.
+	KernelConditions []string
 	// RestoredHold is, by condition type, how long a condition restored
 	// True from the Node stays True without this process's own evidence
 	// (see Thresholds.RestoredHold).
@@ -48,7 +51,7 @@ type EngineOptions struct {
 
 // NewEngine compiles specs; each mistake is reported with its field path.
 func NewEngine(specs []Spec, clk clock.PassiveClock, opts EngineOptions) (*Engine, error) {
-	rules, err := compileAll(specs, opts.Params)
+	rules, err := compileAll(specs, opts.Params, opts.KernelConditions)
 	if err != nil {
 		return nil, err
 	}

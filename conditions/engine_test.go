@@ -90,7 +90,7 @@ func TestCompileErrorsNameTheField(t *testing.T) {
 	bad.Problems[0].When = "cri.containers +"
 	bad.Healthy = conditions.Outcome{ReasonExpression: "1 + 2"}
 	other := conditions.Spec{Type: "lower", Problems: []conditions.Problem{{When: "true", Outcome: conditions.Outcome{Reason: "Bad Reason"}}}}
-	err := conditions.CompileSpecs([]conditions.Spec{bad, other, {Type: "Ready", Disabled: true}}, conditions.DefaultParams())
+	err := conditions.CompileSpecs([]conditions.Spec{bad, other, {Type: "Ready", Disabled: true}}, conditions.DefaultParams(), nil)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -132,7 +132,7 @@ func TestMergeSpecs(t *testing.T) {
 	if merged[0].ClearAfter != 5 {
 		t.Fatal("the override did not replace the default")
 	}
-	if err := conditions.CompileSpecs(merged, conditions.DefaultParams()); err != nil {
+	if err := conditions.CompileSpecs(merged, conditions.DefaultParams(), nil); err != nil {
 		t.Fatal(err)
 	}
 }

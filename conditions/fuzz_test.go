@@ -38,7 +38,7 @@ func FuzzSpecs(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
 		var specs []conditions.Spec
-		if err := yaml.Unmarshal([]byte(doc), &specs); err != nil || conditions.CompileSpecs(specs, conditions.DefaultParams()) != nil {
+		if err := yaml.Unmarshal([]byte(doc), &specs); err != nil || conditions.CompileSpecs(specs, conditions.DefaultParams(), nil) != nil {
 			return
 		}
 		defer watchdog.Start(5*time.Second, func() string { return fmt.Sprintf("evaluating the rules %q", doc) })()

@@ -17,11 +17,13 @@ func DefaultParams() observations.Params {
 	return observations.Params{PLEGSlowFor: 2 * time.Minute}
 }
 
-// ruleEnv is what rules are compiled against: the CEL environment and
-// the params their minDurationExpressions read.
+// ruleEnv is what rules are compiled against: the CEL environment, the
+// params their minDurationExpressions read, and the kernel rules'
+// condition types (nil: not known).
 type ruleEnv struct {
-	cel    *cel.Env
-	params observations.Params
+	cel              *cel.Env
+	params           observations.Params
+	kernelConditions []string
 }
 
 // minDuration is a problem's minDuration, or its minDurationExpression
@@ -30,7 +32,7 @@ func (env *ruleEnv) minDuration(p Problem) (time.Duration, error) {
 	if p.MinDurationExpression == "" {
 		return p.MinDuration.Duration, nil
 	}
-	e, err := compile(env.cel, p.MinDurationExpression, cel.DurationType)
+	e, err := compile(env, p.MinDurationExpression, cel.DurationType)
 	if err != nil {
 		return 0, err
 	}

@@ -29,7 +29,7 @@ func TestAMisspelledFieldIsRefusedWithItsPathAndRule(t *testing.T) {
 	for when, wants := range cases {
 		spec := Spec{Type: "TooManyContainers", Problems: []Problem{{When: when, Outcome: Outcome{Reason: "Many"}}},
 			Healthy: Outcome{Reason: "Few"}}
-		err := CompileSpecs([]Spec{spec}, DefaultParams())
+		err := CompileSpecs([]Spec{spec}, DefaultParams(), nil)
 		if err == nil {
 			t.Errorf("%s compiled", when)
 			continue
@@ -131,13 +131,13 @@ func TestMinDurationExpressionReadsOnlyParams(t *testing.T) {
 		return Spec{Type: "Piling", Problems: []Problem{p}, Healthy: Outcome{Reason: "Few"}}
 	}
 	cases := map[string]Problem{
-		"minDurationExpression: reads [cri]":      {MinDurationExpression: "duration(string(cri.containers) + 's')"},
-		"set minDuration or minDurationExpression": {MinDuration: metav1.Duration{Duration: time.Second}, MinDurationExpression: "params.plegSlowFor"},
+		"minDurationExpression: reads [cri]":          {MinDurationExpression: "duration(string(cri.containers) + 's')"},
+		"set minDuration or minDurationExpression":    {MinDuration: metav1.Duration{Duration: time.Second}, MinDurationExpression: "params.plegSlowFor"},
 		"gives double, want google.protobuf.Duration": {MinDurationExpression: "params.leaseGraceShare"},
-		`"24h2m0s" must be from 0 to 24h0m0s`:          {MinDurationExpression: "params.plegSlowFor + duration('24h')"},
+		`"24h2m0s" must be from 0 to 24h0m0s`:         {MinDurationExpression: "params.plegSlowFor + duration('24h')"},
 	}
 	for want, p := range cases {
-		if err := CompileSpecs([]Spec{spec(p)}, DefaultParams()); err == nil || !strings.Contains(err.Error(), want) {
+		if err := CompileSpecs([]Spec{spec(p)}, DefaultParams(), nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", p, err, want)
 		}
 	}
@@ -171,4 +171,27 @@ func conditionOf(t *testing.T, e *Engine, condType string) Condition {
 	}
 	t.Fatalf("no condition %s", condType)
 	return Condition{}
+}
+
+// TestAKernelConditionTheKernelRulesDoNotRaiseIsRefused: with the kernel
+// rules' condition types known, kernel.<Type> and kernel["<Type>"] must
+// name one of them; unknown (nil), nothing is checked.
+func TestAKernelConditionTheKernelRulesDoNotRaiseIsRefused(t *testing.T) {
+	known := []string{TypeKernelDeadlock, "FrequentOOM"}
+	for when, bad := range map[string]bool{
+		"kernel.KernelDeadlock.active":                          false,
+		`kernel["FrequentOOM"].active`:                          false,
+		"kernel.KernelDedlock.active":                           true,
+		`kernel["KernelDedlock"].matches > 0`:                   true,
+		`cri.containers > 0 && kernel.FrequentOOMs.matches > 3`: true,
+	} {
+		spec := Spec{Type: "Custom", Problems: []Problem{{When: when, Outcome: Outcome{Reason: "Bad"}}}, Healthy: Outcome{Reason: "Good"}}
+		err := CompileSpecs([]Spec{spec}, DefaultParams(), known)
+		if (err != nil) != bad || (bad && !strings.Contains(err.Error(), "the kernel rules raise no condition")) {
+			t.Errorf("%s: %v", when, err)
+		}
+		if err := CompileSpecs([]Spec{spec}, DefaultParams(), nil); err != nil {
+			t.Errorf("%s with the kernel rules unknown: %v", when, err)
+		}
+	}
 }

@@ -26,7 +26,7 @@ type ReloadResult struct {
 // starts over and is evaluated at once from the latest observations, so it
 // need not wait for its inputs' next look.
 func (e *Engine) Reload(specs []Spec, params observations.Params) (ReloadResult, error) {
-	compiled, err := compileAll(specs, params)
+	compiled, err := compileAll(specs, params, e.opts.KernelConditions)
 	if err != nil {
 		return ReloadResult{}, err
 	}

@@ -45,7 +45,7 @@ func compileRule(env *ruleEnv, s Spec, path string) (*rule, []error) {
 	r.problems, perrs = r.compileProblems(env, s.Problems, path+".problems")
 	errs = append(errs, perrs...)
 	var oerrs []error
-	r.healthy, oerrs = compileOutcome(env.cel, s.Healthy, path+".healthy")
+	r.healthy, oerrs = compileOutcome(env, s.Healthy, path+".healthy")
 	errs = append(errs, oerrs...)
 	r.addInputs(r.healthy.reason.inputs(), r.healthy.message.inputs())
 	r.readsParams = r.readsParams || r.healthy.readsParams()
@@ -61,7 +61,7 @@ func (r *rule) compileProblems(env *ruleEnv, ps []Problem, path string) ([]probl
 	var errs []error
 	for i, p := range ps {
 		at := fmt.Sprintf("%s[%d]", path, i)
-		when, err := compile(env.cel, p.When, cel.BoolType)
+		when, err := compile(env, p.When, cel.BoolType)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.when: %w", at, err))
 			continue
@@ -70,7 +70,7 @@ func (r *rule) compileProblems(env *ruleEnv, ps []Problem, path string) ([]probl
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.minDurationExpression: %w", at, err))
 		}
-		o, oerrs := compileOutcome(env.cel, p.Outcome, at)
+		o, oerrs := compileOutcome(env, p.Outcome, at)
 		errs = append(errs, oerrs...)
 		out = append(out, problem{when: when, minDuration: minDuration, outcome: o})
 		r.addInputs(when.inputs, o.reason.inputs(), o.message.inputs())
@@ -79,7 +79,7 @@ func (r *rule) compileProblems(env *ruleEnv, ps []Problem, path string) ([]probl
 	return out, errs
 }
 
-func compileOutcome(env *cel.Env, o Outcome, path string) (outcome, []error) {
+func compileOutcome(env *ruleEnv, o Outcome, path string) (outcome, []error) {
 	var out outcome
 	var errs []error
 	var err error
@@ -185,17 +185,19 @@ func cut(s string, n int) string {
 
 // CompileSpecs compiles specs with params and reports every mistake at
 // once, each named by its path under conditions and its rule's type.
-func CompileSpecs(specs []Spec, params observations.Params) error {
-	_, err := compileAll(specs, params)
+// kernelConditions, when not nil, are the condition types the kernel
+// rules raise: a rule naming another under kernel is refused.
+func CompileSpecs(specs []Spec, params observations.Params, kernelConditions []string) error {
+	_, err := compileAll(specs, params, kernelConditions)
 	return err
 }
 
-func compileAll(specs []Spec, params observations.Params) ([]*rule, error) {
+func compileAll(specs []Spec, params observations.Params, kernelConditions []string) ([]*rule, error) {
 	celEnv, err := newCELEnv()
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
-	env := &ruleEnv{cel: celEnv, params: params}
+	env := &ruleEnv{cel: celEnv, params: params, kernelConditions: kernelConditions}
 	var rules []*rule
 	var errs []error
 	seen := map[string]bool{}

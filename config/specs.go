@@ -1,6 +1,8 @@
 package config
 
 import (
+	"slices"
+
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/observations"
@@ -33,8 +35,14 @@ func (c *Configuration) RuleParams() observations.Params {
 
 // WithKernelSpecs adds a rule for each condition type the kernel rules
 // raise that has none, except those the file disabled: a KernelDeadlock
-// left to node-problem-detector stays unwritten.
+// left to node-problem-detector stays unwritten. The built-in
+// KernelDeadlock rule goes when the kernel rules do not raise it (a rules
+// file of the user's own): hangwatch owns no condition it cannot decide.
 func (c *Configuration) WithKernelSpecs(specs []conditions.Spec, kernelTypes []kernellog.ConditionSpec) []conditions.Spec {
+	names := KernelConditionNames(kernelTypes)
+	if !slices.Contains(names, conditions.TypeKernelDeadlock) && !c.fromFile(conditions.TypeKernelDeadlock) {
+		specs = slices.DeleteFunc(slices.Clone(specs), func(s conditions.Spec) bool { return s.Type == conditions.TypeKernelDeadlock })
+	}
 	for _, k := range kernelTypes {
 		if conditions.HasSpec(specs, k.Type) || c.disabled(k.Type) {
 			continue
@@ -44,6 +52,10 @@ func (c *Configuration) WithKernelSpecs(specs []conditions.Spec, kernelTypes []k
 	return specs
 }
 
+func (c *Configuration) fromFile(condType string) bool {
+	return slices.ContainsFunc(c.Conditions, func(s conditions.Spec) bool { return s.Type == condType })
+}
+
 func (c *Configuration) disabled(condType string) bool {
 	for _, s := range c.Conditions {
 		if s.Type == condType && s.Disabled {
@@ -51,4 +63,20 @@ func (c *Configuration) disabled(condType string) bool {
 		}
 	}
 	return false
+}
+
+// CheckRules compiles the rules as the agent runs them with the kernel
+// rules' condition types known, so a rule naming a kernel condition the
+// kernel rules do not raise is refused as a misspelled field is.
+func (c *Configuration) CheckRules(kernelTypes []kernellog.ConditionSpec) error {
+	return conditions.CompileSpecs(c.WithKernelSpecs(c.Specs(), kernelTypes), c.RuleParams(), KernelConditionNames(kernelTypes))
+}
+
+// KernelConditionNames are the condition types of kernelTypes.
+func KernelConditionNames(kernelTypes []kernellog.ConditionSpec) []string {
+	names := make([]string, 0, len(kernelTypes))
+	for _, k := range kernelTypes {
+		names = append(names, k.Type)
+	}
+	return names
 }
