@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // procStat reads a process's CPU time and resident memory from /proc.
@@ -102,10 +104,14 @@ func TestKmsgFloodFootprint(t *testing.T) {
 	read := metricValue(text, "hangwatch_kernel_lines_read_total")
 	lost := metricValue(text, "hangwatch_kernel_records_lost_total")
 	events, _ := d.get("/events")
-	t.Logf("MEASURE flood_lines_written_per_second %.0f", float64(written)/wall.Seconds())
-	t.Logf("MEASURE flood_hangwatch_cores %.3f", cores)
-	t.Logf("MEASURE flood_rss_kib before=%d after=%d peak=%d", rss0, rss1, hwm)
-	t.Logf("MEASURE flood_lines_read=%.0f records_lost=%.0f oom_events=%d", read, lost, strings.Count(events, "OOMKilling"))
+	measurements.Record(t, "flood_lines_written_per_second", float64(written)/wall.Seconds(), "lines/s")
+	measurements.Record(t, "flood_hangwatch_cores", cores, "cores")
+	measurements.Record(t, "flood_rss_before_kib", float64(rss0), "KiB")
+	measurements.Record(t, "flood_rss_after_kib", float64(rss1), "KiB")
+	measurements.Record(t, "flood_rss_peak_kib", float64(hwm), "KiB")
+	measurements.Record(t, "flood_lines_read", read, "lines")
+	measurements.Record(t, "flood_records_lost", lost, "records")
+	measurements.Record(t, "flood_oom_events", float64(strings.Count(events, "OOMKilling")), "events")
 	if cores > 0.5 {
 		t.Errorf("hangwatch used %.2f cores under the flood, goal at most 0.5", cores)
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // TestFootprintBesideNPD runs hangwatch and node-problem-detector side by
@@ -36,6 +37,8 @@ func TestFootprintBesideNPD(t *testing.T) {
 		hwProc, npdProc := startReportingPair(t, c.Endpoint, hw, npd)
 		rows = append(rows, measurePair(t, "kube-apiserver", hwProc, npdProc, warmUp, window)...)
 	})
+	measurements.Duration(t, "npd_bench_window", window)
+	measurements.Duration(t, "npd_bench_warm_up", warmUp)
 	t.Logf("footprint beside node-problem-detector, %v after a %v warm-up, sampled every second:\n%s",
 		window, warmUp, footprintTable(rows))
 }

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // TestStaticPodBeatsNotReady runs hangwatch as the shipped static pod on a
@@ -130,12 +131,12 @@ func plegPathScenario(t *testing.T, name string, fault func(staticPodNode) (rele
 			rises += int(e.Count)
 		}
 	}
-	t.Logf("MEASURE e2e_pleg_unhealthy_warnings_%s %d", name, rises)
+	measurements.Record(t, "e2e_pleg_unhealthy_warnings_"+name, float64(rises), "events")
 	if !ok {
 		// The kubelet's own call times out after 2m (--runtime-request-
 		// timeout), its relist then completes and the 3m PLEG threshold is
 		// never passed, while pods on the node get no status for 2m at a time.
-		t.Logf("MEASURE e2e_kubelet_still_ready_after_%s_hang_seconds %.0f", name, time.Since(start).Seconds())
+		measurements.Record(t, "e2e_kubelet_still_ready_after_"+name+"_hang_seconds", math.Round(time.Since(start).Seconds()), "s")
 		release()
 		return
 	}
@@ -164,7 +165,7 @@ func (n staticPodNode) skipWhenPLEGGaugeUntrusted(t *testing.T) {
 	if !math.IsNaN(age) || scraped == 0 {
 		return
 	}
-	t.Logf("MEASURE e2e_pleg_path_unobservable 1")
+	measurements.Record(t, "e2e_pleg_path_unobservable", 1, "bool")
 	t.Skipf("kubelet %s with gates %q: the Evented PLEG before 1.37 fakes kubelet_pleg_last_seen_seconds and relists every 300 s; "+
 		"a hang on the kubelet's path alone is not observable from outside the kubelet", n.kubeletVersion(t), os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
 }

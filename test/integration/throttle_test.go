@@ -22,6 +22,8 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // throttlingWebhook answers the API server's admission reviews: 429 with
@@ -137,7 +139,7 @@ func TestStatusPatchThrottled(t *testing.T) {
 	from, start := wh.reviews.Load(), time.Now()
 	d.waitFor(t, 20*time.Second, "15 s of throttling", func() bool { return time.Since(start) >= 15*time.Second })
 	reviews := wh.reviews.Load() - from
-	t.Logf("MEASURE throttled_reviews_in_15s %d", reviews)
+	measurements.Record(t, "throttled_reviews_in_15s", float64(reviews), "reviews")
 	if reviews > 12 { // at most one attempt per Retry-After (2 s), client-go's own retries included
 		t.Errorf("%d reviews in 15 s of 429 with Retry-After 2 s: hangwatch does not wait it out", reviews)
 	}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // apiRequests sums the API server's apiserver_request_total over the
@@ -63,9 +65,10 @@ func TestWriteBudget(t *testing.T) {
 	after := writes(t, cp)
 	patches := after.patches - before.patches
 	cycles := int(steady / time.Second)
-	t.Logf("MEASURE steady_status_patches %d in %v (heartbeat %v, %d probe cycles); events %d", patches, steady, heartbeat,
-		cycles, after.events-before.events)
-	t.Logf("MEASURE steady_writes_per_hour_at_5m_heartbeat %.1f", float64(patches)/steady.Hours()*heartbeat.Hours()/(5*time.Minute).Hours())
+	window := fmt.Sprintf("in %v, heartbeat %v, %d probe cycles", steady, heartbeat, cycles)
+	measurements.Record(t, "steady_status_patches", float64(patches), "patches", window)
+	measurements.Record(t, "steady_events", float64(after.events-before.events), "events", window)
+	measurements.Record(t, "steady_writes_per_hour_at_5m_heartbeat", float64(patches)/steady.Hours()*heartbeat.Hours()/(5*time.Minute).Hours(), "writes/h")
 	if want := int(steady / heartbeat); patches < want-1 || patches > want+1 || after.events != before.events {
 		t.Errorf("steady state: %d patches and %d events in %v, want %d±1 heartbeat patches and no event",
 			patches, after.events-before.events, steady, want)
@@ -79,8 +82,10 @@ func TestWriteBudget(t *testing.T) {
 	waitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
 	d.waitFor(t, 30*time.Second, "the clear's Event", func() bool { return writes(t, cp).events > raise.events })
 	clear := writes(t, cp)
-	t.Logf("MEASURE transition_writes raise: %d patches %d events; clear: %d patches %d events",
-		raise.patches-after.patches, raise.events-after.events, clear.patches-raise.patches, clear.events-raise.events)
+	measurements.Record(t, "transition_raise_patches", float64(raise.patches-after.patches), "patches")
+	measurements.Record(t, "transition_raise_events", float64(raise.events-after.events), "events")
+	measurements.Record(t, "transition_clear_patches", float64(clear.patches-raise.patches), "patches")
+	measurements.Record(t, "transition_clear_events", float64(clear.events-raise.events), "events")
 	if n := raise.patches - after.patches; n < 1 || n > 2 {
 		t.Errorf("raising took %d patches, want 1 (2 if a heartbeat fell due)", n)
 	}
