@@ -1,3 +1,5 @@
+//go:build bench
+
 package cri_test
 
 import (
@@ -30,7 +32,7 @@ const (
 	daemonGoLimit     = shippedLimitBytes / 100 * 80
 )
 
-// TestListContainersAnswerMemory (a benchmark: HANGWATCH_BENCH=1) runs
+// TestListContainersAnswerMemory (a benchmark: go test -tags bench) runs
 // probe cycles against a CRI runtime (fakecri) whose ListContainers answer
 // is about 4, 8, 12 and 16 MiB (the kubelet's and hangwatch's limit), and
 // logs per size what the answer takes decoded and the Go heap's peak while
@@ -39,9 +41,6 @@ const (
 // answers are in the baseline, and the figures over it are the client's.
 // TestLargeCRIAnswerWithin128Mi (test/integration) measures the daemon.
 func TestListContainersAnswerMemory(t *testing.T) {
-	if os.Getenv("HANGWATCH_BENCH") == "" {
-		t.Skip("benchmark: run with HANGWATCH_BENCH=1")
-	}
 	defer debug.SetGCPercent(debug.SetGCPercent(daemonGCPercent))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	for _, mib := range []int{4, 8, 12, 16} {

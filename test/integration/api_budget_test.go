@@ -1,3 +1,5 @@
+//go:build e2e
+
 package integration
 
 import (
@@ -73,7 +75,7 @@ func TestAPIRequestBudget(t *testing.T) {
 func budgetDuration(t *testing.T) time.Duration {
 	raw := os.Getenv("HANGWATCH_E2E_BUDGET")
 	if raw == "" {
-		t.Skip("the API request budget counts requests for minutes; hack/e2e.sh --api-budget runs it (HANGWATCH_E2E_BUDGET=10m)")
+		return 10 * time.Minute
 	}
 	d, err := time.ParseDuration(raw)
 	if err != nil || d < time.Minute {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -80,11 +81,9 @@ func floodKmsg(t *testing.T, rate int, d time.Duration) int {
 
 // TestKmsgFloodFootprint floods the real /dev/kmsg with OOM-kill lines at
 // 100k lines/s and measures hangwatch's CPU and memory. It is part of the
-// benchmark command (HANGWATCH_BENCH=1), not of every test run.
+// benchmarks (go test -tags bench, hack/bench.sh), not of every test run.
 func TestKmsgFloodFootprint(t *testing.T) {
-	if os.Getenv("HANGWATCH_BENCH") == "" {
-		t.Skip("benchmark: run with HANGWATCH_BENCH=1 (./hack/bench.sh)")
-	}
+	harness.RequireSuite(t, harness.SuiteBench, "floods /dev/kmsg at 100k lines/s for its footprint")
 	c := sharedContainerd(t)
 	allowKmsgWrites(t)
 	// The flood is written to /dev/kmsg (facility user): the rules opt in

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -63,13 +64,11 @@ func TestStaticPodBeatsNotReady(t *testing.T) {
 	})
 }
 
-// longScenarios says whether the scenarios that wait minutes for the
-// kubelet's PLEG verdict run: from the benchmark command, not in CI.
+// longScenarios runs the scenarios that wait minutes for the kubelet's
+// PLEG verdict in the e2e suite (hack/e2e.sh), not in the test command.
 func longScenarios(t *testing.T) {
 	t.Helper()
-	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
-		t.Skip("a PLEG-path scenario waits 3+ minutes for the kubelet; hack/e2e.sh runs it (HANGWATCH_E2E_LONG=1)")
-	}
+	harness.RequireSuite(t, harness.SuiteE2E, "a PLEG-path scenario waits 3+ minutes for the kubelet; hack/e2e.sh runs it")
 }
 
 // The PLEG-path scenarios hold one kind of CRI call of the kubelet's

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -47,11 +46,11 @@ func writes(t *testing.T, cp *harness.ControlPlane) writeCount {
 // TestWriteBudget counts, at the API server, what hangwatch writes: in a
 // steady state one status patch per heartbeat however often it probes (its
 // messages do not tick), and one patch and one Event per transition. The
-// benchmark command runs it for 5 minutes (HANGWATCH_BENCH=1).
+// benchmarks (go test -tags bench) run it for 5 minutes.
 func TestWriteBudget(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
 	steady, heartbeat := 25*time.Second, 10*time.Second
-	if os.Getenv("HANGWATCH_BENCH") != "" {
+	if harness.InSuite(harness.SuiteBench) {
 		steady, heartbeat = 5*time.Minute, 30*time.Second
 	}
 	node := uniqueNode("hw-writes")
