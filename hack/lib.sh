@@ -301,14 +301,19 @@ ensure_npd() {
   export HANGWATCH_NPD_BIN="$dir/node-problem-detector"
 }
 
-# median_of LOG NAME: the median of NAME's MEASURE lines in LOG, with how
-# many and their range; "not measured" when there are none.
-median_of() {
-  grep -o "MEASURE $2 [0-9.]*" "$1" | awk '{print $3}' | sort -n | awk '
-    { v[NR] = $1 } END { if (NR == 0) { print "not measured"; exit }
-      m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-      printf "%.1f s (median of %d: %.1f-%.1f)", m, NR, v[1], v[NR] }'
+# measurements_file NAME prints $HANGWATCH_CACHE/NAME.jsonl, emptied: the
+# tests of a run append their measurements to it when
+# $HANGWATCH_MEASUREMENTS names it (test/measurements).
+measurements_file() {
+  local f="$HANGWATCH_CACHE/$1.jsonl"
+  mkdir -p "$HANGWATCH_CACHE" && : > "$f"
+  echo "$f"
 }
+
+# benchtable ARGS... runs hack/benchtable: it renders a BENCHMARKS.md
+# section from recorded measurements (-measurements FILE -section NAME
+# -var KEY=VALUE...) and fails, naming them, when some were not recorded.
+benchtable() { (cd "$ROOT" && go run ./hack/benchtable "$@"); }
 
 # write_benchmarks_section MARKER HEADING TEXT puts TEXT (which starts with
 # <!-- MARKER:begin and ends with <!-- MARKER:end -->) in BENCHMARKS.md in
