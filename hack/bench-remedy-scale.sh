@@ -34,8 +34,5 @@ if ! grep -q -- '--- PASS: TestRemedyScaleBenchmark' "$log"; then
   exit $(( rc == 0 ? 1 : rc ))
 fi
 sick=$(( (nodes + 99) / 100 ))   # nodes 0, 100, 200...
-table=$(benchtable -measurements "$measured" -section remedy-scale -var "machine=$machine" -var "version=$version" \
-  -var "nodes=$nodes" -var "sick=$sick" -var "command=$cmd" -var "gomemlimit=$gomemlimit")
-write_benchmarks_section remedy-scale "## hangwatch-remedy at scale: thousands of Nodes on one kube-apiserver" "$table"
-log "BENCHMARKS.md updated; the full log is $log"
-exit "$rc"
+publish_section remedy-scale "## hangwatch-remedy at scale: thousands of Nodes on one kube-apiserver" "$log" "$rc" "$measured" \
+  -var "machine=$machine" -var "version=$version" -var "nodes=$nodes" -var "sick=$sick" -var "command=$cmd" -var "gomemlimit=$gomemlimit"

@@ -11,12 +11,6 @@ run_remedy() {
   log "running: $cmd"
   HANGWATCH_MEASUREMENTS=$measured go test -tags e2e -count 1 -timeout 40m -v -run 'TestTwoNodeFreeze' ./test/integration/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)' || true; } || rc=$?
-  local table
-  if ! table=$(benchtable -measurements "$measured" -section remedy -var "machine=$machine" -var "command=$cmd"); then
-    log "BENCHMARKS.md left as it was (go test exit $rc); the full log is $log"
-    return $(( rc == 0 ? 1 : rc ))
-  fi
-  write_benchmarks_section remedy "## Early recovery: hangwatch-remedy on two nodes (issue 19)" "$table"
-  log "BENCHMARKS.md updated; the full log is $log"
-  return "$rc"
+  publish_section remedy "## Early recovery: hangwatch-remedy on two nodes (issue 19)" "$log" "$rc" "$measured" \
+    -var "machine=$machine" -var "command=$cmd"
 }

@@ -11,14 +11,9 @@ run_repair() {
   log "running: $cmd"
   HANGWATCH_MEASUREMENTS=$measured go test -count "$runs" -timeout 60m -v -run 'TestRepair' ./test/integration/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)' || true; } || rc=$?
-  local table   # the medians of the runs
-  if ! table=$(benchtable -measurements "$measured" -section repair -var "machine=$machine" -var "command=$cmd"); then
-    log "BENCHMARKS.md left as it was (go test exit $rc); the full log is $log"
-    return $(( rc == 0 ? 1 : rc ))
-  fi
-  write_benchmarks_section repair "## The repair rung: a hung runtime or kubelet restarted through a real systemd (issue 27)" "$table"
-  log "BENCHMARKS.md updated; the full log is $log"
-  return "$rc"
+  # the table holds the medians of the runs
+  publish_section repair "## The repair rung: a hung runtime or kubelet restarted through a real systemd (issue 27)" "$log" "$rc" "$measured" \
+    -var "machine=$machine" -var "command=$cmd"
 }
 
 # hack/e2e.sh --ladder: two real nodes, node A's containerd and kubelet under
@@ -34,12 +29,6 @@ run_ladder() {
   log "running: $cmd"
   HANGWATCH_MEASUREMENTS=$measured go test -tags e2e -count 1 -timeout 40m -v -run 'TestTwoNodeLadder' ./test/integration/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|kept:' || true; } || rc=$?
-  local table
-  if ! table=$(benchtable -measurements "$measured" -section ladder -var "machine=$machine" -var "command=$cmd"); then
-    log "BENCHMARKS.md left as it was (go test exit $rc); the full log is $log"
-    return $(( rc == 0 ? 1 : rc ))
-  fi
-  write_benchmarks_section ladder "## The recovery ladder on two nodes: taint, restart, evict (issue 27)" "$table"
-  log "BENCHMARKS.md updated; the full log is $log"
-  return "$rc"
+  publish_section ladder "## The recovery ladder on two nodes: taint, restart, evict (issue 27)" "$log" "$rc" "$measured" \
+    -var "machine=$machine" -var "command=$cmd"
 }

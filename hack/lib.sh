@@ -310,10 +310,30 @@ measurements_file() {
   echo "$f"
 }
 
+# publish_section SECTION HEADING LOG RC FILE [-var KEY=VALUE...] renders
+# SECTION from the measurements in FILE (hack/benchtable) and puts it in
+# BENCHMARKS.md between its markers, or under HEADING; when a measurement
+# is missing, benchtable names it and BENCHMARKS.md is left as it was. It
+# returns RC, go test's status, or 1 when that was 0 and the section failed.
+publish_section() {
+  local section=$1 heading=$2 log=$3 rc=$4 measured=$5 text
+  shift 5
+  if ! text=$(benchtable -measurements "$measured" -section "$section" "$@"); then
+    log "BENCHMARKS.md left as it was (go test exit $rc); the full log is $log"
+    return $(( rc == 0 ? 1 : rc ))
+  fi
+  write_benchmarks_section "$section" "$heading" "$text"
+  log "BENCHMARKS.md updated (go test exit $rc); the full log is $log"
+  return "$rc"
+}
+
 # benchtable ARGS... runs hack/benchtable: it renders a BENCHMARKS.md
 # section from recorded measurements (-measurements FILE -section NAME
 # -var KEY=VALUE...) and fails, naming them, when some were not recorded.
-benchtable() { (cd "$ROOT" && go run ./hack/benchtable "$@"); }
+benchtable() {
+  (cd "$ROOT" && go build -o "$HANGWATCH_CACHE/bin/benchtable" ./hack/benchtable)
+  "$HANGWATCH_CACHE/bin/benchtable" "$@"
+}
 
 # write_benchmarks_section MARKER HEADING TEXT puts TEXT (which starts with
 # <!-- MARKER:begin and ends with <!-- MARKER:end -->) in BENCHMARKS.md in
