@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/clocktest"
 	"github.com/hangwatch/hangwatch/internal/memlimit"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/spf13/pflag"
@@ -123,18 +123,7 @@ func (p *inProcess) messageOnNode(t *testing.T, condType string) string {
 // simulated seconds. It returns the simulated time it took.
 func (p *inProcess) stepUntil(t *testing.T, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := p.clk.Now()
-	for p.clk.Since(start) <= time.Minute {
-		for i := 0; i < 200; i++ {
-			if cond() {
-				return p.clk.Since(start)
-			}
-			runtime.Gosched()
-		}
-		p.clk.Step(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within a simulated minute", what)
-	return 0
+	return clocktest.StepUntil(t, p.clk, 1, 100*time.Millisecond, time.Minute, what, cond)
 }
 
 // TestTheAgentWiresEverySignalToTheNode runs the whole assembly in-process
@@ -210,7 +199,7 @@ func get(t *testing.T, url string) string {
 }
 
 // TestAReloadChangesARuleInProcess: a rule edited in the file is picked up
-// by the poll on the agent's clock, and a refused file leaves the running
+// by the poll on the agent's clock, and a refused file (a misspelled field) leaves the running
 // rule; SIGHUP reloads at once.
 func TestAReloadChangesARuleInProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
@@ -245,7 +234,7 @@ func TestAReloadChangesARuleInProcess(t *testing.T) {
 	write(rule("cri.containers == 0"))
 	took := p.stepUntil(t, "HasNoContainers=True after the edit", func() bool { return status() == corev1.ConditionTrue })
 	t.Logf("the edited rule raised its condition %v (simulated) after the write", took)
-	write(rule("cri.nope("))
+	write(rule("cri.containres == 0")) // a misspelled field: refused, not an error at each evaluation
 	hup <- syscall.SIGHUP
 	p.stepUntil(t, "the refusal", func() bool { return strings.Contains(metricsText(t, p), "hangwatch_config_last_reload_successful 0") })
 	if status() != corev1.ConditionTrue {

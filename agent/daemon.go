@@ -71,11 +71,13 @@ func (a *Agent) assemble() error {
 		available = append(available, conditions.InputLease)
 	}
 	var holds map[string]time.Duration
+	var kernelConditions []string
 	if a.kernel != nil {
-		holds = a.kernel.RestoredHolds()
+		holds, kernelConditions = a.kernel.RestoredHolds(), config.KernelConditionNames(a.kernel.Monitor().ConditionTypes())
 	}
 	a.engine, err = conditions.NewEngine(specs, a.o.Clock, conditions.EngineOptions{
-		Available: available, Registry: a.o.Registry, OnChange: a.api.transition, RestoredHold: holds})
+		Available: available, Registry: a.o.Registry, OnChange: a.api.transition, RestoredHold: holds,
+		Params: a.cfg.RuleParams(), KernelConditions: kernelConditions})
 	if err != nil {
 		return err
 	}
@@ -149,7 +151,7 @@ func (a *Agent) openKernelLog() {
 		a.kernel = nil
 		return
 	}
-	a.engine.Observe(conditions.InputKernel, a.kernel.Input())
+	a.engine.Observe(a.kernel.Input())
 	a.health.addCheck(a.kernel.Check)
 }
 
@@ -176,15 +178,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	serveErr := servers.Start(a.o.OnReady)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	serveErr := make(chan error, 2)
-	servers.serve(serveErr)
-	if a.o.OnReady != nil {
-		a.o.OnReady(servers.addrs())
-	}
 	rt := a.cfg.Runtime
-	klog.InfoS("hangwatch running", "endpoint", a.o.Endpoint.Address, "endpointSource", a.o.Endpoint.Source, "listen", servers.addrs(),
+	klog.InfoS("hangwatch running", "endpoint", a.o.Endpoint.Address, "endpointSource", a.o.Endpoint.Source, "listen", servers.Addrs(),
 		"period", rt.Period.Duration, "heartbeat", rt.EffectiveHeartbeat(), "timeout", a.o.Endpoint.Timeout, "kernelLog", a.kernel != nil, "pleg", a.has(conditions.InputPLEG), "node", a.api.nodeName(), "conditions", a.conds.Types())
 	var wg sync.WaitGroup
 	a.start(ctx, &wg)
@@ -199,7 +197,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.api.shutdown()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if serr := servers.shutdown(shutdownCtx); serr != nil && err == nil {
+	if serr := servers.Shutdown(shutdownCtx); serr != nil && err == nil {
 		err = &ServeError{Err: serr}
 	}
 	return err
@@ -215,7 +213,7 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 	setGCPercent()
 	a.memLimit.Set(float64(setMemoryLimit(a.o.Cgroup)))
 	for _, f := range a.feeds {
-		run(func(ctx context.Context) { f.src.Run(ctx, a.observe(f.input)) })
+		run(func(ctx context.Context) { f.src.Run(ctx, a.observe) })
 	}
 	if s := a.cfg.Repair; s.Enabled {
 		klog.InfoS("Repair is on", "dryRun", s.DryRun, "restartRuntimeAfter", s.RestartRuntimeAfter.Duration,

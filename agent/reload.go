@@ -118,7 +118,7 @@ func (r *configReloader) install(c *config.Loaded) {
 	if r.kernelTypes != nil {
 		specs = c.WithKernelSpecs(specs, r.kernelTypes)
 	}
-	res, err := r.engine.Reload(specs)
+	res, err := r.engine.Reload(specs, c.RuleParams())
 	if err != nil {
 		r.refuse(err)
 		return
@@ -150,6 +150,11 @@ func (r *configReloader) refuse(err error) {
 // changedSections names the settings sections (all but conditions) that
 // differ between the running configuration and c; a nil running one
 // stands for the defaults.
+// appliedAtOnce are the sections a reload applies: repair's settings, and
+// the knobs of the rules (runtimeHung's thresholds, kubeletUnresponsive's
+// share, read as params).
+var appliedAtOnce = map[string]bool{"repair": true, "runtimeHung": true, "kubeletUnresponsive": true}
+
 func changedSections(running, c *config.Configuration) []string {
 	if running == nil {
 		running = config.Default()
@@ -157,7 +162,7 @@ func changedSections(running, c *config.Configuration) []string {
 	before, after := sectionsOf(running.Settings), sectionsOf(c.Settings)
 	var out []string
 	for name, v := range after {
-		if name != "repair" && !bytes.Equal(v, before[name]) { // repair's is applied at once
+		if !appliedAtOnce[name] && !bytes.Equal(v, before[name]) {
 			out = append(out, name)
 		}
 	}

@@ -3,12 +3,10 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
-	"golang.org/x/net/netutil"
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 
@@ -52,26 +50,6 @@ func (l *liveness) check() error {
 		return fmt.Errorf("no probe cycle finished for %v (limit %v)", gap.Round(time.Second), l.maxGap)
 	}
 	return nil
-}
-
-// Server limits: every endpoint answers from memory in milliseconds, so a
-// client that sends or reads slowly, or holds many connections, is cut off
-// instead of holding the daemon's goroutines and file descriptors.
-const (
-	maxConnections    = 32
-	maxHeaderBytes    = 8 << 10
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 10 * time.Second
-	writeTimeout      = 30 * time.Second
-	idleTimeout       = 60 * time.Second
-)
-
-// newServer returns the HTTP server with its limits, listening on ln
-// capped at maxConnections at once.
-func newServer(ln net.Listener, h http.Handler) (*http.Server, net.Listener) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
-		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
-	return srv, netutil.LimitListener(ln, maxConnections)
 }
 
 // endpoints are what hangwatch serves over HTTP.

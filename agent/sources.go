@@ -6,20 +6,20 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
+	"github.com/hangwatch/hangwatch/observations"
 	"github.com/hangwatch/hangwatch/pleg"
 	"github.com/hangwatch/hangwatch/repair"
 )
 
 // source is a signal that feeds the engine one input: cri.Watch,
 // pleg.Watch, leases.Watch and kernellog.Watch. Each hands on its input
-// (the keys its package documents) from its own goroutine until ctx ends.
+// (a type of package observations) from its own goroutine until ctx ends.
 type source interface {
-	Run(ctx context.Context, emit func(map[string]any))
+	Run(ctx context.Context, emit func(observations.Input))
 }
 
 // feed is a source and the input (conditions.Input*) it feeds.
@@ -109,14 +109,12 @@ func (a *Agent) watchKubeletPuts() func(*kubeletmetrics.Snapshot) {
 }
 
 // observe hands an input to the engine.
-func (a *Agent) observe(input string) func(map[string]any) {
-	return func(obs map[string]any) {
-		a.engine.Observe(input, obs)
-		switch input { // after the engine judged it
-		case conditions.InputCRI:
-			a.repair.probes[repair.TargetRuntime].Add(1)
-		case conditions.InputLease:
-			a.repair.probes[repair.TargetKubelet].Add(1)
-		}
+func (a *Agent) observe(obs observations.Input) {
+	a.engine.Observe(obs)
+	switch obs.(type) { // after the engine judged it
+	case observations.CRI:
+		a.repair.probes[repair.TargetRuntime].Add(1)
+	case observations.Lease:
+		a.repair.probes[repair.TargetKubelet].Add(1)
 	}
 }

@@ -3,55 +3,84 @@ package conditions
 import (
 	"errors"
 	"fmt"
+	"path"
+	"reflect"
 	"slices"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // costLimit bounds one expression's evaluation, so a costly user rule
 // cannot stall the daemon (the API server's CEL uses the same mechanism).
 const costLimit = 1_000_000
 
-// newCELEnv declares every input as a map from field name to value.
+// newCELEnv declares every input with its Go type (package observations),
+// so a rule that names a field no input has, or compares a field with a
+// value of the wrong type, does not compile.
 func newCELEnv() (*cel.Env, error) {
-	opts := []cel.EnvOption{cel.CrossTypeNumericComparisons(true), ext.Strings(), cel.OptionalTypes()}
-	for _, in := range Inputs {
-		opts = append(opts, cel.Variable(in, cel.MapType(cel.StringType, cel.DynType)))
+	return cel.NewEnv(cel.CrossTypeNumericComparisons(true), ext.Strings(), cel.OptionalTypes(),
+		ext.NativeTypes(ext.ParseStructTags(true), reflect.TypeFor[observations.CRI](),
+			reflect.TypeFor[observations.KernelCondition](), reflect.TypeFor[observations.Lease](),
+			reflect.TypeFor[observations.PLEG](), reflect.TypeFor[observations.Params]()),
+		cel.Variable(InputCRI, celObject[observations.CRI]()),
+		cel.Variable(InputKernel, cel.MapType(cel.StringType, celObject[observations.KernelCondition]())),
+		cel.Variable(InputLease, celObject[observations.Lease]()),
+		cel.Variable(InputPLEG, celObject[observations.PLEG]()),
+		cel.Variable(observations.NameParams, celObject[observations.Params]()))
+}
+
+// celObject is the CEL type ext.NativeTypes declares for a Go struct.
+func celObject[T any]() *cel.Type {
+	t := reflect.TypeFor[T]()
+	return cel.ObjectType(path.Base(t.PkgPath()) + "." + t.Name())
+}
+
+// activation is what an input is bound to when a rule is evaluated.
+func activation(in observations.Input) any {
+	if k, ok := in.(observations.Kernel); ok {
+		return map[string]observations.KernelCondition(k)
 	}
-	return cel.NewEnv(opts...)
+	return in
 }
 
 // expr is one compiled expression and the inputs it reads.
 type expr struct {
-	source string
-	prg    cel.Program
-	inputs []string
+	source      string
+	prg         cel.Program
+	inputs      []string
+	readsParams bool
 }
 
 // compile checks an expression and that it gives want (or dyn).
-func compile(env *cel.Env, source string, want *cel.Type) (*expr, error) {
-	ast, iss := env.Compile(source)
+func compile(env *ruleEnv, source string, want *cel.Type) (*expr, error) {
+	ast, iss := env.cel.Compile(source)
 	if iss.Err() != nil {
-		return nil, iss.Err()
+		return nil, withFieldHint(iss.Err())
+	}
+	if err := checkKernelConditions(ast.NativeRep(), env.kernelConditions); err != nil {
+		return nil, err
 	}
 	if out := ast.OutputType(); !out.IsExactType(want) && !out.IsExactType(cel.DynType) {
 		return nil, fmt.Errorf("gives %s, want %s", out, want)
 	}
-	prg, err := env.Program(ast, cel.CostLimit(costLimit))
+	prg, err := env.cel.Program(ast, cel.CostLimit(costLimit))
 	if err != nil {
 		return nil, err
 	}
-	var inputs []string
+	e := &expr{source: source, prg: prg}
 	for _, r := range ast.NativeRep().ReferenceMap() {
-		if slices.Contains(Inputs, r.Name) && !slices.Contains(inputs, r.Name) {
-			inputs = append(inputs, r.Name)
+		if slices.Contains(Inputs, r.Name) && !slices.Contains(e.inputs, r.Name) {
+			e.inputs = append(e.inputs, r.Name)
 		}
+		e.readsParams = e.readsParams || r.Name == observations.NameParams
 	}
-	slices.Sort(inputs)
-	return &expr{source: source, prg: prg, inputs: inputs}, nil
+	slices.Sort(e.inputs)
+	return e, nil
 }
 
 func (e *expr) eval(vars map[string]any) (ref.Val, error) {
@@ -92,7 +121,7 @@ type text struct {
 	expr    *expr
 }
 
-func compileText(env *cel.Env, literal, expression, path string) (text, error) {
+func compileText(env *ruleEnv, literal, expression, path string) (text, error) {
 	if expression == "" {
 		return text{literal: literal}, nil
 	}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -63,7 +65,7 @@ func TestDefaultRuntimeHungRule(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e, _ := newDefaultEngine(t, "cri")
-			e.Observe("cri", cri.Cycle{Calls: tc.calls}.Observation(2*time.Second))
+			e.Observe(cri.Cycle{Calls: tc.calls}.Observation(2 * time.Second))
 			c := condition(t, e, conditions.TypeRuntimeHung)
 			if c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.msg {
 				t.Fatalf("got %s %s %q, want %s %s %q", c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.msg)
@@ -74,26 +76,26 @@ func TestDefaultRuntimeHungRule(t *testing.T) {
 
 // leaseObs is the lease input of a read taking 10ms that found the Lease
 // (or not) with missed renewals, from leases' own Observation.
-func leaseObs(found bool, missed int) map[string]any {
+func leaseObs(found bool, missed int) observations.Lease {
 	interval := 10 * time.Second
 	return leases.Observation{Readable: true, ReadLatency: 10 * time.Millisecond, Found: found, RenewInterval: interval,
 		RenewAge: time.Duration(missed)*interval + time.Second, Grace: 50 * time.Second}.Fields()
 }
 
-func silentKubelet(missed int, readable bool) map[string]any {
+func silentKubelet(missed int, readable bool) observations.Lease {
 	o := leaseObs(true, missed)
-	o["healthz"], o["kubeletSilent"], o["readable"] = leases.HealthzNoAnswer, true, readable
+	o.Healthz, o.KubeletSilent, o.Readable = leases.HealthzNoAnswer, true, readable
 	return o
 }
 
-func unreadable(readError string, missed int) map[string]any {
+func unreadable(readError string, missed int) observations.Lease {
 	o := leaseObs(true, missed)
-	o["readable"], o["readError"] = false, readError
+	o.Readable, o.ReadError = false, readError
 	return o
 }
 
 type leaseStep struct {
-	obs    map[string]any
+	obs    observations.Lease
 	status corev1.ConditionStatus
 	reason string
 }
@@ -103,16 +105,16 @@ type leaseStep struct {
 func observeLease(t *testing.T, e *conditions.Engine, steps []leaseStep) {
 	t.Helper()
 	for i, s := range steps {
-		e.Observe("lease", s.obs)
+		e.Observe(s.obs)
 		if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Status != s.status || c.Reason != s.reason {
 			t.Fatalf("step %d: %s %s, want %s %s", i, c.Status, c.Reason, s.status, s.reason)
 		}
 	}
 }
 
-func slowRead(missed int) map[string]any {
+func slowRead(missed int) observations.Lease {
 	o := leaseObs(true, missed)
-	o["readSeconds"] = 3.5
+	o.ReadSeconds = 3.5
 	return o
 }
 
@@ -133,7 +135,7 @@ func TestKubeletUnresponsiveIsUnknownWhileLeaseReadsFail(t *testing.T) {
 		{leaseObs(true, 3), corev1.ConditionTrue, "NodeLeaseNotRenewed"}, // two good reads agree: the kubelet is late
 	}
 	observeLease(t, e, steps)
-	e.Observe("lease", unreadable("forbidden", 0))
+	e.Observe(unreadable("forbidden", 0))
 	want := "hangwatch cannot read the node Lease (forbidden), so it cannot tell whether the kubelet renews it"
 	if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Message != want {
 		t.Fatalf("message %q, want %q", c.Message, want)
@@ -153,8 +155,8 @@ func TestDefaultKubeletUnresponsiveRule(t *testing.T) {
 	}
 	observeLease(t, e, steps)
 	want := "the kubelet missed 2 or more renewals of its node Lease (due every 10s); " +
-		"the node lifecycle controller marks the node Unknown 50s after the last one"
-	e.Observe("lease", leaseObs(true, 3))
+		"the node lifecycle controller marks the node Unknown 50s after the last renewal"
+	e.Observe(leaseObs(true, 3))
 	if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Message != want {
 		t.Fatalf("message %q, want %q", c.Message, want)
 	}
@@ -180,9 +182,9 @@ func TestKubeletNotAnsweringComesFirst(t *testing.T) {
 // repair nor hangwatch-remedy acts on.
 func TestALateLeaseWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 	e, _ := newDefaultEngine(t, "lease")
-	lateAnswering := func(missed int) map[string]any {
+	lateAnswering := func(missed int) observations.Lease {
 		o := leaseObs(true, missed)
-		o["healthz"], o["lateWhileAnswering"] = leases.HealthzOK, true
+		o.Healthz, o.LateWhileAnswering = leases.HealthzOK, true
 		return o
 	}
 	observeLease(t, e, []leaseStep{
@@ -193,7 +195,7 @@ func TestALateLeaseWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 		{silentKubelet(3, true), corev1.ConditionTrue, "KubeletNotAnswering"},
 		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
 	})
-	e.Observe("lease", lateAnswering(2))
+	e.Observe(lateAnswering(2))
 	if c := condition(t, e, conditions.TypeKubeletUnresponsive); !strings.Contains(c.Message, "its writes do not reach the API server") {
 		t.Fatalf("message %q", c.Message)
 	}
@@ -201,8 +203,9 @@ func TestALateLeaseWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 
 func TestDefaultKernelRuleFollowsTheKernelMonitor(t *testing.T) {
 	e, _ := newDefaultEngine(t, "kernel")
-	active := map[string]any{"KernelDeadlock": map[string]any{"active": true, "reason": "ContainerRuntimeTaskBlocked", "message": "task containerd blocked"}}
-	e.Observe("kernel", active)
+	active := kernellog.ConditionState{Type: conditions.TypeKernelDeadlock, Active: true,
+		Reason: "ContainerRuntimeTaskBlocked", Message: "task containerd blocked"}
+	e.Observe(observations.Kernel{active.Type: active.Fields()})
 	if c := condition(t, e, conditions.TypeKernelDeadlock); c.Status != corev1.ConditionTrue || c.Reason != "ContainerRuntimeTaskBlocked" {
 		t.Fatalf("got %+v", c)
 	}

@@ -9,6 +9,8 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Engine turns observations into conditions through the compiled rules.
@@ -36,6 +38,11 @@ type EngineOptions struct {
 	// OnChange is called, outside the engine's lock, for every change of a
 	// condition's status, reason or message.
 	OnChange func(before, after Condition)
+	// Params are the configuration's knobs the rules read as `params`.
+	Params observations.Params
+	// KernelConditions are the condition types the kernel rules raise,
+	// when known: a rule naming another under kernel is refused.
+	KernelConditions []string
 	// RestoredHold is, by condition type, how long a condition restored
 	// True from the Node stays True without this process's own evidence
 	// (see Thresholds.RestoredHold).
@@ -44,11 +51,11 @@ type EngineOptions struct {
 
 // NewEngine compiles specs; each mistake is reported with its field path.
 func NewEngine(specs []Spec, clk clock.PassiveClock, opts EngineOptions) (*Engine, error) {
-	rules, err := compileAll(specs)
+	rules, err := compileAll(specs, opts.Params, opts.KernelConditions)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{clk: clk, latest: map[string]any{}, lastErr: map[string]string{}, onMove: opts.OnChange, opts: opts,
+	e := &Engine{clk: clk, latest: map[string]any{observations.NameParams: opts.Params}, lastErr: map[string]string{}, onMove: opts.OnChange, opts: opts,
 		errors: metrics.NewCounterVec(&metrics.CounterOpts{
 			Name: "hangwatch_condition_rule_errors_total", StabilityLevel: metrics.ALPHA,
 			Help: "Evaluations of a condition rule that failed (an expression error); the condition keeps its state.",
@@ -97,10 +104,11 @@ func (e *Engine) Set() *Set { return e.set }
 
 // Observe records the latest observation of one input and evaluates the
 // rules that read it.
-func (e *Engine) Observe(input string, obs map[string]any) {
+func (e *Engine) Observe(obs observations.Input) {
+	input := obs.InputName()
 	var moves []move
 	e.mu.Lock()
-	e.latest[input] = obs
+	e.latest[input] = activation(obs)
 	now := e.clk.Now()
 	for _, r := range e.rules {
 		if slices.Contains(r.inputs, input) {

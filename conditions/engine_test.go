@@ -10,6 +10,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 func TestConditionsStartUnknownAndOnlyAvailableOnesAreOwned(t *testing.T) {
@@ -22,8 +23,7 @@ func TestConditionsStartUnknownAndOnlyAvailableOnesAreOwned(t *testing.T) {
 			t.Fatalf("%s starts %s/%s, want Unknown", c.Type, c.Status, c.Reason)
 		}
 	}
-	e.Observe("cri", map[string]any{"unreachable": false, "hungCalls": []string{}, "hungMethods": []string{},
-		"fixedMethods": 5, "fixedHung": 0, "timeout": "2s"})
+	e.Observe(observations.CRI{FixedMethods: 5, Timeout: "2s"})
 	if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Status != corev1.ConditionUnknown {
 		t.Fatalf("a cri observation moved %s", c.Type)
 	}
@@ -47,16 +47,16 @@ func TestUserConditionWithThresholdsAndMinDuration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	many := map[string]any{"containers": 600}
+	many := observations.CRI{Containers: 600}
 	want := []corev1.ConditionStatus{corev1.ConditionUnknown, corev1.ConditionUnknown, corev1.ConditionUnknown, corev1.ConditionTrue}
 	for i, w := range want { // bad at 0s, 10s, 20s, 30s: the streak lasts 30s at the 4th
-		e.Observe("cri", many)
+		e.Observe(many)
 		if c := condition(t, e, "ContainersPiling"); c.Status != w {
 			t.Fatalf("evaluation %d: %s, want %s", i, c.Status, w)
 		}
 		clk.Step(10 * time.Second)
 	}
-	e.Observe("cri", map[string]any{"containers": 3})
+	e.Observe(observations.CRI{Containers: 3})
 	if c := condition(t, e, "ContainersPiling"); c.Status != corev1.ConditionFalse || c.Reason != "ContainersFew" {
 		t.Fatalf("got %+v", c)
 	}
@@ -73,13 +73,13 @@ func TestRestoreCarriesOnTheNodesConditions(t *testing.T) {
 	if len(took) != 1 {
 		t.Fatalf("took %v", took)
 	}
-	healthy := map[string]any{"unreachable": false, "hungCalls": []string{}, "hungMethods": []string{}, "fixedMethods": 5, "fixedHung": 0, "timeout": "2s"}
-	e.Observe("cri", healthy) // clearAfter is 2: one good cycle is not enough
+	healthy := observations.CRI{FixedMethods: 5, Timeout: "2s"}
+	e.Observe(healthy) // clearAfter is 2: one good cycle is not enough
 	if c := condition(t, e, conditions.TypeRuntimeHung); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(ltt) {
 		t.Fatalf("after one good cycle: %+v", c)
 	}
 	clk.Step(time.Second)
-	e.Observe("cri", healthy)
+	e.Observe(healthy)
 	if c := condition(t, e, conditions.TypeRuntimeHung); c.Status != corev1.ConditionFalse || !c.LastTransitionTime.Equal(clk.Now()) {
 		t.Fatalf("after two good cycles: %+v", c)
 	}
@@ -90,7 +90,7 @@ func TestCompileErrorsNameTheField(t *testing.T) {
 	bad.Problems[0].When = "cri.containers +"
 	bad.Healthy = conditions.Outcome{ReasonExpression: "1 + 2"}
 	other := conditions.Spec{Type: "lower", Problems: []conditions.Problem{{When: "true", Outcome: conditions.Outcome{Reason: "Bad Reason"}}}}
-	err := conditions.CompileSpecs([]conditions.Spec{bad, other, {Type: "Ready", Disabled: true}})
+	err := conditions.CompileSpecs([]conditions.Spec{bad, other, {Type: "Ready", Disabled: true}}, conditions.DefaultParams(), nil)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -105,12 +105,13 @@ func TestCompileErrorsNameTheField(t *testing.T) {
 func TestAFailingRuleKeepsTheConditionAndDoesNotPanic(t *testing.T) {
 	s := customSpec()
 	s.RaiseAfter, s.MinDuration = 1, metav1.Duration{}
+	s.Problems[0].When = `cri.containers > 500 || cri.hungCalls[0] == "x"`
 	e, err := conditions.NewEngine([]conditions.Spec{s}, testclock.NewFakeClock(t0), conditions.EngineOptions{Available: conditions.Inputs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Observe("cri", map[string]any{"containers": 600})
-	e.Observe("cri", map[string]any{"sandboxes": 1}) // no containers key: an evaluation error
+	e.Observe(observations.CRI{Containers: 600})
+	e.Observe(observations.CRI{Containers: 1}) // no hung call to index: an evaluation error
 	if c := condition(t, e, "ContainersPiling"); c.Status != corev1.ConditionTrue {
 		t.Fatalf("got %+v", c)
 	}
@@ -131,7 +132,7 @@ func TestMergeSpecs(t *testing.T) {
 	if merged[0].ClearAfter != 5 {
 		t.Fatal("the override did not replace the default")
 	}
-	if err := conditions.CompileSpecs(merged); err != nil {
+	if err := conditions.CompileSpecs(merged, conditions.DefaultParams(), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -147,7 +148,7 @@ func TestMessagesAndReasonsAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Observe("cri", map[string]any{"containers": 1, "hungCalls": []string{strings.Repeat("é", 1<<19)}})
+	e.Observe(observations.CRI{Containers: 1, HungCalls: []string{strings.Repeat("é", 1<<19)}})
 	c := condition(t, e, "Huge")
 	if c.Status != corev1.ConditionTrue || len(c.Message) > conditions.MaxMessageBytes || !strings.HasSuffix(c.Message, "é...") {
 		t.Fatalf("got %s, %d bytes ending %q", c.Status, len(c.Message), c.Message[len(c.Message)-8:])

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/internal/watchdog"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // FuzzSpecs: no condition rule, as a config file gives it, panics the
@@ -29,24 +30,25 @@ func FuzzSpecs(f *testing.F) {
     reasonExpression: '"Lease" + string(lease.missedRenewals)'
   healthy: {reason: NodeLeaseRenewed}`)
 	f.Add(`- {type: Ready, disabled: true}`)
-	obs := map[string]map[string]any{
-		"cri":    {"containers": 3, "hungCalls": []string{"Version", "ListPodSandbox"}, "unreachable": false},
-		"lease":  {"renewAgeSeconds": 30.0, "graceSeconds": 50.0, "missedRenewals": 2, "found": true},
-		"kernel": {"KernelDeadlock": map[string]any{"active": true, "reason": "R", "message": "m", "matches": 1}},
-		"pleg":   {"verdict": "Healthy", "reason": "RelistHealthy", "message": "ok"},
+	obs := []observations.Input{
+		observations.CRI{Containers: 3, HungCalls: []string{"Version", "ListPodSandbox"}},
+		observations.Lease{RenewAgeSeconds: 30, GraceSeconds: 50, MissedRenewals: 2, Found: true},
+		observations.Kernel{"KernelDeadlock": {Active: true, Reason: "R", Message: "m", Matches: 1}},
+		observations.PLEG{Verdict: "Healthy", Reason: "RelistHealthy", Message: "ok"},
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
 		var specs []conditions.Spec
-		if err := yaml.Unmarshal([]byte(doc), &specs); err != nil || conditions.CompileSpecs(specs) != nil {
+		if err := yaml.Unmarshal([]byte(doc), &specs); err != nil || conditions.CompileSpecs(specs, conditions.DefaultParams(), nil) != nil {
 			return
 		}
 		defer watchdog.Start(5*time.Second, func() string { return fmt.Sprintf("evaluating the rules %q", doc) })()
-		e, err := conditions.NewEngine(specs, testclock.NewFakeClock(time.Unix(0, 0)), conditions.EngineOptions{Available: conditions.Inputs})
+		e, err := conditions.NewEngine(specs, testclock.NewFakeClock(time.Unix(0, 0)),
+			conditions.EngineOptions{Available: conditions.Inputs, Params: conditions.DefaultParams()})
 		if err != nil {
 			return
 		}
-		for in, o := range obs {
-			e.Observe(in, o)
+		for _, o := range obs {
+			e.Observe(o)
 		}
 		for _, c := range e.Set().Snapshot() {
 			if len(c.Message) > conditions.MaxMessageBytes {

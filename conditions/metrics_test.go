@@ -8,6 +8,8 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/metricslint"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 func TestMetricsLint(t *testing.T) {
@@ -16,7 +18,7 @@ func TestMetricsLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Observe("cri", map[string]any{}) // no keys: a rule error
+	e.Observe(observations.Kernel{}) // no KernelDeadlock: a rule error
 	m := NewReporterMetrics(reg)
 	m.patched(nil)
 	m.patched(errors.New("refused"))

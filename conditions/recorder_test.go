@@ -3,7 +3,6 @@ package conditions
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/internal/clocktest"
 )
 
 // fakeEventSink records what reaches the API server; fail, while set,
@@ -62,17 +63,6 @@ func newTestRecorder() (*recorder, *fakeEventSink, *testclock.FakeClock) {
 	return r, sink, clk
 }
 
-// until yields until ok; the recorder runs on its own goroutine.
-func until(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for i := 0; !ok(); i++ {
-		if i > 10_000_000 {
-			t.Fatalf("never saw %s", what)
-		}
-		runtime.Gosched()
-	}
-}
-
 func (s *fakeEventSink) count() int { return len(s.seen()) }
 
 func TestRecorderCountsRepeatsAndLimitsBursts(t *testing.T) {
@@ -82,7 +72,7 @@ func TestRecorderCountsRepeatsAndLimitsBursts(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		r.record(corev1.EventTypeWarning, "VersionHung", "hung")
 	}
-	until(t, "three requests", func() bool { return sink.count() == 3 })
+	clocktest.Await(t, "three requests", func() bool { return sink.count() == 3 })
 	want := []string{"create VersionHung", `patch {"count":2`, `patch {"count":3`}
 	if got := sink.seen(); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("sent %q, want %q", got, want)
@@ -90,7 +80,7 @@ func TestRecorderCountsRepeatsAndLimitsBursts(t *testing.T) {
 	for i := 0; i < eventBurst; i++ {
 		r.record(corev1.EventTypeNormal, "Other", strings.Repeat("x", i))
 	}
-	until(t, "the burst sent", func() bool { return sink.count() == eventBurst })
+	clocktest.Await(t, "the burst sent", func() bool { return sink.count() == eventBurst })
 	r.mu.Lock()
 	queued := len(r.queue)
 	r.mu.Unlock()
@@ -99,7 +89,7 @@ func TestRecorderCountsRepeatsAndLimitsBursts(t *testing.T) {
 	}
 	clk.Step(eventRefill)
 	r.record(corev1.EventTypeNormal, "AfterTheRefill", "one more")
-	until(t, "one more after the refill", func() bool { return sink.count() == eventBurst+1 })
+	clocktest.Await(t, "one more after the refill", func() bool { return sink.count() == eventBurst+1 })
 	if got := sink.seen(); got[len(got)-1] != "create AfterTheRefill" {
 		t.Errorf("after 5 minutes the limit let nothing through: %q", got[len(got)-1])
 	}
@@ -115,14 +105,14 @@ func TestRecorderRetriesWhileTheAPIServerIsAway(t *testing.T) {
 	r.record(corev1.EventTypeWarning, "VersionHung", "hung")
 	r.record(corev1.EventTypeNormal, "RuntimeResponsive", "fine")
 	// The first send failed; the retry waits, the second Event behind it.
-	until(t, "the wait to retry", func() bool { return sink.count() == 1 && clk.Waiters() == 1 })
+	clocktest.Await(t, "the wait to retry", func() bool { return sink.count() == 1 && clk.Waiters() == 1 })
 	clk.Step(eventRetryWait)
-	until(t, "the second wait", func() bool { return sink.count() == 2 && clk.Waiters() == 1 })
+	clocktest.Await(t, "the second wait", func() bool { return sink.count() == 2 && clk.Waiters() == 1 })
 	sink.mu.Lock()
 	sink.fail = nil
 	sink.mu.Unlock()
 	clk.Step(eventRetryWait)
-	until(t, "both sent", func() bool { return sink.count() == 4 })
+	clocktest.Await(t, "both sent", func() bool { return sink.count() == 4 })
 	got := sink.seen()
 	if len(got) != 4 || got[2] != "create VersionHung" || got[3] != "create RuntimeResponsive" {
 		t.Fatalf("sent %q: want two failed tries, then both Events in order", got)

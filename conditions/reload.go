@@ -3,6 +3,8 @@ package conditions
 import (
 	"reflect"
 	"sort"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // ReloadResult says what a reload did, by condition type, each list sorted.
@@ -17,19 +19,22 @@ type ReloadResult struct {
 	Removed []string
 }
 
-// Reload replaces the rules with specs, compiled and owned as NewEngine
-// does (each mistake reported with its field path; the running rules stay
-// on any). A rule unchanged keeps its condition as it is; a new or changed
-// rule starts over and is evaluated at once from the latest observations,
-// so it need not wait for its inputs' next look.
-func (e *Engine) Reload(specs []Spec) (ReloadResult, error) {
-	compiled, err := compileAll(specs)
+// Reload replaces the rules with specs and the params they read, compiled
+// and owned as NewEngine does (each mistake reported with its field path;
+// the running rules stay on any). A rule unchanged, reading params that
+// did not change, keeps its condition as it is; a new or changed rule
+// starts over and is evaluated at once from the latest observations, so it
+// need not wait for its inputs' next look.
+func (e *Engine) Reload(specs []Spec, params observations.Params) (ReloadResult, error) {
+	compiled, err := compileAll(specs, params, e.opts.KernelConditions)
 	if err != nil {
 		return ReloadResult{}, err
 	}
 	rules, types := ownedRules(compiled, e.opts)
 	e.mu.Lock()
-	res, fresh := e.diffRules(rules)
+	paramsChanged := e.opts.Params != params
+	e.opts.Params, e.latest[observations.NameParams] = params, params
+	res, fresh := e.diffRules(rules, paramsChanged)
 	now := e.clk.Now()
 	e.set.Retype(types, fresh, now)
 	var moves []move
@@ -45,7 +50,7 @@ func (e *Engine) Reload(specs []Spec) (ReloadResult, error) {
 
 // diffRules installs rules, keeping each unchanged rule's compiled form,
 // and says which types are fresh. Called with e.mu held.
-func (e *Engine) diffRules(rules []*rule) (ReloadResult, map[string]bool) {
+func (e *Engine) diffRules(rules []*rule, paramsChanged bool) (ReloadResult, map[string]bool) {
 	old := map[string]*rule{}
 	for _, r := range e.rules {
 		old[r.spec.Type] = r
@@ -58,7 +63,7 @@ func (e *Engine) diffRules(rules []*rule) (ReloadResult, map[string]bool) {
 		switch {
 		case !ok:
 			res.Added, fresh[t] = append(res.Added, t), true
-		case reflect.DeepEqual(prev.spec, r.spec):
+		case reflect.DeepEqual(prev.spec, r.spec) && (!paramsChanged || !r.readsParams):
 			rules[i], res.Kept = prev, append(res.Kept, t)
 		default:
 			res.Changed, fresh[t] = append(res.Changed, t), true

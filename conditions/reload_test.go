@@ -10,6 +10,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // containersSpec raises at once when cri.containers passes over.
@@ -34,14 +35,14 @@ func TestReloadKeepsUnchangedAndReevaluatesChangedRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Observe("cri", map[string]any{"containers": 20})
+	e.Observe(observations.CRI{Containers: 20})
 	kept := condition(t, e, "Kept")
 	if kept.Status != corev1.ConditionTrue || condition(t, e, "Edited").Status != corev1.ConditionFalse {
 		t.Fatalf("before the reload: %+v", e.Set().Snapshot())
 	}
 	clk.Step(time.Minute)
 	moves = nil
-	res, err := e.Reload([]conditions.Spec{containersSpec("Kept", 10), containersSpec("Edited", 0), containersSpec("Added", 0)})
+	res, err := e.Reload([]conditions.Spec{containersSpec("Kept", 10), containersSpec("Edited", 0), containersSpec("Added", 0)}, observations.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +74,10 @@ func TestReloadRefusesABadRuleAndKeepsRunning(t *testing.T) {
 	}
 	bad := containersSpec("Kept", 10)
 	bad.Problems[0].When = "cri.containers >"
-	if _, err := e.Reload([]conditions.Spec{bad}); err == nil || !strings.Contains(err.Error(), "problems[0].when") {
+	if _, err := e.Reload([]conditions.Spec{bad}, observations.Params{}); err == nil || !strings.Contains(err.Error(), "problems[0].when") {
 		t.Fatalf("error %v, want the field path", err)
 	}
-	e.Observe("cri", map[string]any{"containers": 20})
+	e.Observe(observations.CRI{Containers: 20})
 	if c := condition(t, e, "Kept"); c.Status != corev1.ConditionTrue {
 		t.Fatalf("the running rule after a refused reload: %+v", c)
 	}

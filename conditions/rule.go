@@ -10,15 +10,17 @@ import (
 	"github.com/google/cel-go/cel"
 
 	"github.com/hangwatch/hangwatch/internal/reason"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // rule is a compiled Spec.
 type rule struct {
-	spec     Spec
-	unknown  []problem // evaluated first: hangwatch cannot tell
-	problems []problem
-	healthy  outcome
-	inputs   []string // every input the rule reads; it waits for all of them
+	spec        Spec
+	unknown     []problem // evaluated first: hangwatch cannot tell
+	problems    []problem
+	healthy     outcome
+	inputs      []string // every input the rule reads; it waits for all of them
+	readsParams bool     // some expression reads params: it changes with them
 }
 
 type problem struct {
@@ -32,7 +34,7 @@ type outcome struct{ reason, message text }
 
 // compileRule compiles every expression of a spec, reporting each mistake
 // with its field path.
-func compileRule(env *cel.Env, s Spec, path string) (*rule, []error) {
+func compileRule(env *ruleEnv, s Spec, path string) (*rule, []error) {
 	if errs := s.validate(path); len(errs) > 0 {
 		return nil, errs
 	}
@@ -46,6 +48,7 @@ func compileRule(env *cel.Env, s Spec, path string) (*rule, []error) {
 	r.healthy, oerrs = compileOutcome(env, s.Healthy, path+".healthy")
 	errs = append(errs, oerrs...)
 	r.addInputs(r.healthy.reason.inputs(), r.healthy.message.inputs())
+	r.readsParams = r.readsParams || r.healthy.readsParams()
 	if len(errs) == 0 && len(r.inputs) == 0 {
 		errs = append(errs, fmt.Errorf("%s.problems: read no input (one of %v), so it could never change", path, Inputs))
 	}
@@ -53,7 +56,7 @@ func compileRule(env *cel.Env, s Spec, path string) (*rule, []error) {
 }
 
 // compileProblems compiles a list of problems and notes their inputs.
-func (r *rule) compileProblems(env *cel.Env, ps []Problem, path string) ([]problem, []error) {
+func (r *rule) compileProblems(env *ruleEnv, ps []Problem, path string) ([]problem, []error) {
 	var out []problem
 	var errs []error
 	for i, p := range ps {
@@ -63,15 +66,20 @@ func (r *rule) compileProblems(env *cel.Env, ps []Problem, path string) ([]probl
 			errs = append(errs, fmt.Errorf("%s.when: %w", at, err))
 			continue
 		}
+		minDuration, err := env.minDuration(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.minDurationExpression: %w", at, err))
+		}
 		o, oerrs := compileOutcome(env, p.Outcome, at)
 		errs = append(errs, oerrs...)
-		out = append(out, problem{when: when, minDuration: p.MinDuration.Duration, outcome: o})
+		out = append(out, problem{when: when, minDuration: minDuration, outcome: o})
 		r.addInputs(when.inputs, o.reason.inputs(), o.message.inputs())
+		r.readsParams = r.readsParams || when.readsParams || o.readsParams() || p.MinDurationExpression != ""
 	}
 	return out, errs
 }
 
-func compileOutcome(env *cel.Env, o Outcome, path string) (outcome, []error) {
+func compileOutcome(env *ruleEnv, o Outcome, path string) (outcome, []error) {
 	var out outcome
 	var errs []error
 	var err error
@@ -175,18 +183,21 @@ func cut(s string, n int) string {
 	return s[:end] + "..."
 }
 
-// CompileSpecs compiles specs and reports every mistake at once, each named
-// by its path under conditions.
-func CompileSpecs(specs []Spec) error {
-	_, err := compileAll(specs)
+// CompileSpecs compiles specs with params and reports every mistake at
+// once, each named by its path under conditions and its rule's type.
+// kernelConditions, when not nil, are the condition types the kernel
+// rules raise: a rule naming another under kernel is refused.
+func CompileSpecs(specs []Spec, params observations.Params, kernelConditions []string) error {
+	_, err := compileAll(specs, params, kernelConditions)
 	return err
 }
 
-func compileAll(specs []Spec) ([]*rule, error) {
-	env, err := newCELEnv()
+func compileAll(specs []Spec, params observations.Params, kernelConditions []string) ([]*rule, error) {
+	celEnv, err := newCELEnv()
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
+	env := &ruleEnv{cel: celEnv, params: params, kernelConditions: kernelConditions}
 	var rules []*rule
 	var errs []error
 	seen := map[string]bool{}
@@ -202,7 +213,9 @@ func compileAll(specs []Spec) ([]*rule, error) {
 			continue
 		}
 		r, rerrs := compileRule(env, s, path)
-		errs = append(errs, rerrs...)
+		for _, e := range rerrs {
+			errs = append(errs, fmt.Errorf("rule %s: %w", s.Type, e))
+		}
 		if len(rerrs) == 0 {
 			rules = append(rules, r)
 		}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/internal/reason"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Spec is the rule of one condition, as data: CEL expressions over the
@@ -45,7 +46,11 @@ type Problem struct {
 	// evaluation, before the problem counts (Prometheus's `for`); until
 	// then the rule goes on to the next problem. 0: at once.
 	MinDuration metav1.Duration `json:"minDuration,omitempty"`
-	Outcome     `json:",inline"`
+	// MinDurationExpression is MinDuration as a CEL expression over
+	// `params` giving a duration (params.plegSlowFor), worked out when the
+	// rule is compiled: a knob of the configuration, not an observation.
+	MinDurationExpression string `json:"minDurationExpression,omitempty"`
+	Outcome               `json:",inline"`
 }
 
 // Outcome gives a reason and a message, each a literal or a CEL expression
@@ -64,18 +69,16 @@ type Outcome struct {
 func ValidType(t string) bool { return len(t) <= 316 && typeRE.MatchString(t) }
 
 // The inputs a rule may read, each a CEL variable holding one signal's
-// latest observation: its keys are documented beside the signal (cri's
-// Cycle.Observation, kernellog's ConditionState.Fields, leases'
-// Observation.Fields, pleg's Assessment.Observation).
+// latest observation, of a type of package observations.
 const (
-	InputCRI    = "cri"
-	InputKernel = "kernel"
-	InputLease  = "lease"
-	InputPLEG   = "pleg"
+	InputCRI    = observations.NameCRI
+	InputKernel = observations.NameKernel
+	InputLease  = observations.NameLease
+	InputPLEG   = observations.NamePLEG
 )
 
 // Inputs are the observations a rule may read, each a CEL variable.
-var Inputs = []string{InputCRI, InputKernel, InputLease, InputPLEG}
+var Inputs = observations.Names
 
 var typeRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
@@ -143,6 +146,12 @@ func validateProblems(ps []Problem, path string) []error {
 		}
 		if d := p.MinDuration.Duration; d < 0 || d > MaxMinDuration {
 			errs = append(errs, fmt.Errorf("%s.minDuration: %q must be from 0 to %v", at, d.String(), MaxMinDuration))
+		}
+		if p.MinDuration.Duration != 0 && p.MinDurationExpression != "" {
+			errs = append(errs, fmt.Errorf("%s: set minDuration or minDurationExpression, not both", at))
+		}
+		if len(p.MinDurationExpression) > MaxExpressionBytes {
+			errs = append(errs, fmt.Errorf("%s.minDurationExpression: %d bytes, at most %d", at, len(p.MinDurationExpression), MaxExpressionBytes))
 		}
 		errs = append(errs, p.validate(at)...)
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,32 @@ func TestDisabledKernelConditionStaysUnwritten(t *testing.T) {
 	}
 	if len(kernelTypes) == 0 {
 		t.Fatal("the default kernel rules raise no condition")
+	}
+}
+
+// TestKernelRulesOfTheUsersOwnDropTheBuiltInKernelDeadlock: rules files
+// that do not raise KernelDeadlock leave hangwatch no way to decide it, so
+// its built-in rule goes; a rule naming a kernel condition they do not
+// raise is refused.
+func TestKernelRulesOfTheUsersOwnDropTheBuiltInKernelDeadlock(t *testing.T) {
+	c, err := load(t, writeConfig(t, "conditions:\n- type: OOMStorm\n  problems:\n  - when: kernel.FrequentOOM.matches > 3\n"+
+		"    reason: Storm\n  healthy: {reason: Calm}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := []kernellog.ConditionSpec{{Type: "FrequentOOM", Reason: "NoOOM", Message: "none"}}
+	var types []string
+	for _, s := range c.WithKernelSpecs(c.Specs(), own) {
+		types = append(types, s.Type)
+	}
+	if slices.Contains(types, "KernelDeadlock") || !slices.Contains(types, "FrequentOOM") {
+		t.Fatalf("conditions %v: want FrequentOOM and no KernelDeadlock", types)
+	}
+	if err := c.CheckRules(own); err != nil {
+		t.Fatalf("the rules as the agent runs them: %v", err)
+	}
+	if err := c.CheckRules(kernellog.DefaultRuleSet().Conditions); err == nil || !strings.Contains(err.Error(), "kernel.FrequentOOM") {
+		t.Fatalf("a rule naming a kernel condition the rules do not raise: %v", err)
 	}
 }
 

@@ -1,19 +1,18 @@
 package config
 
 import (
+	"slices"
+
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Specs returns the condition rules: the built-in ones with the file's
-// rules merged and the runtimeHung, kubeletUnresponsive and pleg.slowFor
-// settings applied to the built-in rules they tune.
+// rules merged and the runtimeHung settings applied to its built-in rule.
+// The knobs the rules read as params are RuleParams.
 func (c *Configuration) Specs() []conditions.Spec {
 	specs := conditions.MergeSpecs(conditions.DefaultSpecs(), c.Conditions)
-	fromFile := map[string]bool{}
-	for _, s := range c.Conditions {
-		fromFile[s.Type] = true
-	}
 	for i := range specs {
 		if specs[i].Type != conditions.TypeRuntimeHung {
 			continue
@@ -25,19 +24,25 @@ func (c *Configuration) Specs() []conditions.Spec {
 			specs[i].ClearAfter = *n
 		}
 	}
-	if share := c.KubeletUnresponsive.Share; share > 0 && !fromFile[conditions.TypeKubeletUnresponsive] { // a rule from the file is the user's own
-		specs = conditions.WithLeaseShare(specs, share)
-	}
-	if !fromFile[conditions.TypePLEGUnhealthy] {
-		specs = conditions.WithPLEGSlowFor(specs, c.PLEG.SlowFor.Duration)
-	}
 	return specs
+}
+
+// RuleParams are the knobs the rules read as params: kubeletUnresponsive.share
+// and pleg.slowFor. A rule of the file's own reads them or not, as it says.
+func (c *Configuration) RuleParams() observations.Params {
+	return observations.Params{LeaseGraceShare: c.KubeletUnresponsive.Share, PLEGSlowFor: c.PLEG.SlowFor.Duration}
 }
 
 // WithKernelSpecs adds a rule for each condition type the kernel rules
 // raise that has none, except those the file disabled: a KernelDeadlock
-// left to node-problem-detector stays unwritten.
+// left to node-problem-detector stays unwritten. The built-in
+// KernelDeadlock rule goes when the kernel rules do not raise it (a rules
+// file of the user's own): hangwatch owns no condition it cannot decide.
 func (c *Configuration) WithKernelSpecs(specs []conditions.Spec, kernelTypes []kernellog.ConditionSpec) []conditions.Spec {
+	names := KernelConditionNames(kernelTypes)
+	if !slices.Contains(names, conditions.TypeKernelDeadlock) && !c.fromFile(conditions.TypeKernelDeadlock) {
+		specs = slices.DeleteFunc(slices.Clone(specs), func(s conditions.Spec) bool { return s.Type == conditions.TypeKernelDeadlock })
+	}
 	for _, k := range kernelTypes {
 		if conditions.HasSpec(specs, k.Type) || c.disabled(k.Type) {
 			continue
@@ -47,6 +52,10 @@ func (c *Configuration) WithKernelSpecs(specs []conditions.Spec, kernelTypes []k
 	return specs
 }
 
+func (c *Configuration) fromFile(condType string) bool {
+	return slices.ContainsFunc(c.Conditions, func(s conditions.Spec) bool { return s.Type == condType })
+}
+
 func (c *Configuration) disabled(condType string) bool {
 	for _, s := range c.Conditions {
 		if s.Type == condType && s.Disabled {
@@ -54,4 +63,20 @@ func (c *Configuration) disabled(condType string) bool {
 		}
 	}
 	return false
+}
+
+// CheckRules compiles the rules as the agent runs them with the kernel
+// rules' condition types known, so a rule naming a kernel condition the
+// kernel rules do not raise is refused as a misspelled field is.
+func (c *Configuration) CheckRules(kernelTypes []kernellog.ConditionSpec) error {
+	return conditions.CompileSpecs(c.WithKernelSpecs(c.Specs(), kernelTypes), c.RuleParams(), KernelConditionNames(kernelTypes))
+}
+
+// KernelConditionNames are the condition types of kernelTypes.
+func KernelConditionNames(kernelTypes []kernellog.ConditionSpec) []string {
+	names := make([]string, 0, len(kernelTypes))
+	for _, k := range kernelTypes {
+		names = append(names, k.Type)
+	}
+	return names
 }

@@ -149,7 +149,7 @@ func validateConditions(p *checks, c *Configuration) {
 	}
 	share := c.KubeletUnresponsive.Share
 	p.check(share < 0 || share >= 1, "kubeletUnresponsive.share", share, "must be 0 (two missed renewals) or between 0 and 1")
-	p.add(conditions.CompileSpecs(c.Conditions))
+	p.add(conditions.CompileSpecs(c.Conditions, c.RuleParams(), nil)) // the kernel rules are checked with their files (config check, the agent)
 }
 
 // Err joins problems, or is nil without any.

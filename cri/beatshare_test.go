@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/internal/clocktest"
 )
 
 // TestCyclesLeaveVersionToTheHeartbeat runs the shipped periods (cycles
@@ -38,10 +40,10 @@ func TestCyclesLeaveVersionToTheHeartbeat(t *testing.T) {
 	}
 	const steps = 600 // 5 minutes in 500ms steps
 	for i := 0; i < steps; i++ {
-		waitFor(t, "both loops waiting", sleepingLoops(p, clk, 2))
+		clocktest.Await(t, "both loops waiting", sleepingLoops(p, clk, 2))
 		clk.Step(500 * time.Millisecond)
 	}
-	waitFor(t, "both loops waiting", sleepingLoops(p, clk, 2))
+	clocktest.Await(t, "both loops waiting", sleepingLoops(p, clk, 2))
 	versions := f.count(MethodVersion)
 	// 1 + 120 beats at 2.5s, less one a cycle (10 of them after the first).
 	if versions < 110 || versions > 111 {

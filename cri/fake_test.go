@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,8 @@ import (
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/internal/clocktest"
 )
 
 // fakeRuntime answers the probed CRI calls at once, except the methods in
@@ -171,25 +172,26 @@ func cycleWithFakeClock(t *testing.T, p *Prober, clk *clocktesting.FakeClock, ob
 	f := p.runtime.(*fakeRuntime)
 	done := make(chan Cycle, 1)
 	go func() { done <- p.Cycle(context.Background()) }()
-	for obs.probes.Load() < fast {
+	var c Cycle
+	got := false
+	returned := func() bool {
 		select {
-		case c := <-done:
-			return c
+		case c = <-done:
+			got = true
 		default:
-			runtime.Gosched()
 		}
+		return got
 	}
-	for {
-		select {
-		case c := <-done:
-			return c
-		default:
+	clocktest.Await(t, "the fast calls", func() bool { return returned() || obs.probes.Load() >= fast })
+	if !got {
+		clocktest.Await(t, "the cycle to return", func() bool {
 			if f.blocked.Load() >= int64(hung) && clk.Waiters() >= hung {
 				clk.Step(p.cfg.Timeout)
 			}
-			runtime.Gosched()
-		}
+			return returned()
+		})
 	}
+	return c
 }
 
 // sleepingLoops says n loops (Run, Heartbeat) wait between probes and

@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -11,35 +10,22 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-)
 
-// waitFor yields until ok, stepping nothing.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for i := 0; !ok(); i++ {
-		if i > 10_000_000 {
-			t.Fatalf("never saw %s", what)
-		}
-		runtime.Gosched()
-	}
-}
+	"github.com/hangwatch/hangwatch/internal/clocktest"
+)
 
 func nextBeat(t *testing.T, beats <-chan Beat, clk *clocktesting.FakeClock, step time.Duration) Beat {
 	t.Helper()
-	for i := 0; ; i++ {
+	var b Beat
+	clocktest.StepUntil(t, clk, 1, step, time.Hour, "a beat", func() bool {
 		select {
-		case b := <-beats:
-			return b
+		case b = <-beats:
+			return true
 		default:
+			return false
 		}
-		if clk.Waiters() > 0 && i%1000 == 999 {
-			clk.Step(step)
-		}
-		if i > 50_000_000 {
-			t.Fatal("no beat")
-		}
-		runtime.Gosched()
-	}
+	})
+	return b
 }
 
 // TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout freezes the runtime
@@ -59,7 +45,7 @@ func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
 	f.hang[MethodVersion] = true
 	f.mu.Unlock()
 	frozen := clk.Now()
-	waitFor(t, "the beat's wait", sleepingLoops(p, clk, 1))
+	clocktest.Await(t, "the beat's wait", sleepingLoops(p, clk, 1))
 	clk.Step(2500 * time.Millisecond)
 	b := nextBeat(t, beats, clk, 500*time.Millisecond)
 	if b.Call.Class != ClassTimeout || !b.Call.InFlight {
@@ -94,7 +80,7 @@ func TestHeartbeatRecoveryWakesTheCycles(t *testing.T) {
 	f.mu.Lock()
 	delete(f.errs, MethodVersion)
 	f.mu.Unlock()
-	waitFor(t, "both waits", sleepingLoops(p, clk, 2))
+	clocktest.Await(t, "both waits", sleepingLoops(p, clk, 2))
 	clk.Step(time.Second)
 	if b := <-beats; !b.Recovered {
 		t.Fatalf("beat after the runtime came back %+v, want Recovered", b)
@@ -119,8 +105,8 @@ func TestWithBeatReplacesOnlyAnOlderVersion(t *testing.T) {
 		t.Error("WithBeat changed the cycle it was given")
 	}
 	healthy := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(5 * time.Second), Class: ClassOK}}
-	if obs := got.WithBeat(healthy).Observation(2 * time.Second); len(obs["hungCalls"].([]string)) != 1 {
-		t.Errorf("a healthy beat must not clear a hung list call: %v", obs["hungCalls"])
+	if obs := got.WithBeat(healthy).Observation(2 * time.Second); len(obs.HungCalls) != 1 {
+		t.Errorf("a healthy beat must not clear a hung list call: %v", obs.HungCalls)
 	}
 	old := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(-time.Second), Class: ClassTimeout}}
 	if findCall(t, c.WithBeat(old), MethodVersion).Class != ClassOK {
@@ -136,11 +122,11 @@ func TestARefusedBeatMakesTheRuntimeUnreachable(t *testing.T) {
 	c := Cycle{Start: t0, Calls: []CallResult{{Method: MethodVersion, Start: t0, Class: ClassOK},
 		{Method: MethodListPodSandbox, Start: t0, Class: ClassOK}}}
 	refused := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(3 * time.Second), Class: ClassUnreachable}}
-	if obs := c.WithBeat(refused).Observation(2 * time.Second); obs["unreachable"] != true {
-		t.Errorf("a refused beat after the cycle: unreachable = %v", obs["unreachable"])
+	if obs := c.WithBeat(refused).Observation(2 * time.Second); !obs.Unreachable {
+		t.Errorf("a refused beat after the cycle: unreachable = %v", obs.Unreachable)
 	}
 	early := Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(-time.Second), Class: ClassUnreachable}}
-	if obs := c.WithBeat(early).Observation(2 * time.Second); obs["unreachable"] != false {
+	if obs := c.WithBeat(early).Observation(2 * time.Second); obs.Unreachable {
 		t.Error("a refused beat older than the cycle overrode it")
 	}
 }
@@ -157,7 +143,7 @@ func TestAHungCallThatAnswersWakesTheCycles(t *testing.T) {
 	cycles := make(chan Cycle, 16)
 	go p.Run(ctx, time.Hour, time.Hour, func(c Cycle) { cycles <- c })
 	// 4 fixed calls and 2 Unimplemented streams answer; ListPodSandbox waits.
-	waitFor(t, "the hung call's wait", func() bool { return obs.probes.Load() >= 6 && clk.Waiters() >= 1 })
+	clocktest.Await(t, "the hung call's wait", func() bool { return obs.probes.Load() >= 6 && clk.Waiters() >= 1 })
 	clk.Step(cfg.Timeout + time.Second)
 	if c := <-cycles; findCall(t, c, MethodListPodSandbox).Class != ClassTimeout {
 		t.Fatalf("first cycle %+v, want ListPodSandbox hung", c.Calls)
@@ -185,10 +171,10 @@ func TestASecondCallerWaitsForTheCallAlreadyOut(t *testing.T) {
 	}
 	first, second := make(chan CallResult, 1), make(chan CallResult, 1)
 	go func() { first <- p.invoke(context.Background(), MethodVersion, "", version) }()
-	waitFor(t, "the first call's wait", func() bool { return clk.Waiters() == 1 })
+	clocktest.Await(t, "the first call's wait", func() bool { return clk.Waiters() == 1 })
 	clk.Step(500 * time.Millisecond)
 	go func() { second <- p.invoke(context.Background(), MethodVersion, "", version) }()
-	waitFor(t, "the second caller's wait", func() bool { return clk.Waiters() == 2 })
+	clocktest.Await(t, "the second caller's wait", func() bool { return clk.Waiters() == 2 })
 	f.releaseHung()
 	a, b := <-first, <-second
 	if a.Class != ClassOK || b.Class != ClassOK || f.count(MethodVersion) != 1 {
@@ -199,10 +185,10 @@ func TestASecondCallerWaitsForTheCallAlreadyOut(t *testing.T) {
 	f.hang[MethodVersion] = true
 	f.mu.Unlock()
 	go func() { first <- p.invoke(context.Background(), MethodVersion, "", version) }()
-	waitFor(t, "the first call's wait", func() bool { return clk.Waiters() == 1 })
+	clocktest.Await(t, "the first call's wait", func() bool { return clk.Waiters() == 1 })
 	clk.Step(1500 * time.Millisecond)
 	go func() { second <- p.invoke(context.Background(), MethodVersion, "", version) }()
-	waitFor(t, "the second caller's wait", func() bool { return clk.Waiters() == 2 })
+	clocktest.Await(t, "the second caller's wait", func() bool { return clk.Waiters() == 2 })
 	clk.Step(500 * time.Millisecond)
 	a, b = <-first, <-second
 	if a.Class != ClassTimeout || b.Class != ClassTimeout || b.Duration != 2*time.Second {

@@ -2,13 +2,14 @@ package cri
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/internal/clocktest"
 )
 
 func TestRelistInspectsChangedPodsOnly(t *testing.T) {
@@ -37,7 +38,7 @@ func TestRelistStuckIsReportedAndJoined(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	got := r.Relist(ctx)
-	waitUntil(t, func() bool { return f.count("ListPodSandbox") == 1 })
+	clocktest.Await(t, "the stuck ListPodSandbox", func() bool { return f.count("ListPodSandbox") == 1 })
 	if !got.InFlight || got.Class != ClassTimeout {
 		t.Fatalf("stuck relist = %+v", got)
 	}
@@ -70,19 +71,6 @@ func TestRelistFailedPodIsReinspected(t *testing.T) {
 	delete(f.errs, "PodSandboxStatus")
 	if got := r.Relist(context.Background()); got.ChangedPods != 2 || got.FailedPods != 0 || got.Class != ClassOK {
 		t.Errorf("next relist = %+v, want the failed pods inspected again", got)
-	}
-}
-
-// waitUntil polls cond, for a goroutine the test cannot synchronize with
-// otherwise; it fails after 10 s.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		runtime.Gosched()
 	}
 }
 
@@ -128,7 +116,7 @@ func TestRelistStuckOnAStreamNamesIt(t *testing.T) {
 	r.SetListStreaming(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	waitUntil(t, func() bool {
+	clocktest.Await(t, "a relist in flight on the stream", func() bool {
 		got := r.Relist(ctx)
 		return got.InFlight && got.Method == MethodStreamContainers
 	})

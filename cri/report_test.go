@@ -85,7 +85,7 @@ func TestOnlyRequiredRuntimeConditionsDegrade(t *testing.T) {
 	if !strings.Contains(table.String(), "ContainerdHasNoDeprecationWarnings=false (information)") {
 		t.Fatalf("table does not show the informational condition:\n%s", table.String())
 	}
-	if got := c.Observation(time.Second)["runtimeNotReady"].([]string); len(got) != 0 {
+	if got := c.Observation(time.Second).RuntimeNotReady; len(got) != 0 {
 		t.Fatalf("runtimeNotReady = %v, want none", got)
 	}
 	conds[1].Status = false
@@ -93,7 +93,7 @@ func TestOnlyRequiredRuntimeConditionsDegrade(t *testing.T) {
 	if r.Verdict != VerdictDegraded || !strings.Contains(strings.Join(r.Reasons, " "), "NetworkReady=false") {
 		t.Fatalf("NetworkReady=false: verdict %s (%q), want Degraded naming it", r.Verdict, r.Reasons)
 	}
-	if got := (Cycle{Conditions: conds}).Observation(time.Second)["runtimeNotReady"].([]string); len(got) != 1 || got[0] != "NetworkReady" {
+	if got := (Cycle{Conditions: conds}).Observation(time.Second).RuntimeNotReady; len(got) != 1 || got[0] != "NetworkReady" {
 		t.Fatalf("runtimeNotReady = %v, want [NetworkReady]", got)
 	}
 }

@@ -73,7 +73,7 @@ func TestAHungStreamIsAHungCall(t *testing.T) {
 		t.Fatalf("StreamContainers = %+v, want an in-flight timeout", r)
 	}
 	obsv := c.Observation(testConfig().Timeout)
-	if hm := obsv["hungMethods"].([]string); len(hm) != 1 || hm[0] != MethodStreamContainers {
+	if hm := obsv.HungMethods; len(hm) != 1 || hm[0] != MethodStreamContainers {
 		t.Fatalf("hungMethods = %v, want [StreamContainers]", hm)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // runtimeView joins the full probe cycles and the heartbeat into the one
@@ -56,7 +58,7 @@ type Watch struct {
 
 // Run probes until ctx ends, handing on the input after each cycle and
 // each beat (once a cycle has been).
-func (w *Watch) Run(ctx context.Context, emit func(map[string]any)) {
+func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
 	view := &runtimeView{observe: func(c Cycle) { emit(c.Observation(w.Timeout)) }}
 	var wg sync.WaitGroup
 	if w.Heartbeat > 0 {

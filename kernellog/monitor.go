@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Event is a temporary rule's match, rate-limited per rule: Count is the
@@ -43,8 +45,8 @@ type ConditionState struct {
 // rule's window, or not yet cleared), .reason, .message (which rule
 // matched and when: never the line, see RuleMessage) and .matches (how
 // many so far).
-func (s ConditionState) Fields() map[string]any {
-	return map[string]any{"active": s.Active, "reason": s.Reason, "message": s.Message, "matches": s.Count}
+func (s ConditionState) Fields() observations.KernelCondition {
+	return observations.KernelCondition{Active: s.Active, Reason: s.Reason, Message: s.Message, Matches: s.Count}
 }
 
 // Event rate limit per rule: a burst, then one event per interval; matches

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Watch follows the kernel log through the rules and hands on the `kernel`
@@ -22,7 +24,7 @@ type Watch struct {
 	clk     clock.WithTicker
 	open    func(lookback time.Duration) (Source, error)
 	changed atomic.Bool // a condition changed since the input was last handed on
-	emit    func(map[string]any)
+	emit    func(observations.Input)
 
 	mu        sync.Mutex // guards what /healthz reads: src, downSince
 	src       Source
@@ -53,7 +55,7 @@ const resendEvery = time.Second
 
 // NewWatch compiles the rules; nothing is read until Open.
 func NewWatch(sets []*RuleSet, o WatchOptions) (*Watch, error) {
-	w := &Watch{metrics: o.Metrics, clk: o.Clock, open: o.Open, lookback: o.Lookback, emit: func(map[string]any) {}}
+	w := &Watch{metrics: o.Metrics, clk: o.Clock, open: o.Open, lookback: o.Lookback, emit: func(observations.Input) {}}
 	mon, err := NewMonitor(sets, o.Clock, Options{Metrics: o.Metrics, OnEvent: o.OnEvent,
 		OnCondition: func(ConditionState) { w.changed.Store(true) }})
 	if err != nil {
@@ -81,9 +83,9 @@ func (w *Watch) Open() error {
 }
 
 // Input is the `kernel` input as the rules stand now.
-func (w *Watch) Input() map[string]any {
+func (w *Watch) Input() observations.Kernel {
 	states := w.monitor.Conditions()
-	in := make(map[string]any, len(states))
+	in := make(observations.Kernel, len(states))
 	for _, st := range states {
 		in[st.Type] = st.Fields()
 	}
@@ -92,7 +94,7 @@ func (w *Watch) Input() map[string]any {
 
 // Run hands on the input at once, then after each change and at least
 // every resendEvery, until ctx ends. Open must have worked.
-func (w *Watch) Run(ctx context.Context, emit func(map[string]any)) {
+func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
 	w.emit = emit
 	w.send()
 	w.follow(ctx)

@@ -2,7 +2,6 @@ package kernellog
 
 import (
 	"context"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/internal/clocktest"
 )
 
 var kernelT0 = time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
@@ -55,7 +55,7 @@ func newKernelFixture(t *testing.T) (*Watch, *conditions.Engine, *testclock.Fake
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.emit = func(obs map[string]any) { engine.Observe("kernel", obs) }
+	w.emit = engine.Observe
 	return w, engine, clk
 }
 
@@ -143,9 +143,7 @@ func TestFailedKernelLogReopensWithBackoffAndFailsHealthz(t *testing.T) {
 	go func() { defer close(done); k.follow(ctx) }()
 	var elapsed time.Duration
 	for i, delay := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second} {
-		for !clk.HasWaiters() {
-			runtime.Gosched() // until the watch waits for its next try
-		}
+		clocktest.AwaitWaiters(t, clk, 1) // the watch waits for its next try
 		if err := k.Check(); (elapsed > time.Minute) != (err != nil) {
 			t.Fatalf("down for %v: /healthz says %v", elapsed, err)
 		}
@@ -184,7 +182,7 @@ func TestInputBesideNewLines(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 500; i++ {
-		e.Observe("kernel", k.Input())
+		e.Observe(k.Input())
 	}
 	<-done
 	k.send()

@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // inputState is the `lease` input as last seen: the last Lease reading and
@@ -12,7 +14,7 @@ import (
 // a time.
 type inputState struct {
 	mu      sync.Mutex
-	emit    func(map[string]any)
+	emit    func(observations.Input)
 	clk     clock.PassiveClock
 	lease   Observation
 	read    bool // a first Lease read is in: before it, probes wait
@@ -20,7 +22,7 @@ type inputState struct {
 	late    lateLatch
 }
 
-func newInputState(emit func(map[string]any), clk clock.PassiveClock) *inputState {
+func newInputState(emit func(observations.Input), clk clock.PassiveClock) *inputState {
 	return &inputState{emit: emit, clk: clk}
 }
 

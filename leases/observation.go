@@ -3,6 +3,8 @@ package leases
 import (
 	"math"
 	"time"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Observation is what one look at the Lease found. When the read failed,
@@ -49,39 +51,21 @@ func (o Observation) MissedRenewals() int {
 	return int(math.Floor(float64(o.RenewAge) / float64(o.RenewInterval)))
 }
 
-// Fields is the `lease` input of the condition rules.
-//
-//	readable              bool    the read worked (else the keys below are the last good read's)
-//	readError             string  why it did not: forbidden, unauthorized, timeout, throttled, error
-//	readSeconds           double  how long the read took
-//	found                 bool
-//	holder                string  spec.holderIdentity
-//	renewAgeSeconds       double  since renewTime last changed
-//	renewIntervalSeconds  double  the kubelet's renew interval (lease duration / 4)
-//	leaseDurationSeconds  int
-//	graceSeconds          double  --node-monitor-grace-period
-//	secondsLeft           double  grace minus renew age
-//	missedRenewals        int     renewals due since the last one
-//	healthz               string  the kubelet's local /healthz: ok, unhealthy (answered, not 200), timeout, refused, error; "" when not probed
-//	kubeletSilent         bool    that probe got no answer in time: the kubelet process does not answer
-//	lateWhileAnswering    bool    the Lease was found late while the kubelet answered on the node (its writes do not reach
-//	                              the API server), until renewals have been on time for 5m
-//
-// While the kubelet answers on the node and renewed on time, the keys from
-// the Lease are those of a read up to --lease-idle-period old.
-func (o Observation) Fields() map[string]any {
-	return map[string]any{
-		"readable": o.Readable, "readError": o.ReadError, "readSeconds": round(o.ReadLatency.Seconds()),
-		"found": o.Found, "holder": o.Holder,
-		"renewAgeSeconds":      round(o.RenewAge.Seconds()),
-		"renewIntervalSeconds": o.RenewInterval.Seconds(),
-		"leaseDurationSeconds": int64(o.LeaseDuration / time.Second),
-		"graceSeconds":         o.Grace.Seconds(),
-		"secondsLeft":          round(o.SecondsLeft()),
-		"missedRenewals":       o.MissedRenewals(),
-		"healthz":              o.Healthz,
-		"kubeletSilent":        o.Healthz == HealthzNoAnswer,
-		"lateWhileAnswering":   o.LateWhileAnswering,
+// Fields is the `lease` input of the condition rules (observations.Lease
+// documents each field).
+func (o Observation) Fields() observations.Lease {
+	return observations.Lease{
+		Readable: o.Readable, ReadError: o.ReadError, ReadSeconds: round(o.ReadLatency.Seconds()),
+		Found: o.Found, Holder: o.Holder,
+		RenewAgeSeconds:      round(o.RenewAge.Seconds()),
+		RenewIntervalSeconds: o.RenewInterval.Seconds(),
+		LeaseDurationSeconds: int64(o.LeaseDuration / time.Second),
+		GraceSeconds:         o.Grace.Seconds(),
+		SecondsLeft:          round(o.SecondsLeft()),
+		MissedRenewals:       o.MissedRenewals(),
+		Healthz:              o.Healthz,
+		KubeletSilent:        o.Healthz == HealthzNoAnswer,
+		LateWhileAnswering:   o.LateWhileAnswering,
 	}
 }
 

@@ -79,7 +79,7 @@ func TestRenewAgeFollowsChangesOfRenewTime(t *testing.T) {
 		t.Fatalf("22s without renewal: missed %d, left %v", o.MissedRenewals(), o.SecondsLeft())
 	}
 	fields := o.Fields()
-	if fields["renewAgeSeconds"] != 22.0 || fields["graceSeconds"] != 50.0 || fields["leaseDurationSeconds"] != int64(40) {
+	if fields.RenewAgeSeconds != 22.0 || fields.GraceSeconds != 50.0 || fields.LeaseDurationSeconds != 40 {
 		t.Fatalf("fields %v", fields)
 	}
 }
@@ -102,7 +102,7 @@ func TestAChangeSeenLateIsPlacedSinceTheLastRead(t *testing.T) {
 func TestMissingLease(t *testing.T) {
 	f := newFixture(t, 40)
 	_ = f.client.CoordinationV1().Leases(Namespace).Delete(context.Background(), "node-a", metav1.DeleteOptions{})
-	if o := f.observe(); o.Found || o.Fields()["found"] != false {
+	if o := f.observe(); o.Found || o.Fields().Found {
 		t.Fatalf("got %+v", o)
 	}
 }

@@ -12,7 +12,7 @@ func TestReportRoundsAsTheObservationDoes(t *testing.T) {
 		RenewInterval: 10 * time.Second, Grace: 50 * time.Second}
 	r := NewReport("node-a", o)
 	m := o.Fields()
-	if r.RenewAgeSeconds != m["renewAgeSeconds"] || r.SecondsLeft != m["secondsLeft"] || r.MissedRenewals != 1 {
+	if r.RenewAgeSeconds != m.RenewAgeSeconds || r.SecondsLeft != m.SecondsLeft || r.MissedRenewals != 1 {
 		t.Fatalf("report %+v, observation %v: want the same figures", r, m)
 	}
 	var out bytes.Buffer

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Watch hands on the `lease` input of the condition rules
@@ -50,7 +52,7 @@ type Prober interface {
 }
 
 // Run reads and probes until ctx ends.
-func (w *Watch) Run(ctx context.Context, emit func(map[string]any)) {
+func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
 	grace := GraceFor(ctx, w.Client, w.Grace)
 	klog.InfoS("Watching the node Lease", "node", w.Node, "grace", grace, "period", w.Period, "idlePeriod", w.idlePeriod(),
 		"healthzPeriod", w.HealthzPeriod)

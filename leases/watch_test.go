@@ -2,7 +2,6 @@ package leases
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +9,9 @@ import (
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/hangwatch/hangwatch/internal/clocktest"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // scriptedProber answers what the test last set.
@@ -34,7 +36,7 @@ type watchFixture struct {
 	*fixture
 	prober *scriptedProber
 	reads  atomic.Int32
-	got    chan map[string]any
+	got    chan observations.Lease
 	nudge  chan struct{}
 	stop   func()
 }
@@ -42,7 +44,7 @@ type watchFixture struct {
 // startWatch runs a Watch over the fixture's Lease: read every 5s, or
 // every 2m while the kubelet answers, and probed every second.
 func startWatch(t *testing.T, first string) *watchFixture {
-	f := &watchFixture{fixture: newFixture(t, 40), prober: &scriptedProber{result: first}, got: make(chan map[string]any, 100),
+	f := &watchFixture{fixture: newFixture(t, 40), prober: &scriptedProber{result: first}, got: make(chan observations.Lease, 100),
 		nudge: make(chan struct{}, 1)}
 	f.client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
 		f.reads.Add(1)
@@ -52,7 +54,7 @@ func startWatch(t *testing.T, first string) *watchFixture {
 		IdlePeriod: 2 * time.Minute, Clock: f.clk, Healthz: f.prober, HealthzPeriod: time.Second, Nudge: f.nudge}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx, func(m map[string]any) { f.got <- m }) }()
+	go func() { defer close(done); w.Run(ctx, func(m observations.Input) { f.got <- m.(observations.Lease) }) }()
 	f.stop = func() { cancel(); <-done }
 	t.Cleanup(f.stop)
 	f.next()
@@ -61,7 +63,7 @@ func startWatch(t *testing.T, first string) *watchFixture {
 }
 
 // next waits for the next input handed on.
-func (f *watchFixture) next() map[string]any {
+func (f *watchFixture) next() observations.Lease {
 	f.t.Helper()
 	select {
 	case m := <-f.got:
@@ -69,25 +71,23 @@ func (f *watchFixture) next() map[string]any {
 	case <-time.After(10 * time.Second):
 		f.t.Fatal("no input handed on in 10s")
 	}
-	return nil
+	return observations.Lease{}
 }
 
 // parked waits for the reader to park on its timer beside the prober's
 // ticker.
 func (f *watchFixture) parked() {
-	deadline := time.Now().Add(10 * time.Second)
-	for f.clk.Waiters() < 2 && time.Now().Before(deadline) {
-		runtime.Gosched() // the goroutines park on the fake clock: nothing else to wait on
-	}
+	f.t.Helper()
+	clocktest.AwaitWaiters(f.t, f.clk, 2)
 }
 
 // second steps the clock a second: one probe, and wantReads reads. It
 // returns the input last handed on, which holds both.
-func (f *watchFixture) second(wantReads int32) map[string]any {
+func (f *watchFixture) second(wantReads int32) observations.Lease {
 	f.t.Helper()
 	before := f.reads.Load()
 	f.clk.Step(time.Second)
-	var m map[string]any
+	var m observations.Lease
 	for range 1 + wantReads {
 		m = f.next()
 	}
@@ -108,14 +108,14 @@ func TestLeaseReadRarelyWhileTheKubeletAnswers(t *testing.T) {
 		if i%10 == 0 {
 			f.renew()
 		}
-		if m := f.second(0); m["healthz"] != HealthzOK || m["kubeletSilent"] != false {
+		if m := f.second(0); m.Healthz != HealthzOK || m.KubeletSilent {
 			t.Fatalf("second %d: %v", i+1, m)
 		}
 	}
 	f.renew()
 	f.second(1) // the 2m read
 	f.prober.set(HealthzNoAnswer)
-	if m := f.second(1); m["kubeletSilent"] != true {
+	if m := f.second(1); !m.KubeletSilent {
 		t.Fatalf("a silent kubelet: %v", m)
 	}
 	for i := 0; i < 4; i++ {
@@ -135,7 +135,7 @@ func TestALeaseLateWhileTheKubeletAnswersIsHeld(t *testing.T) {
 	for i := 0; i < 119; i++ {
 		f.second(0) // no renewal lands
 	}
-	if m := f.second(1); m["lateWhileAnswering"] != true || m["missedRenewals"] != 12 {
+	if m := f.second(1); !m.LateWhileAnswering || m.MissedRenewals != 12 {
 		t.Fatalf("the 2m read of a Lease unrenewed for 2m: %v", m)
 	}
 	held, sinceRead := 0, 0
@@ -148,7 +148,7 @@ func TestALeaseLateWhileTheKubeletAnswersIsHeld(t *testing.T) {
 		if sinceRead++; sinceRead == 120 { // every IdlePeriod, late or not
 			want, sinceRead = 1, 0
 		}
-		if m := f.second(want); m["lateWhileAnswering"] == false {
+		if m := f.second(want); !m.LateWhileAnswering {
 			break
 		}
 	}
@@ -222,7 +222,7 @@ func TestANudgeReadsTheLeaseTwice(t *testing.T) {
 	}
 	before := f.reads.Load()
 	f.nudge <- struct{}{}
-	if m := f.next(); m["renewAgeSeconds"] != 12.0 || m["lateWhileAnswering"] != false {
+	if m := f.next(); m.RenewAgeSeconds != 12.0 || m.LateWhileAnswering {
 		t.Fatalf("the nudged read: %v", m)
 	}
 	f.parked()
@@ -232,7 +232,7 @@ func TestANudgeReadsTheLeaseTwice(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		f.second(0)
 	}
-	if m := f.second(1); m["lateWhileAnswering"] != true {
+	if m := f.second(1); !m.LateWhileAnswering {
 		t.Fatalf("read when 2 renewals late (9s later): %v", m)
 	}
 	f.nudge <- struct{}{} // within IdlePeriod of the last: not taken

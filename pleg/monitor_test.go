@@ -68,7 +68,7 @@ func TestMonitorScrapes(t *testing.T) {
 		t.Errorf("stale gauge: %+v", a)
 	}
 	obs := got[1].Observation()
-	if obs["verdict"] != VerdictUnhealthy || obs["lastSeenAgeSeconds"] != 90.0 {
+	if obs.Verdict != VerdictUnhealthy || obs.LastSeenAgeSeconds == nil || *obs.LastSeenAgeSeconds != 90.0 {
 		t.Errorf("observation = %v", obs)
 	}
 	names := metricslint.Check(t, reg)

@@ -1,24 +1,22 @@
 package pleg
 
-// Observation is the `pleg` input of the condition rules (README: "pleg").
-// Figures that are unknown are left out, so rules test them with has().
-func (a Assessment) Observation() map[string]any {
+import "github.com/hangwatch/hangwatch/observations"
+
+// Observation is the `pleg` input of the condition rules
+// (observations.PLEG documents each field). Figures that are unknown are
+// left nil, so rules test them with has().
+func (a Assessment) Observation() observations.PLEG {
 	signals := []string{}
 	for _, s := range a.Signals {
 		if s.State == stateOK || s.State == stateProblem {
 			signals = append(signals, s.Name)
 		}
 	}
-	obs := map[string]any{
-		"verdict": a.Verdict, "reason": a.Reason, "message": a.Message, "signals": signals,
-		"emulationInFlight": a.EmulationInFlight, "eventedPLEG": a.EventedPLEG, "scrapeError": a.ScrapeError,
+	return observations.PLEG{
+		Verdict: a.Verdict, Reason: a.Reason, Message: a.Message, Signals: signals,
+		EmulationInFlight: a.EmulationInFlight, EventedPLEG: a.EventedPLEG, ScrapeError: a.ScrapeError,
+		LastSeenAgeSeconds: a.LastSeenAgeSeconds, RelistP99Seconds: a.RelistP99Seconds,
+		EmulatedRelistSeconds: a.EmulatedRelistSeconds, ScrapeFailingSeconds: a.ScrapeFailingSeconds,
+		PodRelistP99Seconds: a.PodRelistP99Seconds,
 	}
-	for k, v := range map[string]*float64{"lastSeenAgeSeconds": a.LastSeenAgeSeconds, "relistP99Seconds": a.RelistP99Seconds,
-		"emulatedRelistSeconds": a.EmulatedRelistSeconds, "scrapeFailingSeconds": a.ScrapeFailingSeconds,
-		"podRelistP99Seconds": a.PodRelistP99Seconds} {
-		if v != nil {
-			obs[k] = *v
-		}
-	}
-	return obs
 }

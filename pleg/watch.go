@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Watch runs a Monitor until ctx ends and hands on the `pleg` input of the
@@ -22,7 +24,7 @@ type Watch struct {
 }
 
 // Run scrapes and emulates until ctx ends.
-func (w *Watch) Run(ctx context.Context, emit func(map[string]any)) {
+func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
 	w.Monitor.o.OnAssessment = func(a Assessment) {
 		w.mu.Lock()
 		changed := a.Verdict != w.last.Verdict || a.Reason != w.last.Reason

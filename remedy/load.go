@@ -24,18 +24,26 @@ type document struct {
 // LoadPolicyFile reads and checks the policy file; empty path: the
 // default policy.
 func LoadPolicyFile(path string) (*Policy, error) {
+	p, _, err := ReadPolicyFile(path)
+	return p, err
+}
+
+// ReadPolicyFile is LoadPolicyFile that also returns the content read,
+// for a reloader to compare with the next read; nil for the default
+// policy.
+func ReadPolicyFile(path string) (*Policy, []byte, error) {
 	if path == "" {
-		return DefaultPolicy(), nil
+		return DefaultPolicy(), nil, nil
 	}
 	raw, err := boundedfile.Read(path, MaxPolicyBytes)
 	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
+		return nil, nil, fmt.Errorf("--config: %w", err)
 	}
 	p, err := DecodePolicy(raw)
 	if err != nil {
-		return nil, fmt.Errorf("--config %s:\n%w", path, err)
+		return nil, nil, fmt.Errorf("--config %s:\n%w", path, err)
 	}
-	return p, nil
+	return p, raw, nil
 }
 
 // DecodePolicy decodes a policy strictly over the defaults (a conditions

@@ -213,23 +213,22 @@ func Validate(p *Policy) []error {
 			bad(at+".evictAfter", c.EvictAfter.Duration, "must not be shorter than taintAfter")
 		}
 	}
-	return append(errs, validateEviction(p.Eviction)...)
+	validateEviction(p.Eviction, bad)
+	return errs
 }
 
 var kindRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
 
-func validateEviction(e EvictionPolicy) []error {
-	var errs []error
+func validateEviction(e EvictionPolicy, bad func(path string, value any, problem string)) {
 	for i, k := range e.Kinds {
-		at := fmt.Sprintf("eviction.kinds[%d] %q", i, k)
+		at, value := fmt.Sprintf("eviction.kinds[%d]", i), fmt.Sprintf("%q", k)
 		switch {
 		case k == "DaemonSet":
-			errs = append(errs, fmt.Errorf("%s: a DaemonSet's pods are never evicted (the DaemonSet puts them back on the same node)", at))
+			bad(at, value, "a DaemonSet's pods are never evicted (the DaemonSet puts them back on the same node)")
 		case !kindRE.MatchString(k):
-			errs = append(errs, fmt.Errorf("%s: must be a controller kind such as ReplicaSet, Job or StatefulSet, or %s for pods with no controller", at, OwnerlessKind))
+			bad(at, value, "must be a controller kind such as ReplicaSet, Job or StatefulSet, or "+OwnerlessKind+" for pods with no controller")
 		}
 	}
-	return errs
 }
 
 // unhealthyLimit is how many of total nodes may be unhealthy before the

@@ -6,24 +6,13 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
+
+	"github.com/hangwatch/hangwatch/internal/cli"
 )
-
-// exitError ends the process with a code.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
 
 func main() {
 	code := execute(os.Args[1:])
@@ -31,8 +20,7 @@ func main() {
 	os.Exit(code)
 }
 
-// execute runs the CLI: 0 for success, an exitError's code, 2 for a usage
-// or configuration error.
+// execute runs the CLI and maps its error to an exit code (cli.Execute).
 func execute(args []string) int {
 	root := &cobra.Command{
 		Use:   "hangwatch-remedy",
@@ -50,31 +38,7 @@ well. maxUnhealthy, a rate limit, a per-node opt-out annotation
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	addLogFlags(root.PersistentFlags())
+	cli.AddVerbosityFlags(root.PersistentFlags())
 	root.AddCommand(newRunCommand(), newStatusCommand(), newConfigCommand())
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		fmt.Fprintln(os.Stderr, "Error:", ee.err)
-		return ee.code
-	}
-	fmt.Fprintf(os.Stderr, "Error: %v\nRun 'hangwatch-remedy --help' for usage.\n", err)
-	return 2
-}
-
-// addLogFlags adds klog's -v and --vmodule.
-func addLogFlags(fs *pflag.FlagSet) {
-	gfs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(gfs)
-	for _, name := range []string{"v", "vmodule"} {
-		pf := pflag.PFlagFromGoFlag(gfs.Lookup(name))
-		if name == "v" {
-			pf.Shorthand = "v"
-		}
-		fs.AddFlag(pf)
-	}
+	return cli.Execute(root, args, os.Stderr)
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hangwatch/hangwatch/internal/cli"
 	"github.com/hangwatch/hangwatch/remedy"
 )
 
@@ -48,7 +49,7 @@ The controller's own timeline is in its log and Events.`,
 			}
 			list, err := cs.CoreV1().Nodes().List(cmd.Context(), metav1.ListOptions{})
 			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("list nodes: %w", err)}
+				return cli.Exit(1, fmt.Errorf("list nodes: %w", err))
 			}
 			nodes := make([]*corev1.Node, 0, len(list.Items))
 			for i := range list.Items {
@@ -60,7 +61,7 @@ The controller's own timeline is in its log and Events.`,
 			plan := remedy.Decide(p, nodes, clocks, now)
 			left, err := leftAlone(cmd.Context(), cs, p, plan)
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return cli.Exit(1, err)
 			}
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())

@@ -98,3 +98,33 @@ func TestConfigCheckSaysValid(t *testing.T) {
 		t.Errorf("an invalid FILE: %v", err)
 	}
 }
+
+// TestConfigCheckRefusesAMisspelledField: a rule naming a field no input
+// has fails `config check` with its path, its rule and the field meant.
+func TestConfigCheckRefusesAMisspelledField(t *testing.T) {
+	check := func(when string) error {
+		path := writeConfig(t, "conditions:\n- type: TooManyContainers\n  problems:\n  - when: "+when+"\n"+
+			"    reason: ContainersPiledUp\n  healthy: {reason: ContainersFew}\n")
+		cmd := newConfigCheckCommand()
+		cmd.SetArgs([]string{path})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		return cmd.Execute()
+	}
+	err := check("cri.containres > 500")
+	if err == nil {
+		t.Fatal("a misspelled field passed config check")
+	}
+	for _, want := range []string{"rule TooManyContainers: conditions[0].problems[0].when:", "undefined field 'containres'",
+		"did you mean cri.containers?"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if err := check("kernel.KernelDedlock.active"); err == nil || !strings.Contains(err.Error(), "the kernel rules raise no condition KernelDedlock") {
+		t.Errorf("a misspelled kernel condition: %v", err)
+	}
+	if err := check("kernel.KernelDeadlock.active && cri.containers > 500"); err != nil {
+		t.Errorf("a rule that reads well: %v", err)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/kernellog"
 )
 
 func newConfigCommand() *cobra.Command {
@@ -40,7 +42,7 @@ built-in ones merged. Exit code 0 when valid, 2 when not.`,
 				return err
 			}
 			if c.Kernel.Enabled {
-				if _, err := c.Kernel.RuleSets(); err != nil {
+				if err := checkKernelRules(c.Configuration); err != nil {
 					return err
 				}
 			}
@@ -75,4 +77,18 @@ func printValid(cmd *cobra.Command, path string, specs []conditions.Spec) error 
 		_, err = fmt.Fprintf(cmd.OutOrStdout(), "conditions: %s\n", strings.Join(on, ", "))
 	}
 	return err
+}
+
+// checkKernelRules loads the kernel rules files and compiles the condition
+// rules with the condition types they raise known.
+func checkKernelRules(c *config.Configuration) error {
+	sets, err := c.Kernel.RuleSets()
+	if err != nil {
+		return err
+	}
+	m, err := kernellog.NewMonitor(sets, clock.RealClock{}, kernellog.Options{})
+	if err != nil {
+		return err
+	}
+	return c.CheckRules(m.ConditionTypes())
 }

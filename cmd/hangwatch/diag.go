@@ -16,6 +16,7 @@ import (
 	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/cli"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
@@ -135,10 +136,10 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer) error {
 		out.Repair = &r
 	}
 	if err := writeReport(w, o.output, out); err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("write report: %w", err)}
+		return cli.Exit(1, fmt.Errorf("write report: %w", err))
 	}
 	if report.Verdict != cri.VerdictHealthy || out.PLEG.Verdict == pleg.VerdictUnhealthy {
-		return &exitError{code: 1}
+		return cli.Exit(1, nil)
 	}
 	return nil
 }

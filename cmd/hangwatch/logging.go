@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
+
+	"github.com/hangwatch/hangwatch/internal/cli"
 )
 
 // logFlags are klog's verbosity flags and the output format. They stand in
@@ -21,15 +23,7 @@ type logFlags struct {
 }
 
 func (l *logFlags) add(fs *pflag.FlagSet) {
-	l.klog = flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(l.klog)
-	for _, name := range []string{"v", "vmodule"} {
-		pf := pflag.PFlagFromGoFlag(l.klog.Lookup(name))
-		if name == "v" {
-			pf.Shorthand = "v"
-		}
-		fs.AddFlag(pf)
-	}
+	l.klog = cli.AddVerbosityFlags(fs)
 	fs.StringVar(&l.format, "logging-format", "text", `"text" (klog's lines) or "json" (one JSON object a line: time, level, msg and the keys; slog levels: INFO, ERROR, and DEBUG+3 for V(1) lines, DEBUG+2 for V(2)…)`)
 }
 

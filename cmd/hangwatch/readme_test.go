@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 // TestEveryMetricIsDocumented finds every metric name defined in the
@@ -39,5 +41,17 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	}
 	if found < 15 {
 		t.Fatalf("found only %d metric definitions; the pattern no longer matches the code", found)
+	}
+}
+
+// TestTheInputsTableIsMadeFromTheTypes: the README's table of the rules'
+// inputs is the one package observations makes from its types.
+func TestTheInputsTableIsMadeFromTheTypes(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if table := observations.MarkdownTable(); !strings.Contains(string(readme), table) {
+		t.Fatalf("the README's table of inputs is not the one made from package observations; put this in its place:\n%s", table)
 	}
 }

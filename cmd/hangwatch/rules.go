@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/internal/cli"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
@@ -43,7 +44,7 @@ func newRulesCheckCommand() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: source %s, %d rules, %d conditions\n", path, rs.Source, len(rs.Rules), len(rs.Conditions))
 			}
 			if len(bad) > 0 {
-				return &exitError{code: 1, err: errors.Join(bad...)}
+				return cli.Exit(1, errors.Join(bad...))
 			}
 			return nil
 		},
@@ -79,7 +80,7 @@ line or a plain message has no facility and counts as kern.`,
 			}
 			sets, err := cfg.Kernel.RuleSets()
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return cli.Exit(1, err)
 			}
 			return replayMatches(cmd.OutOrStdout(), args[0], sets)
 		},
@@ -94,14 +95,14 @@ func replayMatches(w io.Writer, path string, sets []*kernellog.RuleSet) error {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return &exitError{code: 1, err: err}
+			return cli.Exit(1, err)
 		}
 		defer f.Close()
 		in = f
 	}
 	matchers, err := kernellog.NewMatchers(sets)
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return cli.Exit(1, err)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false) // kernel lines hold < and >; print them as they are
@@ -115,7 +116,7 @@ func replayMatches(w io.Writer, path string, sets []*kernellog.RuleSet) error {
 		})
 	})
 	if err = errors.Join(err, encErr); err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("replay %s: %w", path, err)}
+		return cli.Exit(1, fmt.Errorf("replay %s: %w", path, err))
 	}
 	return nil
 }

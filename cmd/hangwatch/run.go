@@ -13,6 +13,7 @@ import (
 	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/cli"
 )
 
 func newRunCommand() *cobra.Command {
@@ -66,7 +67,7 @@ func runAgent(cmd *cobra.Command, loader *config.Loader, loaded *config.Loaded) 
 	defer stop()
 	err = agent.Run(ctx, opts)
 	if se := (*agent.ServeError)(nil); errors.As(err, &se) {
-		return &exitError{code: 1, err: err}
+		return cli.Exit(1, err)
 	}
 	return err
 }

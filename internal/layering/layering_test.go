@@ -21,8 +21,11 @@ var (
 // TestImportsFlowOneWay: conditions imports no signal package; a signal
 // package imports neither conditions nor another signal package (but for
 // pleg, which reads cri and kubeletmetrics); nothing imports cmd/, only
-// cmd/ imports agent/, and neither conditions nor a signal package
-// imports config/. Checked on each package's whole import graph, tests left out.
+// cmd/ imports agent/, only cmd/hangwatch-remedy imports remedy/manager,
+// and neither conditions nor a signal package imports config/;
+// observations, which the signals fill and conditions reads, imports
+// nothing of the module. Checked on each package's whole import graph,
+// tests left out.
 func TestImportsFlowOneWay(t *testing.T) {
 	deps := moduleDeps(t)
 	for pkg, ds := range deps {
@@ -41,12 +44,16 @@ func TestImportsFlowOneWay(t *testing.T) {
 func forbidden(pkg, dep string) string {
 	top := func(p string) string { return strings.SplitN(p, "/", 2)[0] }
 	switch {
+	case top(pkg) == "observations":
+		return "observations is the leaf the signals fill and the rules read: it imports nothing of the module"
 	case top(dep) == "cmd":
 		return "nothing imports the command"
 	case top(dep) == "agent" && top(pkg) != "cmd":
 		return "only the command imports the agent's assembly"
-	case top(dep) == "remedy" && top(pkg) != "cmd":
-		return "only hangwatch-remedy's command imports the remedy controller"
+	case dep == "remedy/manager" && pkg != "cmd/hangwatch-remedy":
+		return "only hangwatch-remedy's command imports its assembly"
+	case top(dep) == "remedy" && top(pkg) != "cmd" && top(pkg) != "remedy":
+		return "only hangwatch-remedy's command and its assembly import the remedy controller"
 	case pkg == "cmd/hangwatch" && top(dep) == "remedy":
 		return "the node agent does not link the cluster-side controller"
 	case top(pkg) == "remedy" && (slices.Contains(signals, top(dep)) || top(dep) == "conditions" || top(dep) == "config"):
@@ -117,6 +124,15 @@ func TestForbiddenNamesEachRule(t *testing.T) {
 		{"repair", "cri", false},
 		{"remedy", "repair", false},
 		{"agent", "repair", true},
+		{"remedy/manager", "remedy", true},
+		{"remedy/manager", "config", false},
+		{"remedy/manager", "conditions", false},
+		{"remedy", "remedy/manager", false},
+		{"cmd/hangwatch", "remedy/manager", false},
+		{"agent", "remedy/manager", false},
+		{"cmd/hangwatch-remedy", "remedy/manager", true},
+		{"cmd/hangwatch-remedy", "remedy", true},
+		{"agent", "remedy", false},
 	} {
 		if got := forbidden(c.pkg, c.dep) == ""; got != c.ok {
 			t.Errorf("%s -> %s allowed = %v, want %v", c.pkg, c.dep, got, c.ok)

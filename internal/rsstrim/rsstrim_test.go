@@ -3,13 +3,14 @@ package rsstrim
 import (
 	"context"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/internal/clocktest"
 )
 
 const sampleMaps = `00400000-011ad000 r-xp 00000000 fe:00 1234 /usr/bin/hangwatch
@@ -101,9 +102,7 @@ func TestEveryTrimsAfterFirstThenEachPeriod(t *testing.T) {
 		Every(ctx, clk, 20*time.Second, time.Minute, func(_ int, err error) { trims <- err })
 	}()
 	for i, step := range []time.Duration{20 * time.Second, time.Minute, time.Minute} {
-		for !clk.HasWaiters() {
-			runtime.Gosched()
-		}
+		clocktest.AwaitWaiters(t, clk, 1)
 		clk.Step(step - time.Millisecond)
 		select {
 		case <-trims:

@@ -138,6 +138,10 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	return waitHTTP(ctx, cp.apiserver, client, cp.URL+"/readyz")
 }
 
+// Processes are etcd and kube-apiserver as now running, for a wait to
+// watch (UnlessExited).
+func (cp *ControlPlane) Processes() []Watched { return []Watched{cp.etcd, cp.apiserver} }
+
 // StopAPIServer stops kube-apiserver by PID; etcd keeps running.
 func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop(10 * time.Second) }
 

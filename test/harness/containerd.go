@@ -226,31 +226,25 @@ func (c *Containerd) StartRuntime(ctx context.Context, bin Binaries) error {
 
 // waitReady polls CRI Status until both runtime and network are ready.
 func (c *Containerd) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
 	var last error
-	for {
+	_, err := Poll(ctx, 60*time.Second, "containerd ready", func() bool {
 		callCtx, callCancel := context.WithTimeout(ctx, 2*time.Second)
+		defer callCancel()
 		resp, err := c.conn.Runtime.Status(callCtx, &runtimeapi.StatusRequest{})
-		callCancel()
-		if err == nil && allConditionsTrue(resp) {
-			return nil
-		}
 		last = err
-		if err == nil {
+		if err == nil && !allConditionsTrue(resp) {
 			last = fmt.Errorf("runtime not ready: %v", resp.GetStatus().GetConditions())
 		}
-		select {
-		case <-c.exited():
-			return fmt.Errorf("containerd exited early: %s", c.logTail())
-		case <-ctx.Done():
-			return fmt.Errorf("containerd not ready: %w (last: %w)", ctx.Err(), last)
-		case <-tick.C:
-		}
-	}
+		return last == nil
+	}, UnlessExited(c), Explaining(func() string { return fmt.Sprintf("last: %v\n%s", last, c.logTail()) }))
+	return err
 }
+
+// Exited is closed when containerd, or the systemd running it, exits.
+func (c *Containerd) Exited() <-chan struct{} { return c.exited() }
+
+// String names containerd in a wait's failure.
+func (c *Containerd) String() string { return "containerd" }
 
 // allConditionsTrue: the two conditions the kubelet requires are true
 // (containerd 2.2+ adds ContainerdHasNoDeprecationWarnings, false on a

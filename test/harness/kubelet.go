@@ -176,26 +176,19 @@ func (k *Kubelet) alive() bool {
 
 // waitReady waits until the Node reports Ready=True (at most two minutes).
 func (k *Kubelet) waitReady(ctx context.Context, cp *ControlPlane) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	last := "not registered"
-	for {
-		if ready, msg := k.Ready(ctx, cp); ready {
-			return nil
-		} else if msg != "" {
+	last, gone := "not registered", false
+	_, err := Poll(ctx, 2*time.Minute, "node "+k.Node+" Ready", func() bool {
+		ready, msg := k.Ready(ctx, cp)
+		if msg != "" {
 			last = msg
 		}
-		if !k.alive() {
-			return fmt.Errorf("kubelet exited before the node was Ready")
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node %s not Ready: %s", k.Node, last)
-		case <-tick.C:
-		}
+		gone = !ready && !k.alive()
+		return ready || gone
+	}, Every(200*time.Millisecond), Explaining(func() string { return last }))
+	if gone {
+		return fmt.Errorf("kubelet exited before the node was Ready")
 	}
+	return err
 }
 
 // Ready reads the Node's Ready condition as the kubelet posted it.
@@ -273,23 +266,6 @@ func nodeIP() string {
 		}
 	}
 	return "127.0.0.1"
-}
-
-// freePorts returns n distinct free loopback ports.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	seen := map[int]bool{}
-	for len(ports) < n {
-		p, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		if !seen[p] {
-			seen[p] = true
-			ports = append(ports, p)
-		}
-	}
-	return ports, nil
 }
 
 // StaticPod writes a host-network static pod of the pause image; the

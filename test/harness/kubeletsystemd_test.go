@@ -50,14 +50,17 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	mirror := podName + "-" + node
-	waitFor(ctx, t, "static pod "+mirror+" running", 200*time.Millisecond, func() (bool, string) {
+	var last string
+	Eventually(t, 2*time.Minute, "static pod "+mirror+" running", func() bool {
 		p, err := cp.Admin.CoreV1().Pods("default").Get(ctx, mirror, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			last = err.Error()
+			return false
 		}
+		last = fmt.Sprintf("phase %s, containers %v", p.Status.Phase, p.Status.ContainerStatuses)
 		running := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
-		return p.Status.Phase == corev1.PodRunning && running, fmt.Sprintf("phase %s, containers %v", p.Status.Phase, p.Status.ContainerStatuses)
-	})
+		return p.Status.Phase == corev1.PodRunning && running
+	}, Every(200*time.Millisecond), Explaining(func() string { return last }))
 	containers := runningContainers(ctx, t, c)
 	if len(containers) != 1 {
 		t.Fatalf("running containers %v, want the static pod's one", containers)
@@ -65,9 +68,8 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 
 	// The kubelet makes its Lease a while after the Node (its lease
 	// controller backs off while the Node is not there yet).
-	waitFor(ctx, t, "the node's Lease", 200*time.Millisecond, func() (bool, string) {
-		return !leaseRenewTime(ctx, t, cp, node).IsZero(), "no Lease renewed"
-	})
+	Eventually(t, 2*time.Minute, "the node's Lease", func() bool { return !leaseRenewTime(ctx, t, cp, node).IsZero() },
+		Every(200*time.Millisecond))
 
 	// Frozen, the kubelet's /healthz accepts connections (the kernel
 	// does) and never answers.
@@ -112,23 +114,24 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 		t.Errorf("NRestarts = %v, want 1", prop.Value)
 	}
 
-	var last error
-	waitFor(ctx, t, "the new kubelet's /healthz", 100*time.Millisecond, func() (bool, string) {
-		last = healthz(ctx, k.HealthzURL())
-		return last == nil, fmt.Sprint(last)
-	})
+	var lastErr error
+	Eventually(t, 2*time.Minute, "the new kubelet's /healthz", func() bool {
+		lastErr = healthz(ctx, k.HealthzURL())
+		return lastErr == nil
+	}, Explaining(func() string { return fmt.Sprint(lastErr) }))
 	answered := time.Since(killed)
 	var renewed1 time.Time
-	waitFor(ctx, t, "the Lease renewed", 100*time.Millisecond, func() (bool, string) {
+	Eventually(t, 2*time.Minute, "the Lease renewed", func() bool {
 		renewed1 = leaseRenewTime(ctx, t, cp, node)
-		return renewed1.After(renewed0), fmt.Sprintf("renewTime %v", renewed1)
-	})
+		return renewed1.After(renewed0)
+	}, Explaining(func() string { return fmt.Sprintf("renewTime %v", renewed1) }))
 	leased := time.Since(killed)
 	t.Logf("kubelet %d killed through D-Bus: systemd started %d in %v, /healthz answered in %v, Lease renewed in %v (renewTime %v -> %v)",
 		pid0, pid1, restarted.Round(time.Millisecond), answered.Round(time.Millisecond), leased.Round(time.Millisecond),
 		renewed0.Format(time.RFC3339Nano), renewed1.Format(time.RFC3339Nano))
 
-	waitFor(ctx, t, "node Ready", 200*time.Millisecond, func() (bool, string) { return k.Ready(ctx, cp) })
+	Eventually(t, 2*time.Minute, "node Ready", func() bool { ready, msg := k.Ready(ctx, cp); last = msg; return ready },
+		Every(200*time.Millisecond), Explaining(func() string { return last }))
 	if after := runningContainers(ctx, t, c); !slices.Equal(after, containers) {
 		t.Errorf("running containers after the restart %v, want %v", after, containers)
 	}
@@ -236,23 +239,4 @@ func leaseRenewTime(ctx context.Context, t *testing.T, cp *ControlPlane, node st
 		return time.Time{}
 	}
 	return l.Spec.RenewTime.Time
-}
-
-// waitFor polls cond every period until it holds, or fails the test when
-// ctx ends with cond's last word.
-func waitFor(ctx context.Context, t *testing.T, what string, period time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v (last: %s)", what, ctx.Err(), last)
-		case <-tick.C:
-		}
-	}
 }

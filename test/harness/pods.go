@@ -136,22 +136,21 @@ func (c *Containerd) RunToExit(ctx context.Context, image string, args []string)
 
 // waitExited polls ContainerStatus until the container has exited.
 func (c *Containerd) waitExited(ctx context.Context, id string) (int32, error) {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var code int32
+	var statusErr error
+	_, err := Poll(ctx, 5*time.Minute, "container "+id+" to exit", func() bool {
 		st, err := c.conn.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 		if err != nil {
-			return 0, fmt.Errorf("ContainerStatus: %w", err)
+			statusErr = fmt.Errorf("ContainerStatus: %w", err)
+			return true
 		}
-		if st.Status.State == runtimeapi.ContainerState_CONTAINER_EXITED {
-			return st.Status.ExitCode, nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("container %s did not exit: %w", id, ctx.Err())
-		case <-tick.C:
-		}
+		code = st.Status.ExitCode
+		return st.Status.State == runtimeapi.ContainerState_CONTAINER_EXITED
+	})
+	if statusErr != nil {
+		return 0, statusErr
 	}
+	return code, err
 }
 
 // readCRILog returns the text of a CRI log file ("<time> <stream> <tag>

@@ -46,6 +46,12 @@ func startProcessEnv(dir, name string, env []string, bin string, args ...string)
 // PID is the process's ID.
 func (p *process) PID() int { return p.cmd.Process.Pid }
 
+// Exited is closed once the process has exited.
+func (p *process) Exited() <-chan struct{} { return p.exited }
+
+// String names the process in a wait's failure.
+func (p *process) String() string { return p.name }
+
 // alive tells whether the process has not exited.
 func (p *process) alive() bool {
 	select {

@@ -61,20 +61,12 @@ func NewStuckDir(ctx context.Context) (*StuckDir, error) {
 // waitAnswers polls until the mount point is the FUSE file system and
 // answers a stat, keeping its connection ID.
 func (s *StuckDir) waitAnswers(ctx context.Context) error {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		conn, err := fuseConnID(s.mnt)
-		if err == nil {
-			s.conn = conn
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("FUSE on %s not answering: %w (%w)", s.mnt, err, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	var last error
+	_, err := Poll(ctx, time.Minute, "FUSE on "+s.mnt+" to answer", func() bool {
+		s.conn, last = fuseConnID(s.mnt)
+		return last == nil
+	}, Every(10*time.Millisecond), Explaining(func() string { return fmt.Sprint(last) }))
+	return err
 }
 
 // Path is the mount point.

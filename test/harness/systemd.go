@@ -320,23 +320,14 @@ func (s *Systemd) stopLog() {
 // waitReady waits until systemd's private socket answers and its first
 // transaction is done (at most two minutes).
 func (s *Systemd) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		last := s.tryReady(ctx)
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-s.proc.exited:
-			return fmt.Errorf("systemd exited before it was ready (last: %w)\n%s\n%s", last, s.proc.logTail(10), s.LogTail(20))
-		case <-ctx.Done():
-			return fmt.Errorf("systemd not ready: %w (last: %w)\n%s", ctx.Err(), last, s.LogTail(20))
-		case <-tick.C:
-		}
-	}
+	var last error
+	_, err := Poll(ctx, 2*time.Minute, "systemd ready", func() bool {
+		last = s.tryReady(ctx)
+		return last == nil
+	}, Every(20*time.Millisecond), UnlessExited(s.proc), Explaining(func() string {
+		return fmt.Sprintf("last: %v\n%s\n%s", last, s.proc.logTail(10), s.LogTail(20))
+	}))
+	return err
 }
 
 func (s *Systemd) tryReady(ctx context.Context) error {
@@ -572,26 +563,21 @@ func writeUnit(dir, name, content string) error {
 	return os.WriteFile(filepath.Join(dropIn, "10-hangwatch-harness.conf"), []byte("[Unit]\nDefaultDependencies=no\n"), 0o644)
 }
 
-// poll calls check every 50ms until it is done or fails, systemd exits or
-// ctx ends.
+// poll calls check until it is done or fails, systemd exits or ctx ends
+// (at most five minutes); what says what is awaited.
 func (s *Systemd) poll(ctx context.Context, check func(context.Context) (bool, error), what func() string) error {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var checkErr error
+	_, err := Poll(ctx, 5*time.Minute, "systemd", func() bool {
 		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		done, err := check(callCtx)
-		cancel()
-		if err != nil || done {
-			return err
-		}
-		select {
-		case <-s.proc.exited:
-			return fmt.Errorf("%s: systemd exited\n%s", what(), s.LogTail(20))
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w\n%s", what(), ctx.Err(), s.LogTail(20))
-		case <-tick.C:
-		}
+		defer cancel()
+		var done bool
+		done, checkErr = check(callCtx)
+		return done || checkErr != nil
+	}, UnlessExited(s.proc), Explaining(func() string { return what() + "\n" + s.LogTail(20) }))
+	if checkErr != nil {
+		return checkErr
 	}
+	return err
 }
 
 // Stop kills systemd by PID, which, as the init of its PID namespace,
@@ -626,10 +612,8 @@ func (s *Systemd) Stop() {
 func (s *Systemd) removeCgroup() {
 	roots, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", s.cgroup))
 	roots = append(roots, filepath.Join("/sys/fs/cgroup", s.cgroup))
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	// Cgroups still busy after ten seconds are left behind.
+	_, _ = Poll(context.Background(), 10*time.Second, "systemd's cgroups removed", func() bool {
 		busy := false
 		for _, root := range roots {
 			var dirs []string
@@ -646,11 +630,8 @@ func (s *Systemd) removeCgroup() {
 				}
 			}
 		}
-		if !busy || time.Now().After(deadline) {
-			return
-		}
-		<-tick.C
-	}
+		return !busy
+	})
 }
 
 // childOf is the first child of ppid found in /proc, or 0.

@@ -329,8 +329,8 @@ func (p procs) checkGone(t *testing.T) {
 
 // startTime is field 22 of /proc/pid/stat, the process's start time.
 func startTime(pid int) (string, bool) {
-	f := statFields(pid)
-	if len(f) < 20 {
+	f, err := procStatFields(pid)
+	if err != nil || len(f) < 20 {
 		return "", false
 	}
 	return f[19], true
@@ -339,37 +339,12 @@ func startTime(pid int) (string, bool) {
 // waitStopped polls until pid is stopped (state T), or is not, as a
 // signal takes effect when the process is next scheduled.
 func waitStopped(ctx context.Context, pid int, stopped bool) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		state := ""
-		if f := statFields(pid); len(f) > 0 {
-			state = f[0]
-		}
-		if (state == "T") == stopped {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("process %d in state %q, want stopped %v: %w", pid, state, stopped, ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
-// statFields are the fields of /proc/pid/stat after "pid (comm)".
-func statFields(pid int) []string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	i := strings.LastIndexByte(string(data), ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(data[i+1:]))
+	var state byte
+	_, err := Poll(ctx, 10*time.Second, fmt.Sprintf("process %d stopped %v", pid, stopped), func() bool {
+		state, _ = ProcState(pid)
+		return (state == 'T') == stopped
+	}, Every(10*time.Millisecond), Explaining(func() string { return fmt.Sprintf("in state %q", state) }))
+	return err
 }
 
 // cgroupFSState is the host's /sys/fs/cgroup: its entries and its file

@@ -21,33 +21,29 @@ func waitHTTP(ctx context.Context, p *process, client *http.Client, url string) 
 // waitHTTPUntil polls url until it answers 200, alive says name has exited
 // or ctx ends (at most two minutes).
 func waitHTTPUntil(ctx context.Context, name string, alive func() bool, client *http.Client, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, body)
-		} else {
-			last = err.Error()
-		}
-		if !alive() {
-			return fmt.Errorf("%s exited before %s answered", name, url)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready at %s: %s", name, url, last)
-		case <-tick.C:
-		}
+	last, gone := "", false
+	_, err := Poll(ctx, 2*time.Minute, name+" to answer at "+url, func() bool {
+		var ok bool
+		ok, last = getOK(ctx, client, url)
+		gone = !ok && !alive()
+		return ok || gone
+	}, Every(100*time.Millisecond), Explaining(func() string { return "last answer: " + last }))
+	if gone {
+		return fmt.Errorf("%s exited before %s answered", name, url)
 	}
+	return err
+}
+
+// getOK asks url once: whether it answered 200, and else what it said.
+func getOK(ctx context.Context, client *http.Client, url string) (bool, string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, body)
 }
 
 // httpClient is an HTTP client with a client certificate written by

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,14 +24,14 @@ func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T
 	cp := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
+	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
 	node := uniqueNode("vap-fields")
 	createNode(t, cp, node)
 	// A foreign condition and an address, as node-problem-detector and the
 	// kubelet would have written them.
 	adminPatch(ctx, t, cp.Admin, node, `{"status":{"addresses":[{"type":"InternalIP","address":"10.1.2.3"}],`+
 		`"conditions":[{"type":"FrequentKubeletRestart","status":"False","reason":"NoFrequentKubeletRestart","message":"kubelet is functioning properly"}]}}`)
-	client := tokenClient(t, cp, hangwatchToken(ctx, t, cp, node, true))
+	client := cp.TokenClient(t, cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, node)))
 
 	// Until the API server has loaded the policy this patch is admitted:
 	// it only moves Ready's heartbeat, a second further each time.
@@ -94,15 +95,10 @@ func adminPatch(ctx context.Context, t *testing.T, admin kubernetes.Interface, n
 func waitPolicyDenies(ctx context.Context, t *testing.T, c kubernetes.Interface, node string, patch func(int) string, want string) {
 	t.Helper()
 	var err error
-	for i := 0; ; i++ {
+	i := 0
+	harness.Eventually(t, time.Minute, "the policy to deny "+patch(0), func() bool {
 		_, err = c.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch(i)), metav1.PatchOptions{}, "status")
-		if err != nil && strings.Contains(err.Error(), want) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the policy did not deny %s: last answer %v", patch(i), err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		i++ // a new patch each time
+		return err != nil && strings.Contains(err.Error(), want)
+	}, harness.Every(200*time.Millisecond), harness.Explaining(func() string { return fmt.Sprintf("last answer %v", err) }))
 }

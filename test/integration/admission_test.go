@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/hangwatch/hangwatch/test/harness"
 )
@@ -28,27 +26,20 @@ func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
 	cp := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
+	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
 	own, other := uniqueNode("vap-own"), uniqueNode("vap-other")
 	createNode(t, cp, own)
 	createNode(t, cp, other)
-	bound := hangwatchToken(ctx, t, cp, own, true)
-	unbound := hangwatchToken(ctx, t, cp, own, false)
-	client := tokenClient(t, cp, bound)
+	bound := cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, own))
+	unbound := cp.Token(t, "kube-system", "hangwatch", nil)
+	client := cp.TokenClient(t, bound)
 
 	// The policy takes effect once the API server has loaded it.
 	var err error
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if err = patchCondition(ctx, client, other); err != nil && strings.Contains(err.Error(), "may write only its own Node") {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	_, _ = harness.Poll(ctx, 60*time.Second, "the policy to deny another node's status", func() bool {
+		err = patchCondition(ctx, client, other)
+		return err != nil && strings.Contains(err.Error(), "may write only its own Node")
+	}, harness.Every(200*time.Millisecond)) // the check below says what was answered instead
 	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), "may write only its own Node") {
 		t.Fatalf("patching another node's status: %v; want the policy's denial", err)
 	}
@@ -65,44 +56,24 @@ func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
 	if err := recordEvent(ctx, client, other); err == nil || !strings.Contains(err.Error(), "may write only its own Node") {
 		t.Errorf("an Event about another node: %v; want the policy's denial", err)
 	}
-	if err := patchCondition(ctx, tokenClient(t, cp, unbound), own); err == nil || !strings.Contains(err.Error(), "bound to a pod on a node") {
+	if err := patchCondition(ctx, cp.TokenClient(t, unbound), own); err == nil || !strings.Contains(err.Error(), "bound to a pod on a node") {
 		t.Errorf("a token bound to no pod: %v; want the policy's denial", err)
 	}
 }
 
-// hangwatchToken returns a token of the hangwatch ServiceAccount, bound to
-// a hangwatch pod scheduled on node when bound is true.
-func hangwatchToken(ctx context.Context, t *testing.T, cp *harness.ControlPlane, node string, bound bool) string {
+// hangwatchPodOn creates a hangwatch pod scheduled on node, for a token
+// of the hangwatch ServiceAccount bound to it.
+func hangwatchPodOn(ctx context.Context, t *testing.T, cp *harness.ControlPlane, node string) *corev1.Pod {
 	t.Helper()
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}
-	if bound {
-		pod, err := cp.Admin.CoreV1().Pods("kube-system").Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "hangwatch-" + node},
-			Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: "hangwatch",
-				Containers: []corev1.Container{{Name: "hangwatch", Image: "hangwatch.local/hangwatch:v0.1.0"}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
-	}
-	tok, err := cp.Admin.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "hangwatch", req, metav1.CreateOptions{})
+	pod, err := cp.Admin.CoreV1().Pods("kube-system").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hangwatch-" + node},
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: "hangwatch",
+			Containers: []corev1.Container{{Name: "hangwatch", Image: "hangwatch.local/hangwatch:v0.1.0"}}},
+	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tok.Status.Token
-}
-
-func ptrTo[T any](v T) *T { return &v }
-
-func tokenClient(t *testing.T, cp *harness.ControlPlane, token string) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(&rest.Config{Host: cp.URL, BearerToken: token,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: cp.PKI.CAFile}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return pod
 }
 
 // patchCondition sends the strategic-merge status patch hangwatch sends.

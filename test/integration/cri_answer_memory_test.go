@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/fakecri"
+	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -108,7 +110,7 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 	t.Helper()
 	cg := newMemoryCgroup(t, c.limitMiB<<20)
 	defer cg.remove(t)
-	addr := freePort(t)
+	addr := harness.FreeAddr(t)
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "hangwatch.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -128,16 +130,21 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{base: "http://" + addr, cmd: cmd, exited: make(chan error, 1), logPath: logFile.Name()}
-	go func() { d.exited <- cmd.Wait() }()
+	d := watchDaemon(cmd, addr, logFile.Name())
 	r := cgroupRun{goLimit: "?"}
-	exitErr, exited := d.watchLargeAnswers(answerBytes, c.emulation, &r)
-	r.rssPeakKiB = peakRSS(cmd.Process.Pid)
+	// A run that neither gets there nor dies within 60 s is measured as it is.
+	_, _ = harness.Poll(context.Background(), 60*time.Second, "8 cycles with the whole answer", func() bool {
+		return d.largeAnswersSeen(answerBytes, c.emulation, &r)
+	}, harness.Every(250*time.Millisecond), harness.UnlessExited(d))
+	exited := !d.running()
+	mem, _ := harness.ReadProcMemory(cmd.Process.Pid) // zero once it is gone
+	r.rssPeakKiB = int(mem.Peak)
 	r.cgroupPeak = cg.readInt(t, "memory.max_usage_in_bytes")
 	if !exited {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		exitErr = <-d.exited
+		<-d.Exited()
 	}
+	exitErr := d.exitErr
 	var ee *exec.ExitError
 	if errors.As(exitErr, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
@@ -151,43 +158,28 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 	return r
 }
 
-// watchLargeAnswers polls /metrics until hangwatch has answered 8 cycles
-// with the whole answer and, with the emulation, relisted twice, for at
-// most 60s; exited says whether it died meanwhile.
-func (d *daemon) watchLargeAnswers(answerBytes int, emulation bool, r *cgroupRun) (exitErr error, exited bool) {
-	deadline := time.NewTimer(60 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-d.exited:
-			return err, true
-		case <-deadline.C:
-			return nil, false
-		case <-tick.C:
-		}
-		text, err := d.get("/metrics")
-		if err != nil {
-			continue
-		}
-		if v := metricValue(text, "hangwatch_go_memory_limit_bytes"); v >= 0 {
-			r.goLimit = "none"
-			if v < 1<<62 {
-				r.goLimit = fmt.Sprintf("%.1fMiB", v/(1<<20))
-			}
-		}
-		r.cycles = metricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="ok"}`) +
-			max(metricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="slow"}`), 0)
-		size := metricValue(text, `hangwatch_cri_response_size_bytes{method="ListContainers"}`)
-		r.relists = 0
-		for _, result := range []string{"ok", "slow", "too_large"} { // each decoded the whole list
-			r.relists += max(metricValue(text, `hangwatch_pleg_emulated_relists_total{result="`+result+`"}`), 0)
-		}
-		if size >= float64(answerBytes) && r.cycles >= 8 && (!emulation || r.relists >= 2) {
-			return nil, false
+// largeAnswersSeen scrapes /metrics into r and tells whether hangwatch
+// has answered 8 cycles with the whole answer and, with the emulation,
+// relisted twice.
+func (d *daemon) largeAnswersSeen(answerBytes int, emulation bool, r *cgroupRun) bool {
+	text, err := d.get("/metrics")
+	if err != nil {
+		return false
+	}
+	if v := metricValue(text, "hangwatch_go_memory_limit_bytes"); v >= 0 {
+		r.goLimit = "none"
+		if v < 1<<62 {
+			r.goLimit = fmt.Sprintf("%.1fMiB", v/(1<<20))
 		}
 	}
+	r.cycles = metricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="ok"}`) +
+		max(metricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="slow"}`), 0)
+	size := metricValue(text, `hangwatch_cri_response_size_bytes{method="ListContainers"}`)
+	r.relists = 0
+	for _, result := range []string{"ok", "slow", "too_large"} { // each decoded the whole list
+		r.relists += max(metricValue(text, `hangwatch_pleg_emulated_relists_total{result="`+result+`"}`), 0)
+	}
+	return size >= float64(answerBytes) && r.cycles >= 8 && (!emulation || r.relists >= 2)
 }
 
 type memoryCgroup struct{ dir string }
@@ -241,21 +233,6 @@ func (cg memoryCgroup) oomKills(t *testing.T) int {
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
 			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return 0
-}
-
-// peakRSS is a live process's VmHWM in KiB, 0 once it is gone.
-func peakRSS(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			n, _ := strconv.Atoi(f[1])
 			return n
 		}
 	}

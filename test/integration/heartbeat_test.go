@@ -2,12 +2,12 @@ package integration
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // TestHeartbeatSeesAHangAfterSlowness runs hangwatch with its defaults
@@ -30,21 +30,21 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	}
 	t.Cleanup(proxy.Stop)
 	d := startDaemon(t, proxy.Endpoint, "--kernel=false", "--pleg-emulation-period", "0")
-	d.waitFor(t, 30*time.Second, "RuntimeHung False", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" }, harness.UnlessExited(d))
 
 	slow := proxy.Inject(criproxy.Fault{Method: "ListPodSandbox", Delay: 1500 * time.Millisecond})
 	defer slow()
 	slowUntil := time.Now().Add(time.Minute)
-	d.waitFor(t, 2*time.Minute, "a minute of slow ListPodSandbox", func() bool {
+	harness.Eventually(t, 2*time.Minute, "a minute of slow ListPodSandbox", func() bool {
 		if st, reason, _ := d.condition(t, "RuntimeHung"); st != "False" {
 			t.Fatalf("slow calls raised RuntimeHung (%s); slow is not hung", reason)
 		}
 		return time.Now().After(slowUntil)
-	})
+	}, harness.UnlessExited(d))
 
 	thaw := freeze(t, c)
 	frozen := time.Now()
-	d.waitFor(t, 30*time.Second, "RuntimeHung True after the freeze", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "True" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True after the freeze", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "True" }, harness.UnlessExited(d))
 	raised := time.Since(frozen)
 	_, reason, msg := d.condition(t, "RuntimeHung")
 	measure(t, "runtime_hung_after_freeze_following_slowness", raised)
@@ -54,39 +54,13 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	}
 
 	slow()
-	stop := burnCPU(t, 2)
+	stop := harness.BurnCPU(t, 2)
 	defer stop()
 	thaw()
 	thawed := time.Now()
-	d.waitFor(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" })
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" }, harness.UnlessExited(d))
 	measure(t, "runtime_hung_cleared_after_thaw_under_cpu_load", time.Since(thawed))
 	if cleared := time.Since(thawed); cleared > 15*time.Second {
 		t.Errorf("cleared %v after the thaw under load; goal two heartbeat periods (5s), bound 15s", cleared)
 	}
-}
-
-// burnCPU keeps n busy processes running until stop, which kills them by PID.
-func burnCPU(t *testing.T, n int) (stop func()) {
-	t.Helper()
-	var procs []*exec.Cmd
-	for range n {
-		cmd := exec.Command("sh", "-c", "while :; do :; done")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, cmd)
-	}
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-	}
-	t.Cleanup(stop)
-	return stop
 }

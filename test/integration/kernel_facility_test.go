@@ -28,30 +28,23 @@ func writeUserLineSkipped(t *testing.T, d *daemon, src, line string) {
 	text, _ := d.get("/metrics")
 	before := max(metricValue(text, series), 0)
 	writeKmsgAt(t, 2, line)
-	d.waitFor(t, 10*time.Second, "the user-facility line read and left out", func() bool {
+	harness.Eventually(t, 10*time.Second, "the user-facility line read and left out", func() bool {
 		text, _ := d.get("/metrics")
 		return metricValue(text, series) > before
-	})
+	}, harness.UnlessExited(d))
 }
 
 // stillFalse fails if condType leaves False within d (a read after the
 // skip counter moved: a match would have raised it by then).
 func (d *daemon) stillFalse(t *testing.T, condType string, within time.Duration) {
 	t.Helper()
-	end := time.NewTimer(within)
-	defer end.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if st, reason, msg := d.condition(t, condType); st != "False" {
-			t.Fatalf("%s = %s (%s: %s), want False", condType, st, reason, msg)
-		}
-		select {
-		case <-end.C:
-			return
-		case <-tick.C:
-		}
-	}
+	var reason, msg string
+	harness.Throughout(t, within, condType+" False", func() bool {
+		var st string
+		st, reason, msg = d.condition(t, condType)
+		return st == "False"
+	}, harness.Every(100*time.Millisecond), harness.UnlessExited(d),
+		harness.Explaining(func() string { return reason + ": " + msg }))
 }
 
 // TestUserFacilityKmsgLineRaisesNothing: any root process may write to
@@ -64,10 +57,10 @@ func TestUserFacilityKmsgLineRaisesNothing(t *testing.T) {
 	c := sharedContainerd(t)
 	pid := 1000000 + rand.Intn(8000000)
 	d := startDaemon(t, c.Endpoint, "--kernel-lookback", "0s")
-	d.waitFor(t, 30*time.Second, "KernelDeadlock False", func() bool {
+	harness.Eventually(t, 30*time.Second, "KernelDeadlock False", func() bool {
 		st, _, _ := d.condition(t, "KernelDeadlock")
 		return st == "False"
-	})
+	}, harness.UnlessExited(d))
 	writeUserLineSkipped(t, d, "hangwatch-kernel", fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", pid))
 	d.stillFalse(t, "KernelDeadlock", 2*time.Second)
 	if body, _ := d.get("/events"); strings.Contains(body, "ContainerRuntimeTaskBlocked") || strings.Contains(body, "TaskHung") {
@@ -109,10 +102,10 @@ func TestKernelDeadlockFromTheKernelsOwnLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, c.Endpoint, "--kernel-lookback", "1m", "--kernel-rules", mkdirRulesFile(t, pid))
-	d.waitFor(t, 30*time.Second, "KernelDeadlock False", func() bool {
+	harness.Eventually(t, 30*time.Second, "KernelDeadlock False", func() bool {
 		st, _, _ := d.condition(t, "KernelDeadlock")
 		return st == "False"
-	})
+	}, harness.UnlessExited(d))
 	line := fmt.Sprintf("INFO: task mkdir:%d blocked for more than 3 seconds.", pid)
 	writeUserLineSkipped(t, d, "hw-mkdir", line)
 	d.stillFalse(t, "KernelDeadlock", time.Second)
@@ -123,10 +116,10 @@ func TestKernelDeadlockFromTheKernelsOwnLine(t *testing.T) {
 	}
 	defer restore()
 	lowered := time.Now()
-	d.waitFor(t, 30*time.Second, "KernelDeadlock True from the kernel's line", func() bool {
+	harness.Eventually(t, 30*time.Second, "KernelDeadlock True from the kernel's line", func() bool {
 		st, reason, _ := d.condition(t, "KernelDeadlock")
 		return st == "True" && reason == "MkdirTaskBlocked"
-	})
+	}, harness.UnlessExited(d))
 	restore() // at once: the machine's other tasks are not to be reported
 	measure(t, "kernel_deadlock_raised_after_hung_task_timeout_lowered", time.Since(lowered))
 	if _, _, msg := d.condition(t, "KernelDeadlock"); strings.Contains(msg, fmt.Sprintf("mkdir:%d", pid)) ||

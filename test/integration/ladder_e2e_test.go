@@ -59,8 +59,8 @@ func startLadder(t *testing.T) *ladder {
 	startRemedy(t, remedyIdentity(t, l.cp), filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("at the failure:\n%s\n%s", kubectlOut(l.cp, "get", "nodes,deploy,sts,ds,pods,pdb", "-A", "-o", "wide"),
-				kubectlOut(l.cp, "get", "events", "-A", "--sort-by=.lastTimestamp"))
+			t.Logf("at the failure:\n%s\n%s", l.cp.KubectlLog("get", "nodes,deploy,sts,ds,pods,pdb", "-A", "-o", "wide"),
+				l.cp.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"))
 		}
 	})
 	return l
@@ -110,13 +110,10 @@ func (l *ladder) workloads(t *testing.T) {
 	if _, err := l.cp.Admin.AppsV1().DaemonSets("default").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntilOr(t, 3*time.Minute, func() string {
-		return "web, db and agent Running on A, web and agent on B: " + fmt.Sprint(l.running(t))
-	},
-		func() bool {
-			on := l.running(t)
-			return on[l.a] == 3 && on[l.b] == 2
-		})
+	harness.Eventually(t, 3*time.Minute, "web, db and agent Running on A, web and agent on B", func() bool {
+		on := l.running(t)
+		return on[l.a] == 3 && on[l.b] == 2
+	}, harness.Explaining(func() string { return fmt.Sprint("running: ", l.running(t)) }))
 }
 
 // pauseTemplate is a pause pod on the host network (the harness's
@@ -170,7 +167,7 @@ func (l *ladder) runtimeHungOnA(t *testing.T, want corev1.ConditionStatus) func(
 
 func (l *ladder) waitFirstMinute(t *testing.T) {
 	t.Helper()
-	waitUntil(t, repair.StartupGrace, "hangwatch's first minute on A to be nearly over", func() bool {
+	harness.Eventually(t, repair.StartupGrace, "hangwatch's first minute on A to be nearly over", func() bool {
 		return time.Since(l.started) > repair.StartupGrace-repair.DefaultRestartAfter
 	})
 }
@@ -190,18 +187,18 @@ func TestTwoNodeLadder(t *testing.T) {
 	}
 	freeze(t, l.c)
 	frozen := time.Now()
-	waitUntil(t, time.Minute, "RuntimeHung True on A", l.runtimeHungOnA(t, corev1.ConditionTrue))
+	harness.Eventually(t, time.Minute, "RuntimeHung True on A", l.runtimeHungOnA(t, corev1.ConditionTrue))
 	measure(t, "e2e_ladder_runtime_hung_after_freeze", time.Since(frozen))
-	waitUntil(t, 2*time.Minute, "systemd to start a new containerd on A", func() bool {
+	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd on A", func() bool {
 		pid, err := l.sd.MainPID(context.Background(), harness.ContainerdUnit)
 		return err == nil && pid != 0 && pid != pid0
 	})
 	measure(t, "e2e_ladder_restarted_after_freeze", time.Since(frozen))
-	waitUntil(t, time.Minute, "RuntimeHung False on A", l.runtimeHungOnA(t, corev1.ConditionFalse))
+	harness.Eventually(t, time.Minute, "RuntimeHung False on A", l.runtimeHungOnA(t, corev1.ConditionFalse))
 	measure(t, "e2e_ladder_runtime_hung_false_after_freeze", time.Since(frozen))
 	// past the time hangwatch-remedy's evictAfter (45 s from its first
 	// sight) would have evicted A's web pod
-	waitUntil(t, 2*time.Minute, "the eviction's time to pass", func() bool { return time.Since(frozen) > 75*time.Second })
+	harness.Eventually(t, 2*time.Minute, "the eviction's time to pass", func() bool { return time.Since(frozen) > 75*time.Second })
 	after := l.podsOn(t, l.a)
 	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("A's pods changed over the freeze and the restart:\nbefore %v\nafter  %v", before, after)
@@ -224,9 +221,9 @@ func TestTwoNodeLadderNotCured(t *testing.T) {
 	defer release()
 	freeze(t, l.c)
 	frozen := time.Now()
-	waitUntil(t, time.Minute, "RuntimeHung True on A", l.runtimeHungOnA(t, corev1.ConditionTrue))
+	harness.Eventually(t, time.Minute, "RuntimeHung True on A", l.runtimeHungOnA(t, corev1.ConditionTrue))
 	measure(t, "e2e_ladder_notcured_runtime_hung_after_freeze", time.Since(frozen))
-	waitUntil(t, 3*time.Minute, "A's web pod evicted", func() bool {
+	harness.Eventually(t, 3*time.Minute, "A's web pod evicted", func() bool {
 		for _, p := range webPods(t, l.cp) {
 			if p.Spec.NodeName == l.a && p.DeletionTimestamp != nil {
 				return true
@@ -235,7 +232,7 @@ func TestTwoNodeLadderNotCured(t *testing.T) {
 		return false
 	})
 	measure(t, "e2e_ladder_notcured_eviction_after_freeze", time.Since(frozen))
-	waitUntil(t, 2*time.Minute, "two web pods Running on B", func() bool {
+	harness.Eventually(t, 2*time.Minute, "two web pods Running on B", func() bool {
 		n := 0
 		for _, p := range webPods(t, l.cp) {
 			if running(p) && p.Spec.NodeName == l.b {
@@ -252,7 +249,7 @@ func TestTwoNodeLadderNotCured(t *testing.T) {
 		}
 		return metricValue(text, fmt.Sprintf(`hangwatch_repairs_total{outcome="%s",target="runtime"}`, outcome))
 	}
-	waitUntil(t, 5*time.Minute, "repair's budget spent on A", func() bool { return repairs(repair.OutcomeBudgetSpent) == 1 })
+	harness.Eventually(t, 5*time.Minute, "repair's budget spent on A", func() bool { return repairs(repair.OutcomeBudgetSpent) == 1 })
 	measure(t, "e2e_ladder_notcured_budget_spent_after_freeze", time.Since(frozen))
 	if got := repairs(repair.OutcomeRestarted); got != repair.DefaultMaxRestartsPerHour {
 		t.Errorf("restarts = %v, want the budget, %d", got, repair.DefaultMaxRestartsPerHour)

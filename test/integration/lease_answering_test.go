@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
@@ -41,11 +42,11 @@ func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 	}
 	d := startDaemon(t, n.c.Endpoint, nodeArgs(kc, n.k.Node, "--config", config)...)
 	started := time.Now()
-	waitUntil(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
+	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
 
 	refuseLeaseRenewals(t, n.cp, n.k.Node)
 	refused := time.Now()
-	waitUntil(t, 2*time.Minute, "KubeletUnresponsive Unknown (NodeLeaseNotRenewed)", func() bool {
+	harness.Eventually(t, 2*time.Minute, "KubeletUnresponsive Unknown (NodeLeaseNotRenewed)", func() bool {
 		st, reason, _ := d.condition(t, "KubeletUnresponsive")
 		return st == "Unknown" && reason == "NodeLeaseNotRenewed"
 	})
@@ -54,7 +55,7 @@ func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 		t.Errorf("seen without the kubelet's metrics' nudge (the idle read is 5 min away): %v", err)
 	}
 	pid := n.k.PID()
-	waitUntil(t, 2*time.Minute, "hangwatch's first minute and the kubelet's restart delay to pass", func() bool {
+	harness.Eventually(t, 2*time.Minute, "hangwatch's first minute and the kubelet's restart delay to pass", func() bool {
 		return time.Since(started) > repair.StartupGrace+2*repair.DefaultRestartKubeletAfter
 	})
 	st, reason, msg := d.condition(t, "KubeletUnresponsive")
@@ -83,7 +84,7 @@ func refuseLeaseRenewals(t *testing.T, cp *harness.ControlPlane, node string) {
 	name := "hw-refuse-lease-" + node
 	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptrTo(admissionv1.Fail),
+			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
 					Rule: admissionv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"leases"}}}}}},
@@ -108,7 +109,7 @@ func refuseLeaseRenewals(t *testing.T, cp *harness.ControlPlane, node string) {
 // as manifests/overlays/static-pod does for every node.
 func allowKubeletMetrics(t *testing.T, cp *harness.ControlPlane, node string) {
 	t.Helper()
-	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "base"))
+	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "base"))
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "hw-kubelet-metrics-" + node},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hangwatch:kubelet-metrics"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + node}}}

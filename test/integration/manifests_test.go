@@ -49,8 +49,8 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // validation against the real kube-apiserver.
 func TestManifestsDryRunServer(t *testing.T) {
 	cp := controlPlane(t)
-	kubectl(t, cp, "apply", "-f", filepath.Join("testdata", "monitoring-crds.yaml"))
-	kubectl(t, cp, "wait", "--for=condition=Established", "--timeout=60s",
+	cp.Kubectl(t, "apply", "-f", filepath.Join("testdata", "monitoring-crds.yaml"))
+	cp.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/prometheusrules.monitoring.coreos.com", "crd/podmonitors.monitoring.coreos.com")
 	ensureDefaultServiceAccount(t, cp, "kube-system") // no controller manager makes it here
 	files, overlays := manifestFiles(t)
@@ -58,15 +58,15 @@ func TestManifestsDryRunServer(t *testing.T) {
 		t.Fatalf("found %d manifests and %d overlays; the walk no longer matches the layout", len(files), len(overlays))
 	}
 	for _, f := range files {
-		out := kubectl(t, cp, "apply", "--dry-run=server", "--validate=strict", "-f", f)
+		out := cp.Kubectl(t, "apply", "--dry-run=server", "--validate=strict", "-f", f)
 		t.Logf("%s: %s", strings.TrimPrefix(f, harness.ModuleRoot()+"/"), strings.TrimSpace(out))
 	}
 	for _, o := range overlays {
-		out := kubectl(t, cp, "apply", "--dry-run=server", "--validate=strict", "-k", o)
+		out := cp.Kubectl(t, "apply", "--dry-run=server", "--validate=strict", "-k", o)
 		t.Logf("-k %s:\n%s", strings.TrimPrefix(o, harness.ModuleRoot()+"/"), strings.TrimSpace(out))
 	}
 	rendered := renderHelmChart(t)
-	out := kubectl(t, cp, "apply", "--dry-run=server", "--validate=strict", "-f", rendered)
+	out := cp.Kubectl(t, "apply", "--dry-run=server", "--validate=strict", "-f", rendered)
 	t.Logf("helm template (every option on):\n%s", strings.TrimSpace(out))
 }
 

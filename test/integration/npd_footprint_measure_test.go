@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -67,29 +67,10 @@ func cachedPages(f *os.File) (int, error) {
 	return n, nil
 }
 
-// memSample is one reading of /proc/PID/status, in KiB.
-type memSample struct{ vmRSS, anon, file uint64 }
-
-func readMem(pid int) (memSample, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return memSample{}, fmt.Errorf("read status: %w", err)
-	}
-	var m memSample
-	fields := map[string]*uint64{"VmRSS:": &m.vmRSS, "RssAnon:": &m.anon, "RssFile:": &m.file}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && fields[f[0]] != nil {
-			*fields[f[0]], _ = strconv.ParseUint(f[1], 10, 64)
-		}
-	}
-	return m, nil
-}
-
 // procWindow is what one process did over the window.
 type procWindow struct {
-	samples  []memSample
-	cpuTicks uint64 // utime+stime, in USER_HZ (100 a second)
+	samples []harness.ProcMemory
+	cpu     time.Duration // user and system
 }
 
 // scrapeEvery is how often, in one-second samples, the window scrapes
@@ -116,29 +97,34 @@ func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]pro
 	t.Helper()
 	out := make([]procWindow, len(procs))
 	for i, p := range procs {
-		out[i].cpuTicks = readCPUTicks(t, p.pid())
+		out[i].cpu, _ = harness.ProcUsage(t, p.pid())
 	}
 	start := time.Now()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for n := 0; time.Since(start) < window; n++ {
-		<-tick.C
+	watched := make([]harness.Watched, len(procs))
+	for i, p := range procs {
+		watched[i] = p
+	}
+	n := 0
+	harness.Throughout(t, window, "the sampled window", func() bool {
 		if n%scrapeEvery == 0 {
 			for _, p := range procs {
 				p.scrape(t)
 			}
 		}
+		n++
 		for i, p := range procs {
-			m, err := readMem(p.pid())
-			if err != nil || !p.running() {
+			m, err := harness.ReadProcMemory(p.pid())
+			if err != nil {
 				t.Fatalf("%s stopped during the window: %v", p.name, err)
 			}
 			out[i].samples = append(out[i].samples, m)
 		}
-	}
+		return true
+	}, harness.Every(time.Second), harness.UnlessExited(watched...))
 	wall := time.Since(start)
 	for i, p := range procs {
-		out[i].cpuTicks = readCPUTicks(t, p.pid()) - out[i].cpuTicks
+		cpu, _ := harness.ProcUsage(t, p.pid())
+		out[i].cpu = cpu - out[i].cpu
 	}
 	return out, wall
 }
@@ -146,7 +132,7 @@ func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]pro
 // stat is a median and a peak, in KiB.
 type stat struct{ median, peak uint64 }
 
-func statOf(samples []memSample, field func(memSample) uint64) stat {
+func statOf(samples []harness.ProcMemory, field func(harness.ProcMemory) uint64) stat {
 	v := make([]uint64, len(samples))
 	for i, s := range samples {
 		v[i] = field(s)
@@ -171,15 +157,7 @@ type footprintRow struct {
 // window and returns hangwatch's row, then node-problem-detector's.
 func measurePair(t *testing.T, setup string, hw, npd *benchProc, warmUp, window time.Duration) []footprintRow {
 	t.Helper()
-	warm := time.NewTimer(warmUp)
-	defer warm.Stop()
-	select {
-	case <-warm.C:
-	case <-hw.exited:
-		t.Fatalf("%s exited during the warm-up", hw.name)
-	case <-npd.exited:
-		t.Fatalf("%s exited during the warm-up", npd.name)
-	}
+	harness.Window(t, warmUp, "the warm-up", harness.UnlessExited(hw, npd))
 	procs := []*benchProc{hw, npd}
 	windows, wall := sampleWindow(t, procs, window)
 	rows := make([]footprintRow, len(procs))
@@ -196,11 +174,11 @@ func rowOf(t *testing.T, setup string, p *benchProc, w procWindow, wall time.Dur
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := time.Duration(w.cpuTicks) * (time.Second / 100) // USER_HZ is 100 on Linux
+	cpu := w.cpu
 	return footprintRow{setup: setup, process: p.name, binaryBytes: fi.Size(), cachedPages: p.cachedPages, samples: len(w.samples),
-		vmRSS:      statOf(w.samples, func(m memSample) uint64 { return m.vmRSS }),
-		anon:       statOf(w.samples, func(m memSample) uint64 { return m.anon }),
-		file:       statOf(w.samples, func(m memSample) uint64 { return m.file }),
+		vmRSS:      statOf(w.samples, func(m harness.ProcMemory) uint64 { return m.RSS }),
+		anon:       statOf(w.samples, func(m harness.ProcMemory) uint64 { return m.Anon }),
+		file:       statOf(w.samples, func(m harness.ProcMemory) uint64 { return m.File }),
 		cpu:        cpu,
 		cpuPercent: cpu.Seconds() / wall.Seconds() * 100}
 }

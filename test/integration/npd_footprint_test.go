@@ -99,10 +99,10 @@ func footprintWindows(t *testing.T) (warmUp, window time.Duration) {
 // system-log-monitor with its kernel-monitor.json (/dev/kmsg).
 func startStandalonePair(t *testing.T, endpoint, hw string, npd npdBinary) (hwProc, npdProc *benchProc) {
 	t.Helper()
-	addr := freePort(t)
+	addr := harness.FreeAddr(t)
 	hwProc = startBenchProc(t, "hangwatch", hw, "run", "-r", endpoint, "--listen-address", addr)
 	hwProc.waitReady(t, "http://"+addr+"/healthz")
-	promAddr := freePort(t)
+	promAddr := harness.FreeAddr(t)
 	npdProc = startBenchProc(t, "node-problem-detector", npd.bin,
 		append(npd.args(t, "bench-standalone", promAddr), "--enable-k8s-exporter=false")...)
 	// Without the k8s exporter NPD serves no /healthz; its Prometheus
@@ -122,13 +122,13 @@ func startReportingPair(t *testing.T, endpoint, hw string, npd npdBinary) (hwPro
 	kc := createNode(t, cp, node)
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	renewLease(t, clientFor(t, kc), node, 10*time.Second, stop)
+	renewLease(t, harness.ClientFor(t, kc), node, 10*time.Second, stop)
 
-	addr := freePort(t)
+	addr := harness.FreeAddr(t)
 	hwProc = startBenchProc(t, "hangwatch", hw, "run", "-r", endpoint, "--listen-address", addr,
 		"--kubeconfig", kc, "--node-name", node)
 	hwProc.waitReady(t, "http://"+addr+"/healthz")
-	healthAddr, promAddr := freePort(t), freePort(t)
+	healthAddr, promAddr := harness.FreeAddr(t), harness.FreeAddr(t)
 	host, port, _ := net.SplitHostPort(healthAddr)
 	npdProc = startBenchProc(t, "node-problem-detector", npd.bin, append(npd.args(t, node, promAddr),
 		"--apiserver-override="+cp.URL+"?inClusterConfig=false&auth="+kc, "--address="+host, "--port="+port)...)
@@ -138,7 +138,8 @@ func startReportingPair(t *testing.T, endpoint, hw string, npd npdBinary) (hwPro
 		proc *benchProc
 		cond string
 	}{{hwProc, "RuntimeHung"}, {npdProc, "KernelDeadlock"}} {
-		p.proc.waitFor(t, "Node "+node+" "+p.cond, func() bool { return nodeCond(t, cp, node, p.cond) != nil })
+		harness.Eventually(t, time.Minute, "Node "+node+" "+p.cond, func() bool { return nodeCond(t, cp, node, p.cond) != nil },
+			harness.UnlessExited(p.proc))
 	}
 	if c := nodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
 		t.Errorf("KubeletUnresponsive %+v while the Lease is renewed", c)
@@ -213,43 +214,21 @@ func (p *benchProc) stop(t *testing.T) {
 	}
 }
 
-func (p *benchProc) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+// Exited is closed once the process has exited.
+func (p *benchProc) Exited() <-chan struct{} { return p.exited }
+
+// String names the process.
+func (p *benchProc) String() string { return p.name }
 
 // waitReady waits until url answers 200.
 func (p *benchProc) waitReady(t *testing.T, url string) {
 	t.Helper()
-	p.waitFor(t, url+" to answer 200", func() bool {
+	harness.Eventually(t, time.Minute, p.name+": "+url+" to answer 200", func() bool {
 		resp, err := http.Get(url) //nolint:noctx // a loopback readiness probe
 		if err != nil {
 			return false
 		}
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	})
-}
-
-// waitFor polls cond every 50ms for up to a minute, failing when the
-// process exits first.
-func (p *benchProc) waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-p.exited:
-			t.Fatalf("%s exited while waiting for %s", p.name, what)
-		case <-tick.C:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: gave up after a minute waiting for %s", p.name, what)
-		}
-	}
+	}, harness.UnlessExited(p))
 }

@@ -18,7 +18,7 @@ import (
 // (ServiceAccount token with nodes/metrics) and the relist emulation.
 func plegDaemon(t *testing.T, n kubeletNode, extra ...string) *daemon {
 	t.Helper()
-	token := metricsToken(t, n.cp, "hw-pleg-"+n.k.Node, true)
+	token := harness.TokenFile(t, n.cp.ServiceAccountToken(t, "hw-pleg-"+n.k.Node, getNodesMetrics))
 	args := []string{"--kernel=false", "--period", "2s",
 		"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.k.ServingCert, "--kubelet-tls-server-name", n.k.Node,
 		"--kubelet-token-file", token, "--kubelet-metrics-period", "5s", "--pleg-emulation-period", "2s"}
@@ -28,11 +28,11 @@ func plegDaemon(t *testing.T, n kubeletNode, extra ...string) *daemon {
 // waitRunningSandboxes waits until the kubelet's pods have n ready sandboxes.
 func waitRunningSandboxes(t *testing.T, d *daemon, c *harness.Containerd, n int) {
 	t.Helper()
-	d.waitFor(t, 90*time.Second, fmt.Sprintf("%d ready sandboxes", n), func() bool {
+	harness.Eventually(t, 90*time.Second, fmt.Sprintf("%d ready sandboxes", n), func() bool {
 		resp, err := c.Runtime().ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{
 			Filter: &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
 		return err == nil && len(resp.Items) >= n
-	})
+	}, harness.UnlessExited(d))
 }
 
 func TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady(t *testing.T) {
@@ -55,7 +55,7 @@ func frozenPLEG(t *testing.T, wantReason string, limit time.Duration, extra ...s
 	}
 	d := plegDaemon(t, n, extra...)
 	waitRunningSandboxes(t, d, n.c, 2)
-	d.waitFor(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" })
+	harness.Eventually(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
 	if len(extra) == 0 {
 		captureKubeletMetrics(t, n.k)
 	}
@@ -63,11 +63,11 @@ func frozenPLEG(t *testing.T, wantReason string, limit time.Duration, extra ...s
 	thaw := freeze(t, n.c)
 	start := time.Now()
 	var reason, msg string
-	d.waitFor(t, limit, "PLEGUnhealthy=True", func() bool {
+	harness.Eventually(t, limit, "PLEGUnhealthy=True", func() bool {
 		var s string
 		s, reason, msg = d.condition(t, "PLEGUnhealthy")
 		return s == "True"
-	})
+	}, harness.UnlessExited(d))
 	lead := time.Since(start)
 	ready, readyMsg := n.k.Ready(t.Context(), n.cp)
 	measure(t, "freeze -> PLEGUnhealthy=True", lead)
@@ -84,7 +84,7 @@ func frozenPLEG(t *testing.T, wantReason string, limit time.Duration, extra ...s
 
 	thaw()
 	start = time.Now()
-	d.waitFor(t, 90*time.Second, "PLEGUnhealthy=False after the thaw", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" })
+	harness.Eventually(t, 90*time.Second, "PLEGUnhealthy=False after the thaw", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
 	measure(t, "thaw -> PLEGUnhealthy=False", time.Since(start))
 }
 
@@ -123,23 +123,21 @@ func churnDuration(t *testing.T) time.Duration {
 func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
 	n := startKubeletNode(t)
 	d := plegDaemon(t, n)
-	d.waitFor(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" })
-	end := time.Now().Add(churnDuration(t))
+	harness.Eventually(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
 	churn, checks := &podChurn{k: n.k}, 0
 	nextPod := time.Now()
-	poll := time.NewTicker(500 * time.Millisecond)
-	defer poll.Stop()
-	for ; time.Now().Before(end); <-poll.C {
+	var s, reason, msg string
+	harness.Throughout(t, churnDuration(t), "PLEGUnhealthy=False on a healthy node with pod churn", func() bool {
 		if time.Now().After(nextPod) {
 			churn.step(t)
 			nextPod = time.Now().Add(3 * time.Second)
 		}
-		s, reason, msg := d.condition(t, "PLEGUnhealthy")
+		s, reason, msg = d.condition(t, "PLEGUnhealthy")
 		checks++
-		if s != "False" {
-			t.Fatalf("PLEGUnhealthy=%s (%s: %s) on a healthy node after %d pods created, %d deleted", s, reason, msg, churn.created, churn.deleted)
-		}
-	}
+		return s == "False"
+	}, harness.Every(500*time.Millisecond), harness.UnlessExited(d), harness.Explaining(func() string {
+		return fmt.Sprintf("PLEGUnhealthy=%s (%s: %s) after %d pods created, %d deleted", s, reason, msg, churn.created, churn.deleted)
+	}))
 	metrics, _ := d.get("/metrics")
 	t.Logf("%v of churn: %d pods created, %d deleted, %d checks, PLEGUnhealthy False throughout; emulated relists ok %v, last %.4fs; scrapes ok %v; kubelet relist p99 %v s",
 		churnDuration(t), churn.created, churn.deleted, checks, metricValue(metrics, `hangwatch_pleg_emulated_relists_total{result="ok"}`),

@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // badKubelets are /metrics endpoints that hang, refuse or answer garbage.
@@ -51,12 +53,12 @@ func TestHungKubeletScrapeDoesNotStallTheProbes(t *testing.T) {
 	d := startDaemon(t, c.Endpoint, "--kernel=false", "--period", "1s", "--kubelet-metrics-url", badKubelets(t)["hang"],
 		"--kubelet-metrics-timeout", "3s", "--kubelet-metrics-period", "1s", "--pleg-emulation-period", "1s")
 	start := time.Now()
-	d.waitFor(t, 30*time.Second, "5 probe cycles, several emulated relists and a timed-out scrape", func() bool {
+	harness.Eventually(t, 30*time.Second, "5 probe cycles, several emulated relists and a timed-out scrape", func() bool {
 		m, err := d.get("/metrics")
 		return err == nil && metricValue(m, `hangwatch_cri_probes_total{method="Version",result="ok"}`) >= 5 &&
 			metricValue(m, `hangwatch_pleg_emulated_relists_total{result="ok"}`) >= 5 &&
 			metricValue(m, `hangwatch_kubelet_metrics_scrapes_total{result="timeout"}`) >= 1
-	})
+	}, harness.UnlessExited(d))
 	t.Logf("5 probe cycles and 5 emulated relists in %v while every scrape hung", time.Since(start).Round(time.Millisecond))
 	if s, reason, _ := d.condition(t, "PLEGUnhealthy"); s != "False" {
 		t.Errorf("PLEGUnhealthy=%s (%s): a hung scrape alone must not raise it", s, reason)

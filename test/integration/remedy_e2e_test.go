@@ -4,7 +4,6 @@ package integration
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -44,7 +43,7 @@ func startTwoNodes(t *testing.T) *twoNodes {
 	for _, ns := range []string{"kube-system", "default"} {
 		ensureDefaultServiceAccount(t, cp, ns)
 	}
-	kubectl(t, cp, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
+	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	tn := &twoNodes{cp: cp}
 	tn.a = startMember(t, cp, 0)
 	tn.b = startMember(t, cp, 100) // hangwatch's host ports moved by 100: both share this machine's network
@@ -72,7 +71,7 @@ func startMember(t *testing.T, cp *harness.ControlPlane, offset int) staticPodNo
 	} else {
 		writeStaticPod(t, n, configDir)
 	}
-	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, scrapeToken: scraperToken(t, cp)}
+	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, scrapeToken: applyScraperIdentity(t, cp)}
 }
 
 // movePorts moves hangwatch's two ports in its config and static pod.
@@ -182,12 +181,12 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	webDeployment(t, tn.cp)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("at the failure:\n%s\n%s", kubectlOut(tn.cp, "get", "nodes,deploy,rs,pods,pdb", "-A", "-o", "wide"),
-				kubectlOut(tn.cp, "get", "events", "-A", "--sort-by=.lastTimestamp"))
+			t.Logf("at the failure:\n%s\n%s", tn.cp.KubectlLog("get", "nodes,deploy,rs,pods,pdb", "-A", "-o", "wide"),
+				tn.cp.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"))
 		}
 	})
 	a, b := tn.a.k.Node, tn.b.k.Node
-	waitUntil(t, 90*time.Second, "one web pod Running on each node", func() bool {
+	harness.Eventually(t, 90*time.Second, "one web pod Running on each node", func() bool {
 		on := map[string]int{}
 		for _, p := range webPods(t, tn.cp) {
 			if running(p) {
@@ -203,12 +202,12 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	key := remedy.TaintKey("RuntimeHung")
 	limit := 90 * time.Second
 	if withRemedy {
-		waitUntil(t, time.Minute, "the taint on A", func() bool { return hasTaint(t, tn.cp, a, key) })
+		harness.Eventually(t, time.Minute, "the taint on A", func() bool { return hasTaint(t, tn.cp, a, key) })
 		measure(t, "e2e_two_node_remedy_taint_after_freeze", time.Since(frozen))
 	} else {
 		limit = 10 * time.Minute
 	}
-	waitUntil(t, limit, "A's web pod evicted", func() bool {
+	harness.Eventually(t, limit, "A's web pod evicted", func() bool {
 		for _, p := range webPods(t, tn.cp) {
 			if p.Spec.NodeName == a && p.DeletionTimestamp != nil {
 				return true
@@ -217,7 +216,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 		return false
 	})
 	measure(t, "e2e_two_node_"+name+"_eviction_after_freeze", time.Since(frozen))
-	waitUntil(t, 2*time.Minute, "two web pods Running on B", func() bool {
+	harness.Eventually(t, 2*time.Minute, "two web pods Running on B", func() bool {
 		n := 0
 		for _, p := range webPods(t, tn.cp) {
 			if running(p) && p.Spec.NodeName == b {
@@ -240,16 +239,6 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	thaw()
 	thawed := time.Now()
 	tn.a.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionFalse, ""))
-	waitUntil(t, 3*time.Minute, "the taint gone from A", func() bool { return !hasTaint(t, tn.cp, a, key) })
+	harness.Eventually(t, 3*time.Minute, "the taint gone from A", func() bool { return !hasTaint(t, tn.cp, a, key) })
 	measure(t, "e2e_two_node_remedy_untaint_after_thaw", time.Since(thawed))
-}
-
-// kubectlOut is kubectl's output, errors included, for a failure's log.
-func kubectlOut(cp *harness.ControlPlane, args ...string) string {
-	bin, err := harness.KubeBinary("kubectl")
-	if err != nil {
-		return err.Error()
-	}
-	out, _ := exec.Command(bin, append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...).CombinedOutput()
-	return string(out)
 }

@@ -117,13 +117,13 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	defer logLeadership(t, p.log)
 
 	healthz := strings.TrimSuffix(p.metrics, "/metrics") + "/healthz"
-	synced := waitUntil(t, 10*time.Minute, "the controller's node cache to sync", func() bool { return httpOK(healthz) })
+	synced := harness.Eventually(t, 10*time.Minute, "the controller's node cache to sync", func() bool { return httpOK(healthz) })
 	measure(t, "remedy_scale_cache_synced", synced)
-	waitUntil(t, time.Minute, "the controller to lead", func() bool { return p.metric("hangwatch_remedy_leader") == 1 })
+	harness.Eventually(t, time.Minute, "the controller to lead", func() bool { return p.metric("hangwatch_remedy_leader") == 1 })
 	measure(t, "remedy_scale_leading", time.Since(started))
-	waitUntil(t, 10*time.Minute, "a first taint", func() bool { return taints.count() > 0 })
+	harness.Eventually(t, 10*time.Minute, "a first taint", func() bool { return taints.count() > 0 })
 	measure(t, "remedy_scale_first_taint", taints.first().Sub(started))
-	waitUntil(t, 10*time.Minute, fmt.Sprintf("all %d sick Nodes tainted", len(sick)), func() bool { return taints.all(sick) })
+	harness.Eventually(t, 10*time.Minute, fmt.Sprintf("all %d sick Nodes tainted", len(sick)), func() bool { return taints.all(sick) })
 	measure(t, "remedy_scale_all_sick_tainted", taints.last().Sub(started))
 	after, err := cp.Metrics(ctx)
 	if err != nil {
@@ -141,7 +141,7 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 		t.Fatal(err)
 	}
 	written := time.Now()
-	waitUntil(t, 2*time.Minute, "the flipped Node tainted", func() bool { return !taints.when(flip).IsZero() })
+	harness.Eventually(t, 2*time.Minute, "the flipped Node tainted", func() bool { return !taints.when(flip).IsZero() })
 	measure(t, "remedy_scale_reaction", taints.when(flip).Sub(written))
 	done := `hangwatch_remedy_actions_total{action="taint",condition="RuntimeHung",result="done"}`
 	if got := p.metric(done); got != float64(len(sick)+1) {
@@ -149,11 +149,12 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	}
 
 	// The steady window: nothing changes, only the controller runs.
-	<-time.After(5 * time.Second) // the Event broadcaster's last writes land before the window
+	harness.Window(t, 5*time.Second, "the Event broadcaster's last writes to land before the window", harness.UnlessExited(p))
 	remedyBefore := scrape(p.metrics)
-	cpuBefore, _, _ := procStat(t, pid)
-	steady := apiserverRequests(t, cp, scaleQuietWindow)
-	cpuAfter, rssKiB, hwmKiB := procStat(t, pid)
+	cpuBefore, _ := harness.ProcUsage(t, pid)
+	steady := apiserverRequests(t, cp, scaleQuietWindow, p)
+	cpuAfter, mem := harness.ProcUsage(t, pid)
+	rssKiB, hwmKiB := mem.RSS, mem.Peak
 	remedyAfter := scrape(p.metrics)
 	measurements.Record(t, "remedy_scale_steady_requests_per_second", steady.remedyRate(), "requests/s",
 		fmt.Sprintf("the controller's identity, over %v", steady.window.Round(100*time.Millisecond)), "by flow schema: "+steady.flowSchemas())
@@ -166,7 +167,7 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	}
 	measurements.Record(t, "remedy_scale_steady_cpu_percent", 100*(cpuAfter-cpuBefore).Seconds()/steady.window.Seconds(), "% of a core",
 		fmt.Sprintf("over %v", steady.window.Round(100*time.Millisecond)))
-	cpu, _, _ := procStat(t, pid)
+	cpu, _ := harness.ProcUsage(t, pid)
 	measurements.Record(t, "remedy_scale_vmrss_mib", float64(rssKiB)/1024, "MiB")
 	measurements.Record(t, "remedy_scale_vmhwm_mib", float64(hwmKiB)/1024, "MiB", "peak VmHWM")
 	measurements.Record(t, "remedy_scale_cpu_seconds", cpu.Seconds(), "s", "user+system", fmt.Sprintf("%v after its start", time.Since(started).Round(time.Second)))
@@ -453,15 +454,16 @@ type requestCounts struct {
 }
 
 // apiserverRequests counts what the API server serves over window, doing
-// nothing else meanwhile.
-func apiserverRequests(t *testing.T, cp *harness.ControlPlane, window time.Duration) requestCounts {
+// nothing else meanwhile; the control plane and the processes watched
+// must keep running.
+func apiserverRequests(t *testing.T, cp *harness.ControlPlane, window time.Duration, watched ...harness.Watched) requestCounts {
 	t.Helper()
 	before, err := cp.Metrics(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	<-time.After(window)
+	harness.Window(t, window, "a quiet window of the API server", harness.UnlessExited(append(cp.Processes(), watched...)...))
 	after, err := cp.Metrics(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -72,14 +72,14 @@ func applyRemedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
 	t.Helper()
 	dir := filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy")
 	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
-		kubectl(t, cp, "apply", "-f", filepath.Join(dir, f))
+		cp.Kubectl(t, "apply", "-f", filepath.Join(dir, f))
 	}
 	kc, err := cp.Kubeconfig("hangwatch-remedy", "system:serviceaccount:kube-system:hangwatch-remedy",
 		"system:serviceaccounts", "system:serviceaccounts:kube-system")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPolicyEnforced(t, cp, clientFor(t, kc))
+	waitPolicyEnforced(t, cp, harness.ClientFor(t, kc))
 	return kc
 }
 
@@ -96,18 +96,18 @@ func waitPolicyEnforced(t *testing.T, cp *harness.ControlPlane, cs kubernetes.In
 	defer func() { _ = cp.Admin.CoreV1().Nodes().Delete(ctx, probe, metav1.DeleteOptions{}) }()
 	var last error
 	try := 0
-	took := waitUntilOr(t, time.Minute, func() string { return fmt.Sprintf("the remedy admission policy to be enforced (last: %v)", last) }, func() bool {
+	took := harness.Eventually(t, time.Minute, "the remedy admission policy to be enforced", func() bool {
 		try++ // a new value each time: a patch that changes nothing is allowed
 		_, last = cs.CoreV1().Nodes().Patch(ctx, probe, types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{"probe":"%d"}}}`, try), metav1.PatchOptions{})
 		return last != nil && strings.Contains(last.Error(), "hangwatch-remedy may")
-	})
+	}, harness.Every(100*time.Millisecond), harness.Explaining(func() string { return fmt.Sprintf("last: %v", last) }))
 	t.Logf("the remedy admission policy was enforced %v after it was applied", took.Round(100*time.Millisecond))
 }
 
-// remedyProc is one hangwatch-remedy replica.
+// remedyProc is one hangwatch-remedy replica, a harness.Watched.
 type remedyProc struct {
 	cmd     *exec.Cmd
-	exited  chan error
+	done    chan struct{}
 	metrics string
 	log     string
 }
@@ -116,12 +116,12 @@ type remedyProc struct {
 // "hangwatch-remedy" is one the manifests' Role lets it take.
 func startRemedy(t *testing.T, kubeconfig, policy, lease string) *remedyProc {
 	t.Helper()
-	addr := freePort(t)
+	addr := harness.FreeAddr(t)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "remedy.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &remedyProc{exited: make(chan error, 1), metrics: "http://" + addr + "/metrics", log: logf.Name()}
+	p := &remedyProc{done: make(chan struct{}), metrics: "http://" + addr + "/metrics", log: logf.Name()}
 	p.cmd = exec.Command(remedyBinary(t), "run", "--kubeconfig", kubeconfig, "--config", policy, "--listen-address", addr,
 		"--namespace", "kube-system", "--leader-elect-lease-name", lease, "--leader-elect-lease-duration", "4s",
 		"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms", "-v", "2")
@@ -129,16 +129,24 @@ func startRemedy(t *testing.T, kubeconfig, policy, lease string) *remedyProc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.exited <- p.cmd.Wait() }()
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		<-p.exited
+		<-p.done
 		if t.Failed() {
 			data, _ := os.ReadFile(p.log)
 			t.Logf("hangwatch-remedy log (pid %d):\n%s", p.cmd.Process.Pid, data)
 		}
 	})
 	return p
+}
+
+// Exited is closed once the replica has exited.
+func (p *remedyProc) Exited() <-chan struct{} { return p.done }
+
+// String names the replica by its PID.
+func (p *remedyProc) String() string {
+	return fmt.Sprintf("hangwatch-remedy (pid %d)", p.cmd.Process.Pid)
 }
 
 func (p *remedyProc) metric(series string) float64 {
@@ -265,26 +273,6 @@ conditions:
 	}
 }
 
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	return waitUntilOr(t, limit, func() string { return what }, cond)
-}
-
-// waitUntilOr is waitUntil with the description made when it gives up.
-func waitUntilOr(t *testing.T, limit time.Duration, what func() string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("gave up after %v waiting for %s", limit, what())
-		}
-		<-tick.C
-	}
-	return time.Since(start)
-}
-
 func (f *fleet) annotate(t *testing.T, i int, key, value string) {
 	t.Helper()
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
@@ -315,7 +303,7 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 	f.set(t, 6, corev1.ConditionTrue, time.Now().Add(-time.Hour)) // hangwatch gone from it: stale
 	p := startRemedy(t, kc, policy, "hangwatch-remedy")
 
-	waitUntil(t, time.Minute, "maxUnhealthy to hold the taints back (an Event)", func() bool { return f.events(t, 0, "RemedyHeldBack") > 0 })
+	harness.Eventually(t, time.Minute, "maxUnhealthy to hold the taints back (an Event)", func() bool { return f.events(t, 0, "RemedyHeldBack") > 0 })
 	if got := f.tainted(t); len(got) != 0 {
 		t.Fatalf("7 of 20 sick with maxUnhealthy 5: tainted %v", got)
 	}
@@ -325,9 +313,9 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 
 	f.set(t, 4, corev1.ConditionFalse, time.Now())
 	f.set(t, 5, corev1.ConditionFalse, time.Now()) // 5 sick: 0-3 and the opted-out 7
-	took := waitUntil(t, 30*time.Second, "3 taints", func() bool { return len(f.tainted(t)) == 3 })
+	took := harness.Eventually(t, 30*time.Second, "3 taints", func() bool { return len(f.tainted(t)) == 3 })
 	measure(t, "remedy_first_taints_after_guard_released", took)
-	fourth := waitUntil(t, 90*time.Second, "the 4th taint", func() bool { return len(f.tainted(t)) == 4 })
+	fourth := harness.Eventually(t, 90*time.Second, "the 4th taint", func() bool { return len(f.tainted(t)) == 4 })
 	measure(t, "remedy_fourth_taint_after_the_third", fourth)
 	if fourth < 45*time.Second {
 		t.Errorf("the 4th taint came %v after the 3rd; 3 a minute allows no 4th within a minute of the first", fourth)
@@ -340,9 +328,9 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 	}
 
 	writePolicy(t, policy, f.label, guards+"paused: true\n")
-	waitUntil(t, 30*time.Second, "the paused policy to load", func() bool { return logHas(p.log, `"Reloaded the policy"`) })
+	harness.Eventually(t, 30*time.Second, "the paused policy to load", func() bool { return logHas(p.log, `"Reloaded the policy"`) })
 	f.set(t, 8, corev1.ConditionTrue, time.Now())
-	waitUntil(t, 30*time.Second, "the pause to hold n08's taint", func() bool {
+	harness.Eventually(t, 30*time.Second, "the pause to hold n08's taint", func() bool {
 		return p.metric(`hangwatch_remedy_guard_active{guard="paused"}`) == 1
 	})
 	if got := f.tainted(t); !sameInts(got, 0, 1, 2, 3) {
@@ -350,10 +338,10 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 	}
 
 	writePolicy(t, policy, f.label, "maxUnhealthy: 6\nmaxActionsPerMinute: 60\n")
-	waitUntil(t, 30*time.Second, "n08 tainted once unpaused", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3, 8) })
+	harness.Eventually(t, 30*time.Second, "n08 tainted once unpaused", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3, 8) })
 	f.set(t, 0, corev1.ConditionFalse, time.Now())
 	healed := time.Now()
-	waitUntil(t, 30*time.Second, "n00 untainted", func() bool { return sameInts(f.tainted(t), 1, 2, 3, 8) })
+	harness.Eventually(t, 30*time.Second, "n00 untainted", func() bool { return sameInts(f.tainted(t), 1, 2, 3, 8) })
 	if since := time.Since(healed); since < time.Second {
 		t.Errorf("untainted %v after the recovery; clearAfter is 2s", since)
 	}
@@ -401,21 +389,21 @@ func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
 	}
-	waitUntil(t, 30*time.Second, "a first taint", func() bool { return len(f.tainted(t)) > 0 })
+	harness.Eventually(t, 30*time.Second, "a first taint", func() bool { return len(f.tainted(t)) > 0 })
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	waitUntil(t, 30*time.Second, "the second replica to lead", func() bool { return second.metric("hangwatch_remedy_leader") == 1 })
+	harness.Eventually(t, 30*time.Second, "the second replica to lead", func() bool { return second.metric("hangwatch_remedy_leader") == 1 })
 	measure(t, "remedy_leader_takeover_after_kill", time.Since(killed))
-	waitUntil(t, 30*time.Second, "all 4 tainted", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3) })
+	harness.Eventually(t, 30*time.Second, "all 4 tainted", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3) })
 	for i := 0; i < 4; i++ {
 		if n := f.events(t, i, "RemedyTainted"); n > 1 {
 			t.Errorf("node %d: %d taint Events; the new leader tainted it again", i, n)
 		}
 	}
 	f.set(t, 4, corev1.ConditionTrue, time.Now())
-	waitUntil(t, 30*time.Second, "the new leader to taint n04", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3, 4) })
+	harness.Eventually(t, 30*time.Second, "the new leader to taint n04", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3, 4) })
 }
 
 // startPair starts two replicas on the Lease kube-system/hangwatch-remedy
@@ -424,9 +412,9 @@ func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
 func startPair(t *testing.T, kubeconfig, policy string) (first, second *remedyProc) {
 	t.Helper()
 	first = startRemedy(t, kubeconfig, policy, "hangwatch-remedy")
-	waitUntil(t, 30*time.Second, "the first replica to lead", func() bool { return first.metric("hangwatch_remedy_leader") == 1 })
+	harness.Eventually(t, 30*time.Second, "the first replica to lead", func() bool { return first.metric("hangwatch_remedy_leader") == 1 })
 	second = startRemedy(t, kubeconfig, policy, "hangwatch-remedy")
-	waitUntil(t, 30*time.Second, "the second replica to serve", func() bool { return second.metric("hangwatch_remedy_leader") == 0 })
+	harness.Eventually(t, 30*time.Second, "the second replica to serve", func() bool { return second.metric("hangwatch_remedy_leader") == 0 })
 	return first, second
 }
 
@@ -436,7 +424,7 @@ func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
 	cp := controlPlane(t)
 	kc := remedyIdentity(t, cp)
 	f := newFleet(t, cp, 1)
-	cs := clientFor(t, kc)
+	cs := harness.ClientFor(t, kc)
 	ctx := context.Background()
 	patch := func(ops string) error {
 		_, err := cs.CoreV1().Nodes().Patch(ctx, f.names[0], types.JSONPatchType, []byte(ops), metav1.PatchOptions{})

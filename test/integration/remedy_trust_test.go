@@ -94,13 +94,13 @@ conditions:
 	f.write(t, 2, "RuntimeHung", "hangwatch", corev1.ConditionTrue, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
 	f.write(t, 3, "KernelDeadlock", "node-problem-detector", corev1.ConditionTrue, time.Now(), time.Now())
 	p := startRemedy(t, kc, policy, "hangwatch-remedy")
-	waitUntil(t, 30*time.Second, "the replica to lead", func() bool { return p.metric("hangwatch_remedy_leader") == 1 })
+	harness.Eventually(t, 30*time.Second, "the replica to lead", func() bool { return p.metric("hangwatch_remedy_leader") == 1 })
 	h := &heartbeats{stop: make(chan struct{})}
 	defer h.halt()
 	start := []time.Time{h.beat(t, f, 0, -10*time.Minute), h.beat(t, f, 1, time.Hour)}
 	// when each skewed node was first seen tainted, then draining, after its first True write
 	seen := [2][2]time.Duration{}
-	waitUntil(t, time.Minute, "both skewed nodes tainted and drained", func() bool {
+	harness.Eventually(t, time.Minute, "both skewed nodes tainted and drained", func() bool {
 		tainted := f.tainted(t)
 		for i := range seen {
 			if seen[i][0] == 0 && containsInt(tainted, i) {
@@ -189,7 +189,7 @@ func TestRemedyEvictsOnlyWhatAControllerRecreates(t *testing.T) {
 	rec := record.NewFakeRecorder(1000)
 	p := remedy.DefaultPolicy()
 	p.NodeSelector, p.MaxUnhealthy = "hangwatch.io/remedy-test="+f.label, intstr.FromString("100%")
-	c := remedy.NewController(remedy.Options{Client: clientFor(t, kc), Nodes: lister, Policy: func() *remedy.Policy { return p },
+	c := remedy.NewController(remedy.Options{Client: harness.ClientFor(t, kc), Nodes: lister, Policy: func() *remedy.Policy { return p },
 		Recorder: rec, Metrics: remedy.NewMetrics(metrics.NewKubeRegistry()), Clock: clk})
 	ctx := context.Background()
 	c.Pass(ctx)
@@ -206,7 +206,7 @@ func TestRemedyEvictsOnlyWhatAControllerRecreates(t *testing.T) {
 	f.set(t, 1, corev1.ConditionFalse, time.Now())
 	clk.Step(46 * time.Second)
 	c.Pass(ctx)
-	waitUntil(t, 30*time.Second, "the Deployment pod of node 0 evicted", func() bool { return terminating(cp, pods[0]["web"]) })
+	harness.Eventually(t, 30*time.Second, "the Deployment pod of node 0 evicted", func() bool { return terminating(cp, pods[0]["web"]) })
 	for name, pod := range pods[0] {
 		if name != "web" && terminating(cp, pod) {
 			t.Errorf("node 0's %s pod was evicted", name)
@@ -344,20 +344,18 @@ func TestRemedyLeaderKilledMidBurstKeepsTheBudget(t *testing.T) {
 	for i := range f.names {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
 	}
-	waitUntil(t, 30*time.Second, "3 taints", func() bool { return len(f.tainted(t)) == 3 })
+	harness.Eventually(t, 30*time.Second, "3 taints", func() bool { return len(f.tainted(t)) == 3 })
 	burst := time.Now()
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, "the second replica to lead", func() bool { return second.metric("hangwatch_remedy_leader") == 1 })
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for time.Since(burst) < 55*time.Second {
-		if got := f.tainted(t); len(got) > 3 {
-			t.Fatalf("%v after the burst, %d nodes tainted: %v; maxActionsPerMinute is 3", time.Since(burst).Round(time.Second), len(got), got)
-		}
-		<-tick.C
-	}
-	took := waitUntil(t, 90*time.Second, "the new leader to go on", func() bool { return len(f.tainted(t)) > 3 })
+	harness.Eventually(t, 30*time.Second, "the second replica to lead", func() bool { return second.metric("hangwatch_remedy_leader") == 1 })
+	var tainted []int
+	harness.Throughout(t, 55*time.Second-time.Since(burst), "at most 3 nodes tainted in the minute of the burst (maxActionsPerMinute 3)", func() bool {
+		tainted = f.tainted(t)
+		return len(tainted) <= 3
+	}, harness.Every(500*time.Millisecond), harness.UnlessExited(second),
+		harness.Explaining(func() string { return fmt.Sprint("tainted: ", tainted) }))
+	took := harness.Eventually(t, 90*time.Second, "the new leader to go on", func() bool { return len(f.tainted(t)) > 3 })
 	measure(t, "remedy_new_leader_next_taint_after_the_burst", 55*time.Second+took)
 }

@@ -48,11 +48,11 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	}
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", config)...)
 	started := time.Now()
-	waitUntil(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
+	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
 	readyBefore := nodeReady(t, cp, node)
 	// the first minute, in which repair never acts, is over by the time
 	// the kubelet is due a restart
-	waitUntil(t, repair.StartupGrace, "hangwatch's first minute to be nearly over", func() bool {
+	harness.Eventually(t, repair.StartupGrace, "hangwatch's first minute to be nearly over", func() bool {
 		return time.Since(started) > repair.StartupGrace-repair.DefaultRestartKubeletAfter
 	})
 
@@ -63,16 +63,16 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	}
 	frozen := time.Now()
 	t.Cleanup(func() { _ = k.Thaw() })
-	waitUntil(t, 30*time.Second, "KubeletUnresponsive True (KubeletNotAnswering)", func() bool {
+	harness.Eventually(t, 30*time.Second, "KubeletUnresponsive True (KubeletNotAnswering)", func() bool {
 		st, reason, _ := d.condition(t, "KubeletUnresponsive")
 		return st == "True" && reason == repair.ReasonKubeletSilent
 	})
 	measure(t, "repair_kubelet_unresponsive_after_freeze", time.Since(frozen))
-	waitUntil(t, time.Minute, "systemd to start a new kubelet", func() bool { pid := k.PID(); return pid != 0 && pid != pid0 })
+	harness.Eventually(t, time.Minute, "systemd to start a new kubelet", func() bool { pid := k.PID(); return pid != 0 && pid != pid0 })
 	measure(t, "repair_kubelet_restarted_after_freeze", time.Since(frozen))
-	waitUntil(t, time.Minute, "the Lease renewed by the new kubelet", func() bool { return leaseRenewTime(t, cp, node).After(renewed0) })
+	harness.Eventually(t, time.Minute, "the Lease renewed by the new kubelet", func() bool { return leaseRenewTime(t, cp, node).After(renewed0) })
 	measure(t, "repair_kubelet_lease_renewed_after_freeze", time.Since(frozen))
-	waitUntil(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
+	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
 	measure(t, "repair_kubelet_unresponsive_false_after_freeze", time.Since(frozen))
 
 	if after := nodeReady(t, cp, node); after.Status != corev1.ConditionTrue || !after.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
@@ -86,7 +86,7 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	if got := metricValue(text, `hangwatch_repairs_total{outcome="restarted",target="kubelet"}`); got != 1 {
 		t.Errorf("kubelet restarts = %v, want 1", got)
 	}
-	waitUntil(t, 30*time.Second, "a KubeletRestarted Event", func() bool {
+	harness.Eventually(t, 30*time.Second, "a KubeletRestarted Event", func() bool {
 		return hasEvent(nodeEvents(t, cp, node), corev1.EventTypeNormal, "KubeletRestarted")
 	})
 }

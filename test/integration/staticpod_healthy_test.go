@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,31 +65,36 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.waitRunningContainers(t, pods, 5*time.Minute)
+	harness.Eventually(t, 5*time.Minute, fmt.Sprintf("%d static pods running besides hangwatch", pods),
+		func() bool { return n.countRunningContainers() > pods }, harness.Every(time.Second),
+		harness.Explaining(func() string { return fmt.Sprintf("%d containers running", n.countRunningContainers()) }))
 	pid := hangwatchPID(t)
-	stopLoad := cpuLoad(runtime.NumCPU() / 2)
+	stopLoad := harness.BurnCPU(t, runtime.NumCPU()/2)
 	defer stopLoad()
 	before := n.footprintSample(t, pid)
 	churn := &podChurn{k: n.k}
 	checks, peak, maxLastSeen := 0, before.rss, 0.0
-	end := time.Now().Add(d)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for ; time.Now().Before(end); <-tick.C {
+	var raised string
+	harness.Throughout(t, d, "the 4 conditions False on a healthy node", func() bool {
 		if checks%3 == 0 {
 			churn.step(t)
 		}
 		checks++
 		for _, c := range []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock", "KubeletUnresponsive"} {
 			if cond := nodeCond(t, n.cp, n.k.Node, c); cond == nil || cond.Status != corev1.ConditionFalse {
-				t.Fatalf("a healthy node got %s=%+v after %v, %d pods created and %d deleted", c, cond, time.Since(end.Add(-d)).Round(time.Second), churn.created, churn.deleted)
+				raised = fmt.Sprintf("%s=%+v", c, cond)
+				return false
 			}
 		}
-		peak = peak.max(readRSS(t, pid))
+		_, now := readFootprint(t, pid)
+		peak = peak.max(now)
 		if checks%15 == 0 { // as often as the PodMonitor scrapes: /metrics costs hangwatch CPU
 			maxLastSeen = max(maxLastSeen, sumSeries(n.hangwatchMetrics(t), "hangwatch_pleg_last_seen_age_seconds"))
 		}
-	}
+		return true
+	}, harness.Every(time.Second), harness.Explaining(func() string {
+		return fmt.Sprintf("%s, %d pods created and %d deleted", raised, churn.created, churn.deleted)
+	}))
 	measurements.Record(t, "e2e_healthy_max_pleg_last_seen_age_seconds", maxLastSeen, "s")
 	n.assertNotShared(t) // the kubelet has patched its status many times by now
 	after := n.footprintSample(t, pid)
@@ -126,7 +130,7 @@ func (c *podChurn) step(t *testing.T) {
 
 type footprint struct {
 	at             time.Time
-	cpuTicks       uint64
+	cpu            time.Duration
 	rss            rss
 	hangwatchCalls float64 // CRI calls hangwatch sent (probes plus at least 2 per emulated relist)
 	kubeletCalls   float64 // kubelet_runtime_operations_total, all operations
@@ -137,7 +141,8 @@ func (n staticPodNode) footprintSample(t *testing.T, pid int) footprint {
 	t.Helper()
 	hw := n.hangwatchMetrics(t)
 	kl := httpGet(t, n.k.ReadOnlyMetricsURL())
-	return footprint{at: time.Now(), cpuTicks: readCPUTicks(t, pid), rss: readRSS(t, pid),
+	cpu, mem := readFootprint(t, pid)
+	return footprint{at: time.Now(), cpu: cpu, rss: mem,
 		hangwatchCalls: sumSeries(hw, "hangwatch_cri_probes_total") + 2*sumSeries(hw, "hangwatch_pleg_emulated_relists_total"),
 		kubeletCalls:   sumSeries(kl, "kubelet_runtime_operations_total"), hangwatchText: hw}
 }
@@ -145,7 +150,7 @@ func (n staticPodNode) footprintSample(t *testing.T, pid int) footprint {
 func reportFootprint(t *testing.T, d time.Duration, a, b footprint, peak rss) {
 	t.Helper()
 	secs := b.at.Sub(a.at).Seconds()
-	cpu := float64(b.cpuTicks-a.cpuTicks) / 100 / secs // USER_HZ is 100
+	cpu := (b.cpu - a.cpu).Seconds() / secs
 	hwPerMin := (b.hangwatchCalls - a.hangwatchCalls) / secs * 60
 	klPerMin := (b.kubeletCalls - a.kubeletCalls) / secs * 60
 	measurements.Record(t, "e2e_footprint_rss_steady_mib", float64(b.rss.totalKiB)/1024, "MiB")
@@ -194,39 +199,11 @@ type rss struct{ totalKiB, anonKiB uint64 }
 
 func (r rss) max(o rss) rss { return rss{max(r.totalKiB, o.totalKiB), max(r.anonKiB, o.anonKiB)} }
 
-func readRSS(t *testing.T, pid int) rss {
+// readFootprint reads pid's CPU time and resident memory.
+func readFootprint(t *testing.T, pid int) (time.Duration, rss) {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r rss
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseUint(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			r.totalKiB = v
-		case "RssAnon:":
-			r.anonKiB = v
-		}
-	}
-	return r
-}
-
-func readCPUTicks(t *testing.T, pid int) uint64 {
-	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseUint(f[11], 10, 64)
-	stime, _ := strconv.ParseUint(f[12], 10, 64)
-	return utime + stime
+	cpu, mem := harness.ProcUsage(t, pid)
+	return cpu, rss{totalKiB: mem.RSS, anonKiB: mem.Anon}
 }
 
 func httpGet(t *testing.T, url string) string {
@@ -279,36 +256,14 @@ func seriesGrowth(before, after, name string) string {
 	return strings.Join(out, ", ")
 }
 
-// cpuLoad keeps n goroutines spinning until stopped.
-func cpuLoad(n int) (stop func()) {
-	var done atomic.Bool
-	for i := 0; i < max(n, 1); i++ {
-		go func() {
-			x := 0
-			for !done.Load() {
-				x++
-			}
-			_ = x
-		}()
+// countRunningContainers counts the containers containerd runs, -1 when
+// it does not answer.
+func (n staticPodNode) countRunningContainers() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := n.c.Runtime().ListContainers(ctx, runningContainers())
+	if err != nil {
+		return -1
 	}
-	return func() { done.Store(true) }
-}
-
-// waitRunningContainers waits until containerd runs at least want
-// containers besides hangwatch's.
-func (n staticPodNode) waitRunningContainers(t *testing.T, want int, limit time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		list, err := n.c.Runtime().ListContainers(ctx, runningContainers())
-		cancel()
-		if err == nil && len(list.Containers) > want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d containers running after %v, want %d", len(list.GetContainers()), limit, want+1)
-		}
-		<-time.After(time.Second)
-	}
+	return len(list.Containers)
 }

@@ -117,7 +117,7 @@ func plegPathScenario(t *testing.T, name string, fault func(staticPodNode) (rele
 	defer release()
 	flagged := n.waitNodeCond(t, 4*time.Minute, "PLEGUnhealthy", condIs(corev1.ConditionTrue, ""))
 	measure(t, "e2e_pleg_unhealthy_after_"+name+"_hang", flagged.Sub(start))
-	notReady, ok := n.pollNodeCond(t, 5*time.Minute, "Ready", condIs(corev1.ConditionFalse, ""))
+	_, notReady, err := pollNode(t, n.cp, 5*time.Minute, n.k.Node, "Ready", condIs(corev1.ConditionFalse, ""), harness.Every(100*time.Millisecond))
 	if r := nodeCond(t, n.cp, n.k.Node, "Ready"); r != nil {
 		t.Logf("kubelet: Ready=%s %s: %s", r.Status, r.Reason, r.Message)
 	}
@@ -131,7 +131,7 @@ func plegPathScenario(t *testing.T, name string, fault func(staticPodNode) (rele
 		}
 	}
 	measurements.Record(t, "e2e_pleg_unhealthy_warnings_"+name, float64(rises), "events")
-	if !ok {
+	if err != nil {
 		// The kubelet's own call times out after 2m (--runtime-request-
 		// timeout), its relist then completes and the 3m PLEG threshold is
 		// never passed, while pods on the node get no status for 2m at a time.
@@ -211,20 +211,19 @@ func (n staticPodNode) victim(t *testing.T) (sandbox, container string) {
 	if err := n.k.StaticPod("victim"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	harness.Eventually(t, time.Minute, "the victim static pod to run", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		list, err := n.c.Runtime().ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
 			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 			LabelSelector: map[string]string{"io.kubernetes.pod.name": "victim-" + n.k.Node}}})
-		cancel()
 		if err == nil && len(list.Containers) > 0 {
-			return list.Containers[0].PodSandboxId, list.Containers[0].Id
+			sandbox, container = list.Containers[0].PodSandboxId, list.Containers[0].Id
+			return true
 		}
-		<-time.After(200 * time.Millisecond)
-	}
-	t.Fatalf("the victim static pod did not run")
-	return "", ""
+		return false
+	}, harness.Every(200*time.Millisecond))
+	return sandbox, container
 }
 
 // stopContainer stops a container at containerd, around the proxy: a

@@ -1,0 +1,153 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// daemon is a `hangwatch run` process started by a test. It is a
+// harness.Watched: a wait given harness.UnlessExited(d) ends when it dies.
+type daemon struct {
+	base    string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	exitErr error // set before done is closed
+	logPath string
+}
+
+// watchDaemon makes the daemon of cmd, started, serving on addr: its
+// exit closes Exited.
+func watchDaemon(cmd *exec.Cmd, addr, logPath string) *daemon {
+	d := &daemon{base: "http://" + addr, cmd: cmd, done: make(chan struct{}), logPath: logPath}
+	go func() { d.exitErr = cmd.Wait(); close(d.done) }()
+	return d
+}
+
+func startDaemon(t *testing.T, endpoint string, args ...string) *daemon {
+	t.Helper()
+	addr := harness.FreeAddr(t)
+	log, err := os.Create(filepath.Join(t.TempDir(), "hangwatch.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append([]string{"run", "-r", endpoint, "--listen-address", addr}, args...)
+	cmd := exec.Command(hangwatchBin, all...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := watchDaemon(cmd, addr, log.Name())
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Kill()
+		<-d.done
+		if t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			t.Logf("hangwatch log:\n%s", data)
+		}
+	})
+	harness.Eventually(t, 30*time.Second, "/healthz to answer", func() bool {
+		_, err := d.get("/healthz")
+		return err == nil
+	}, harness.UnlessExited(d))
+	return d
+}
+
+// Exited is closed once hangwatch has exited.
+func (d *daemon) Exited() <-chan struct{} { return d.done }
+
+// String names hangwatch and, once it has exited, how it ended.
+func (d *daemon) String() string {
+	select {
+	case <-d.done:
+		return fmt.Sprintf("hangwatch (%v)", d.exitErr)
+	default:
+		return "hangwatch"
+	}
+}
+
+// running tells whether hangwatch has not exited.
+func (d *daemon) running() bool {
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "hangwatch to stop after SIGTERM", func() bool { return !d.running() })
+	if d.exitErr != nil {
+		t.Errorf("hangwatch exited with %v after SIGTERM, want 0", d.exitErr)
+	}
+}
+
+func (d *daemon) get(path string) (string, error) {
+	resp, err := http.Get(d.base + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return string(body), err
+}
+
+// condition reads condType from hangwatch's /conditions; all empty when
+// it is not there or /conditions does not answer.
+func (d *daemon) condition(t *testing.T, condType string) (status, reason, message string) {
+	t.Helper()
+	body, err := d.get("/conditions")
+	if err != nil {
+		return "", "", ""
+	}
+	var out struct {
+		Conditions []struct{ Type, Status, Reason, Message string } `json:"conditions"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatalf("/conditions is not JSON: %v: %s", err, body)
+	}
+	for _, c := range out.Conditions {
+		if c.Type == condType {
+			return c.Status, c.Reason, c.Message
+		}
+	}
+	return "", "", ""
+}
+
+// runtimeHung is the status of RuntimeHung in /conditions.
+func (d *daemon) runtimeHung(t *testing.T) string {
+	t.Helper()
+	status, _, _ := d.condition(t, "RuntimeHung")
+	return status
+}
+
+// metricValue reads one sample from /metrics text, -1 when absent.
+func metricValue(text, series string) float64 {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
+	m := re.FindStringSubmatch(text)
+	if m == nil {
+		return -1
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}

@@ -1,0 +1,78 @@
+package integration
+
+import (
+	"encoding/json"
+	"os/exec"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
+	c, cp := sharedContainerd(t), controlPlane(t)
+	const renewEvery, grace = 10 * time.Second, 50 * time.Second // the kubelet's and controller's defaults
+	node := uniqueNode("hw-lease")
+	kc := createNode(t, cp, node)
+	stop := make(chan struct{})
+	lastRenew := renewLease(t, harness.ClientFor(t, kc), node, renewEvery, stop)
+	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--lease-period", "1s")...)
+	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", status(corev1.ConditionFalse))
+	watched := time.Now()
+	harness.Eventually(t, 2*renewEvery, "a renewal while watched", func() bool { return lastRenew().After(watched) }, harness.UnlessExited(d))
+	if c := nodeCond(t, cp, node, "KubeletUnresponsive"); c.Status != corev1.ConditionFalse {
+		t.Fatalf("KubeletUnresponsive %s while the Lease is renewed", c.Status)
+	}
+
+	checkDiagLease(t, c.Endpoint, kc, node)
+
+	close(stop)
+	stoppedAfter := lastRenew()
+	raised := waitNode(t, cp, d, grace, node, "KubeletUnresponsive", status(corev1.ConditionTrue))
+	age := time.Since(stoppedAfter)
+	measure(t, "kubelet_unresponsive_after_last_renewal", age)
+	measure(t, "kubelet_unresponsive_lead_before_grace", grace-age)
+	if age < 2*renewEvery || age > grace-20*time.Second {
+		t.Errorf("raised %v after the last renewal, want after two missed renewals (%v) and at least 20s before the %v grace",
+			age, 2*renewEvery, grace)
+	}
+	if raised.Reason != "NodeLeaseNotRenewed" {
+		t.Errorf("reason %s", raised.Reason)
+	}
+	text, err := d.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := metricValue(text, "hangwatch_lease_renew_age_seconds"); v < 2*renewEvery.Seconds() {
+		t.Errorf("hangwatch_lease_renew_age_seconds = %v", v)
+	}
+}
+
+// checkDiagLease runs diag with the node's credentials: the Lease section
+// shows the renew interval and the grace the API server's version implies.
+func checkDiagLease(t *testing.T, endpoint, kubeconfig, node string) {
+	t.Helper()
+	out, err := exec.Command(hangwatchBin, "diag", "-r", endpoint, "--kernel=false", "--kubeconfig", kubeconfig,
+		"--node-name", node, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("diag: %v\n%s", err, out)
+	}
+	var r struct {
+		Lease struct {
+			Found                bool    `json:"found"`
+			RenewAgeSeconds      float64 `json:"renewAgeSeconds"`
+			RenewIntervalSeconds float64 `json:"renewIntervalSeconds"`
+			GraceSeconds         float64 `json:"graceSeconds"`
+			SecondsLeft          float64 `json:"secondsLeft"`
+		} `json:"lease"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("diag -o json: %v\n%s", err, out)
+	}
+	l := r.Lease
+	if !l.Found || l.RenewIntervalSeconds != 10 || l.GraceSeconds != 50 || l.RenewAgeSeconds > 11 || l.SecondsLeft < 39 {
+		t.Errorf("diag lease section %+v", l)
+	}
+}

@@ -1,0 +1,339 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/hangwatch/hangwatch/repair"
+	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// repairRig is containerd supervised by a real systemd (upstream's unit:
+// Type=notify, KillMode=process, Restart=always, RestartSec=5), a unit
+// whose main process is held in uninterruptible sleep for real, the fault
+// proxy in front of containerd, and hangwatch with repair on, writing to
+// a Node of the shared API server.
+type repairRig struct {
+	stuck  *harness.StuckDir
+	c      *harness.Containerd
+	sd     *harness.Systemd
+	proxy  *criproxy.Proxy
+	d      *daemon
+	cp     *harness.ControlPlane
+	node   string
+	config string
+}
+
+// stuckUnit is a service whose main process is a mkdir waiting in D for
+// a directory lock held by another mkdir that a FUSE server never answers.
+const stuckUnit = "stuck.service"
+
+func startRepairRig(t *testing.T) *repairRig {
+	t.Helper()
+	harness.RequireSystemd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stuck := holdFirstMkdir(t, ctx) // before systemd: its mount namespace copies the FUSE mount
+	r := &repairRig{stuck: stuck, cp: controlPlane(t), node: uniqueNode("hw-repair")}
+	r.c, r.sd = harness.StartContainerdUnderSystemdT(t, 1, 2)
+	unit := fmt.Sprintf("[Service]\nExecStart=%s\nRestart=always\n", strings.Join(stuck.MkdirCommand(), " "))
+	if err := r.sd.SetUnit(ctx, stuckUnit, unit); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.sd.StartUnit(ctx, stuckUnit); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := r.sd.MainPID(ctx, stuckUnit)
+	if err == nil {
+		err = harness.WaitProcState(ctx, pid, 'D')
+	}
+	if err != nil {
+		t.Fatalf("%s's main process in D: %v", stuckUnit, err)
+	}
+	dir := socketDir(t)
+	if r.proxy, err = criproxy.Start(filepath.Join(dir, "cri.sock"), r.c.Socket); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.proxy.Stop)
+	r.config = filepath.Join(dir, "hangwatch.yaml")
+	r.writeConfig(t, "runtimeUnit: "+stuckUnit)
+	kc := createNode(t, r.cp, r.node)
+	r.d = startDaemon(t, r.proxy.Endpoint, nodeArgs(kc, r.node, "--config", r.config)...)
+	return r
+}
+
+// socketDir is a temp dir short enough for sockets (sun_path's 108
+// bytes), which t.TempDir, named after the test, may not be.
+func socketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hwrp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// holdFirstMkdir mounts the never-answering FUSE directory and starts the
+// mkdir that holds its lock, released when the test ends.
+func holdFirstMkdir(t *testing.T, ctx context.Context) *harness.StuckDir {
+	t.Helper()
+	stuck, err := harness.NewStuckDir(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := stuck.MkdirCommand()
+	first := exec.Command(cmd[0], cmd[1:]...)
+	if err := first.Start(); err != nil {
+		stuck.Release()
+		t.Fatal(err)
+	}
+	// after systemd has stopped (cleanups run last first): Release answers
+	// the held mkdir with EIO, and it exits
+	t.Cleanup(func() { stuck.Release(); _ = first.Wait() })
+	if err := stuck.WaitRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return stuck
+}
+
+// writeConfig writes hangwatch's config with repair on, shipped timings,
+// and the extra repair lines; the Node has no kubelet, so no
+// KubeletUnresponsive.
+func (r *repairRig) writeConfig(t *testing.T, repairLines ...string) {
+	t.Helper()
+	body := "apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nrepair:\n  enabled: true\n" +
+		"  systemdSocket: " + r.sd.Socket() + "\n"
+	for _, l := range repairLines {
+		body += "  " + l + "\n"
+	}
+	body += "conditions:\n- type: KubeletUnresponsive\n  disabled: true\n"
+	if err := os.WriteFile(r.config+".new", []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(r.config+".new", r.config); err != nil { // whole, as a ConfigMap's swap
+		t.Fatal(err)
+	}
+}
+
+// reload writes the config and waits until hangwatch applied it.
+func (r *repairRig) reload(t *testing.T, repairLines ...string) {
+	t.Helper()
+	before := r.logCount(t, "Repair settings reloaded")
+	r.writeConfig(t, repairLines...)
+	harness.Eventually(t, 30*time.Second, "hangwatch to reload the repair settings", func() bool {
+		return r.logCount(t, "Repair settings reloaded") > before
+	})
+}
+
+func (r *repairRig) logCount(t *testing.T, s string) int {
+	t.Helper()
+	data, err := os.ReadFile(r.d.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), s)
+}
+
+// repairs reads hangwatch_repairs_total for the runtime and outcome.
+func (r *repairRig) repairs(outcome string) float64 {
+	text, err := r.d.get("/metrics")
+	if err != nil {
+		return -1
+	}
+	return metricValue(text, fmt.Sprintf(`hangwatch_repairs_total{outcome="%s",target="runtime"}`, outcome))
+}
+
+func (r *repairRig) waitRepairs(t *testing.T, limit time.Duration, outcome string, want float64) {
+	t.Helper()
+	harness.Eventually(t, limit, fmt.Sprintf("hangwatch_repairs_total{outcome=%q} to reach %v", outcome, want),
+		func() bool { return r.repairs(outcome) >= want },
+		harness.Explaining(func() string { return fmt.Sprintf("it is %v", r.repairs(outcome)) }))
+}
+
+func (r *repairRig) mainPID(t *testing.T) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pid, err := r.sd.MainPID(ctx, harness.ContainerdUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func (r *repairRig) waitEvent(t *testing.T, eventType, reason string) corev1.Event {
+	t.Helper()
+	var found corev1.Event
+	harness.Eventually(t, 30*time.Second, "a "+eventType+" "+reason+" Event on the Node", func() bool {
+		for _, e := range nodeEvents(t, r.cp, r.node) {
+			if e.Type == eventType && e.Reason == reason {
+				found = e
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("Event %s: %s", reason, found.Message)
+	return found
+}
+
+func (r *repairRig) runtimeHung(t *testing.T) (string, string) {
+	st, reason, _ := r.d.condition(t, "RuntimeHung")
+	return st, reason
+}
+
+// runningContainers maps each running container's ID to its pod sandbox.
+func (r *repairRig) runningContainers(t *testing.T) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := r.c.Runtime().ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range resp.Containers {
+		out[c.Id] = c.PodSandboxId
+	}
+	return out
+}
+
+// TestRepairRestartsAHungContainerdUnderSystemd runs the repair rung
+// against a real systemd, with the shipped timings (restartRuntimeAfter
+// 20s, 3 restarts an hour), in the order a node would live it:
+//  1. pointed at a unit whose main process is in D for real, a freeze is
+//     not repaired: RepairImpossible, nothing killed (and the first minute
+//     after hangwatch starts is waited out);
+//  2. reloaded to containerd's unit in dry run: RepairDryRun, nothing killed;
+//  3. thawed, reloaded to act, frozen again: containerd is killed through
+//     systemd's D-Bus API and started again by systemd, RuntimeHung clears,
+//     and every container runs on with its ID (the shims outlive it);
+//  4. a hang a restart does not cure (the proxy holds Version): one more
+//     restart, then the budget is spent and no more are made.
+func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
+	r := startRepairRig(t)
+	started := time.Now()
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
+	r.checkDiagnosis(t)
+
+	pid0 := r.mainPID(t)
+	thaw := freeze(t, r.c)
+	r.waitRepairs(t, repair.StartupGrace+time.Minute, repair.OutcomeImpossible, 1)
+	if since := time.Since(started); since < repair.StartupGrace {
+		t.Errorf("repair was tried %v after hangwatch started, inside its first minute", since)
+	}
+	r.waitEvent(t, corev1.EventTypeWarning, "RepairImpossible")
+	r.releaseStuck(t)
+	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit, "dryRun: true")
+	r.waitRepairs(t, time.Minute, repair.OutcomeDryRun, 1)
+	r.waitEvent(t, corev1.EventTypeNormal, "RepairDryRun")
+	if pid := r.mainPID(t); pid != pid0 || r.repairs(repair.OutcomeRestarted) != 0 {
+		t.Fatalf("containerd's main PID %d -> %d, restarted %v, before repair was let act", pid0, pid, r.repairs(repair.OutcomeRestarted))
+	}
+	thaw()
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
+
+	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit)
+	r.restartCures(t, pid0)
+	r.budgetStops(t)
+}
+
+// releaseStuck ends the uninterruptible sleep (well before the kernel's
+// 120 s hung-task report) and stops its unit; the mount goes at cleanup,
+// once systemd's namespace, which holds a copy, is gone.
+func (r *repairRig) releaseStuck(t *testing.T) {
+	t.Helper()
+	r.stuck.Answer()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.sd.StopUnit(ctx, stuckUnit); err != nil {
+		t.Logf("stop %s: %v", stuckUnit, err)
+	}
+}
+
+// checkDiagnosis: what `hangwatch diag --repair` reports, run in process
+// against the real systemd, with the unit found from the CRI socket.
+func (r *repairRig) checkDiagnosis(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := repair.Settings{Enabled: true, SystemdSocket: r.sd.Socket(), KubeletUnit: "kubelet.service", MaxRestartsPerHour: 3}
+	rep := repair.Diagnose(ctx, s, r.c.Endpoint, nil)
+	rt := rep.Targets[0]
+	if !rt.Possible || rt.Unit != harness.ContainerdUnit || rt.Restart != "always" || rt.MainPID != r.mainPID(t) {
+		t.Errorf("diagnosis of the runtime: %+v; want %s found from the CRI socket, Restart=always, its main PID", rt, harness.ContainerdUnit)
+	}
+	if kl := rep.Targets[1]; kl.Possible || !strings.Contains(kl.Why, "kubelet.service") {
+		t.Errorf("diagnosis of a kubelet with no unit: %+v; want not possible, naming kubelet.service", kl)
+	}
+	s.RuntimeUnit = stuckUnit
+	if rt := repair.Diagnose(ctx, s, r.c.Endpoint, nil).Targets[0]; rt.Possible || !strings.Contains(rt.Why, "uninterruptible sleep (D)") {
+		t.Errorf("diagnosis of a unit whose main process is in D: %+v; want not possible, saying why", rt)
+	}
+}
+
+// restartCures freezes containerd and measures, from the freeze, the
+// RuntimeHung, the restart and the clear; every container keeps running.
+func (r *repairRig) restartCures(t *testing.T, pid0 int) {
+	t.Helper()
+	before := r.runningContainers(t)
+	if len(before) != 2 {
+		t.Fatalf("%d containers running before the freeze, want 2", len(before))
+	}
+	freeze(t, r.c)
+	frozen := time.Now()
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True", func() bool { st, _ := r.runtimeHung(t); return st == "True" })
+	measure(t, "repair_runtimehung_true_after_freeze", time.Since(frozen))
+	var pid int
+	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd", func() bool { pid = r.mainPID(t); return pid != 0 && pid != pid0 })
+	measure(t, "repair_restarted_after_freeze", time.Since(frozen))
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the restart", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
+	measure(t, "repair_runtimehung_false_after_freeze", time.Since(frozen))
+	if got := r.repairs(repair.OutcomeRestarted); got != 1 {
+		t.Errorf("restarted = %v, want 1", got)
+	}
+	e := r.waitEvent(t, corev1.EventTypeNormal, "RuntimeRestarted")
+	if !strings.Contains(e.Message, harness.ContainerdUnit) || !strings.Contains(e.Message, "Restart=always") {
+		t.Errorf("RuntimeRestarted says %q; want the unit and its Restart=", e.Message)
+	}
+	after := r.runningContainers(t)
+	for id, sandbox := range before {
+		if after[id] != sandbox {
+			t.Errorf("container %s (sandbox %s) is not running after the restart: %v", id, sandbox, after)
+		}
+	}
+}
+
+// budgetStops holds Version in the proxy: a hang no restart cures. With a
+// dry run and a restart already in the hour, one more restart is made,
+// then the budget is spent, once, and no restart follows.
+func (r *repairRig) budgetStops(t *testing.T) {
+	t.Helper()
+	release := r.proxy.Inject(criproxy.Fault{Method: "Version"})
+	defer release()
+	r.waitRepairs(t, 2*time.Minute, repair.OutcomeRestarted, 2)
+	r.waitRepairs(t, 2*time.Minute, repair.OutcomeBudgetSpent, 1)
+	r.waitEvent(t, corev1.EventTypeWarning, "RepairBudgetSpent")
+	text, err := r.d.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := metricValue(text, `hangwatch_repair_budget_remaining{target="runtime"}`); left != 0 {
+		t.Errorf("budget remaining = %v, want 0", left)
+	}
+	if got := r.repairs(repair.OutcomeRestarted); got != 2 {
+		t.Errorf("restarted = %v when the budget was spent, want 2 (a dry run counts in the hour too)", got)
+	}
+}

@@ -1,0 +1,128 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// restartCase is one way a runtime goes away and comes back.
+type restartCase struct {
+	name     string
+	graceful bool          // SIGTERM, else SIGKILL
+	down     time.Duration // how long it stays down
+	upgrade  bool          // started again on UpgradeContainerdBinaries
+}
+
+var restartCases = []restartCase{
+	{name: "graceful stop, 10s down", graceful: true, down: 10 * time.Second},
+	{name: "SIGKILL, 20s down", down: 20 * time.Second},
+	{name: "upgrade in place", graceful: true, down: 2 * time.Second, upgrade: true},
+}
+
+// TestRunSurvivesRuntimeRestarts: containerd stopped (gracefully or with
+// SIGKILL), down a while, and started again, on the same version or the
+// next one, against `hangwatch run`. While it is down RuntimeHung is True
+// with RuntimeUnreachable; once its new socket answers, RuntimeHung is
+// False within two periods (clearAfter 2), with no restart of hangwatch.
+func TestRunSurvivesRuntimeRestarts(t *testing.T) {
+	c := harness.StartContainerdT(t, 2, 1)
+	const period = time.Second
+	d := startDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", "1s")
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
+	for _, rc := range restartCases {
+		t.Run(rc.name, func(t *testing.T) {
+			unreachable, recovered := restartRuntime(t, c, rc, func() (string, string) { s, r, _ := d.condition(t, "RuntimeHung"); return s, r })
+			measure(t, "restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
+			measure(t, "restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
+			if recovered > 2*period+generousSlack {
+				t.Errorf("RuntimeHung False %v after the socket answered, want within two periods (%v) plus slack", recovered, 2*period)
+			}
+		})
+	}
+}
+
+// restartRuntime stops c as rc says, checks that cond reports the runtime
+// unreachable for as long as it is down, starts it again, and returns how
+// long after the stop RuntimeUnreachable showed and how long after the new
+// socket answered the condition went False.
+func restartRuntime(t *testing.T, c *harness.Containerd, rc restartCase, cond func() (string, string)) (unreachable, recovered time.Duration) {
+	t.Helper()
+	bin := c.Bin
+	if rc.upgrade {
+		up, err := harness.UpgradeContainerdBinaries()
+		if err != nil {
+			t.Skip(err)
+		}
+		bin = up
+	}
+	stopped := time.Now()
+	c.StopRuntime(rc.graceful)
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True (RuntimeUnreachable)", func() bool {
+		s, r := cond()
+		return s == "True" && r == "RuntimeUnreachable"
+	})
+	unreachable = time.Since(stopped)
+	// The runtime stays down: the condition must hold all along.
+	harness.Throughout(t, rc.down-time.Since(stopped), "RuntimeHung True (RuntimeUnreachable) with containerd down", func() bool {
+		s, r := cond()
+		return s == "True" && r == "RuntimeUnreachable"
+	}, harness.Every(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.StartRuntime(ctx, bin); err != nil { // returns once its socket answers CRI Status
+		t.Fatalf("start containerd %s again: %v", bin.Version, err)
+	}
+	answered := time.Now()
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the restart", func() bool { s, _ := cond(); return s == "False" })
+	t.Logf("containerd %s: RuntimeUnreachable %v after the stop; RuntimeHung False %v after its socket answered",
+		bin.Version, unreachable.Round(time.Millisecond), time.Since(answered).Round(time.Millisecond))
+	return unreachable, time.Since(answered)
+}
+
+// metricName turns a case name into a MEASURE name part.
+func metricName(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			out = append(out, r)
+		case r >= 'A' && r <= 'Z':
+			out = append(out, r+'a'-'A')
+		case len(out) > 0 && out[len(out)-1] != '_':
+			out = append(out, '_')
+		}
+	}
+	return string(out)
+}
+
+// TestStaticPodSurvivesRuntimeRestarts is TestRunSurvivesRuntimeRestarts
+// with the shipped static pod beside a real kubelet, reading the Node: the
+// pod mounts the socket's directory, so the socket a restarted containerd
+// binds is the one hangwatch dials, without a restart of its pod. (With
+// the socket file mounted, it kept dialing the dead one.)
+func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
+	n := startStaticPodNode(t)
+	n.waitHealthy(t)
+	// The bound: a heartbeat (2.5 s in the shipped config) that answers
+	// wakes a full cycle at once, well within these two old periods.
+	const period = 10 * time.Second
+	for _, rc := range restartCases {
+		t.Run(rc.name, func(t *testing.T) {
+			unreachable, recovered := restartRuntime(t, n.c, rc, func() (string, string) {
+				c := nodeCond(t, n.cp, n.k.Node, "RuntimeHung")
+				if c == nil {
+					return "", ""
+				}
+				return string(c.Status), c.Reason
+			})
+			measure(t, "e2e_restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
+			measure(t, "e2e_restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
+			if recovered > 2*period+generousSlack {
+				t.Errorf("RuntimeHung False on the Node %v after the socket answered, want within two periods (%v) plus slack", recovered, 2*period)
+			}
+		})
+	}
+}
