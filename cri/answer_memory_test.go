@@ -1,3 +1,5 @@
+//go:build bench
+
 package cri_test
 
 import (
@@ -19,6 +21,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/test/fakecri"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // The daemon's settings under the shipped 128Mi limit (agent/memory.go):
@@ -29,7 +32,7 @@ const (
 	daemonGoLimit     = shippedLimitBytes / 100 * 80
 )
 
-// TestListContainersAnswerMemory (a benchmark: HANGWATCH_BENCH=1) runs
+// TestListContainersAnswerMemory (a benchmark: go test -tags bench) runs
 // probe cycles against a CRI runtime (fakecri) whose ListContainers answer
 // is about 4, 8, 12 and 16 MiB (the kubelet's and hangwatch's limit), and
 // logs per size what the answer takes decoded and the Go heap's peak while
@@ -38,9 +41,6 @@ const (
 // answers are in the baseline, and the figures over it are the client's.
 // TestLargeCRIAnswerWithin128Mi (test/integration) measures the daemon.
 func TestListContainersAnswerMemory(t *testing.T) {
-	if os.Getenv("HANGWATCH_BENCH") == "" {
-		t.Skip("benchmark: run with HANGWATCH_BENCH=1")
-	}
 	defer debug.SetGCPercent(debug.SetGCPercent(daemonGCPercent))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	for _, mib := range []int{4, 8, 12, 16} {
@@ -48,18 +48,25 @@ func TestListContainersAnswerMemory(t *testing.T) {
 		for _, limit := range []int64{math.MaxInt64, daemonGoLimit} {
 			debug.SetMemoryLimit(limit)
 			peak := cyclePeak(t, srv)
-			limitText := "none"
+			limitText, limitName := "none", "none"
 			if limit != math.MaxInt64 {
-				limitText = fmt.Sprintf("%.1fMiB", mib64(limit))
+				limitText, limitName = fmt.Sprintf("%.1fMiB", mib64(limit)), "daemon"
 			}
 			// The baseline holds fakecri's encoded answers (in this process):
 			// what the cycles add over it is the client's.
-			t.Logf("MEASURE list_containers_answer answer=%.2fMiB containers=%d decoded_live=%.1fMiB go_limit=%s "+
-				"peak_heap_objects=%.1fMiB (+%.1fMiB over the baseline) peak_heap_goal=%.1fMiB peak_go_mapped=%.1fMiB (+%.1fMiB) "+
-				"baseline_objects=%.1fMiB baseline_mapped=%.1fMiB",
-				mib64(int64(len(srv.Answer()))), srv.containers, mib64(live), limitText,
-				mib64(peak.objects), mib64(peak.objects-peak.baseObjects), mib64(peak.goal), mib64(peak.mapped),
-				mib64(peak.mapped-peak.baseMapped), mib64(peak.baseObjects), mib64(peak.baseMapped))
+			prefix := fmt.Sprintf("list_containers_answer_%dmib_go_limit_%s_", mib, limitName)
+			note := "Go memory limit " + limitText
+			measurements.Record(t, prefix+"answer_mib", mib64(int64(len(srv.Answer()))), "MiB", note, fmt.Sprintf("%d containers", srv.containers))
+			for _, f := range []struct {
+				name  string
+				bytes int64
+			}{
+				{"decoded_live_mib", live}, {"peak_heap_objects_mib", peak.objects}, {"peak_heap_objects_over_baseline_mib", peak.objects - peak.baseObjects},
+				{"peak_heap_goal_mib", peak.goal}, {"peak_go_mapped_mib", peak.mapped}, {"peak_go_mapped_over_baseline_mib", peak.mapped - peak.baseMapped},
+				{"baseline_objects_mib", peak.baseObjects}, {"baseline_mapped_mib", peak.baseMapped},
+			} {
+				measurements.Record(t, prefix+f.name, mib64(f.bytes), "MiB", note)
+			}
 			if limit != math.MaxInt64 && peak.mapped > shippedLimitBytes {
 				t.Errorf("answer of %d MiB under the daemon's limit: the Go runtime mapped %.1f MiB at its peak, over the shipped 128Mi",
 					mib, mib64(peak.mapped))

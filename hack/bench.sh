@@ -12,6 +12,11 @@ ensure_kube_binaries
 ensure_npd
 echo "machine: $(machine_text), containerd $CONTAINERD_VERSION, Kubernetes $KUBE_VERSION"
 echo
+# Every test below records its measurements into one file
+# (test/measurements); the footprint table is rendered from them, and
+# their summary ends the output.
+export HANGWATCH_MEASUREMENTS
+HANGWATCH_MEASUREMENTS=$(measurements_file bench)
 echo "\$ go test -run '^\$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/"
 go test -run '^$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/
 echo
@@ -21,23 +26,21 @@ echo
 echo "\$ go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | grep MEASURE"
 go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | grep MEASURE | sed 's/^ *//'
 echo
-echo "\$ HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE"
-HANGWATCH_BENCH=1 go test -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE | sed 's/^ *//'
+echo "\$ go test -tags bench -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE"
+go test -tags bench -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE | sed 's/^ *//'
 echo
-echo "\$ HANGWATCH_BENCH=1 HANGWATCH_NPD_BIN=$HANGWATCH_NPD_BIN go test -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | grep -E 'MEASURE|^ *\\|'"
-fp_log=$HANGWATCH_CACHE/bench-footprint.log
-HANGWATCH_BENCH=1 go test -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | tee "$fp_log" | grep -E 'MEASURE|^ *\|' | sed 's/^ *//'
+echo "\$ HANGWATCH_NPD_BIN=$HANGWATCH_NPD_BIN go test -tags bench -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | grep -E 'MEASURE|^ *\\|'"
+go test -tags bench -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | tee "$HANGWATCH_CACHE/bench-footprint.log" | grep -E 'MEASURE|^ *\|' | sed 's/^ *//'
 echo
-echo "\$ HANGWATCH_E2E_HEALTHY=5m go test -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/ | grep -E 'MEASURE e2e_(footprint|cri)'"
-healthy_log=$HANGWATCH_CACHE/bench-healthy.log
-HANGWATCH_E2E_HEALTHY=5m go test -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/ | tee "$healthy_log" | grep -E 'MEASURE e2e_(footprint|cri)' | sed 's/^ *//'
-./hack/footprint-table.sh "$fp_log" "$healthy_log" "$(machine_text), containerd $CONTAINERD_VERSION, Kubernetes $KUBE_VERSION"
+echo "\$ HANGWATCH_E2E_HEALTHY=5m go test -tags e2e -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/ | grep -E 'MEASURE e2e_(footprint|cri)'"
+HANGWATCH_E2E_HEALTHY=5m go test -tags e2e -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/ | tee "$HANGWATCH_CACHE/bench-healthy.log" | grep -E 'MEASURE e2e_(footprint|cri)' | sed 's/^ *//'
+./hack/footprint-table.sh "$HANGWATCH_MEASUREMENTS" "$(machine_text), containerd $CONTAINERD_VERSION, Kubernetes $KUBE_VERSION"
 echo
 echo "\$ go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE"
 go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE | sed 's/^ *//'
 echo
-echo "\$ HANGWATCH_BENCH=1 go test -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE"
-HANGWATCH_BENCH=1 go test -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE | sed 's/^ *//'
+echo "\$ go test -tags bench -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE"
+go test -tags bench -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE | sed 's/^ *//'
 
 echo "\$ go test -run '^\$' -bench 'BenchmarkParse|BenchmarkWindow' -benchtime 200x -count 3 ./kubeletmetrics/"
 go test -run '^$' -bench 'BenchmarkParse|BenchmarkWindow' -benchtime 200x -count 3 ./kubeletmetrics/
@@ -48,5 +51,9 @@ go test -run '^$' -fuzz FuzzParse -fuzztime 2m ./kubeletmetrics/ 2>&1 | tail -3
 echo "\$ go test -count 3 -v -run TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady ./test/integration/ | grep -E 'MEASURE|Ready='"
 go test -count 3 -v -run TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady ./test/integration/ | grep -E 'MEASURE|Ready=' | sed 's/^ *//'
 
-echo "\$ HANGWATCH_PLEG_CHURN=10m go test -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/integration/ | grep churn"
-HANGWATCH_PLEG_CHURN=10m go test -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/integration/ | grep churn | sed 's/^ *//'
+echo "\$ go test -tags bench -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/integration/ | grep churn"
+go test -tags bench -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/integration/ | grep churn | sed 's/^ *//'
+
+echo
+echo "every measurement recorded (median of the runs), from $HANGWATCH_MEASUREMENTS:"
+benchtable -measurements "$HANGWATCH_MEASUREMENTS" -summary

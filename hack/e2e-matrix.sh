@@ -9,29 +9,25 @@ matrix_row() {
   CONTAINERD_VERSION=$c ensure_containerd
   local log="$HANGWATCH_CACHE/e2e-matrix-$k-$c${gates:+-${gates//[=,]/-}}.log"
   log "matrix: kubelet $k, containerd $c${gates:+, gates $gates}: log $log"
+  local measured; measured=$(measurements_file "e2e-matrix-$k-$c${gates:+-${gates//[=,]/-}}")
   HANGWATCH_KUBELET_BIN="$HANGWATCH_CACHE/kube-$k/kubelet" HANGWATCH_KUBELET_FEATURE_GATES="$gates" \
-    HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy HANGWATCH_E2E_PODS=30 \
-    go test -count 1 -timeout 40m -v -run 'TestStaticPodBeatsNotReady$|TestStaticPodListPodSandboxHang$|TestStaticPodHealthyNodeRaisesNothing$' \
+    HANGWATCH_E2E_HEALTHY=$healthy HANGWATCH_E2E_PODS=30 HANGWATCH_MEASUREMENTS=$measured \
+    go test -tags e2e -count 1 -timeout 40m -v -run 'TestStaticPodBeatsNotReady$|TestStaticPodListPodSandboxHang$|TestStaticPodHealthyNodeRaisesNothing$' \
     ./test/integration/ >"$log" 2>&1 || rc=$?
-  m() { grep -o "MEASURE $1 [0-9.]*" "$log" | tail -1 | awk '{print $3}'; }
-  s() { local v; v=$(m "$1"); [ -n "$v" ] && printf '%.1f s' "$v" || echo "-"; }
-  local frozen lps healthy
-  frozen="RuntimeHung $(s e2e_runtime_hung_on_node_after_freeze), Ready=False $(s e2e_kubelet_ready_false_after_freeze): **$(s e2e_lead_runtime_hung_before_not_ready)**"
-  lps="PLEGUnhealthy $(s e2e_pleg_unhealthy_after_list_pod_sandbox_hang), "
-  if [ -n "$(m e2e_pleg_path_unobservable)" ]; then
-    lps="not observable outside the kubelet: the Evented PLEG before 1.37 fakes the relist gauge (skipped)"
-  elif [ -n "$(m e2e_kubelet_ready_false_after_list_pod_sandbox_hang)" ]; then
-    lps+="Ready=False $(s e2e_kubelet_ready_false_after_list_pod_sandbox_hang): **$(s e2e_lead_pleg_unhealthy_before_not_ready_list_pod_sandbox)**"
-  else
-    lps+="kubelet stayed Ready"
+  # what is not a measurement: whether the healthy run passed, the tests that failed
+  local healthy_failure="" fails row
+  if ! grep -q -- '--- PASS: TestStaticPodHealthyNodeRaisesNothing' "$log"; then
+    healthy_failure=$(grep -m1 -o 'a healthy node got .*' "$log" | cut -c1-160 || true)
+    healthy_failure=${healthy_failure:-see the log}
   fi
-  if grep -q -- '--- PASS: TestStaticPodHealthyNodeRaisesNothing' "$log"; then
-    healthy="none ($(grep -o 'healthy run: [0-9]* steady pods, [0-9]* churn pods created' "$log" | tail -1 | sed 's/healthy run: //'))"
-  else
-    healthy="FAILED: $(grep -m1 -o 'a healthy node got .*' "$log" | cut -c1-160)"
+  fails=$(grep -o -- '--- FAIL: [A-Za-z/_]*' "$log" | sed 's/--- FAIL: //' | tr '\n' ' ' || true)
+  local vars=(-var "kubelet=$k" -var "containerd=$c" -var "gates=$gates" -var "healthy_failure=$healthy_failure" -var "fails=$fails")
+  # a pair whose scenarios did not all measure still gets its row: the
+  # figures' cells name what was not measured
+  if ! row=$(benchtable -measurements "$measured" -section e2e-matrix-row "${vars[@]}" 2>&1); then
+    row="| $k | $c | ${gates:--} | ${row//|//} | | | ${fails:-all passed} |"
   fi
-  local fails; fails=$(grep -o -- '--- FAIL: [A-Za-z/_]*' "$log" | sed 's/--- FAIL: //' | tr '\n' ' ')
-  echo "| $k | $c | ${gates:--} | $frozen | $lps | $healthy | ${fails:-all passed} |"
+  echo "$row"
   return 0
 }
 

@@ -39,7 +39,10 @@
 # Needs root. The control plane is always KUBE_VERSION; a row's kubelet is
 # built alone (kubelets may be up to three minors older than the API server).
 # E2E_RUN=<go test -run pattern> runs only some scenarios and adds their
-# figures to the last full run's log before the table is written again.
+# figures to the last full run's before the table is written again.
+# Every mode runs go test -tags e2e (docs/testing.md: the e2e suite) and
+# renders its table with hack/benchtable from the measurements the tests
+# recorded ($HANGWATCH_CACHE/<mode>.jsonl).
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/e2e.sh starts containerd and a kubelet"
@@ -99,53 +102,24 @@ healthy=${1:-10m}
 log=$HANGWATCH_CACHE/e2e.log
 machine="$(machine_text), containerd $CONTAINERD_VERSION, kubelet $kubelet_version, control plane $KUBE_VERSION"
 run=${E2E_RUN:-TestStaticPod}
-cmd="HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run '$run' ./test/integration/"
+cmd="HANGWATCH_E2E_HEALTHY=$healthy go test -tags e2e -count 1 -timeout 90m -v -run '$run' ./test/integration/"
 log "running: $cmd"
 tee_args=()
-[ -n "${E2E_RUN:-}" ] && tee_args=(-a)
-# A failed scenario still leaves the others' figures: the table is written
-# first and the script then exits with go test's status.
+measured=$HANGWATCH_CACHE/e2e.jsonl
+if [ -n "${E2E_RUN:-}" ]; then
+  tee_args=(-a)   # the figures of the scenarios run again are added; the table takes the latest
+else
+  measured=$(measurements_file e2e)
+fi
+# A failed scenario fails the table too (benchtable names what it did not
+# measure): BENCHMARKS.md is then left as it was, and the script exits
+# with go test's status.
+go_rc=0
+HANGWATCH_MEASUREMENTS=$measured HANGWATCH_E2E_HEALTHY=$healthy go test -tags e2e -count 1 -timeout 90m -v -run "$run" ./test/integration/ 2>&1 \
+  | tee "${tee_args[@]}" "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|kubelet:|hangwatch:' || true; } || go_rc=$?
 rc=0
-HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run "$run" ./test/integration/ 2>&1 \
-  | tee "${tee_args[@]}" "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|kubelet:|hangwatch:' || true; } || rc=$?
-m() { grep -o "MEASURE $1 [0-9.]*" "$log" | tail -1 | awk '{print $3}'; }
-s() { local v; v=$(m "$1"); [ -n "$v" ] && printf '%.1f s' "$v" || echo "not measured"; }
-# notready NAME: the kubelet's Ready=False after a PLEG-path hang, or that it stayed Ready
-notready() {
-  local v; v=$(m "e2e_kubelet_ready_false_after_$1_hang")
-  if [ -n "$v" ]; then printf 'Ready=False after %.1f s' "$v"
-  elif [ -n "$(m "e2e_kubelet_still_ready_after_$1_hang_seconds")" ]; then
-    printf 'still Ready after %s s: its own call times out at 2 min, the relist then completes, the 3 min threshold is never passed' "$(m "e2e_kubelet_still_ready_after_$1_hang_seconds")"
-  else echo "not measured"; fi
-}
-lead() { local v; v=$(m "e2e_lead_pleg_unhealthy_before_not_ready_$1"); [ -n "$v" ] && printf '%.1f s' "$v" || echo "no NotReady"; }
-table=$(cat <<TABLE
-<!-- e2e:begin (written by hack/e2e.sh) -->
-Machine: $machine. Command: \`./hack/e2e.sh $kubelet_version $CONTAINERD_VERSION $healthy\`, which runs \`HANGWATCH_E2E_LONG=1 HANGWATCH_E2E_HEALTHY=$healthy go test -count 1 -timeout 90m -v -run TestStaticPod ./test/integration/\` (last run $(date -u +%Y-%m-%d)).
-
-| scenario | hangwatch condition on the Node | kubelet Ready=False / controller Unknown | lead |
-| --- | --- | --- | --- |
-| containerd frozen (SIGSTOP) | RuntimeHung after $(s e2e_runtime_hung_on_node_after_freeze) | Ready=False after $(s e2e_kubelet_ready_false_after_freeze) | $(s e2e_lead_runtime_hung_before_not_ready) |
-| ListPodSandbox hangs (proxy) | PLEGUnhealthy after $(s e2e_pleg_unhealthy_after_list_pod_sandbox_hang) | $(notready list_pod_sandbox) | $(lead list_pod_sandbox) |
-| ContainerStatus of one container hangs (proxy) | PLEGUnhealthy after $(s e2e_pleg_unhealthy_after_container_status_hang) | $(notready container_status) | $(lead container_status) |
-| PodSandboxStatus of one sandbox hangs (proxy) | PLEGUnhealthy after $(s e2e_pleg_unhealthy_after_pod_sandbox_status_hang) | $(notready pod_sandbox_status) | $(lead pod_sandbox_status) |
-| kubelet frozen (SIGSTOP) | KubeletUnresponsive after $(s e2e_kubelet_unresponsive_after_kubelet_freeze) | Unknown after $(s e2e_node_unknown_after_kubelet_freeze) | $(s e2e_lead_kubelet_unresponsive_before_unknown) |
-| hung-task line for containerd in /dev/kmsg | KernelDeadlock after $(s e2e_kernel_deadlock_on_node_after_kmsg_line) | (none) | |
-| containerd stopped (SIGTERM), down 10 s, started | RuntimeUnreachable after $(s e2e_restart_graceful_stop_10s_down_unreachable_after_stop); False $(s e2e_restart_graceful_stop_10s_down_false_after_socket_answers) after its socket answered | | |
-| containerd killed (SIGKILL), down 20 s, started | RuntimeUnreachable after $(s e2e_restart_sigkill_20s_down_unreachable_after_stop); False $(s e2e_restart_sigkill_20s_down_false_after_socket_answers) after its socket answered | | |
-| containerd upgraded in place ($CONTAINERD_VERSION to $CONTAINERD_UPGRADE_VERSION) | RuntimeUnreachable after $(s e2e_restart_upgrade_in_place_unreachable_after_stop); False $(s e2e_restart_upgrade_in_place_false_after_socket_answers) after its socket answered | | |
-
-Healthy run ($healthy, 100 pods, a pod created and one deleted every 3 s, half the cores
-busy): $(grep -o 'healthy run: .*' "$log" | tail -1 | sed 's/^healthy run: //'); the kubelet's last relist was at most $(m e2e_healthy_max_pleg_last_seen_age_seconds) s old. hangwatch's footprint: RSS
-(VmRSS) $(m e2e_footprint_rss_steady_mib) MiB at the end, peak $(m e2e_footprint_rss_peak_mib) MiB, of which its own
-anonymous memory (RssAnon: heap, stacks) $(m e2e_footprint_rss_anon_steady_mib) MiB, peak $(m e2e_footprint_rss_anon_peak_mib) MiB, the rest
-the pages of its binary it has touched; CPU $(m e2e_footprint_cpu_percent_of_a_core)% of a core;
-CRI calls $(m e2e_cri_calls_per_min_hangwatch)/min against the kubelet's $(m e2e_cri_calls_per_min_kubelet)/min
-(\`kubelet_runtime_operations_total\`): $(m e2e_cri_calls_hangwatch_share_percent)%.
-<!-- e2e:end -->
-TABLE
-)
-write_benchmarks_section e2e "## End to end: the static pod against the kubelet and the controller" "$table"
-log "BENCHMARKS.md updated; the full log is $log"
-[ "$rc" -eq 0 ] || log "some scenarios failed (go test exit $rc): see $log"
+publish_section e2e "## End to end: the static pod against the kubelet and the controller" "$log" "$go_rc" "$measured" \
+  -var "machine=$machine" -var "script=./hack/e2e.sh $kubelet_version $CONTAINERD_VERSION $healthy" \
+  -var "command=HANGWATCH_E2E_HEALTHY=$healthy go test -tags e2e -count 1 -timeout 90m -v -run TestStaticPod ./test/integration/" \
+  -var "containerd=$CONTAINERD_VERSION" -var "containerd_upgrade=$CONTAINERD_UPGRADE_VERSION" -var "healthy=$healthy" || rc=$?
 exit "$rc"

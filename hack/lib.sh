@@ -7,18 +7,26 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SCRIPT_ARGS=("$@")                         # the sourcing script's arguments, for need_root
 HANGWATCH_CACHE=${HANGWATCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch}
 GO_VERSION=${GO_VERSION:-$(awk '/^toolchain go/{sub(/^go/, "", $2); print $2}' "$ROOT/go.mod")}  # fetched when the machine's Go is older
-GOLANGCI_LINT_VERSION=v2.6.2
-KUBE_VERSION=${KUBE_VERSION:-v1.37.2}        # a folder under hack/kube pins it; test/harness reads $HANGWATCH_KUBE_BIN
+# pin KEY: a version from internal/pins/pins.env, the one place that names
+# each (test/harness reads the same file through package pins).
+pin() {
+  local v
+  v=$(awk -F= -v k="$1" '$0 !~ /^[[:space:]]*#/ && $1 == k { sub(/^[^=]*=/, ""); print; exit }' "$ROOT/internal/pins/pins.env")
+  [ -n "$v" ] || { echo "internal/pins/pins.env sets no $1" >&2; return 1; }
+  echo "$v"
+}
+GOLANGCI_LINT_VERSION=$(pin GOLANGCI_LINT_VERSION)
+KUBE_VERSION=${KUBE_VERSION:-$(pin KUBE_VERSION)}  # a folder under hack/kube pins its modules; test/harness reads $HANGWATCH_KUBE_BIN
 KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager kube-scheduler)
 # containerd the tests run: a folder under hack/containerd pins it (built
 # from its Go module, with Debian's runc), or "debian" for Debian's own
 # containerd package (1.6, the fallback).
-CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.3.7}
-CONTAINERD_UPGRADE_VERSION=v2.4.2            # the restart tests upgrade to it; must match test/harness
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-$(pin CONTAINERD_VERSION)}
+CONTAINERD_UPGRADE_VERSION=$(pin CONTAINERD_UPGRADE_VERSION)  # the restart tests upgrade to it
 CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
-PROMTOOL_MODULE_VERSION=v0.315.0           # Prometheus 3.x's Go module; must match hack/tools/go.mod
-HELM_MODULE_VERSION=v3.22.0                # must match hack/helm/go.mod
-NPD_VERSION=v1.34.0                        # node-problem-detector the footprint benchmark runs beside; must match hack/npd/go.mod
+PROMTOOL_MODULE_VERSION=$(pin PROMTOOL_MODULE_VERSION)  # internal/pins' test checks hack/tools/go.mod against it
+HELM_MODULE_VERSION=$(pin HELM_MODULE_VERSION)          # and hack/helm/go.mod
+NPD_VERSION=$(pin NPD_VERSION)                          # and hack/npd/go.mod: node-problem-detector, for the footprint benchmark
 APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server systemd ca-certificates curl unzip git)
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -139,11 +147,9 @@ hangwatch_version() {
   echo "$v"
 }
 
-# BUILD_TAGS are hangwatch's build tags (test/harness.BuildTags says the
-# same): grpcnotrace keeps gRPC from linking golang.org/x/net/trace, whose
-# html/template turns off the linker's pruning of unused methods; the
-# binary is 26 MB with it and 32 MB without.
-BUILD_TAGS=grpcnotrace
+# BUILD_TAGS are hangwatch's build tags (internal/pins/pins.env says why;
+# test/harness.BuildTags reads the same pin).
+BUILD_TAGS=$(pin BUILD_TAGS)
 
 # build_hangwatch writes bin/hangwatch, static, with version information.
 # build_hangwatch [GOARCH OUT [MAIN]] builds the static binary (MAIN, default
@@ -295,13 +301,38 @@ ensure_npd() {
   export HANGWATCH_NPD_BIN="$dir/node-problem-detector"
 }
 
-# median_of LOG NAME: the median of NAME's MEASURE lines in LOG, with how
-# many and their range; "not measured" when there are none.
-median_of() {
-  grep -o "MEASURE $2 [0-9.]*" "$1" | awk '{print $3}' | sort -n | awk '
-    { v[NR] = $1 } END { if (NR == 0) { print "not measured"; exit }
-      m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-      printf "%.1f s (median of %d: %.1f-%.1f)", m, NR, v[1], v[NR] }'
+# measurements_file NAME prints $HANGWATCH_CACHE/NAME.jsonl, emptied: the
+# tests of a run append their measurements to it when
+# $HANGWATCH_MEASUREMENTS names it (test/measurements).
+measurements_file() {
+  local f="$HANGWATCH_CACHE/$1.jsonl"
+  mkdir -p "$HANGWATCH_CACHE" && : > "$f"
+  echo "$f"
+}
+
+# publish_section SECTION HEADING LOG RC FILE [-var KEY=VALUE...] renders
+# SECTION from the measurements in FILE (hack/benchtable) and puts it in
+# BENCHMARKS.md between its markers, or under HEADING; when a measurement
+# is missing, benchtable names it and BENCHMARKS.md is left as it was. It
+# returns RC, go test's status, or 1 when that was 0 and the section failed.
+publish_section() {
+  local section=$1 heading=$2 log=$3 rc=$4 measured=$5 text
+  shift 5
+  if ! text=$(benchtable -measurements "$measured" -section "$section" "$@"); then
+    log "BENCHMARKS.md left as it was (go test exit $rc); the full log is $log"
+    return $(( rc == 0 ? 1 : rc ))
+  fi
+  write_benchmarks_section "$section" "$heading" "$text"
+  log "BENCHMARKS.md updated (go test exit $rc); the full log is $log"
+  return "$rc"
+}
+
+# benchtable ARGS... runs hack/benchtable: it renders a BENCHMARKS.md
+# section from recorded measurements (-measurements FILE -section NAME
+# -var KEY=VALUE...) and fails, naming them, when some were not recorded.
+benchtable() {
+  (cd "$ROOT" && go build -o "$HANGWATCH_CACHE/bin/benchtable" ./hack/benchtable)
+  "$HANGWATCH_CACHE/bin/benchtable" "$@"
 }
 
 # write_benchmarks_section MARKER HEADING TEXT puts TEXT (which starts with

@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+
+	"github.com/hangwatch/hangwatch/internal/pins"
 )
 
-// ContainerdVersion is the containerd the harness runs by default; a
-// folder under hack/containerd pins it and the setup command builds it.
-const ContainerdVersion = "v2.3.7"
+// ContainerdVersion is the containerd the harness runs by default:
+// internal/pins/pins.env names it, a folder under hack/containerd pins its
+// module and the setup command builds it.
+var ContainerdVersion = pins.ContainerdVersion
 
 // Binaries are one containerd version's binaries: containerd,
 // containerd-shim-runc-v2 and ctr in Dir, or, with Dir empty, the ones on
@@ -119,4 +122,5 @@ func UpgradeContainerdBinaries() (Binaries, error) {
 
 // UpgradeContainerdVersion is the containerd the upgrade test moves to; it
 // implements the CRI list streams, so the streaming tests run on it too.
-const UpgradeContainerdVersion = "v2.4.2"
+// internal/pins/pins.env names it.
+var UpgradeContainerdVersion = pins.ContainerdUpgradeVersion

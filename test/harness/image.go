@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/hangwatch/hangwatch/internal/ociimage"
+	"github.com/hangwatch/hangwatch/internal/pins"
 )
 
 // PauseImage is the name of the image the harness builds and imports; it is
@@ -37,10 +38,9 @@ func BuildPauseImage(tarPath string) error {
 }
 
 // BuildTags are the build tags every hangwatch binary is built with, as
-// hack/lib.sh's build_hangwatch does: grpcnotrace keeps gRPC from linking
-// golang.org/x/net/trace, whose html/template turns off the linker's
-// pruning of unused methods (a 26 MB binary instead of 32 MB).
-const BuildTags = "grpcnotrace"
+// hack/lib.sh's build_hangwatch does; internal/pins/pins.env names them
+// and says why.
+var BuildTags = pins.BuildTags
 
 // ModuleRoot is the repository root, found from this file's location.
 func ModuleRoot() string {

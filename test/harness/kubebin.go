@@ -6,10 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/hangwatch/hangwatch/internal/pins"
 )
 
-// KubeVersion is the Kubernetes release the harness runs by default;
-// hack/kube/<version>/go.mod pins it and the setup command builds it.
+// KubeVersion is the Kubernetes release the harness runs by default:
+// internal/pins/pins.env names it, hack/kube/<version>/go.mod pins its
+// modules and the setup command builds it.
 // $HANGWATCH_KUBE_VERSION (hack/e2e.sh sets it) picks another one built
 // into the cache.
 var KubeVersion = kubeVersion()
@@ -18,7 +21,7 @@ func kubeVersion() string {
 	if v := os.Getenv("HANGWATCH_KUBE_VERSION"); v != "" {
 		return v
 	}
-	return "v1.37.2"
+	return pins.KubeVersion
 }
 
 // KubeBinary finds a Kubernetes binary built by the setup command:

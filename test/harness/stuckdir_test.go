@@ -152,12 +152,10 @@ func assertNoFuseFD(t *testing.T, pid int) {
 // TestStuckDirHungTaskReported lowers the kernel's hung-task timeout to 3 s
 // for a few seconds: any task then blocked that long is reported, and a
 // containerd caught in a slow fsync would raise KernelDeadlock in tests
-// running beside it. So it runs only with the long tests
-// (HANGWATCH_E2E_LONG=1, hack/e2e.sh).
+// running beside it. So it runs only in the e2e suite (go test -tags e2e,
+// hack/e2e.sh --ladder).
 func TestStuckDirHungTaskReported(t *testing.T) {
-	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
-		t.Skip("changes the kernel's hung-task timeout for the whole machine; runs with HANGWATCH_E2E_LONG=1")
-	}
+	RequireSuite(t, SuiteE2E, "changes the kernel's hung-task timeout for the whole machine")
 	requireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -2,7 +2,7 @@ package integration
 
 import (
 	"context"
-	"os"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // apiRequests sums the API server's apiserver_request_total over the
@@ -45,11 +46,11 @@ func writes(t *testing.T, cp *harness.ControlPlane) writeCount {
 // TestWriteBudget counts, at the API server, what hangwatch writes: in a
 // steady state one status patch per heartbeat however often it probes (its
 // messages do not tick), and one patch and one Event per transition. The
-// benchmark command runs it for 5 minutes (HANGWATCH_BENCH=1).
+// benchmarks (go test -tags bench) run it for 5 minutes.
 func TestWriteBudget(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
 	steady, heartbeat := 25*time.Second, 10*time.Second
-	if os.Getenv("HANGWATCH_BENCH") != "" {
+	if harness.InSuite(harness.SuiteBench) {
 		steady, heartbeat = 5*time.Minute, 30*time.Second
 	}
 	node := uniqueNode("hw-writes")
@@ -63,9 +64,10 @@ func TestWriteBudget(t *testing.T) {
 	after := writes(t, cp)
 	patches := after.patches - before.patches
 	cycles := int(steady / time.Second)
-	t.Logf("MEASURE steady_status_patches %d in %v (heartbeat %v, %d probe cycles); events %d", patches, steady, heartbeat,
-		cycles, after.events-before.events)
-	t.Logf("MEASURE steady_writes_per_hour_at_5m_heartbeat %.1f", float64(patches)/steady.Hours()*heartbeat.Hours()/(5*time.Minute).Hours())
+	window := fmt.Sprintf("in %v, heartbeat %v, %d probe cycles", steady, heartbeat, cycles)
+	measurements.Record(t, "steady_status_patches", float64(patches), "patches", window)
+	measurements.Record(t, "steady_events", float64(after.events-before.events), "events", window)
+	measurements.Record(t, "steady_writes_per_hour_at_5m_heartbeat", float64(patches)/steady.Hours()*heartbeat.Hours()/(5*time.Minute).Hours(), "writes/h")
 	if want := int(steady / heartbeat); patches < want-1 || patches > want+1 || after.events != before.events {
 		t.Errorf("steady state: %d patches and %d events in %v, want %d±1 heartbeat patches and no event",
 			patches, after.events-before.events, steady, want)
@@ -79,8 +81,10 @@ func TestWriteBudget(t *testing.T) {
 	waitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
 	harness.Eventually(t, 30*time.Second, "the clear's Event", func() bool { return writes(t, cp).events > raise.events }, harness.UnlessExited(d))
 	clear := writes(t, cp)
-	t.Logf("MEASURE transition_writes raise: %d patches %d events; clear: %d patches %d events",
-		raise.patches-after.patches, raise.events-after.events, clear.patches-raise.patches, clear.events-raise.events)
+	measurements.Record(t, "transition_raise_patches", float64(raise.patches-after.patches), "patches")
+	measurements.Record(t, "transition_raise_events", float64(raise.events-after.events), "events")
+	measurements.Record(t, "transition_clear_patches", float64(clear.patches-raise.patches), "patches")
+	measurements.Record(t, "transition_clear_events", float64(clear.events-raise.events), "events")
 	if n := raise.patches - after.patches; n < 1 || n > 2 {
 		t.Errorf("raising took %d patches, want 1 (2 if a heartbeat fell due)", n)
 	}

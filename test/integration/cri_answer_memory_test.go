@@ -1,3 +1,5 @@
+//go:build bench
+
 package integration
 
 import (
@@ -16,9 +18,10 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/fakecri"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
-// TestLargeCRIAnswerWithin128Mi (a benchmark: HANGWATCH_BENCH=1; root and
+// TestLargeCRIAnswerWithin128Mi (a benchmark: go test -tags bench; root and
 // cgroup v1) runs the hangwatch binary in a memory cgroup limited to
 // 128Mi, as the shipped manifests limit it, against a runtime (fakecri)
 // whose ListContainers answers 4, 8, 12 and 16 MiB (the kubelet's and
@@ -33,9 +36,6 @@ import (
 // be killed at any size, nor the two together up to 8 MiB; past that the
 // two together run in 192Mi (docs/install.md's advice for such nodes).
 func TestLargeCRIAnswerWithin128Mi(t *testing.T) {
-	if os.Getenv("HANGWATCH_BENCH") == "" {
-		t.Skip("benchmark: run with HANGWATCH_BENCH=1")
-	}
 	if _, err := os.Stat(filepath.Join(memoryCgroupRoot, "memory.limit_in_bytes")); err != nil || os.Geteuid() != 0 {
 		t.Skipf("needs root and cgroup v1's memory controller at %s: euid %d, %v", memoryCgroupRoot, os.Geteuid(), err)
 	}
@@ -55,10 +55,8 @@ func TestLargeCRIAnswerWithin128Mi(t *testing.T) {
 		}
 		for _, c := range runs {
 			r := runInMemoryCgroup(t, srv.Endpoint, len(srv.Answer()), c)
-			t.Logf("MEASURE cri_answer_in_cgroup limit=%dMi answer=%.2fMiB containers=%d emulation=%v GOMEMLIMIT=%q go_limit=%s "+
-				"cgroup_peak=%.1fMiB rss_peak=%.1fMiB oom_killed=%v cycles=%v relists=%v",
-				c.limitMiB, float64(len(srv.Answer()))/(1<<20), len(ctrs), c.emulation, c.goMemLimit, r.goLimit,
-				float64(r.cgroupPeak)/(1<<20), float64(r.rssPeakKiB)/1024, r.oomKilled, r.cycles, r.relists)
+			recordCgroupRun(t, c, mib, r, fmt.Sprintf("answer %.2f MiB, %d containers, GOMEMLIMIT=%q, Go limit %s",
+				float64(len(srv.Answer()))/(1<<20), len(ctrs), c.goMemLimit, r.goLimit))
 			if c.goMemLimit == "" && r.oomKilled && (!c.emulation || mib <= 8 || c.limitMiB > 128) {
 				t.Errorf("a %d MiB answer (emulation %v): hangwatch as shipped was OOM-killed within %dMi", mib, c.emulation, c.limitMiB)
 			}
@@ -66,6 +64,23 @@ func TestLargeCRIAnswerWithin128Mi(t *testing.T) {
 		srv.Stop()
 		_ = os.RemoveAll(dir)
 	}
+}
+
+// recordCgroupRun records one run's figures under the name of its case:
+// cri_answer_<answer>mib_limit_<limit>mi_emulation_<on|off>_gomemlimit_<unset|off>_.
+func recordCgroupRun(t *testing.T, c cgroupCase, answerMiB int, r cgroupRun, note string) {
+	t.Helper()
+	onOff := map[bool]string{true: "on", false: "off"}
+	goMemLimit := c.goMemLimit
+	if goMemLimit == "" {
+		goMemLimit = "unset"
+	}
+	prefix := fmt.Sprintf("cri_answer_%dmib_limit_%dmi_emulation_%s_gomemlimit_%s_", answerMiB, c.limitMiB, onOff[c.emulation], goMemLimit)
+	measurements.Record(t, prefix+"cgroup_peak_mib", float64(r.cgroupPeak)/(1<<20), "MiB", note)
+	measurements.Record(t, prefix+"rss_peak_mib", float64(r.rssPeakKiB)/1024, "MiB")
+	measurements.Record(t, prefix+"oom_killed", map[bool]float64{true: 1, false: 0}[r.oomKilled], "bool")
+	measurements.Record(t, prefix+"cycles", r.cycles, "cycles")
+	measurements.Record(t, prefix+"relists", r.relists, "relists")
 }
 
 const memoryCgroupRoot = "/sys/fs/cgroup/memory"

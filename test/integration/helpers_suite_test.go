@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 var (
@@ -79,8 +80,9 @@ func freeze(t *testing.T, c *harness.Containerd) (thaw func()) {
 	return thaw
 }
 
-// measure logs a figure in a form the benchmark command collects.
+// measure records a duration in seconds (package measurements: a MEASURE
+// line in the log, a JSON line in $HANGWATCH_MEASUREMENTS).
 func measure(t *testing.T, name string, d time.Duration) {
 	t.Helper()
-	t.Logf("MEASURE %s %.3fs", name, d.Seconds())
+	measurements.Duration(t, name, d)
 }

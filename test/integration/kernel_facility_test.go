@@ -81,13 +81,11 @@ func TestUserFacilityKmsgLineRaisesNothing(t *testing.T) {
 // (facility user) raises nothing. It changes the hung-task timeout for the
 // whole machine for a few seconds (a containerd of a test beside it caught
 // in a slow fsync would be reported), so, as TestStuckDirHungTaskReported,
-// it runs only with HANGWATCH_E2E_LONG=1:
+// it runs only in the e2e suite:
 //
-//	HANGWATCH_E2E_LONG=1 go test -run TestKernelDeadlockFromTheKernelsOwnLine ./test/integration/
+//	go test -tags e2e -run TestKernelDeadlockFromTheKernelsOwnLine ./test/integration/
 func TestKernelDeadlockFromTheKernelsOwnLine(t *testing.T) {
-	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
-		t.Skip("changes the kernel's hung-task timeout for the whole machine; runs with HANGWATCH_E2E_LONG=1")
-	}
+	harness.RequireSuite(t, harness.SuiteE2E, "changes the kernel's hung-task timeout for the whole machine")
 	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
 		t.Skipf("needs root and /dev/fuse (harness.StuckDir): euid %d, %v", os.Geteuid(), err)
 	}

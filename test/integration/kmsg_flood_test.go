@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // allowKmsgWrites lifts the kernel's rate limit on writes to /dev/kmsg for
@@ -52,11 +53,9 @@ func floodKmsg(t *testing.T, rate int, d time.Duration) int {
 
 // TestKmsgFloodFootprint floods the real /dev/kmsg with OOM-kill lines at
 // 100k lines/s and measures hangwatch's CPU and memory. It is part of the
-// benchmark command (HANGWATCH_BENCH=1), not of every test run.
+// benchmarks (go test -tags bench, hack/bench.sh), not of every test run.
 func TestKmsgFloodFootprint(t *testing.T) {
-	if os.Getenv("HANGWATCH_BENCH") == "" {
-		t.Skip("benchmark: run with HANGWATCH_BENCH=1 (./hack/bench.sh)")
-	}
+	harness.RequireSuite(t, harness.SuiteBench, "floods /dev/kmsg at 100k lines/s for its footprint")
 	c := sharedContainerd(t)
 	allowKmsgWrites(t)
 	// The flood is written to /dev/kmsg (facility user): the rules opt in
@@ -78,10 +77,14 @@ func TestKmsgFloodFootprint(t *testing.T) {
 	read := metricValue(text, "hangwatch_kernel_lines_read_total")
 	lost := metricValue(text, "hangwatch_kernel_records_lost_total")
 	events, _ := d.get("/events")
-	t.Logf("MEASURE flood_lines_written_per_second %.0f", float64(written)/wall.Seconds())
-	t.Logf("MEASURE flood_hangwatch_cores %.3f", cores)
-	t.Logf("MEASURE flood_rss_kib before=%d after=%d peak=%d", rss0, rss1, hwm)
-	t.Logf("MEASURE flood_lines_read=%.0f records_lost=%.0f oom_events=%d", read, lost, strings.Count(events, "OOMKilling"))
+	measurements.Record(t, "flood_lines_written_per_second", float64(written)/wall.Seconds(), "lines/s")
+	measurements.Record(t, "flood_hangwatch_cores", cores, "cores")
+	measurements.Record(t, "flood_rss_before_kib", float64(rss0), "KiB")
+	measurements.Record(t, "flood_rss_after_kib", float64(rss1), "KiB")
+	measurements.Record(t, "flood_rss_peak_kib", float64(hwm), "KiB")
+	measurements.Record(t, "flood_lines_read", read, "lines")
+	measurements.Record(t, "flood_records_lost", lost, "records")
+	measurements.Record(t, "flood_oom_events", float64(strings.Count(events, "OOMKilling")), "events")
 	if cores > 0.5 {
 		t.Errorf("hangwatch used %.2f cores under the flood, goal at most 0.5", cores)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // TestKmsgRingOverrun lets the real kernel ring buffer run over a reader:
@@ -64,7 +65,10 @@ func TestKmsgRingOverrun(t *testing.T) {
 	})
 	after := k.Stats()
 	lost := after.Lost - before.Lost
-	t.Logf("MEASURE kmsg_overrun ring=%d bytes, wrote %d lines (%d bytes), read %d, counted lost %d", size, lines, written, read, lost)
+	measurements.Record(t, "kmsg_overrun_ring_bytes", float64(size), "bytes")
+	measurements.Record(t, "kmsg_overrun_lines_written", float64(lines), "lines", fmt.Sprintf("%d bytes", written))
+	measurements.Record(t, "kmsg_overrun_lines_read", float64(read), "lines")
+	measurements.Record(t, "kmsg_overrun_records_counted_lost", float64(lost), "records")
 	if err != nil {
 		t.Fatalf("the reader failed on the overrun: %v", err)
 	}

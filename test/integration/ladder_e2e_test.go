@@ -1,3 +1,5 @@
+//go:build e2e
+
 package integration
 
 import (
@@ -175,9 +177,6 @@ func (l *ladder) waitFirstMinute(t *testing.T) {
 // pod on A runs on with its UID and restart count, none is evicted, and A
 // never leaves Ready.
 func TestTwoNodeLadder(t *testing.T) {
-	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
-		t.Skip("two kubelets, systemd, a scheduler and minutes of waiting; hack/e2e.sh --ladder runs it (HANGWATCH_E2E_LONG=1)")
-	}
 	l := startLadder(t)
 	l.workloads(t)
 	l.waitFirstMinute(t)
@@ -215,9 +214,6 @@ func TestTwoNodeLadder(t *testing.T) {
 // hangwatch-remedy evicts the Deployment's pod after evictAfter; its
 // replacement runs on B.
 func TestTwoNodeLadderNotCured(t *testing.T) {
-	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
-		t.Skip("two kubelets, systemd, a scheduler and minutes of waiting; hack/e2e.sh --ladder runs it (HANGWATCH_E2E_LONG=1)")
-	}
 	l := startLadder(t)
 	l.workloads(t)
 	l.waitFirstMinute(t)

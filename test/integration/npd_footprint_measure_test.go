@@ -1,3 +1,5 @@
+//go:build bench
+
 package integration
 
 import (
@@ -14,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // dropPageCache writes back and drops a file's pages from the page cache
@@ -183,11 +186,17 @@ func rowOf(t *testing.T, setup string, p *benchProc, w procWindow, wall time.Dur
 func logRow(t *testing.T, r footprintRow) {
 	t.Helper()
 	id := strings.ReplaceAll(r.setup, "-", "") + "_" + strings.ReplaceAll(r.process, "-", "_")
-	t.Logf("MEASURE npd_bench_%s_vmrss_kib median=%d peak=%d", id, r.vmRSS.median, r.vmRSS.peak)
-	t.Logf("MEASURE npd_bench_%s_rssanon_kib median=%d peak=%d", id, r.anon.median, r.anon.peak)
-	t.Logf("MEASURE npd_bench_%s_rssfile_kib median=%d peak=%d", id, r.file.median, r.file.peak)
-	t.Logf("MEASURE npd_bench_%s_cpu_percent %.2f (%.2fs)", id, r.cpuPercent, r.cpu.Seconds())
-	t.Logf("MEASURE npd_bench_%s_binary_bytes %d (pages cached at start: %d; %d samples)", id, r.binaryBytes, r.cachedPages, r.samples)
+	for _, mem := range []struct {
+		name string
+		s    stat
+	}{{"vmrss", r.vmRSS}, {"rssanon", r.anon}, {"rssfile", r.file}} {
+		measurements.Record(t, "npd_bench_"+id+"_"+mem.name+"_median_kib", float64(mem.s.median), "KiB")
+		measurements.Record(t, "npd_bench_"+id+"_"+mem.name+"_peak_kib", float64(mem.s.peak), "KiB")
+	}
+	measurements.Record(t, "npd_bench_"+id+"_cpu_percent", r.cpuPercent, "% of a core")
+	measurements.Record(t, "npd_bench_"+id+"_cpu_seconds", r.cpu.Seconds(), "s")
+	measurements.Record(t, "npd_bench_"+id+"_binary_bytes", float64(r.binaryBytes), "bytes",
+		fmt.Sprintf("pages cached at start: %d; %d samples", r.cachedPages, r.samples))
 }
 
 // footprintTable renders the rows, pairs of hangwatch then

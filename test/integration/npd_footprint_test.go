@@ -1,3 +1,5 @@
+//go:build bench
+
 package integration
 
 import (
@@ -13,13 +15,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // TestFootprintBesideNPD runs hangwatch and node-problem-detector side by
 // side over the same window and compares their memory and CPU: first
 // standalone (the same containerd, the same /dev/kmsg, no API server),
 // then both reporting to the same kube-apiserver for the same Node as its
-// node identity. It is part of the benchmark command: HANGWATCH_BENCH=1,
+// node identity. It is a benchmark (go test -tags bench, hack/bench.sh),
 // with HANGWATCH_NPD_BIN pointing at the binary hack/lib.sh's ensure_npd
 // builds (its kernel-monitor.json beside it).
 func TestFootprintBesideNPD(t *testing.T) {
@@ -36,6 +39,8 @@ func TestFootprintBesideNPD(t *testing.T) {
 		hwProc, npdProc := startReportingPair(t, c.Endpoint, hw, npd)
 		rows = append(rows, measurePair(t, "kube-apiserver", hwProc, npdProc, warmUp, window)...)
 	})
+	measurements.Duration(t, "npd_bench_window", window)
+	measurements.Duration(t, "npd_bench_warm_up", warmUp)
 	t.Logf("footprint beside node-problem-detector, %v after a %v warm-up, sampled every second:\n%s",
 		window, warmUp, footprintTable(rows))
 }
@@ -46,9 +51,6 @@ type npdBinary struct{ bin, kernelMonitor string }
 
 func npdUnderTest(t *testing.T) npdBinary {
 	t.Helper()
-	if os.Getenv("HANGWATCH_BENCH") == "" {
-		t.Skip("benchmark: run with HANGWATCH_BENCH=1 (./hack/bench.sh)")
-	}
 	bin := os.Getenv("HANGWATCH_NPD_BIN")
 	if bin == "" {
 		t.Skip("no node-problem-detector: set HANGWATCH_NPD_BIN (./hack/bench.sh builds it with ensure_npd)")

@@ -111,14 +111,11 @@ func captureKubeletMetrics(t *testing.T, k *harness.Kubelet) {
 }
 
 // churnDuration is how long the pod churn test runs: 60s in the test
-// command, HANGWATCH_PLEG_CHURN (e.g. 10m) in the benchmark command.
+// command, 10 minutes in the benchmarks (go test -tags bench).
 func churnDuration(t *testing.T) time.Duration {
-	if v := os.Getenv("HANGWATCH_PLEG_CHURN"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatalf("HANGWATCH_PLEG_CHURN=%q: %v", v, err)
-		}
-		return d
+	t.Helper()
+	if harness.InSuite(harness.SuiteBench) {
+		return 10 * time.Minute
 	}
 	return time.Minute
 }

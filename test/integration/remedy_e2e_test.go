@@ -1,8 +1,9 @@
+//go:build e2e
+
 package integration
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -171,9 +172,6 @@ func TestTwoNodeFreezeBaseline(t *testing.T) {
 }
 
 func twoNodeFreeze(t *testing.T, withRemedy bool) {
-	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
-		t.Skip("two kubelets, a scheduler and minutes of waiting; hack/e2e.sh --remedy runs it (HANGWATCH_E2E_LONG=1)")
-	}
 	tn := startTwoNodes(t)
 	name := map[bool]string{true: "remedy", false: "baseline"}[withRemedy]
 	if withRemedy {

@@ -1,3 +1,5 @@
+//go:build bench
+
 package integration
 
 import (
@@ -30,6 +32,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/remedy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // The scale benchmark's fixed parts.
@@ -41,9 +44,10 @@ const (
 
 // TestRemedyScaleBenchmark runs hangwatch-remedy, with the permissions its
 // manifests give, against one kube-apiserver holding N Nodes the size of
-// real ones (HANGWATCH_REMEDY_SCALE=N; hack/bench-remedy-scale.sh runs it
-// with 5000): 1% of them with RuntimeHung True as hangwatch writes it. It
-// logs, as MEASURE lines, how long the controller takes to its first taint
+// real ones (HANGWATCH_REMEDY_SCALE=N, 5000 by default; a benchmark: go
+// test -tags bench, hack/bench-remedy-scale.sh): 1% of them with
+// RuntimeHung True as hangwatch writes it. It records (package
+// measurements) how long the controller takes to its first taint
 // and to the last of the sick nodes, how fast it reacts to one more on a
 // warm cache, its memory and CPU, and the requests it sends the API server
 // while nothing changes. A benchmark: the figures are logged, not bounded.
@@ -83,8 +87,8 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	// What the API server serves with nothing of ours running, for
 	// comparison with the controller's steady window.
 	baseline := apiserverRequests(t, cp, scaleQuietWindow)
-	t.Logf("MEASURE remedy_scale_baseline_apiserver_requests_per_second %.2f (nodes, pods, leases and events, every client, no controller; %s)",
-		baseline.resourceRate(), baseline.resources())
+	measurements.Record(t, "remedy_scale_baseline_apiserver_requests_per_second", baseline.resourceRate(), "requests/s",
+		"nodes, pods, leases and events, every client, no controller", baseline.resources())
 
 	if err := inParallel(len(sick), scaleWorkers, func(i int) error {
 		return writeRuntimeHung(ctx, admin, names[i*100], corev1.ConditionTrue)
@@ -126,8 +130,8 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 		t.Fatal(err)
 	}
 	startup := requestsBetween(before, after, taints.last().Sub(started))
-	t.Logf("MEASURE remedy_scale_requests_until_all_tainted %.0f (the controller's identity, from its start to its last taint; %s)",
-		startup.remedyCount(), startup.flowSchemas())
+	measurements.Record(t, "remedy_scale_requests_until_all_tainted", startup.remedyCount(), "requests",
+		"the controller's identity, from its start to its last taint", startup.flowSchemas())
 	if extra := taints.except(sick); len(extra) > 0 {
 		t.Errorf("tainted healthy Nodes: %v", extra)
 	}
@@ -152,27 +156,30 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	cpuAfter, mem := harness.ProcUsage(t, pid)
 	rssKiB, hwmKiB := mem.RSS, mem.Peak
 	remedyAfter := scrape(p.metrics)
-	t.Logf("MEASURE remedy_scale_steady_requests_per_second %.2f (the controller's identity, over %v; by flow schema: %s)",
-		steady.remedyRate(), steady.window.Round(100*time.Millisecond), steady.flowSchemas())
-	t.Logf("MEASURE remedy_scale_steady_apiserver_requests_per_second %.2f (nodes, pods, leases and events, every client; %s)",
-		steady.resourceRate(), steady.resources())
+	measurements.Record(t, "remedy_scale_steady_requests_per_second", steady.remedyRate(), "requests/s",
+		fmt.Sprintf("the controller's identity, over %v", steady.window.Round(100*time.Millisecond)), "by flow schema: "+steady.flowSchemas())
+	measurements.Record(t, "remedy_scale_steady_apiserver_requests_per_second", steady.resourceRate(), "requests/s",
+		"nodes, pods, leases and events, every client", steady.resources())
 	if len(seriesOf(remedyAfter, "rest_client_requests_total")) > 0 {
 		t.Logf("the controller's own rest_client_requests_total grew by %s", seriesGrowth(remedyBefore, remedyAfter, "rest_client_requests_total"))
 	} else {
 		t.Logf("the controller's /metrics has no rest_client_requests_total: its requests are counted on the API server")
 	}
-	t.Logf("MEASURE remedy_scale_steady_cpu_percent %.2f (over %v)", 100*(cpuAfter-cpuBefore).Seconds()/steady.window.Seconds(), steady.window.Round(100*time.Millisecond))
+	measurements.Record(t, "remedy_scale_steady_cpu_percent", 100*(cpuAfter-cpuBefore).Seconds()/steady.window.Seconds(), "% of a core",
+		fmt.Sprintf("over %v", steady.window.Round(100*time.Millisecond)))
 	cpu, _ := harness.ProcUsage(t, pid)
-	t.Logf("MEASURE remedy_scale_vmrss_mib %.1f (peak VmHWM %.1f MiB)", float64(rssKiB)/1024, float64(hwmKiB)/1024)
-	t.Logf("MEASURE remedy_scale_cpu_seconds %.2f (user+system, %v after its start)", cpu.Seconds(), time.Since(started).Round(time.Second))
+	measurements.Record(t, "remedy_scale_vmrss_mib", float64(rssKiB)/1024, "MiB")
+	measurements.Record(t, "remedy_scale_vmhwm_mib", float64(hwmKiB)/1024, "MiB", "peak VmHWM")
+	measurements.Record(t, "remedy_scale_cpu_seconds", cpu.Seconds(), "s", "user+system", fmt.Sprintf("%v after its start", time.Since(started).Round(time.Second)))
 }
 
-// remedyScale is the benchmark's Node count, from HANGWATCH_REMEDY_SCALE.
+// remedyScale is the benchmark's Node count: HANGWATCH_REMEDY_SCALE, 5000
+// by default.
 func remedyScale(t *testing.T) int {
 	t.Helper()
 	v := os.Getenv("HANGWATCH_REMEDY_SCALE")
 	if v == "" {
-		t.Skip("benchmark: run with HANGWATCH_REMEDY_SCALE=<nodes> (./hack/bench-remedy-scale.sh runs 5000)")
+		return 5000
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 100 {
@@ -253,7 +260,7 @@ func checkScaleNode(t *testing.T, cs kubernetes.Interface, name string) {
 	if len(node.Status.Images) != scaleImages {
 		t.Fatalf("node %s has %d images, want %d", name, len(node.Status.Images), scaleImages)
 	}
-	t.Logf("each Node is %d bytes of JSON (%d images)", len(raw), len(node.Status.Images))
+	measurements.Record(t, "remedy_scale_node_json_bytes", float64(len(raw)), "bytes", fmt.Sprintf("each Node's JSON, %d images", len(node.Status.Images)))
 }
 
 // writeRuntimeHung writes RuntimeHung on a Node as hangwatch does: a

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/httpauth"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // The port's global review budget, as shipped.
@@ -55,13 +56,20 @@ func TestSecurePortFlood(t *testing.T) {
 	access := apiRequests(t, cp, "POST", "subjectaccessreviews", "") - accessBefore
 
 	measure(t, "secure_flood_duration", elapsed)
-	t.Logf("MEASURE secure_flood_requests %d (%.0f/s): 401 %d, 429 %d, other %d, errors %d (first: %v)",
-		f.sent, float64(f.sent)/elapsed.Seconds(), f.unauthorized, f.throttled, f.other, f.errors, f.firstErr)
+	measurements.Record(t, "secure_flood_requests", float64(f.sent), "requests")
+	measurements.Record(t, "secure_flood_requests_per_second", float64(f.sent)/elapsed.Seconds(), "requests/s")
+	measurements.Record(t, "secure_flood_answered_401", float64(f.unauthorized), "requests")
+	measurements.Record(t, "secure_flood_answered_429", float64(f.throttled), "requests")
+	measurements.Record(t, "secure_flood_answered_other", float64(f.other), "requests")
+	measurements.Record(t, "secure_flood_errors", float64(f.errors), "requests", fmt.Sprintf("first: %v", f.firstErr))
 	bound := reviewBurst + int(float64(reviewRate)*elapsed.Seconds()) + 5
-	t.Logf("MEASURE secure_flood_tokenreviews %d (budget bound %d: burst %d + %d/s x %.1fs + 5); subjectaccessreviews %d",
-		reviews, bound, reviewBurst, reviewRate, elapsed.Seconds(), access)
-	t.Logf("MEASURE secure_flood_scrapes %d ok of %d; latency median %v max %v (first failure: %s)",
-		s.ok, len(s.latencies), s.median(), s.max(), s.firstFailure)
+	measurements.Record(t, "secure_flood_tokenreviews", float64(reviews), "requests",
+		fmt.Sprintf("budget bound %d: burst %d + %d/s x %.1fs + 5", bound, reviewBurst, reviewRate, elapsed.Seconds()))
+	measurements.Record(t, "secure_flood_subjectaccessreviews", float64(access), "requests")
+	measurements.Record(t, "secure_flood_scrapes_ok", float64(s.ok), "scrapes", fmt.Sprintf("first failure: %s", s.firstFailure))
+	measurements.Record(t, "secure_flood_scrapes", float64(len(s.latencies)), "scrapes")
+	measurements.Duration(t, "secure_flood_scrape_latency_median", s.median())
+	measurements.Duration(t, "secure_flood_scrape_latency_max", s.max())
 	if s.ok != len(s.latencies) || s.ok < int(elapsed/time.Second) {
 		t.Errorf("%d of %d scrapes with the PodMonitor's token answered 200 during the flood: %s", s.ok, len(s.latencies), s.firstFailure)
 	}
@@ -98,7 +106,8 @@ func holdUp(t *testing.T, d *daemon, addr, token string) {
 		t.Errorf("a scrape beside 128 held connections: %d %v after %v, want 200 within 3 s", code, err, took)
 	}
 	openSilent, openRefused := stillOpen(silent, time.Second), stillOpen(refused, time.Second)
-	t.Logf("MEASURE secure_holdup_connections_kept silent %d of 64, after a 401 %d of 64", openSilent, openRefused)
+	measurements.Record(t, "secure_holdup_silent_connections_kept", float64(openSilent), "connections", "of 64")
+	measurements.Record(t, "secure_holdup_refused_connections_kept", float64(openRefused), "connections", "of 64, after a 401")
 	if openSilent > 8 || openRefused != 0 {
 		t.Errorf("kept %d silent connections from one address (at most 8) and %d after a 401 (none)", openSilent, openRefused)
 	}

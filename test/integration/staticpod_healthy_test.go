@@ -17,15 +17,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
-// healthyRunDuration is HANGWATCH_E2E_HEALTHY (hack/e2e.sh: 10m); the
-// test is skipped without it.
+// healthyRunDuration is HANGWATCH_E2E_HEALTHY, 10m by default (hack/e2e.sh
+// takes it as an argument); the run is in the e2e suite.
 func healthyRunDuration(t *testing.T) time.Duration {
 	t.Helper()
+	harness.RequireSuite(t, harness.SuiteE2E, "the healthy run with 100 pods takes minutes; hack/e2e.sh runs it")
 	v := os.Getenv("HANGWATCH_E2E_HEALTHY")
 	if v == "" {
-		t.Skip("the healthy run with 100 pods takes minutes; hack/e2e.sh runs it (HANGWATCH_E2E_HEALTHY=10m)")
+		return 10 * time.Minute
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
@@ -93,11 +95,16 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 	}, harness.Every(time.Second), harness.Explaining(func() string {
 		return fmt.Sprintf("%s, %d pods created and %d deleted", raised, churn.created, churn.deleted)
 	}))
-	t.Logf("MEASURE e2e_healthy_max_pleg_last_seen_age_seconds %.1f", maxLastSeen)
+	measurements.Record(t, "e2e_healthy_max_pleg_last_seen_age_seconds", maxLastSeen, "s")
 	n.assertNotShared(t) // the kubelet has patched its status many times by now
 	after := n.footprintSample(t, pid)
 	reportFootprint(t, d, before, after, peak)
 	t.Logf("%v healthy run: %d steady pods, %d churn pods created, %d deleted, %d checks of the 4 conditions: all False throughout", d, pods, churn.created, churn.deleted, checks)
+	measurements.Duration(t, "e2e_healthy_run", d)
+	measurements.Record(t, "e2e_healthy_steady_pods", float64(pods), "pods")
+	measurements.Record(t, "e2e_healthy_churn_pods_created", float64(churn.created), "pods")
+	measurements.Record(t, "e2e_healthy_churn_pods_deleted", float64(churn.deleted), "pods")
+	measurements.Record(t, "e2e_healthy_condition_checks", float64(checks), "checks", "the 4 conditions, all False throughout")
 }
 
 // podChurn creates a static pod each step and, past the first three,
@@ -146,15 +153,15 @@ func reportFootprint(t *testing.T, d time.Duration, a, b footprint, peak rss) {
 	cpu := (b.cpu - a.cpu).Seconds() / secs
 	hwPerMin := (b.hangwatchCalls - a.hangwatchCalls) / secs * 60
 	klPerMin := (b.kubeletCalls - a.kubeletCalls) / secs * 60
-	t.Logf("MEASURE e2e_footprint_rss_steady_mib %.1f", float64(b.rss.totalKiB)/1024)
-	t.Logf("MEASURE e2e_footprint_rss_peak_mib %.1f", float64(peak.totalKiB)/1024)
-	t.Logf("MEASURE e2e_footprint_rss_anon_steady_mib %.1f", float64(b.rss.anonKiB)/1024)
-	t.Logf("MEASURE e2e_footprint_rss_anon_peak_mib %.1f", float64(peak.anonKiB)/1024)
-	t.Logf("MEASURE e2e_footprint_cpu_percent_of_a_core %.2f", cpu*100)
-	t.Logf("MEASURE e2e_cri_calls_per_min_hangwatch %.0f", hwPerMin)
-	t.Logf("MEASURE e2e_cri_calls_per_min_kubelet %.0f", klPerMin)
+	measurements.Record(t, "e2e_footprint_rss_steady_mib", float64(b.rss.totalKiB)/1024, "MiB")
+	measurements.Record(t, "e2e_footprint_rss_peak_mib", float64(peak.totalKiB)/1024, "MiB")
+	measurements.Record(t, "e2e_footprint_rss_anon_steady_mib", float64(b.rss.anonKiB)/1024, "MiB")
+	measurements.Record(t, "e2e_footprint_rss_anon_peak_mib", float64(peak.anonKiB)/1024, "MiB")
+	measurements.Record(t, "e2e_footprint_cpu_percent_of_a_core", cpu*100, "% of a core")
+	measurements.Record(t, "e2e_cri_calls_per_min_hangwatch", hwPerMin, "calls/min")
+	measurements.Record(t, "e2e_cri_calls_per_min_kubelet", klPerMin, "calls/min")
 	if klPerMin > 0 {
-		t.Logf("MEASURE e2e_cri_calls_hangwatch_share_percent %.1f", hwPerMin/klPerMin*100)
+		measurements.Record(t, "e2e_cri_calls_hangwatch_share_percent", hwPerMin/klPerMin*100, "%")
 	}
 	for _, name := range []string{"hangwatch_cri_probes_total", "hangwatch_pleg_emulated_relists_total", "hangwatch_kubelet_metrics_scrapes_total"} {
 		t.Logf("over the run, %s grew by %s", name, seriesGrowth(a.hangwatchText, b.hangwatchText, name))

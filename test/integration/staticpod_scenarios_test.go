@@ -16,6 +16,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // TestStaticPodBeatsNotReady runs hangwatch as the shipped static pod on a
@@ -63,13 +64,11 @@ func TestStaticPodBeatsNotReady(t *testing.T) {
 	})
 }
 
-// longScenarios says whether the scenarios that wait minutes for the
-// kubelet's PLEG verdict run: from the benchmark command, not in CI.
+// longScenarios runs the scenarios that wait minutes for the kubelet's
+// PLEG verdict in the e2e suite (hack/e2e.sh), not in the test command.
 func longScenarios(t *testing.T) {
 	t.Helper()
-	if os.Getenv("HANGWATCH_E2E_LONG") == "" {
-		t.Skip("a PLEG-path scenario waits 3+ minutes for the kubelet; hack/e2e.sh runs it (HANGWATCH_E2E_LONG=1)")
-	}
+	harness.RequireSuite(t, harness.SuiteE2E, "a PLEG-path scenario waits 3+ minutes for the kubelet; hack/e2e.sh runs it")
 }
 
 // The PLEG-path scenarios hold one kind of CRI call of the kubelet's
@@ -131,12 +130,12 @@ func plegPathScenario(t *testing.T, name string, fault func(staticPodNode) (rele
 			rises += int(e.Count)
 		}
 	}
-	t.Logf("MEASURE e2e_pleg_unhealthy_warnings_%s %d", name, rises)
+	measurements.Record(t, "e2e_pleg_unhealthy_warnings_"+name, float64(rises), "events")
 	if err != nil {
 		// The kubelet's own call times out after 2m (--runtime-request-
 		// timeout), its relist then completes and the 3m PLEG threshold is
 		// never passed, while pods on the node get no status for 2m at a time.
-		t.Logf("MEASURE e2e_kubelet_still_ready_after_%s_hang_seconds %.0f", name, time.Since(start).Seconds())
+		measurements.Record(t, "e2e_kubelet_still_ready_after_"+name+"_hang_seconds", math.Round(time.Since(start).Seconds()), "s")
 		release()
 		return
 	}
@@ -165,7 +164,7 @@ func (n staticPodNode) skipWhenPLEGGaugeUntrusted(t *testing.T) {
 	if !math.IsNaN(age) || scraped == 0 {
 		return
 	}
-	t.Logf("MEASURE e2e_pleg_path_unobservable 1")
+	measurements.Record(t, "e2e_pleg_path_unobservable", 1, "bool")
 	t.Skipf("kubelet %s with gates %q: the Evented PLEG before 1.37 fakes kubelet_pleg_last_seen_seconds and relists every 300 s; "+
 		"a hang on the kubelet's path alone is not observable from outside the kubelet", n.kubeletVersion(t), os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
@@ -140,7 +141,7 @@ func TestStatusPatchThrottled(t *testing.T) {
 	from, start := wh.reviews.Load(), time.Now()
 	harness.Eventually(t, 20*time.Second, "15 s of throttling", func() bool { return time.Since(start) >= 15*time.Second }, harness.UnlessExited(d))
 	reviews := wh.reviews.Load() - from
-	t.Logf("MEASURE throttled_reviews_in_15s %d", reviews)
+	measurements.Record(t, "throttled_reviews_in_15s", float64(reviews), "reviews")
 	if reviews > 12 { // at most one attempt per Retry-After (2 s), client-go's own retries included
 		t.Errorf("%d reviews in 15 s of 429 with Retry-After 2 s: hangwatch does not wait it out", reviews)
 	}

@@ -1,0 +1,61 @@
+package pins
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	got, err := Parse("# a comment\n\nA=v1\n  B=x y \n")
+	if err != nil || len(got) != 2 || got["A"] != "v1" || got["B"] != "x y" {
+		t.Fatalf("Parse = %v, %v", got, err)
+	}
+	for _, bad := range []string{"A", "=v1", "A=", "A=1\nA=2"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q): no error", bad)
+		}
+	}
+}
+
+// TestPinsFileIsComplete reads the embedded pins.env: every pin there,
+// nothing else.
+func TestPinsFileIsComplete(t *testing.T) {
+	want := []string{"KUBE_VERSION", "CONTAINERD_VERSION", "CONTAINERD_UPGRADE_VERSION", "GOLANGCI_LINT_VERSION",
+		"PROMTOOL_MODULE_VERSION", "HELM_MODULE_VERSION", "NPD_VERSION", "BUILD_TAGS"}
+	all := All()
+	for _, k := range want {
+		if all[k] == "" {
+			t.Errorf("pins.env sets no %s", k)
+		}
+	}
+	if len(all) != len(want) {
+		t.Errorf("pins.env sets %d pins, package pins knows %d: %v", len(all), len(want), all)
+	}
+}
+
+// TestPinsMatchTheModulesThatBuildThem checks the go.mod files under hack/
+// that build each pinned tool against pins.env.
+func TestPinsMatchTheModulesThatBuildThem(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, dir := range []string{"hack/kube/" + KubeVersion, "hack/containerd/" + ContainerdVersion, "hack/containerd/" + ContainerdUpgradeVersion} {
+		if _, err := os.Stat(filepath.Join(root, dir, "go.mod")); err != nil {
+			t.Errorf("no %s/go.mod pins it: %v", dir, err)
+		}
+	}
+	requires := map[string]string{
+		"hack/tools/go.mod": `github.com/prometheus/prometheus ` + regexp.QuoteMeta(PromtoolModuleVersion) + `\b`,
+		"hack/helm/go.mod":  `helm.sh/helm/v3 ` + regexp.QuoteMeta(HelmModuleVersion) + `\b`,
+		"hack/npd/go.mod":   `k8s.io/node-problem-detector ` + regexp.QuoteMeta(NPDVersion) + `\b`,
+	}
+	for mod, re := range requires {
+		b, err := os.ReadFile(filepath.Join(root, mod))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(re).Match(b) {
+			t.Errorf("%s does not require %s, as pins.env says", mod, re)
+		}
+	}
+}

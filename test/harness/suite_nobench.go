@@ -1,0 +1,5 @@
+//go:build !bench
+
+package harness
+
+const benchTag = false
