@@ -29,7 +29,7 @@ func runtimeFields(r *Runtime) []field {
 		{"runtime.crictlConfig", "crictl-config", "", "crictl config file (default $CRI_CONFIG_FILE or " + cri.DefaultCrictlConfig + ")", &r.CrictlConfig},
 		{"runtime.kubeletConfig", "kubelet-config", "", "kubelet config file whose containerRuntimeEndpoint is used when readable", &r.KubeletConfig},
 		{"runtime.period", "period", "", "time between full probe cycles (every probed call; backs off to --max-period while the runtime is slow)", &r.Period},
-		{"runtime.heartbeatPeriod", "heartbeat-period", "", "time between heartbeats: one Version call, tracked in flight, that never backs off, so a frozen runtime is RuntimeHung within this plus --timeout; 0, or a value not shorter than --period, turns it off", &r.HeartbeatPeriod},
+		{"runtime.heartbeatPeriod", "heartbeat-period", "", "time between heartbeats: one call, Version and a ListPodSandbox that matches nothing in turn, tracked in flight, that never backs off, so a frozen runtime is RuntimeHung within this plus --timeout and a wedged list path within twice this plus --timeout; 0, or a value not shorter than --period, turns it off", &r.HeartbeatPeriod},
 		{"runtime.maxPeriod", "max-period", "", "longest time between cycles while backing off from a slow or hung runtime", &r.MaxPeriod},
 		{"runtime.callLifetime", "call-lifetime", "", "how long a hung call stays out (tracked in flight, not sent again) before it is cancelled; the kubelet waits 2m", &r.CallLifetime},
 		{"runtime.slowThreshold", "slow-threshold", "", "an answered call slower than this is slow", &r.SlowThreshold},

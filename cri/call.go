@@ -47,13 +47,13 @@ type rpc func(ctx context.Context) (proto.Message, error)
 // call already out is not sent again: invoke waits for its answer until
 // it has been out the timeout, then reports it timed out with its age.
 func (p *Prober) invoke(ctx context.Context, method, object string, call rpc) CallResult {
-	return p.invokeTallied(ctx, method, object, call, nil)
+	return p.invokeTallied(ctx, callKey{method: method, object: object}, call, nil)
 }
 
 // invokeTallied is invoke for a call whose progress tally records: a
 // stream, timed to its first message and to its end.
-func (p *Prober) invokeTallied(ctx context.Context, method, object string, call rpc, tally *streamTally) CallResult {
-	key := callKey{method: method, object: object}
+func (p *Prober) invokeTallied(ctx context.Context, key callKey, call rpc, tally *streamTally) CallResult {
+	method, object := key.method, key.object
 	start := p.clock.Now()
 	if out, sent := p.inflight.begin(key, start); !sent {
 		return p.report(p.join(ctx, out, method, object))

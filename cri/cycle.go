@@ -147,7 +147,7 @@ func (p *Prober) fixedCalls(ctx context.Context) []CallResult {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = p.invokeTallied(ctx, c.method, "", c.call, c.tally)
+			results[i] = p.invokeTallied(ctx, callKey{method: c.method}, c.call, c.tally)
 		}()
 	}
 	wg.Wait()

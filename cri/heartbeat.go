@@ -9,45 +9,89 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Beat is one heartbeat: the runtime's Version call, timed and tracked in
-// flight like a cycle's (a Version still out is not sent again).
+// Beat is one heartbeat: one call, Version or the list beat's
+// ListPodSandbox, timed and tracked in flight like a cycle's (a call still
+// out is not sent again).
 type Beat struct {
 	Call CallResult
-	// Recovered says this beat answered after one that did not: the runtime
-	// has just come back, and Run was woken for a full cycle at once.
+	// Recovered says this beat answered after one of its kind that did
+	// not: the runtime has just come back, and Run was woken for a full
+	// cycle at once.
 	Recovered bool
+	// Eased says this beat answered within the slow threshold after a slow
+	// one of its kind: Run's back-off was called off (Relax).
+	Eased bool
 }
 
-// Heartbeat calls Version every period until ctx ends, handing each beat
-// to sink. Its period never grows: a frozen runtime is seen within one
-// period and one timeout, whatever the full cycles' back-off, and costs
-// it at most the one Version call that is out. Run the full cycles with
-// Run alongside; a beat that answers after one that did not wakes them.
-// A beat due within a period after a cycle's start, or just before a
-// cycle due, is left to the cycle (beatShare.coveredFor): the cycle's
-// calls, timed in flight, tell what it would.
+// beatMethods are what the heartbeat sends, in turn. Version tells the
+// cycles the runtime's name. ListPodSandbox, with a filter that matches no
+// sandbox, goes through the runtime's list path (its sandbox store and the
+// lock the kubelet's relist waits on) for an empty answer. A freeze is
+// seen by either within a period and a timeout; a list path that wedges
+// while Version answers, within two periods and a timeout, however far
+// the full cycles have backed off. Taking turns keeps the calls a minute
+// what Version alone cost.
+var beatMethods = []string{MethodVersion, MethodListPodSandbox}
+
+// noSuchSandbox is the list beat's filter: an ID no runtime gives.
+const noSuchSandbox = "hangwatch-list-beat-matches-nothing"
+
+// Heartbeat sends the beat calls in turn, one every period, until ctx
+// ends, handing each beat to sink. Its period never grows, so the runtime
+// as a whole and its list path are watched at the healthy cadence
+// whatever the full cycles' back-off, at the cost of the one call of each
+// kind that may be out. Run the full cycles with Run alongside; a beat
+// that answers after one of its kind that did not wakes them, one that
+// answers on time after a slow one calls their back-off off. A beat due
+// within a period after a cycle's start, or just before a cycle due, is
+// left to the cycle (beatShare.coveredFor): the cycle's calls, timed in
+// flight, tell what it would.
 func (p *Prober) Heartbeat(ctx context.Context, period time.Duration, sink func(Beat)) {
-	failing := false
-	for {
+	last := map[string]Class{}
+	for n := 0; ; n++ {
 		start := p.clock.Now() // not r.Start: a joined call may be older
-		r := p.invoke(ctx, MethodVersion, "", func(ctx context.Context) (proto.Message, error) {
-			return p.runtime.Version(ctx, &runtimeapi.VersionRequest{})
-		})
+		method := beatMethods[n%len(beatMethods)]
+		r := p.beatCall(ctx, method)
 		if ctx.Err() != nil {
 			return
 		}
-		p.share.learnRuntime(r)
-		ok := r.Class == ClassOK || r.Class == ClassSlow
-		b := Beat{Call: r, Recovered: ok && failing}
-		failing = !ok
-		if b.Recovered {
+		if method == MethodVersion {
+			p.share.learnRuntime(r)
+		}
+		b := judgeBeat(r, last)
+		switch {
+		case b.Recovered:
 			p.Wake()
+		case b.Eased:
+			p.Relax()
 		}
 		sink(b)
 		if !p.sleepToNextBeat(ctx, start, period) {
 			return
 		}
 	}
+}
+
+// judgeBeat is r as a beat, judged against the last beat of its kind.
+func judgeBeat(r CallResult, last map[string]Class) Beat {
+	before, seen := last[r.Method]
+	last[r.Method] = r.Class
+	answered := func(c Class) bool { return c == ClassOK || c == ClassSlow }
+	return Beat{Call: r, Recovered: seen && answered(r.Class) && !answered(before),
+		Eased: seen && r.Class == ClassOK && before == ClassSlow}
+}
+
+// beatCall sends one beat: Version, joined with a cycle's when one is out,
+// or the list beat, under a key of its own.
+func (p *Prober) beatCall(ctx context.Context, method string) CallResult {
+	if method == MethodVersion {
+		return p.invoke(ctx, MethodVersion, "", func(ctx context.Context) (proto.Message, error) {
+			return p.runtime.Version(ctx, &runtimeapi.VersionRequest{})
+		})
+	}
+	return p.invokeTallied(ctx, callKey{method: MethodListPodSandbox, beat: true}, func(ctx context.Context) (proto.Message, error) {
+		return p.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{Id: noSuchSandbox}})
+	}, nil)
 }
 
 // sleepToNextBeat waits until a period after the last beat's start, so a
@@ -71,7 +115,7 @@ func (p *Prober) sleepToNextBeat(ctx context.Context, last time.Time, period tim
 
 // sleep waits d on the prober's clock; false when ctx ended first.
 func (p *Prober) sleep(ctx context.Context, d time.Duration) bool {
-	return p.sleepOrWake(ctx, d, nil) != sleptCancelled
+	return p.sleepOrWake(ctx, d, nil, nil) != sleptCancelled
 }
 
 type slept int
@@ -79,12 +123,13 @@ type slept int
 const (
 	sleptFull slept = iota
 	sleptWoken
+	sleptRelaxed
 	sleptCancelled
 )
 
-// sleepOrWake waits d on the prober's clock, or until wake delivers or
-// ctx ends, and says which ended it.
-func (p *Prober) sleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) slept {
+// sleepOrWake waits d on the prober's clock, or until wake or relax
+// delivers (Run's), or ctx ends, and says which ended it.
+func (p *Prober) sleepOrWake(ctx context.Context, d time.Duration, wake, relax <-chan struct{}) slept {
 	t := p.clock.NewTimer(d)
 	defer t.Stop()
 	p.sleeping.Add(1)
@@ -94,6 +139,8 @@ func (p *Prober) sleepOrWake(ctx context.Context, d time.Duration, wake <-chan s
 		return sleptCancelled
 	case <-wake:
 		return sleptWoken
+	case <-relax:
+		return sleptRelaxed
 	case <-t.C():
 		return sleptFull
 	}
@@ -107,35 +154,64 @@ func (p *Prober) Wake() {
 	}
 }
 
-// WithBeat is the cycle as the latest beat updates it: the beat's Version
-// result replaces the cycle's when it is newer, and stands in for it when
-// the cycle left Version to the heartbeat (an older beat then only when
-// it answered: the cycle's own calls are newer evidence of a failure). A
-// cycle's other calls stand until the next cycle, so a healthy beat never
-// clears a hung list call, and a hung beat raises RuntimeHung between
-// cycles. A beat the socket refused after the cycle stands for the whole
-// cycle: the runtime is unreachable.
-func (c Cycle) WithBeat(b Beat) Cycle {
-	if b.Call.Method != MethodVersion {
-		return c
+// Relax calls Run's back-off off, when it is backing off: the next full
+// cycle comes a period after the last one, as it would have had that one
+// been clean.
+func (p *Prober) Relax() {
+	if !p.backingOff.Load() {
+		return
 	}
-	own := slices.IndexFunc(c.Calls, func(r CallResult) bool { return r.Method == MethodVersion && r.Object == "" })
+	select {
+	case p.relax <- struct{}{}:
+	default:
+	}
+}
+
+// WithBeat is the cycle as the latest beat of a kind updates it. A beat
+// the socket refused after the cycle stands for the whole cycle: the
+// runtime is unreachable. A Version beat: see withVersionBeat. A list beat
+// newer than the cycle and hung stands for the cycle's ListPodSandbox, so
+// a list path that wedges raises RuntimeHung between cycles; one that
+// answered changes nothing (the cycle's full list is the better evidence,
+// and a hung list call stands until the next cycle).
+func (c Cycle) WithBeat(b Beat) Cycle {
 	newer := !b.Call.Start.Before(c.Start)
-	answered := b.Call.Class == ClassOK || b.Call.Class == ClassSlow
 	switch {
 	case newer && b.Call.Class == ClassUnreachable:
-		// The socket refused a call made after the whole cycle: none of
-		// the cycle's calls would reach the runtime now either.
+		// None of the cycle's calls would reach the runtime now either.
 		c.Calls = []CallResult{b.Call}
 		return c
-	case own >= 0 && b.Call.Start.Before(c.Calls[own].Start), own < 0 && !newer && !answered:
+	case b.Call.Method == MethodVersion:
+		return c.withVersionBeat(b, newer)
+	case b.Call.Method == MethodListPodSandbox && newer && b.Call.Class == ClassTimeout:
+		return c.withCall(b.Call)
+	}
+	return c
+}
+
+// withVersionBeat: the beat's Version result replaces the cycle's when it
+// is newer, and stands in for it when the cycle left Version to the
+// heartbeat (an older beat then only when it answered: the cycle's own
+// calls are newer evidence of a failure). A cycle's other calls stand
+// until the next cycle, so a healthy beat never clears a hung list call,
+// and a hung beat raises RuntimeHung between cycles.
+func (c Cycle) withVersionBeat(b Beat, newer bool) Cycle {
+	own := slices.IndexFunc(c.Calls, func(r CallResult) bool { return r.Method == MethodVersion && r.Object == "" })
+	answered := b.Call.Class == ClassOK || b.Call.Class == ClassSlow
+	if own >= 0 && b.Call.Start.Before(c.Calls[own].Start) || own < 0 && !newer && !answered {
 		return c
 	}
+	return c.withCall(b.Call)
+}
+
+// withCall is the cycle with r in place of its own call of r's method (no
+// object), or added; the cycle given is left as it was.
+func (c Cycle) withCall(r CallResult) Cycle {
 	calls := slices.Clone(c.Calls)
-	if own >= 0 {
-		calls[own] = b.Call
+	if own := slices.IndexFunc(calls, func(x CallResult) bool { return x.Method == r.Method && x.Object == "" }); own >= 0 {
+		calls[own] = r
 	} else {
-		calls = append(calls, b.Call)
+		calls = append(calls, r)
 	}
 	c.Calls = calls
 	return c

@@ -29,8 +29,8 @@ func nextBeat(t *testing.T, beats <-chan Beat, clk *clocktesting.FakeClock, step
 }
 
 // TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout freezes the runtime
-// right after a beat: the next beat reports Version hung one period and
-// one timeout later, 4.5s with the shipped 2.5s and 2s.
+// right after a beat: the next beat, the list beat, reports its call hung
+// one period and one timeout later, 4.5s with the shipped 2.5s and 2s.
 func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
 	f := newFakeRuntime(1, 1)
 	p, clk, _ := newTestProber(f, testConfig())
@@ -38,34 +38,68 @@ func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
 	defer cancel()
 	beats := make(chan Beat, 16)
 	go p.Heartbeat(ctx, 2500*time.Millisecond, func(b Beat) { beats <- b })
-	if b := <-beats; b.Call.Class != ClassOK {
-		t.Fatalf("first beat %+v, want ok", b.Call)
+	if b := <-beats; b.Call.Class != ClassOK || b.Call.Method != MethodVersion {
+		t.Fatalf("first beat %+v, want Version ok", b.Call)
 	}
 	f.mu.Lock()
-	f.hang[MethodVersion] = true
+	f.hang[MethodVersion], f.hang[MethodListPodSandbox] = true, true
 	f.mu.Unlock()
 	frozen := clk.Now()
 	clocktest.Await(t, "the beat's wait", sleepingLoops(p, clk, 1))
 	clk.Step(2500 * time.Millisecond)
 	b := nextBeat(t, beats, clk, 500*time.Millisecond)
-	if b.Call.Class != ClassTimeout || !b.Call.InFlight {
-		t.Fatalf("beat after the freeze %+v, want Version timed out in flight", b.Call)
+	if b.Call.Method != MethodListPodSandbox || b.Call.Class != ClassTimeout || !b.Call.InFlight {
+		t.Fatalf("beat after the freeze %+v, want the list beat timed out in flight", b.Call)
 	}
 	if took := clk.Since(frozen); took > 5*time.Second {
 		t.Errorf("freeze seen after %v, want within 5s", took)
 	}
-	// Still out: later beats report it, never send a second Version.
+	if b = nextBeat(t, beats, clk, 500*time.Millisecond); b.Call.Method != MethodVersion || b.Call.Class != ClassTimeout {
+		t.Errorf("next beat %+v, want Version timed out", b.Call)
+	}
+	// Still out: later beats report it, never send a second list call.
 	b = nextBeat(t, beats, clk, 500*time.Millisecond)
-	if b.Call.Class != ClassTimeout || f.count(MethodVersion) != 2 {
-		t.Errorf("next beat %+v after %d Version calls; want the same call still out", b.Call, f.count(MethodVersion))
+	if b.Call.Class != ClassTimeout || f.count(MethodListPodSandbox) != 1 {
+		t.Errorf("next beat %+v after %d list calls; want the same call still out", b.Call, f.count(MethodListPodSandbox))
+	}
+}
+
+// TestTheListBeatSeesAWedgedListPathWhileVersionAnswers: a list path that
+// hangs while Version answers is seen by the list beat within two periods
+// and a timeout, and the view of the last cycle says ListPodSandbox hung.
+func TestTheListBeatSeesAWedgedListPathWhileVersionAnswers(t *testing.T) {
+	f := newFakeRuntime(1, 1)
+	p, clk, _ := newTestProber(f, testConfig())
+	cycle := p.Cycle(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	beats := make(chan Beat, 16)
+	go p.Heartbeat(ctx, 2500*time.Millisecond, func(b Beat) { beats <- b })
+	<-beats
+	f.mu.Lock()
+	f.hang[MethodListPodSandbox] = true
+	f.mu.Unlock()
+	wedged := clk.Now()
+	var b Beat
+	for b.Call.Class != ClassTimeout {
+		if b = nextBeat(t, beats, clk, 500*time.Millisecond); clk.Since(wedged) > time.Minute {
+			t.Fatal("no beat saw the list path wedged")
+		}
+	}
+	if took := clk.Since(wedged); b.Call.Method != MethodListPodSandbox || took > 7*time.Second {
+		t.Fatalf("%+v after %v, want the list beat within 7s", b.Call, took)
+	}
+	if obs := cycle.WithBeat(b).Observation(2 * time.Second); len(obs.HungMethods) != 1 || obs.HungMethods[0] != MethodListPodSandbox {
+		t.Fatalf("the cycle with the beat: %+v", obs)
 	}
 }
 
 // TestHeartbeatRecoveryWakesTheCycles: a beat that answers after failing
-// ones is Recovered and starts the next full cycle at once.
+// ones of its kind is Recovered and starts the next full cycle at once.
 func TestHeartbeatRecoveryWakesTheCycles(t *testing.T) {
 	f := newFakeRuntime(1, 1)
-	f.errs[MethodVersion] = status.Error(codes.Unavailable, "connection refused")
+	refused := status.Error(codes.Unavailable, "connection refused")
+	f.errs[MethodVersion], f.errs[MethodListPodSandbox] = refused, refused
 	p, clk, _ := newTestProber(f, testConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -77,8 +111,14 @@ func TestHeartbeatRecoveryWakesTheCycles(t *testing.T) {
 	if b := <-beats; b.Call.Class != ClassUnreachable || b.Recovered {
 		t.Fatalf("first beat %+v, want unreachable", b)
 	}
+	clocktest.Await(t, "both waits", sleepingLoops(p, clk, 2))
+	clk.Step(time.Second)
+	if b := <-beats; b.Call.Method != MethodListPodSandbox || b.Call.Class != ClassUnreachable {
+		t.Fatalf("second beat %+v, want the list beat unreachable", b)
+	}
 	f.mu.Lock()
 	delete(f.errs, MethodVersion)
+	delete(f.errs, MethodListPodSandbox)
 	f.mu.Unlock()
 	clocktest.Await(t, "both waits", sleepingLoops(p, clk, 2))
 	clk.Step(time.Second)

@@ -18,6 +18,9 @@ type InFlight struct {
 type callKey struct {
 	method string
 	object string
+	// beat marks the heartbeat's own list call, which answers nothing a
+	// cycle needs: a cycle's list must not join it, nor it a cycle's.
+	beat bool
 }
 
 // outstanding is one call that has been sent: when, and, once it

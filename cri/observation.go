@@ -13,7 +13,10 @@ func (c Cycle) Observation(timeout time.Duration) observations.CRI {
 	hung, hungMethods := []string{}, []string{}
 	fixed, fixedHung := map[string]bool{}, map[string]bool{}
 	unreachable, counted, slow, failed := 0, 0, 0, 0
-	for _, r := range c.Calls {
+	// In the order sent: a beat's call, added after the cycle's, may be older.
+	sent := slices.Clone(c.Calls)
+	slices.SortStableFunc(sent, func(a, b CallResult) int { return a.Start.Compare(b.Start) })
+	for _, r := range sent {
 		if r.Class == ClassCanceled {
 			continue
 		}

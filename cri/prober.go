@@ -61,6 +61,10 @@ type Prober struct {
 	inflight *inflightTracker
 	redial   func() bool
 	wake     chan struct{}
+	relax    chan struct{}
+	// backingOff: Run waits longer than a period (after a slow or hung
+	// cycle); only then does Relax reach it.
+	backingOff atomic.Bool
 
 	mu          sync.Mutex
 	sandboxes   *sampler
@@ -90,7 +94,8 @@ func NewProber(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceCl
 		cfg.Concurrency = 1
 	}
 	return &Prober{runtime: rt, image: img, cfg: cfg, clock: clk, observer: observer,
-		inflight: newInflightTracker(clk), sandboxes: newSampler(), containers: newSampler(), wake: make(chan struct{}, 1)}
+		inflight: newInflightTracker(clk), sandboxes: newSampler(), containers: newSampler(),
+		wake: make(chan struct{}, 1), relax: make(chan struct{}, 1)}
 }
 
 // ProbeStreams says whether cycles time the list streams (when the runtime

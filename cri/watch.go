@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -9,38 +10,53 @@ import (
 )
 
 // runtimeView joins the full probe cycles and the heartbeat into the one
-// `cri` input: the latest cycle, with its Version result replaced by a
-// newer beat's. A hung beat raises RuntimeHung between cycles; a healthy
-// beat leaves a cycle's hung calls standing until the next cycle.
+// `cri` input: the latest cycle, updated by the latest beat of each kind,
+// oldest first (Cycle.WithBeat). A hung beat raises RuntimeHung between
+// cycles; a healthy beat leaves a cycle's hung calls standing until the
+// next cycle.
 type runtimeView struct {
 	mu      sync.Mutex
 	cycle   *Cycle
-	beat    *Beat
+	beats   map[string]Beat // by method
 	observe func(Cycle)
 }
 
 func (v *runtimeView) onCycle(c Cycle) {
 	v.mu.Lock()
 	v.cycle = &c
-	if v.beat != nil {
-		c = c.WithBeat(*v.beat)
-	}
+	c = v.withBeats(c)
 	v.mu.Unlock()
 	v.observe(c)
 }
 
 // onBeat is observed only once a cycle has been: a beat alone says
-// nothing about the list and status calls.
+// nothing about the other calls.
 func (v *runtimeView) onBeat(b Beat) {
 	v.mu.Lock()
-	v.beat = &b
+	if v.beats == nil {
+		v.beats = map[string]Beat{}
+	}
+	v.beats[b.Call.Method] = b
 	if v.cycle == nil {
 		v.mu.Unlock()
 		return
 	}
-	c := v.cycle.WithBeat(b)
+	c := v.withBeats(*v.cycle)
 	v.mu.Unlock()
 	v.observe(c)
+}
+
+// withBeats applies the latest beats to c, oldest first. Called with v.mu held.
+func (v *runtimeView) withBeats(c Cycle) Cycle {
+	beats := make([]Beat, 0, len(v.beats))
+	for _, b := range v.beats {
+		beats = append(beats, b)
+	}
+	slices.SortFunc(beats, func(a, b Beat) int { return a.Call.Start.Compare(b.Call.Start) })
+	for _, b := range beats {
+		c = c.WithBeat(b)
+	}
+	return c
 }
 
 // Watch runs the full probe cycles and the heartbeat until ctx ends and
