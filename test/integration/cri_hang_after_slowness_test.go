@@ -22,6 +22,9 @@ type hangTrial struct {
 	slowFor  time.Duration
 	reason   string // RuntimeHung's reason once the hold is seen
 	daemonAt []string
+	// ends: the slowness ends instead of turning into a hold; measured is
+	// how long the next full cycle then takes to come.
+	ends bool
 }
 
 // hangSeen is when RuntimeHung rose after a hold: from the hold's start,
@@ -63,6 +66,9 @@ func TestHangAfterSlownessMeasured(t *testing.T) {
 			runHangTrial(t, tr)
 		}
 	}
+	for range 3 {
+		runHangTrial(t, hangTrial{name: "list_slowness_ended", method: "ListPodSandbox", slowFor: time.Minute, ends: true})
+	}
 }
 
 // runHangTrial starts hangwatch through a fresh proxy, slows the call for
@@ -95,6 +101,9 @@ func runHangTrial(t *testing.T, tr hangTrial) hangSeen {
 		release := proxy.Inject(slow)
 		harness.Throughout(t, tr.slowFor, "slow "+tr.method+" is not hung", func() bool { st, _ := runtimeHung(); return st == "False" }, harness.UnlessExited(d))
 		defer release()
+		if tr.ends {
+			return measureCadenceBack(t, tr, d, release)
+		}
 		held := proxy.Inject(fault)
 		defer held()
 		release()
@@ -124,6 +133,27 @@ func measureHold(t *testing.T, tr hangTrial, proxy *criproxy.Proxy, d *daemon, r
 	}
 	measure(t, "runtime_hung_"+tr.name+"_from_hold", seen.fromHold)
 	measure(t, "runtime_hung_"+tr.name+"_from_call_out", seen.fromCallOut)
+	return seen
+}
+
+// measureCadenceBack ends the slowness and records how long the next full
+// cycle takes to come: within a period (30 s) once a beat answers on time.
+func measureCadenceBack(t *testing.T, tr hangTrial, d *daemon, endSlowness func()) hangSeen {
+	t.Helper()
+	cycles := func() float64 {
+		text, err := d.get("/metrics")
+		if err != nil {
+			return -1
+		}
+		return metricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="ok"}`) +
+			max(metricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="slow"}`), 0)
+	}
+	before := cycles()
+	endSlowness()
+	ended := time.Now()
+	harness.Eventually(t, 2*time.Minute, "a full cycle after the slowness ended", func() bool { return cycles() > before }, harness.UnlessExited(d))
+	seen := hangSeen{fromHold: time.Since(ended)}
+	measure(t, "cri_cycle_after_"+tr.name, seen.fromHold)
 	return seen
 }
 

@@ -297,7 +297,14 @@ func (r *repairRig) restartCures(t *testing.T, pid0 int) {
 	harness.Eventually(t, 30*time.Second, "RuntimeHung True", func() bool { st, _ := r.runtimeHung(t); return st == "True" })
 	measure(t, "repair_runtimehung_true_after_freeze", time.Since(frozen))
 	var pid int
-	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd", func() bool { pid = r.mainPID(t); return pid != 0 && pid != pid0 })
+	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// A main process systemd has just forked may not be found below it
+		// yet (no process with that PID): not yet, not a failure.
+		pid, _ = r.sd.MainPID(ctx, harness.ContainerdUnit)
+		return pid != 0 && pid != pid0
+	})
 	measure(t, "repair_restarted_after_freeze", time.Since(frozen))
 	harness.Eventually(t, time.Minute, "RuntimeHung False after the restart", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
 	measure(t, "repair_runtimehung_false_after_freeze", time.Since(frozen))
