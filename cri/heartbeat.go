@@ -28,9 +28,9 @@ type Beat struct {
 // sandbox, goes through the runtime's list path (its sandbox store and the
 // lock the kubelet's relist waits on) for an empty answer. A freeze is
 // seen by either within a period and a timeout; a list path that wedges
-// while Version answers, within two periods and a timeout, however far
-// the full cycles have backed off. Taking turns keeps the calls a minute
-// what Version alone cost.
+// while Version answers, within two periods and a timeout (one when it was
+// slow before, see beatMethod), however far the full cycles have backed
+// off. Taking turns keeps the calls a minute what Version alone cost.
 var beatMethods = []string{MethodVersion, MethodListPodSandbox}
 
 // noSuchSandbox is the list beat's filter: an ID no runtime gives.
@@ -50,7 +50,7 @@ func (p *Prober) Heartbeat(ctx context.Context, period time.Duration, sink func(
 	last := map[string]Class{}
 	for n := 0; ; n++ {
 		start := p.clock.Now() // not r.Start: a joined call may be older
-		method := beatMethods[n%len(beatMethods)]
+		method := beatMethod(n, last)
 		r := p.beatCall(ctx, method)
 		if ctx.Err() != nil {
 			return
@@ -70,6 +70,18 @@ func (p *Prober) Heartbeat(ctx context.Context, period time.Duration, sink func(
 			return
 		}
 	}
+}
+
+// beatMethod is the n-th beat's call: Version and the list beat in turn,
+// but the list beat while the last one was slow or hung. A list path that
+// has slowed is the one likely to wedge next, so it is then watched every
+// period; a freeze hangs the list beat as surely as Version; and a list
+// call still out is joined, not sent again.
+func beatMethod(n int, last map[string]Class) string {
+	if c := last[MethodListPodSandbox]; c == ClassSlow || c == ClassTimeout {
+		return MethodListPodSandbox
+	}
+	return beatMethods[n%len(beatMethods)]
 }
 
 // judgeBeat is r as a beat, judged against the last beat of its kind.

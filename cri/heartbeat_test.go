@@ -54,13 +54,13 @@ func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
 	if took := clk.Since(frozen); took > 5*time.Second {
 		t.Errorf("freeze seen after %v, want within 5s", took)
 	}
-	if b = nextBeat(t, beats, clk, 500*time.Millisecond); b.Call.Method != MethodVersion || b.Call.Class != ClassTimeout {
-		t.Errorf("next beat %+v, want Version timed out", b.Call)
-	}
-	// Still out: later beats report it, never send a second list call.
-	b = nextBeat(t, beats, clk, 500*time.Millisecond)
-	if b.Call.Class != ClassTimeout || f.count(MethodListPodSandbox) != 1 {
-		t.Errorf("next beat %+v after %d list calls; want the same call still out", b.Call, f.count(MethodListPodSandbox))
+	// The list beat keeps the turn while its call hangs; still out, later
+	// beats report it and never send a second list call.
+	for range 2 {
+		b = nextBeat(t, beats, clk, 500*time.Millisecond)
+		if b.Call.Method != MethodListPodSandbox || b.Call.Class != ClassTimeout || f.count(MethodListPodSandbox) != 1 {
+			t.Errorf("next beat %+v after %d list calls; want the same list call still out", b.Call, f.count(MethodListPodSandbox))
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,5 +70,24 @@ func TestABeatIsJudgedAgainstTheLastOfItsKind(t *testing.T) {
 		if b := beat(s.method, s.class); b.Recovered != s.recovered || b.Eased != s.eased {
 			t.Errorf("step %d (%s %s): recovered %v eased %v, want %v %v", i, s.method, s.class, b.Recovered, b.Eased, s.recovered, s.eased)
 		}
+	}
+}
+
+// TestTheListBeatKeepsTheTurnWhileTheListPathIsSlow: Version and the list
+// beat take turns, but a slow or hung list beat is followed by another.
+func TestTheListBeatKeepsTheTurnWhileTheListPathIsSlow(t *testing.T) {
+	last := map[string]Class{}
+	var got []string
+	for n, class := range []Class{ClassOK, ClassOK, ClassOK, ClassSlow, ClassSlow, ClassTimeout, ClassOK, ClassOK, ClassError, ClassOK} {
+		m := beatMethod(n, last)
+		got = append(got, m)
+		if m == MethodListPodSandbox {
+			last[m] = class
+		}
+	}
+	want := []string{MethodVersion, MethodListPodSandbox, MethodVersion, MethodListPodSandbox, MethodListPodSandbox,
+		MethodListPodSandbox, MethodListPodSandbox, MethodListPodSandbox, MethodVersion, MethodListPodSandbox}
+	if !slices.Equal(got, want) {
+		t.Fatalf("beats %v, want %v", got, want)
 	}
 }
