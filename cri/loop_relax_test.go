@@ -52,7 +52,9 @@ func TestRelaxLeavesThePeriodAlone(t *testing.T) {
 
 func TestABeatIsJudgedAgainstTheLastOfItsKind(t *testing.T) {
 	last := map[string]Class{}
-	beat := func(method string, class Class) Beat { return judgeBeat(CallResult{Method: method, Class: class}, last) }
+	beat := func(method string, class Class) Beat {
+		return judgeBeat(CallResult{Method: method, Class: class}, last)
+	}
 	steps := []struct {
 		method           string
 		class            Class
