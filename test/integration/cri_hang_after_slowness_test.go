@@ -52,7 +52,7 @@ func TestAListHangAfterSlownessIsSeenAsFastAsFromHealthy(t *testing.T) {
 // raise RuntimeHung after a minute of the same call answering in 1.5 s,
 // and from a healthy start, for BENCHMARKS.md.
 func TestHangAfterSlownessMeasured(t *testing.T) {
-	harness.RequireSuite(t, harness.SuiteBench, "three holds of each kind after a minute of slowness, about 10 minutes")
+	harness.RequireSuite(t, harness.SuiteBench, "three holds of each kind after a minute of slowness, about 17 minutes")
 	perObject := []string{"--sample-size", "10"} // every container each cycle: the held one is read
 	trials := []hangTrial{
 		{name: "list_after_slowness", method: "ListPodSandbox", slowFor: time.Minute, reason: "ListPodSandboxHung"},
