@@ -147,14 +147,14 @@ func (r *configReloader) refuse(err error) {
 	r.warn("ConfigReloadFailed", fmt.Sprintf("hangwatch refused the new %s; the running rules stay: %v", r.Path, err))
 }
 
-// changedSections names the settings sections (all but conditions) that
-// differ between the running configuration and c; a nil running one
-// stands for the defaults.
 // appliedAtOnce are the sections a reload applies: repair's settings, and
 // the knobs of the rules (runtimeHung's thresholds, kubeletUnresponsive's
 // share, read as params).
 var appliedAtOnce = map[string]bool{"repair": true, "runtimeHung": true, "kubeletUnresponsive": true}
 
+// changedSections names the settings sections (all but conditions) that
+// differ between the running configuration and c and that a reload does
+// not apply; a nil running one stands for the defaults.
 func changedSections(running, c *config.Configuration) []string {
 	if running == nil {
 		running = config.Default()
