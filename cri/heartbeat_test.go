@@ -55,7 +55,9 @@ func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
 		t.Errorf("freeze seen after %v, want within 5s", took)
 	}
 	// The list beat keeps the turn while its call hangs; still out, later
-	// beats report it and never send a second list call.
+	// beats report it and never send a second list call. (The call reaches
+	// the fake on a goroutine of its own, maybe after it was reported.)
+	clocktest.Await(t, "the list call in the fake", func() bool { return f.count(MethodListPodSandbox) >= 1 })
 	for range 2 {
 		b = nextBeat(t, beats, clk, 500*time.Millisecond)
 		if b.Call.Method != MethodListPodSandbox || b.Call.Class != ClassTimeout || f.count(MethodListPodSandbox) != 1 {
