@@ -143,9 +143,13 @@ func (w *waiting) firstExit() (exited <-chan Watched, stop func()) {
 	first := make(chan Watched, 1)
 	quit := make(chan struct{})
 	for _, p := range w.watched {
+		// Exited is asked here, not in the goroutine: a process may
+		// change what it answers (containerd started again) once the
+		// wait is over, and the goroutine may not have run by then.
+		gone := p.Exited()
 		go func() {
 			select {
-			case <-p.Exited():
+			case <-gone:
 				select {
 				case first <- p:
 				default:
