@@ -203,14 +203,19 @@ func (c Cycle) WithBeat(b Beat) Cycle {
 
 // withVersionBeat: the beat's Version result replaces the cycle's when it
 // is newer, and stands in for it when the cycle left Version to the
-// heartbeat (an older beat then only when it answered: the cycle's own
-// calls are newer evidence of a failure). A cycle's other calls stand
-// until the next cycle, so a healthy beat never clears a hung list call,
-// and a hung beat raises RuntimeHung between cycles.
+// heartbeat. An older beat then stands when it answered, or when its call
+// was still out when reported: the beat joins a Version call still out
+// rather than send another, so a Version that stays hung is reported with
+// the start of a call older than every cycle after it, and it is still
+// the newest word on Version. An older beat that failed and returned (a
+// refused call before a restart) does not stand: the cycle's own calls
+// are newer evidence. A cycle's other calls stand until the next cycle,
+// so a healthy beat never clears a hung list call, and a hung beat raises
+// RuntimeHung between cycles.
 func (c Cycle) withVersionBeat(b Beat, newer bool) Cycle {
 	own := slices.IndexFunc(c.Calls, func(r CallResult) bool { return r.Method == MethodVersion && r.Object == "" })
 	answered := b.Call.Class == ClassOK || b.Call.Class == ClassSlow
-	if own >= 0 && b.Call.Start.Before(c.Calls[own].Start) || own < 0 && !newer && !answered {
+	if own >= 0 && b.Call.Start.Before(c.Calls[own].Start) || own < 0 && !newer && !answered && !b.Call.InFlight {
 		return c
 	}
 	return c.withCall(b.Call)

@@ -156,6 +156,25 @@ func TestWithBeatReplacesOnlyAnOlderVersion(t *testing.T) {
 	}
 }
 
+// TestAVersionStillOutStandsForACycleThatLeftItToTheHeartbeat: a Version
+// call that stays hung is joined by every Version beat after it, so each
+// reports the start of a call older than the cycles since. It still says
+// Version is hung now; a cycle that left Version to the heartbeat must not
+// drop it (a held Version went unreported for two minutes). A refused
+// beat from before the cycle, which has returned, is dropped.
+func TestAVersionStillOutStandsForACycleThatLeftItToTheHeartbeat(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 21, 57, 0, 0, time.UTC)
+	c := Cycle{Start: t0.Add(30 * time.Second), Calls: []CallResult{{Method: MethodListPodSandbox, Start: t0.Add(30 * time.Second), Class: ClassOK}}}
+	stillOut := Beat{Call: CallResult{Method: MethodVersion, Start: t0, Duration: 35 * time.Second, Class: ClassTimeout, InFlight: true}}
+	if obs := c.WithBeat(stillOut).Observation(2 * time.Second); len(obs.HungMethods) != 1 || obs.HungMethods[0] != MethodVersion {
+		t.Errorf("a Version beat still out, older than the cycle: hung %v, want [Version]", obs.HungMethods)
+	}
+	returned := Beat{Call: CallResult{Method: MethodVersion, Start: t0, Class: ClassUnreachable}}
+	if got := c.WithBeat(returned); len(got.Calls) != 1 {
+		t.Errorf("a refused Version beat older than the cycle stood in for it: %+v", got.Calls)
+	}
+}
+
 // TestARefusedBeatMakesTheRuntimeUnreachable: a restarted runtime's socket
 // refuses the heartbeat between cycles; that is RuntimeUnreachable then,
 // not a healthy cycle with one failed call.
