@@ -24,10 +24,13 @@ KUBE_BINARIES=(kube-apiserver kubectl kubelet kube-controller-manager kube-sched
 CONTAINERD_VERSION=${CONTAINERD_VERSION:-$(pin CONTAINERD_VERSION)}
 CONTAINERD_UPGRADE_VERSION=$(pin CONTAINERD_UPGRADE_VERSION)  # the restart tests upgrade to it
 CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
+CRIO_VERSION=$(pin CRIO_VERSION)            # hack/crio/<version> pins CRI-O's module
+CRIO_RUNC_VERSION=$(pin CRIO_RUNC_VERSION)  # and hack/runc/<version> the runc it runs
+CRIO_CONMON_DEB=$(pin CRIO_CONMON_DEB)      # Debian's conmon package, at this version
 PROMTOOL_MODULE_VERSION=$(pin PROMTOOL_MODULE_VERSION)  # internal/pins' test checks hack/tools/go.mod against it
 HELM_MODULE_VERSION=$(pin HELM_MODULE_VERSION)          # and hack/helm/go.mod
 NPD_VERSION=$(pin NPD_VERSION)                          # and hack/npd/go.mod: node-problem-detector, for the footprint benchmark
-APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server systemd ca-certificates curl unzip git)
+APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server systemd ca-certificates curl unzip git gcc libc6-dev libseccomp-dev pkg-config)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -245,6 +248,40 @@ build_containerd() {
     -o "$dir.tmp/" "${pkgs[@]}")
   mkdir -p "$dir"
   for b in "${missing[@]}"; do mv "$dir.tmp/$b" "$dir/$b"; done
+  rmdir "$dir.tmp"
+}
+
+# ensure_crio builds the pinned CRI-O with what it runs into
+# $HANGWATCH_CACHE/crio-<version> once per machine (about 2 minutes on two
+# cores from a warm module cache), installs Debian's conmon at its pinned
+# version, and points the harness at them through $HANGWATCH_CRIO_BIN:
+#   - crio from its Go module (no replace directives, so a module of ours
+#     that requires it builds it), with the tags that need no C library
+#     but libseccomp's (containers_image_openpgp: no gpgme; no btrfs);
+#   - pinns, its namespace pinner, from the module's C sources (static);
+#   - runc from its Go module at the version CRI-O's dependencies.yaml
+#     names (Debian's 1.1.5 is older than CRI-O 1.36 tests with).
+ensure_crio() {
+  local dir="$HANGWATCH_CACHE/crio-$CRIO_VERSION" mod
+  if ! dpkg-query -W -f='${Version}' conmon 2>/dev/null | grep -qx "$CRIO_CONMON_DEB"; then
+    log "installing Debian's conmon $CRIO_CONMON_DEB"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "conmon=$CRIO_CONMON_DEB" >/dev/null
+  fi
+  export HANGWATCH_CRIO_BIN="$dir"
+  [ -x "$dir/crio" ] && [ -x "$dir/pinns" ] && [ -x "$dir/runc" ] && return 0
+  log "building CRI-O $CRIO_VERSION, its pinns and runc $CRIO_RUNC_VERSION (once; cached in $dir)"
+  mkdir -p "$dir.tmp"
+  (cd "$ROOT/hack/crio/$CRIO_VERSION" && CGO_ENABLED=1 GOFLAGS=-mod=mod go build -trimpath \
+    -tags "containers_image_ostree_stub containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper btrfs_noversion seccomp" \
+    -ldflags "-s -w" -o "$dir.tmp/crio" github.com/cri-o/cri-o/cmd/crio)
+  mod=$(cd "$ROOT/hack/crio/$CRIO_VERSION" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/cri-o/cri-o)
+  gcc -std=c99 -Os -Wall -Wextra -static -o "$dir.tmp/pinns" "$mod"/pinns/src/*.c
+  strip -s "$dir.tmp/pinns"
+  (cd "$ROOT/hack/runc/$CRIO_RUNC_VERSION" && CGO_ENABLED=1 GOFLAGS=-mod=mod go build -trimpath \
+    -tags "seccomp urfave_cli_no_docs" -ldflags "-s -w -X main.version=${CRIO_RUNC_VERSION#v}" \
+    -o "$dir.tmp/runc" github.com/opencontainers/runc)
+  mkdir -p "$dir"
+  mv "$dir.tmp/crio" "$dir.tmp/pinns" "$dir.tmp/runc" "$dir/"
   rmdir "$dir.tmp"
 }
 

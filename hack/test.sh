@@ -38,6 +38,7 @@ step "Go toolchain" ensure_go
 step "golangci-lint" ensure_golangci_lint
 step "containerd" ensure_containerd
 step "containerd (upgrade)" ensure_upgrade_containerd
+step "CRI-O" ensure_crio
 step "Kubernetes binaries" ensure_kube_binaries
 step "promtool" ensure_promtool
 step "helm" ensure_helm

@@ -22,7 +22,7 @@ func TestParse(t *testing.T) {
 // TestPinsFileIsComplete reads the embedded pins.env: every pin there,
 // nothing else.
 func TestPinsFileIsComplete(t *testing.T) {
-	want := []string{"KUBE_VERSION", "CONTAINERD_VERSION", "CONTAINERD_UPGRADE_VERSION", "GOLANGCI_LINT_VERSION",
+	want := []string{"KUBE_VERSION", "CONTAINERD_VERSION", "CONTAINERD_UPGRADE_VERSION", "CRIO_VERSION", "CRIO_RUNC_VERSION", "CRIO_CONMON_DEB", "GOLANGCI_LINT_VERSION",
 		"PROMTOOL_MODULE_VERSION", "HELM_MODULE_VERSION", "NPD_VERSION", "BUILD_TAGS"}
 	all := All()
 	for _, k := range want {
@@ -39,15 +39,18 @@ func TestPinsFileIsComplete(t *testing.T) {
 // that build each pinned tool against pins.env.
 func TestPinsMatchTheModulesThatBuildThem(t *testing.T) {
 	root := filepath.Join("..", "..")
-	for _, dir := range []string{"hack/kube/" + KubeVersion, "hack/containerd/" + ContainerdVersion, "hack/containerd/" + ContainerdUpgradeVersion} {
+	for _, dir := range []string{"hack/kube/" + KubeVersion, "hack/containerd/" + ContainerdVersion, "hack/containerd/" + ContainerdUpgradeVersion,
+		"hack/crio/" + CRIOVersion, "hack/runc/" + CRIORuncVersion} {
 		if _, err := os.Stat(filepath.Join(root, dir, "go.mod")); err != nil {
 			t.Errorf("no %s/go.mod pins it: %v", dir, err)
 		}
 	}
 	requires := map[string]string{
-		"hack/tools/go.mod": `github.com/prometheus/prometheus ` + regexp.QuoteMeta(PromtoolModuleVersion) + `\b`,
-		"hack/helm/go.mod":  `helm.sh/helm/v3 ` + regexp.QuoteMeta(HelmModuleVersion) + `\b`,
-		"hack/npd/go.mod":   `k8s.io/node-problem-detector ` + regexp.QuoteMeta(NPDVersion) + `\b`,
+		"hack/tools/go.mod":                        `github.com/prometheus/prometheus ` + regexp.QuoteMeta(PromtoolModuleVersion) + `\b`,
+		"hack/helm/go.mod":                         `helm.sh/helm/v3 ` + regexp.QuoteMeta(HelmModuleVersion) + `\b`,
+		"hack/npd/go.mod":                          `k8s.io/node-problem-detector ` + regexp.QuoteMeta(NPDVersion) + `\b`,
+		"hack/crio/" + CRIOVersion + "/go.mod":     `github.com/cri-o/cri-o ` + regexp.QuoteMeta(CRIOVersion) + `\b`,
+		"hack/runc/" + CRIORuncVersion + "/go.mod": `github.com/opencontainers/runc ` + regexp.QuoteMeta(CRIORuncVersion) + `\b`,
 	}
 	for mod, re := range requires {
 		b, err := os.ReadFile(filepath.Join(root, mod))

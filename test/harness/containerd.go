@@ -118,16 +118,12 @@ func StartContainerd(ctx context.Context) (*Containerd, error) {
 
 // StartContainerdFrom is StartContainerd with the given binaries.
 func StartContainerdFrom(ctx context.Context, bin Binaries) (*Containerd, error) {
-	dir, err := os.MkdirTemp("", "hwc-")
+	dir, err := runtimeDir("hwc-")
 	if err != nil {
 		return nil, err
 	}
 	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin}
 	c.Endpoint = "unix://" + c.Socket
-	if err := makeSharedMount(dir); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
 	if err := c.start(ctx); err != nil {
 		c.Stop()
 		return nil, err
@@ -226,17 +222,23 @@ func (c *Containerd) StartRuntime(ctx context.Context, bin Binaries) error {
 
 // waitReady polls CRI Status until both runtime and network are ready.
 func (c *Containerd) waitReady(ctx context.Context) error {
+	return waitCRIReady(ctx, c.conn, c, c.logTail)
+}
+
+// waitCRIReady polls CRI Status on conn until both runtime and network
+// are ready; it gives up when the runtime (watched) exits, with its log.
+func waitCRIReady(ctx context.Context, conn *cri.Conn, watched Watched, logTail func() string) error {
 	var last error
-	_, err := Poll(ctx, 60*time.Second, "containerd ready", func() bool {
+	_, err := Poll(ctx, 60*time.Second, watched.String()+" ready", func() bool {
 		callCtx, callCancel := context.WithTimeout(ctx, 2*time.Second)
 		defer callCancel()
-		resp, err := c.conn.Runtime.Status(callCtx, &runtimeapi.StatusRequest{})
+		resp, err := conn.Runtime.Status(callCtx, &runtimeapi.StatusRequest{})
 		last = err
 		if err == nil && !allConditionsTrue(resp) {
 			last = fmt.Errorf("runtime not ready: %v", resp.GetStatus().GetConditions())
 		}
 		return last == nil
-	}, UnlessExited(c), Explaining(func() string { return fmt.Sprintf("last: %v\n%s", last, c.logTail()) }))
+	}, UnlessExited(watched), Explaining(func() string { return fmt.Sprintf("last: %v\n%s", last, logTail()) }))
 	return err
 }
 
@@ -327,6 +329,20 @@ func (c *Containerd) Stop() {
 	_ = os.RemoveAll(c.Dir)
 }
 
+// runtimeDir is a new temp dir for a runtime's state and socket, made a
+// shared mount (makeSharedMount); its Stop unmounts and removes it.
+func runtimeDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	if err := makeSharedMount(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
 // makeSharedMount makes dir a shared mount of its own, as / is on a
 // systemd node: the shipped pods mount the runtime's socket directory with
 // HostToContainer propagation, which the runtime allows only from a shared
@@ -356,22 +372,7 @@ func stopProcess(pid int, exited <-chan struct{}, grace time.Duration) {
 
 // killShims kills the runc shims whose command line names this containerd's
 // socket, by PID, in case pod removal did not end them.
-func killShims(socket string) {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), "containerd-shim") {
-			continue
-		}
-		if strings.Contains(string(cmdline), socket) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
+func killShims(socket string) { killProcessesNaming("containerd-shim", socket) }
 
 // unmountUnder lazily unmounts every mount below dir, deepest first.
 func unmountUnder(dir string) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/hangwatch/hangwatch/internal/ociimage"
 	"github.com/hangwatch/hangwatch/internal/pins"
 )
@@ -18,9 +20,19 @@ const PauseImage = "hangwatch.local/pause:test"
 // BuildPauseImage compiles test/pause as a static binary and writes it as a
 // one-layer OCI layout tarball to tarPath.
 func BuildPauseImage(tarPath string) error {
-	dir, err := os.MkdirTemp("", "hw-pause-")
+	img, err := buildPauseImage()
 	if err != nil {
 		return err
+	}
+	return ociimage.WriteLayoutTar(tarPath, PauseImage, img)
+}
+
+// buildPauseImage compiles test/pause as a static binary in a one-layer
+// image.
+func buildPauseImage() (v1.Image, error) {
+	dir, err := os.MkdirTemp("", "hw-pause-")
+	if err != nil {
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "pause")
@@ -28,13 +40,9 @@ func BuildPauseImage(tarPath string) error {
 	cmd.Dir = ModuleRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build pause binary: %w: %s", err, out)
+		return nil, fmt.Errorf("build pause binary: %w: %s", err, out)
 	}
-	img, err := ociimage.Build(ociimage.Spec{Binary: bin, Name: "pause"})
-	if err != nil {
-		return err
-	}
-	return ociimage.WriteLayoutTar(tarPath, PauseImage, img)
+	return ociimage.Build(ociimage.Spec{Binary: bin, Name: "pause"})
 }
 
 // BuildTags are the build tags every hangwatch binary is built with, as

@@ -20,9 +20,14 @@ type Pod struct {
 // CreatePods runs n host-network pod sandboxes, each with perPod running
 // containers of the pause image, through CRI.
 func (c *Containerd) CreatePods(ctx context.Context, n, perPod int) ([]Pod, error) {
+	return createPods(ctx, c.conn.Runtime, c.Dir, n, perPod)
+}
+
+// createPods runs the pods of CreatePods on rt, their logs under dir.
+func createPods(ctx context.Context, rt runtimeapi.RuntimeServiceClient, dir string, n, perPod int) ([]Pod, error) {
 	pods := make([]Pod, 0, n)
 	for i := 0; i < n; i++ {
-		p, err := c.createPod(ctx, fmt.Sprintf("hw-pod-%d", i), perPod)
+		p, err := createPod(ctx, rt, dir, fmt.Sprintf("hw-pod-%d", i), perPod)
 		if err != nil {
 			return pods, err
 		}
@@ -31,14 +36,18 @@ func (c *Containerd) CreatePods(ctx context.Context, n, perPod int) ([]Pod, erro
 	return pods, nil
 }
 
-func (c *Containerd) createPod(ctx context.Context, name string, perPod int) (Pod, error) {
-	rt := c.conn.Runtime
+// createPod runs one sandbox sharing the host's network (so no CNI
+// plugin is needed) and, as the kubelet asks for a pod that does not set
+// shareProcessNamespace, a PID namespace per container (the zero value is
+// POD): CRI-O then runs no pause process (drop_infra_ctr), whose
+// oom_score_adj of -998 this machine's root may not set.
+func createPod(ctx context.Context, rt runtimeapi.RuntimeServiceClient, dir, name string, perPod int) (Pod, error) {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Uid: name + "-uid", Namespace: "hangwatch-test"},
-		LogDirectory: filepath.Join(c.Dir, "logs", name),
+		LogDirectory: filepath.Join(dir, "logs", name),
 		Labels:       map[string]string{"io.kubernetes.pod.uid": name + "-uid"},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
 		}},
 	}
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
@@ -52,9 +61,10 @@ func (c *Containerd) createPod(ctx context.Context, name string, perPod int) (Po
 			SandboxConfig: cfg,
 			Config: &runtimeapi.ContainerConfig{
 				Metadata: &runtimeapi.ContainerMetadata{Name: fmt.Sprintf("c%d", j)},
-				Image:    &runtimeapi.ImageSpec{Image: PauseImage},
+				Image:    &runtimeapi.ImageSpec{Image: PauseImage, UserSpecifiedImage: PauseImage}, // CRI-O checks the name the user gave
 				LogPath:  fmt.Sprintf("c%d.log", j),
-				Linux:    &runtimeapi.LinuxContainerConfig{},
+				Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+					NamespaceOptions: cfg.Linux.SecurityContext.NamespaceOptions}},
 			},
 		})
 		if err != nil {
@@ -97,7 +107,7 @@ func (c *Containerd) RunToExit(ctx context.Context, image string, args []string)
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Uid: name, Namespace: "hangwatch-test"},
 		LogDirectory: filepath.Join(c.Dir, "logs", name),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
 		}},
 	}
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})

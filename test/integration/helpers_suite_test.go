@@ -62,8 +62,14 @@ const (
 // package; tests that freeze it thaw it before they end.
 func sharedContainerd(t *testing.T) *harness.Containerd { return shared.Get(t) }
 
-// freeze stops containerd until the test ends (or thaw is called).
-func freeze(t *testing.T, c *harness.Containerd) (thaw func()) {
+// freezable is a runtime the tests stop with SIGSTOP: containerd or CRI-O.
+type freezable interface {
+	Freeze() error
+	Thaw() error
+}
+
+// freeze stops the runtime until the test ends (or thaw is called).
+func freeze(t *testing.T, c freezable) (thaw func()) {
 	t.Helper()
 	if err := c.Freeze(); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestRunSurvivesRuntimeRestarts(t *testing.T) {
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
 	for _, rc := range restartCases {
 		t.Run(rc.name, func(t *testing.T) {
-			unreachable, recovered := restartRuntime(t, c, rc, func() (string, string) { s, r, _ := d.condition(t, "RuntimeHung"); return s, r })
+			unreachable, recovered := restartContainerd(t, c, rc, func() (string, string) { s, r, _ := d.condition(t, "RuntimeHung"); return s, r })
 			measure(t, "restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
 			measure(t, "restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
 			if recovered > 2*period+generousSlack {
@@ -44,11 +44,27 @@ func TestRunSurvivesRuntimeRestarts(t *testing.T) {
 	}
 }
 
-// restartRuntime stops c as rc says, checks that cond reports the runtime
-// unreachable for as long as it is down, starts it again, and returns how
-// long after the stop RuntimeUnreachable showed and how long after the new
-// socket answered the condition went False.
-func restartRuntime(t *testing.T, c *harness.Containerd, rc restartCase, cond func() (string, string)) (unreachable, recovered time.Duration) {
+// restarter is a runtime the restart tests stop and start again.
+type restarter interface {
+	StopRuntime(graceful bool)
+	// start starts it again and returns once its socket answers CRI Status.
+	start(ctx context.Context) error
+	String() string
+}
+
+// containerdRestarter starts containerd again on its binaries, or, for an
+// upgrade, on the next version's.
+type containerdRestarter struct {
+	*harness.Containerd
+	bin harness.Binaries
+}
+
+func (c containerdRestarter) start(ctx context.Context) error { return c.StartRuntime(ctx, c.bin) }
+func (c containerdRestarter) String() string                  { return "containerd " + c.bin.Version }
+
+// restartContainerd is restartRuntime on containerd, upgraded in place
+// when rc says so.
+func restartContainerd(t *testing.T, c *harness.Containerd, rc restartCase, cond func() (string, string)) (unreachable, recovered time.Duration) {
 	t.Helper()
 	bin := c.Bin
 	if rc.upgrade {
@@ -58,27 +74,36 @@ func restartRuntime(t *testing.T, c *harness.Containerd, rc restartCase, cond fu
 		}
 		bin = up
 	}
+	return restartRuntime(t, containerdRestarter{c, bin}, rc, cond)
+}
+
+// restartRuntime stops r as rc says, checks that cond reports the runtime
+// unreachable for as long as it is down, starts it again, and returns how
+// long after the stop RuntimeUnreachable showed and how long after the new
+// socket answered the condition went False.
+func restartRuntime(t *testing.T, r restarter, rc restartCase, cond func() (string, string)) (unreachable, recovered time.Duration) {
+	t.Helper()
 	stopped := time.Now()
-	c.StopRuntime(rc.graceful)
+	r.StopRuntime(rc.graceful)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung True (RuntimeUnreachable)", func() bool {
 		s, r := cond()
 		return s == "True" && r == "RuntimeUnreachable"
 	})
 	unreachable = time.Since(stopped)
 	// The runtime stays down: the condition must hold all along.
-	harness.Throughout(t, rc.down-time.Since(stopped), "RuntimeHung True (RuntimeUnreachable) with containerd down", func() bool {
+	harness.Throughout(t, rc.down-time.Since(stopped), "RuntimeHung True (RuntimeUnreachable) with the runtime down", func() bool {
 		s, r := cond()
 		return s == "True" && r == "RuntimeUnreachable"
 	}, harness.Every(200*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.StartRuntime(ctx, bin); err != nil { // returns once its socket answers CRI Status
-		t.Fatalf("start containerd %s again: %v", bin.Version, err)
+	if err := r.start(ctx); err != nil { // returns once its socket answers CRI Status
+		t.Fatalf("start %s again: %v", r, err)
 	}
 	answered := time.Now()
 	harness.Eventually(t, time.Minute, "RuntimeHung False after the restart", func() bool { s, _ := cond(); return s == "False" })
-	t.Logf("containerd %s: RuntimeUnreachable %v after the stop; RuntimeHung False %v after its socket answered",
-		bin.Version, unreachable.Round(time.Millisecond), time.Since(answered).Round(time.Millisecond))
+	t.Logf("%s: RuntimeUnreachable %v after the stop; RuntimeHung False %v after its socket answered",
+		r, unreachable.Round(time.Millisecond), time.Since(answered).Round(time.Millisecond))
 	return unreachable, time.Since(answered)
 }
 
@@ -111,7 +136,7 @@ func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
 	const period = 10 * time.Second
 	for _, rc := range restartCases {
 		t.Run(rc.name, func(t *testing.T) {
-			unreachable, recovered := restartRuntime(t, n.c, rc, func() (string, string) {
+			unreachable, recovered := restartContainerd(t, n.c, rc, func() (string, string) {
 				c := nodeCond(t, n.cp, n.k.Node, "RuntimeHung")
 				if c == nil {
 					return "", ""
