@@ -3,7 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,6 +25,8 @@ type CRIO struct {
 	Bin      CRIOBinaries
 	proc     *process
 	conn     *cri.Conn
+	registry *httptest.Server // the harness's images, for CRI-O to pull
+	wrapper  string           // the runc wrapper CRI-O runs (crioRuncWrapper)
 }
 
 // StartCRIO starts the pinned CRI-O in a new temp dir, pulls the pause
@@ -47,12 +51,15 @@ func StartCRIO(ctx context.Context) (*CRIO, error) {
 }
 
 func (c *CRIO) start(ctx context.Context) error {
-	reg, err := servePauseImage()
-	if err != nil {
+	c.registry = serveRegistry()
+	if err := c.pushPauseImage(); err != nil {
 		return err
 	}
-	defer reg.Close()
-	if err := c.writeConfig(reg.Listener.Addr().String()); err != nil {
+	var err error
+	if c.wrapper, err = buildRuncWrapper(c.Dir, c.Bin.path("runc")); err != nil {
+		return err
+	}
+	if err := c.writeConfig(c.registry.Listener.Addr().String()); err != nil {
 		return err
 	}
 	if err := c.launch(ctx); err != nil {
@@ -141,6 +148,9 @@ func (c *CRIO) Stop() {
 	if c.conn != nil {
 		_ = c.conn.Close()
 	}
+	if c.registry != nil {
+		c.registry.Close()
+	}
 	killProcessesNaming("conmon", c.Dir)
 	unmountUnder(c.Dir)
 	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // makeSharedMount's
@@ -161,4 +171,17 @@ func killProcessesNaming(command, word string) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// buildRuncWrapper builds test/runcwrap around runc into dir and returns
+// its path.
+func buildRuncWrapper(dir, runc string) (string, error) {
+	out := filepath.Join(dir, "runc-wrapper")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.runc="+runc, "-o", out, "./test/runcwrap")
+	cmd.Dir = ModuleRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the runc wrapper: %w: %s", err, b)
+	}
+	return out, nil
 }

@@ -17,7 +17,10 @@ import (
 //     setting like containerd's restrict_oom_score_adj;
 //   - vfs storage: no overlay mounts to leak;
 //   - no NRI, no host-port mapping (no iptables), no irqbalance restore;
-//   - runc and pinns built by the setup command, Debian's conmon;
+//   - runc and pinns built by the setup command, Debian's conmon; runc
+//     through the harness's wrapper (test/runcwrap), which raises an
+//     oom_score_adj below this machine's floor to it, as containerd's
+//     restrict_oom_score_adj does: the kubelet gives a critical pod -997;
 //   - the pause image the harness builds, pulled once from a registry of
 //     its own on loopback (registries.conf maps hangwatch.local to it).
 const crioConfig = `[crio]
@@ -52,7 +55,7 @@ drop_infra_ctr = true
 log_level = "info"
 
 [crio.runtime.runtimes.runc]
-runtime_path = "%[2]s/runc"
+runtime_path = "%[5]s"
 runtime_type = "oci"
 runtime_root = "%[1]s/run/runc"
 monitor_path = "%[3]s"
@@ -105,7 +108,7 @@ func (c *CRIO) writeConfig(registry string) error {
 		}
 	}
 	files := map[string]string{
-		"crio.conf":                fmt.Sprintf(crioConfig, c.Dir, c.Bin.Dir, c.Bin.Conmon, PauseImage),
+		"crio.conf":                fmt.Sprintf(crioConfig, c.Dir, c.Bin.Dir, c.Bin.Conmon, PauseImage, c.wrapper),
 		"storage.conf":             fmt.Sprintf(crioStorageConf, c.Dir),
 		"registries.conf":          fmt.Sprintf(crioRegistriesConf, registry),
 		"policy.json":              crioPolicy,

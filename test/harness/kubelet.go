@@ -68,21 +68,21 @@ localStorageCapacityIsolation: false
 `
 
 // StartKubelet starts a kubelet for node and waits until the Node is Ready.
-func StartKubelet(ctx context.Context, cp *ControlPlane, c *Containerd, node string) (*Kubelet, error) {
-	return StartKubeletVia(ctx, cp, c, c.Endpoint, node)
+func StartKubelet(ctx context.Context, cp *ControlPlane, c NodeRuntime, node string) (*Kubelet, error) {
+	return StartKubeletVia(ctx, cp, c, c.Where().Endpoint, node)
 }
 
 // StartKubeletVia starts a kubelet whose CRI endpoint is runtimeEndpoint
 // (a fault proxy in front of c) and waits until the Node is Ready. Its
 // feature gates are $HANGWATCH_KUBELET_FEATURE_GATES (hack/e2e.sh sets
 // them for a row of its matrix), else the release's defaults.
-func StartKubeletVia(ctx context.Context, cp *ControlPlane, c *Containerd, runtimeEndpoint, node string) (*Kubelet, error) {
+func StartKubeletVia(ctx context.Context, cp *ControlPlane, c NodeRuntime, runtimeEndpoint, node string) (*Kubelet, error) {
 	return StartKubeletWithGates(ctx, cp, c, runtimeEndpoint, node, os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
 }
 
 // StartKubeletWithGates is StartKubeletVia with the kubelet's
 // --feature-gates.
-func StartKubeletWithGates(ctx context.Context, cp *ControlPlane, c *Containerd, runtimeEndpoint, node, gates string) (*Kubelet, error) {
+func StartKubeletWithGates(ctx context.Context, cp *ControlPlane, c NodeRuntime, runtimeEndpoint, node, gates string) (*Kubelet, error) {
 	k, bin, err := newKubelet(node, gates)
 	if err != nil {
 		return nil, err

@@ -125,14 +125,14 @@ func StartControlPlaneT(t testing.TB) *ControlPlane {
 
 // StartKubeletT starts a kubelet for node against c and cp, and stops it
 // when t ends.
-func StartKubeletT(t testing.TB, cp *ControlPlane, c *Containerd, node string) *Kubelet {
+func StartKubeletT(t testing.TB, cp *ControlPlane, c NodeRuntime, node string) *Kubelet {
 	t.Helper()
-	return StartKubeletViaT(t, cp, c, c.Endpoint, node)
+	return StartKubeletViaT(t, cp, c, c.Where().Endpoint, node)
 }
 
 // StartKubeletViaT starts a kubelet whose CRI endpoint is runtimeEndpoint
 // and stops it when t ends.
-func StartKubeletViaT(t testing.TB, cp *ControlPlane, c *Containerd, runtimeEndpoint, node string) *Kubelet {
+func StartKubeletViaT(t testing.TB, cp *ControlPlane, c NodeRuntime, runtimeEndpoint, node string) *Kubelet {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -84,8 +84,8 @@ func startStaticPodNode(t *testing.T) staticPodNode {
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp)
 	ensureDefaultServiceAccount(t, cp, "kube-system")
-	c := harness.StartContainerdT(t, 0, 0)
-	proxy, err := criproxy.Start(filepath.Join(c.Dir, "kubelet-cri-proxy.sock"), c.Socket)
+	c := harness.StartNodeRuntimeT(t)
+	proxy, err := criproxy.Start(filepath.Join(c.Where().Dir, "kubelet-cri-proxy.sock"), c.Where().Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func writeStaticPod(t *testing.T, n kubeletNode, configDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostPaths := map[string]string{"runtime-socket": n.c.Dir, "kubeconfig": kubeconfig, "kubelet-pki": n.cp.Dir, "config": configDir}
+	hostPaths := map[string]string{"runtime-socket": n.c.Where().Dir, "kubeconfig": kubeconfig, "kubelet-pki": n.cp.Dir, "config": configDir}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if p, ok := hostPaths[v.Name]; ok {

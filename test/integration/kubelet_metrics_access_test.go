@@ -15,7 +15,7 @@ import (
 // shared control plane.
 type kubeletNode struct {
 	cp *harness.ControlPlane
-	c  *harness.Containerd
+	c  harness.NodeRuntime
 	k  *harness.Kubelet
 }
 
@@ -65,7 +65,7 @@ func TestKubeletMetricsAccess(t *testing.T) {
 		{"read-only port", []string{"--kubelet-metrics-url", n.k.ReadOnlyMetricsURL()}, "ok", "answered"},
 	}
 	for _, c := range cases {
-		r, _, elapsed := runDiag(t, n.c.Endpoint, c.args...)
+		r, _, elapsed := runDiag(t, n.c.Where().Endpoint, c.args...)
 		sig := r.PLEG.signal("scrape")
 		t.Logf("%s: verdict %s, scrape %s: %s (%v)", c.name, r.PLEG.Verdict, sig.State, sig.Detail, elapsed.Round(time.Millisecond))
 		if sig.State != c.state || !contains(sig.Detail, c.want) {

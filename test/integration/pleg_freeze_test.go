@@ -22,11 +22,11 @@ func plegDaemon(t *testing.T, n kubeletNode, extra ...string) *daemon {
 	args := []string{"--kernel=false", "--period", "2s",
 		"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.k.ServingCert, "--kubelet-tls-server-name", n.k.Node,
 		"--kubelet-token-file", token, "--kubelet-metrics-period", "5s", "--pleg-emulation-period", "2s"}
-	return startDaemon(t, n.c.Endpoint, append(args, extra...)...)
+	return startDaemon(t, n.c.Where().Endpoint, append(args, extra...)...)
 }
 
 // waitRunningSandboxes waits until the kubelet's pods have n ready sandboxes.
-func waitRunningSandboxes(t *testing.T, d *daemon, c *harness.Containerd, n int) {
+func waitRunningSandboxes(t *testing.T, d *daemon, c harness.NodeRuntime, n int) {
 	t.Helper()
 	harness.Eventually(t, 90*time.Second, fmt.Sprintf("%d ready sandboxes", n), func() bool {
 		resp, err := c.Runtime().ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{

@@ -34,7 +34,7 @@ func TestRunSurvivesRuntimeRestarts(t *testing.T) {
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
 	for _, rc := range restartCases {
 		t.Run(rc.name, func(t *testing.T) {
-			unreachable, recovered := restartContainerd(t, c, rc, func() (string, string) { s, r, _ := d.condition(t, "RuntimeHung"); return s, r })
+			unreachable, recovered := restartNodeRuntime(t, c, rc, func() (string, string) { s, r, _ := d.condition(t, "RuntimeHung"); return s, r })
 			measure(t, "restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
 			measure(t, "restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
 			if recovered > 2*period+generousSlack {
@@ -62,19 +62,29 @@ type containerdRestarter struct {
 func (c containerdRestarter) start(ctx context.Context) error { return c.StartRuntime(ctx, c.bin) }
 func (c containerdRestarter) String() string                  { return "containerd " + c.bin.Version }
 
-// restartContainerd is restartRuntime on containerd, upgraded in place
-// when rc says so.
-func restartContainerd(t *testing.T, c *harness.Containerd, rc restartCase, cond func() (string, string)) (unreachable, recovered time.Duration) {
+// restartNodeRuntime is restartRuntime on containerd, upgraded in place
+// when rc says so, or on CRI-O (no upgrade: one version is served).
+func restartNodeRuntime(t *testing.T, c harness.NodeRuntime, rc restartCase, cond func() (string, string)) (unreachable, recovered time.Duration) {
 	t.Helper()
-	bin := c.Bin
-	if rc.upgrade {
-		up, err := harness.UpgradeContainerdBinaries()
-		if err != nil {
-			t.Skip(err)
+	switch c := c.(type) {
+	case *harness.CRIO:
+		if rc.upgrade {
+			t.Skipf("CRI-O %s is the one version the module proxy serves: no upgrade to run", c.Bin.Version)
 		}
-		bin = up
+		return restartRuntime(t, crioRestarter{c}, rc, cond)
+	case *harness.Containerd:
+		bin := c.Bin
+		if rc.upgrade {
+			up, err := harness.UpgradeContainerdBinaries()
+			if err != nil {
+				t.Skip(err)
+			}
+			bin = up
+		}
+		return restartRuntime(t, containerdRestarter{c, bin}, rc, cond)
 	}
-	return restartRuntime(t, containerdRestarter{c, bin}, rc, cond)
+	t.Fatalf("no restart for %s", c)
+	return 0, 0
 }
 
 // restartRuntime stops r as rc says, checks that cond reports the runtime
@@ -136,7 +146,7 @@ func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
 	const period = 10 * time.Second
 	for _, rc := range restartCases {
 		t.Run(rc.name, func(t *testing.T) {
-			unreachable, recovered := restartContainerd(t, n.c, rc, func() (string, string) {
+			unreachable, recovered := restartNodeRuntime(t, n.c, rc, func() (string, string) {
 				c := nodeCond(t, n.cp, n.k.Node, "RuntimeHung")
 				if c == nil {
 					return "", ""

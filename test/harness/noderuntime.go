@@ -1,0 +1,69 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// NodeRuntime is a CRI runtime the harness runs beside a kubelet:
+// containerd or CRI-O.
+type NodeRuntime interface {
+	Freeze() error
+	Thaw() error
+	Runtime() runtimeapi.RuntimeServiceClient
+	// ImportImage loads an OCI layout tarball's images, by the names it
+	// gives them, as a node's image import would.
+	ImportImage(ctx context.Context, tarPath string) error
+	Where() RuntimePaths
+	String() string
+}
+
+// RuntimePaths are where a harness runtime keeps its state and socket,
+// and the directory a node has its socket in (/run/containerd, /run/crio),
+// which a pod mounts to reach it.
+type RuntimePaths struct {
+	Dir, Socket, Endpoint string
+	NodeSocketDir         string
+}
+
+// Where is containerd's RuntimePaths.
+func (c *Containerd) Where() RuntimePaths {
+	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/containerd"}
+}
+
+// Where is CRI-O's RuntimePaths.
+func (c *CRIO) Where() RuntimePaths {
+	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/crio"}
+}
+
+// E2ERuntime is the runtime the end-to-end node tests run on:
+// $HANGWATCH_E2E_RUNTIME, "containerd" (the default) or "crio" (a row of
+// hack/e2e.sh's matrix).
+func E2ERuntime() string {
+	if r := os.Getenv("HANGWATCH_E2E_RUNTIME"); r != "" {
+		return r
+	}
+	return "containerd"
+}
+
+// StartNodeRuntimeT starts the runtime E2ERuntime names, with no pods,
+// and stops it when the test ends.
+func StartNodeRuntimeT(t testing.TB) NodeRuntime {
+	t.Helper()
+	if E2ERuntime() != "crio" {
+		return StartContainerdT(t, 0, 0)
+	}
+	RequireRealParts(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := StartCRIO(ctx)
+	if err != nil {
+		t.Fatalf("start CRI-O: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
