@@ -37,7 +37,7 @@ func Start(socket, backendSocket string) (*Proxy, error) {
 	}
 	backend, err := grpc.NewClient("unix://"+backendSocket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(backendCodec{}), grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
 		_ = lis.Close()
 		return nil, fmt.Errorf("criproxy backend: %w", err)
@@ -140,6 +140,14 @@ type frame struct{ data []byte }
 type rawCodec struct{}
 
 func (rawCodec) Name() string { return "proto" }
+
+// backendCodec is rawCodec toward the runtime, named "" so that the calls
+// go out with the content-type the kubelet's do, application/grpc, not
+// application/grpc+proto: CRI-O's listener (cmux) routes a connection to
+// its gRPC server only on that exact value, and resets it otherwise.
+type backendCodec struct{ rawCodec }
+
+func (backendCodec) Name() string { return "" }
 
 func (rawCodec) Marshal(v any) ([]byte, error) {
 	f, ok := v.(*frame)

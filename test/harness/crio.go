@@ -26,7 +26,10 @@ type CRIO struct {
 	proc     *process
 	conn     *cri.Conn
 	registry *httptest.Server // the harness's images, for CRI-O to pull
-	wrapper  string           // the runc wrapper CRI-O runs (crioRuncWrapper)
+	wrapper  string           // the runc wrapper CRI-O runs (buildRuncWrapper)
+	sd       *Systemd         // the systemd running CRI-O as unit, when one does
+	unit     string
+	killMode string // the unit's KillMode=, "" for the shipped unit's
 }
 
 // StartCRIO starts the pinned CRI-O in a new temp dir, pulls the pause
@@ -51,6 +54,18 @@ func StartCRIO(ctx context.Context) (*CRIO, error) {
 }
 
 func (c *CRIO) start(ctx context.Context) error {
+	if err := c.prepare(); err != nil {
+		return err
+	}
+	if err := c.launch(ctx); err != nil {
+		return err
+	}
+	return c.pullPause(ctx)
+}
+
+// prepare serves the pause image, builds the runc wrapper and writes the
+// configuration.
+func (c *CRIO) prepare() error {
 	c.registry = serveRegistry()
 	if err := c.pushPauseImage(); err != nil {
 		return err
@@ -59,16 +74,7 @@ func (c *CRIO) start(ctx context.Context) error {
 	if c.wrapper, err = buildRuncWrapper(c.Dir, c.Bin.path("runc")); err != nil {
 		return err
 	}
-	if err := c.writeConfig(c.registry.Listener.Addr().String()); err != nil {
-		return err
-	}
-	if err := c.launch(ctx); err != nil {
-		return err
-	}
-	if _, err := c.conn.Image.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: PauseImage}}); err != nil {
-		return fmt.Errorf("CRI-O pull %s from the harness's registry: %w\n%s", PauseImage, err, c.logTail())
-	}
-	return nil
+	return c.writeConfig(c.registry.Listener.Addr().String())
 }
 
 // launch starts crio on c.Dir's configuration and state and waits until
@@ -94,11 +100,28 @@ func (c *CRIO) CreatePods(ctx context.Context, n, perPod int) ([]Pod, error) {
 	return createPods(ctx, c.conn.Runtime, c.Dir, n, perPod)
 }
 
-// PID is crio's process ID.
-func (c *CRIO) PID() int { return c.proc.PID() }
+// PID is crio's process ID; under systemd, the unit's current main PID on
+// the host, or 0 while it has none.
+func (c *CRIO) PID() int {
+	if c.sd == nil {
+		return c.proc.PID()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pid, _ := c.sd.MainPID(ctx, c.unit)
+	return pid
+}
 
-// Exited is closed when crio exits.
-func (c *CRIO) Exited() <-chan struct{} { return c.proc.exited }
+// Systemd is the systemd running CRI-O, or nil.
+func (c *CRIO) Systemd() *Systemd { return c.sd }
+
+// Exited is closed when crio, or the systemd running it, exits.
+func (c *CRIO) Exited() <-chan struct{} {
+	if c.sd != nil {
+		return c.sd.proc.exited
+	}
+	return c.proc.exited
+}
 
 // String names CRI-O in a wait's failure.
 func (c *CRIO) String() string { return "crio" }
@@ -114,6 +137,15 @@ func (c *CRIO) Thaw() error { return signalPID("crio", c.PID(), syscall.SIGCONT)
 // group of its own, and their containers go on running.
 func (c *CRIO) StopRuntime(graceful bool) {
 	_ = c.Thaw()
+	if c.sd != nil {
+		if pid := c.PID(); !graceful && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = c.sd.StopUnit(ctx, c.unit)
+		return
+	}
 	if graceful {
 		c.proc.stop(30 * time.Second)
 		return
@@ -124,11 +156,19 @@ func (c *CRIO) StopRuntime(graceful bool) {
 
 // StartRuntime starts crio again on the same state and waits until it is
 // ready.
-func (c *CRIO) StartRuntime(ctx context.Context) error { return c.launch(ctx) }
+func (c *CRIO) StartRuntime(ctx context.Context) error {
+	if c.sd != nil {
+		if err := c.sd.StartUnit(ctx, c.unit); err != nil {
+			return err
+		}
+		return waitCRIReady(ctx, c.conn, c, c.logTail)
+	}
+	return c.launch(ctx)
+}
 
 func (c *CRIO) logTail() string {
 	if c.proc == nil {
-		return ""
+		return fileTail("crio", filepath.Join(c.Dir, "crio.log"), 20)
 	}
 	return c.proc.logTail(20)
 }
@@ -136,9 +176,9 @@ func (c *CRIO) logTail() string {
 // Stop removes every pod, stops crio and whatever of its conmons is left,
 // unmounts what it mounted in its directory and removes it.
 func (c *CRIO) Stop() {
-	if c.proc != nil {
+	if c.proc != nil || c.sd != nil {
 		_ = c.Thaw()
-		if c.conn != nil && c.proc.alive() {
+		if c.conn != nil && (c.sd != nil || c.proc.alive()) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			_ = RemoveAllPods(ctx, c.conn.Runtime)
 			cancel()
@@ -147,6 +187,9 @@ func (c *CRIO) Stop() {
 	}
 	if c.conn != nil {
 		_ = c.conn.Close()
+	}
+	if c.sd != nil {
+		c.sd.Stop()
 	}
 	if c.registry != nil {
 		c.registry.Close()
