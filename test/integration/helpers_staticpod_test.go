@@ -73,11 +73,12 @@ func (n staticPodNode) hangwatchMetrics(t *testing.T) string {
 // its default grace period, containerd, the CRI fault proxy and a kubelet
 // talking to containerd through it; then hangwatch's static pod, with the
 // shipped manifest and config changed only where this machine differs from
-// a kubeadm node: the host paths of the socket, the kubelet's kubeconfig
-// and its certificates, the kubelet's port, a kernel lookback of 0 so
-// earlier tests' kmsg lines do not count, and the built-in kernel rules
-// opted in to facility user, which the tests' kmsg lines are. hangwatch
-// talks to containerd directly, as on a real node.
+// a kubeadm node: the host paths of the runtimes' socket directories, the
+// kubelet's kubeconfig and its certificates, the kubelet's port, a kernel
+// lookback of 0 so earlier tests' kmsg lines do not count, and the built-in
+// kernel rules opted in to facility user, which the tests' kmsg lines are.
+// hangwatch finds containerd's socket and talks to it directly, as on a
+// real node.
 func startStaticPodNode(t *testing.T) staticPodNode {
 	t.Helper()
 	harness.RequireRealParts(t)
@@ -181,12 +182,23 @@ func writeStaticPod(t *testing.T, n kubeletNode, configDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostPaths := map[string]string{"runtime-socket": n.c.Where().Dir, "kubeconfig": kubeconfig, "kubelet-pki": n.cp.Dir, "config": configDir}
+	// The runtime's directory holds its socket (containerd.sock or
+	// crio.sock), which the shipped config, with no runtime.endpoint, finds
+	// at /run/containerd or /run/crio in the pod; the other runtime's
+	// directory is empty, as on a node that runs one.
+	where := n.c.Where()
+	hostPaths := map[string]string{"runtime-socket-containerd": t.TempDir(), "runtime-socket-crio": t.TempDir(),
+		"kubeconfig": kubeconfig, "kubelet-pki": n.cp.Dir, "config": configDir}
+	hostPaths["runtime-socket-"+filepath.Base(where.NodeSocketDir)] = where.Dir
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if p, ok := hostPaths[v.Name]; ok {
 			v.HostPath.Path = p
+			delete(hostPaths, v.Name)
 		}
+	}
+	if len(hostPaths) > 0 {
+		t.Fatalf("manifests/static-pod/hangwatch.yaml has no volumes %v", hostPaths)
 	}
 	c := &pod.Spec.Containers[0]
 	c.Image, c.ImagePullPolicy = staticPodImage, corev1.PullNever
