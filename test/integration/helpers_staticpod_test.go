@@ -186,8 +186,15 @@ func writeStaticPod(t *testing.T, n kubeletNode, configDir string) {
 	// crio.sock), which the shipped config, with no runtime.endpoint, finds
 	// at /run/containerd or /run/crio in the pod; the other runtime's
 	// directory is empty, as on a node that runs one.
+	// The empty one is made in the runtime's directory, a shared mount,
+	// which HostToContainer propagation requires (this machine's / is
+	// private).
 	where := n.c.Where()
-	hostPaths := map[string]string{"runtime-socket-containerd": t.TempDir(), "runtime-socket-crio": t.TempDir(),
+	other := filepath.Join(where.Dir, "other-runtime")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hostPaths := map[string]string{"runtime-socket-containerd": other, "runtime-socket-crio": other,
 		"kubeconfig": kubeconfig, "kubelet-pki": n.cp.Dir, "config": configDir}
 	hostPaths["runtime-socket-"+filepath.Base(where.NodeSocketDir)] = where.Dir
 	for i := range pod.Spec.Volumes {

@@ -1,12 +1,18 @@
 // Command runcwrap is the OCI runtime the test harness gives CRI-O: runc,
-// with one change made to a container's bundle before runc creates it. An
-// oom_score_adj below the floor this process may set (its own, inherited
-// from CRI-O) is raised to that floor. The test machines' root lacks
-// CAP_SYS_RESOURCE, so runc fails a container the kubelet gives -997 (a
-// system-node-critical pod, such as hangwatch's static pod) with
-// "failed to update /proc/self/oom_score_adj: Permission denied".
-// containerd has a setting for this (restrict_oom_score_adj); CRI-O has
-// none. A test harness necessity, not a part of hangwatch.
+// with two changes made to a container's bundle before runc creates it,
+// for what the test machines lack. A test harness necessity, not a part
+// of hangwatch:
+//   - an oom_score_adj below the floor this process may set (its own,
+//     inherited from CRI-O) is raised to that floor. The machines' root
+//     lacks CAP_SYS_RESOURCE, so runc fails a container the kubelet gives
+//     -997 (a system-node-critical pod, such as hangwatch's static pod)
+//     with "failed to update /proc/self/oom_score_adj: Permission denied".
+//     containerd has a setting for this (restrict_oom_score_adj); CRI-O
+//     has none;
+//   - hugepage limits are dropped when the cgroup v1 hugetlb hierarchy is
+//     not mounted: the kernel has the controller, so CRI-O passes on the
+//     kubelet's limits, but runc then fails with "cannot set hugetlb
+//     limit: container could not join or create cgroup".
 package main
 
 import (
@@ -49,7 +55,8 @@ func restrictOOMScoreAdj(args []string) error {
 	if err != nil {
 		return fmt.Errorf("/proc/self/oom_score_adj %q: %w", own, err)
 	}
-	return raiseOOMScoreAdj(filepath.Join(bundle, "config.json"), floor)
+	_, err = os.Stat("/sys/fs/cgroup/hugetlb")
+	return fitSpec(filepath.Join(bundle, "config.json"), floor, err == nil)
 }
 
 // bundleOf is the bundle of a create or run command: its --bundle (-b),
@@ -78,9 +85,11 @@ func bundleOf(args []string) (string, bool) {
 	return dir, err == nil
 }
 
-// raiseOOMScoreAdj rewrites the spec at path with process.oomScoreAdj at
-// least floor; numbers are kept as written (json.Number).
-func raiseOOMScoreAdj(path string, floor int) error {
+// fitSpec rewrites the spec at path with process.oomScoreAdj at least
+// floor and, without hugetlb, no linux.resources.hugepageLimits; numbers
+// are kept as written (json.Number), and a spec that needs neither change
+// is left untouched.
+func fitSpec(path string, floor int, hugetlb bool) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -91,18 +100,47 @@ func raiseOOMScoreAdj(path string, floor int) error {
 	if err := dec.Decode(&spec); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	process, _ := spec["process"].(map[string]any)
-	adj, ok := process["oomScoreAdj"].(json.Number)
-	if !ok {
-		return nil
-	}
-	if n, err := adj.Int64(); err != nil || n >= int64(floor) {
+	changed, err := raiseOOMScoreAdj(spec, floor)
+	if err != nil {
 		return err
 	}
-	process["oomScoreAdj"] = floor
+	if resources, _ := dig(spec, "linux", "resources").(map[string]any); !hugetlb && resources["hugepageLimits"] != nil {
+		delete(resources, "hugepageLimits")
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
 	out, err := json.Marshal(spec)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, out, 0o600)
+}
+
+// raiseOOMScoreAdj raises the spec's process.oomScoreAdj to floor and
+// says whether it did.
+func raiseOOMScoreAdj(spec map[string]any, floor int) (bool, error) {
+	adj, ok := dig(spec, "process", "oomScoreAdj").(json.Number)
+	if !ok {
+		return false, nil
+	}
+	n, err := adj.Int64()
+	if err != nil || n >= int64(floor) {
+		return false, err
+	}
+	dig(spec, "process").(map[string]any)["oomScoreAdj"] = floor
+	return true, nil
+}
+
+// dig is the value at path in nested JSON objects, or nil.
+func dig(v any, path ...string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
 }

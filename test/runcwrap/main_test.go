@@ -26,23 +26,24 @@ func TestBundleOfCreateAndRunOnly(t *testing.T) {
 	}
 }
 
-func TestRaiseOOMScoreAdjKeepsTheRestOfTheSpec(t *testing.T) {
+func TestFitSpecKeepsTheRestOfTheSpec(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.json")
-	spec := `{"ociVersion":"1.2.0","process":{"oomScoreAdj":-997,"args":["/pause"]},"linux":{"resources":{"memory":{"limit":9007199254740993}}}}`
+	spec := `{"ociVersion":"1.2.0","process":{"oomScoreAdj":-997,"args":["/pause"]},"linux":{"resources":{"memory":{"limit":9007199254740993},"hugepageLimits":[{"pageSize":"2MB","limit":0}]}}}`
 	if err := os.WriteFile(path, []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := raiseOOMScoreAdj(path, 0); err != nil {
+	if err := fitSpec(path, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(got), `"oomScoreAdj":0`) || !strings.Contains(string(got), `9007199254740993`) || !strings.Contains(string(got), `"/pause"`) {
+	if !strings.Contains(string(got), `"oomScoreAdj":0`) || !strings.Contains(string(got), `9007199254740993`) || !strings.Contains(string(got), `"/pause"`) ||
+		strings.Contains(string(got), "hugepageLimits") {
 		t.Errorf("spec after: %s", got)
 	}
-	if err := raiseOOMScoreAdj(path, -1000); err != nil { // above the floor: left as it is
+	if err := fitSpec(path, -1000, false); err != nil { // above the floor, no hugepage limits: left as it is
 		t.Fatal(err)
 	}
 	if again, _ := os.ReadFile(path); string(again) != string(got) {
@@ -50,18 +51,19 @@ func TestRaiseOOMScoreAdjKeepsTheRestOfTheSpec(t *testing.T) {
 	}
 }
 
-// FuzzRaiseOOMScoreAdj: any config.json gives an error or a spec, never a
-// panic.
-func FuzzRaiseOOMScoreAdj(f *testing.F) {
+// FuzzFitSpec: any config.json gives an error or a spec, never a panic.
+func FuzzFitSpec(f *testing.F) {
 	f.Add(`{"process":{"oomScoreAdj":-997}}`)
 	f.Add(`{"process":{"oomScoreAdj":"x"}}`)
 	f.Add(`{"process":null}`)
 	f.Add(`[]`)
+	f.Add(`{"linux":{"resources":{"hugepageLimits":[]}}}`)
+	f.Add(`{"linux":{"resources":null}}`)
 	f.Fuzz(func(t *testing.T, spec string) {
 		path := filepath.Join(t.TempDir(), "config.json")
 		if err := os.WriteFile(path, []byte(spec), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_ = raiseOOMScoreAdj(path, 0)
+		_ = fitSpec(path, 0, false)
 	})
 }
