@@ -31,7 +31,7 @@
 #       for BUDGET (10m); the review flood at the secure port. The table
 #       goes between the api-budget markers. About 25 minutes.
 #   ./hack/e2e.sh --matrix [HEALTHY_DURATION (default 1m)]
-#       for each kubelet/containerd pair of E2E_MATRIX: the frozen-runtime
+#       for each kubelet/runtime pair of E2E_MATRIX: the frozen-runtime
 #       lead, the ListPodSandbox-hang lead and a healthy run with 30 pods;
 #       writes one row per pair into BENCHMARKS.md (between the matrix
 #       markers), keeping the rows of pairs not run. About 10 minutes a
@@ -46,9 +46,12 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/e2e.sh starts containerd and a kubelet"
-# KUBELET CONTAINERD [GATES] rows; GATES are the kubelet's --feature-gates.
-# Every supported pair: kubelets 1.36 and 1.37 want containerd 2.2 or later,
-# so containerd 2.1 runs under kubelet 1.35 only.
+# KUBELET RUNTIME [GATES] rows; RUNTIME is a containerd version or
+# crio-<version>; GATES are the kubelet's --feature-gates. Every supported
+# pair: kubelets 1.36 and 1.37 want containerd 2.2 or later, so containerd
+# 2.1 runs under kubelet 1.35 only. CRI-O's minor follows the kubelet's;
+# the module proxy serves 1.36 alone (1.35.x and 1.37.x are refused), so
+# it runs under its own kubelet 1.36 and under the control plane's 1.37.
 E2E_MATRIX=${E2E_MATRIX:-"v1.37.2 v2.3.7
 v1.37.2 v2.4.2 CRIListStreaming=true
 v1.37.2 v2.4.2 EventedPLEG=true
@@ -59,7 +62,9 @@ v1.36.3 v2.2.9 EventedPLEG=true
 v1.35.4 v2.4.2
 v1.35.4 v2.3.7
 v1.35.4 v2.2.9
-v1.35.4 v2.1.9"}
+v1.35.4 v2.1.9
+v1.36.3 crio-v1.36.3
+v1.37.2 crio-v1.36.3"}
 ensure_packages
 ensure_go
 ensure_kube_binaries
