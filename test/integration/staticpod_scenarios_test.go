@@ -21,7 +21,8 @@ import (
 
 // TestStaticPodBeatsNotReady runs hangwatch as the shipped static pod on a
 // real kubelet and measures, for a hung-task kernel line and for a frozen
-// containerd, the time from the fault to hangwatch's condition on the
+// runtime (containerd, or CRI-O with HANGWATCH_E2E_RUNTIME=crio), the
+// time from the fault to hangwatch's condition on the
 // Node, and for the freeze the time to the kubelet's Ready=False and the
 // lead between them.
 func TestStaticPodBeatsNotReady(t *testing.T) {
@@ -42,7 +43,7 @@ func TestStaticPodBeatsNotReady(t *testing.T) {
 		}
 	})
 
-	t.Run("containerd frozen", func(t *testing.T) {
+	t.Run("runtime frozen", func(t *testing.T) {
 		thaw := freeze(t, n.c)
 		frozen := time.Now()
 		hung := n.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionTrue, ""))
