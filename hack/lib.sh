@@ -265,6 +265,7 @@ ensure_crio() {
   local dir="$HANGWATCH_CACHE/crio-$CRIO_VERSION" mod
   if ! dpkg-query -W -f='${Version}' conmon 2>/dev/null | grep -qx "$CRIO_CONMON_DEB"; then
     log "installing Debian's conmon $CRIO_CONMON_DEB"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "conmon=$CRIO_CONMON_DEB" >/dev/null
   fi
   export HANGWATCH_CRIO_BIN="$dir"
