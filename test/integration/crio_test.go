@@ -35,7 +35,8 @@ func startCRIO(t *testing.T, pods, perPod int) *harness.CRIO {
 
 // TestCRIO runs against a real CRI-O (crio, pinns and runc built from
 // pinned sources, Debian's conmon) what the containerd tests run:
-// diag's report, RuntimeHung raised by a freeze and cleared by a thaw,
+// diag's report, the relist emulation's PLEGUnhealthy, RuntimeHung raised
+// by a freeze and cleared by a thaw,
 // and `hangwatch run` through a graceful stop and a SIGKILL, each followed
 // by a start on the same state, with the containers running on.
 func TestCRIO(t *testing.T) {
@@ -45,6 +46,12 @@ func TestCRIO(t *testing.T) {
 	const period, timeout = time.Second, time.Second
 	d := startDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", timeout.String())
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
+	// no kubelet here: PLEGUnhealthy comes from hangwatch's own relist of
+	// CRI-O's sandboxes and containers
+	harness.Eventually(t, 30*time.Second, "PLEGUnhealthy False from the relist emulation", func() bool {
+		s, r, _ := d.condition(t, "PLEGUnhealthy")
+		return s == "False" && r == "RelistHealthy"
+	}, harness.UnlessExited(d))
 	t.Run("freeze", func(t *testing.T) {
 		thaw := freeze(t, c)
 		frozeAt := time.Now()
