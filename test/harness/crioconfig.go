@@ -21,8 +21,11 @@ import (
 //     through the harness's wrapper (test/runcwrap), which raises an
 //     oom_score_adj below this machine's floor to it, as containerd's
 //     restrict_oom_score_adj does: the kubelet gives a critical pod -997;
-//   - the pause image the harness builds, pulled once from a registry of
-//     its own on loopback (registries.conf maps hangwatch.local to it).
+//   - the harness's images (the pause image, hangwatch's) pulled from a
+//     registry of its own on loopback, which lives as long as the CRI-O
+//     (registries.conf maps hangwatch.local to it);
+//   - the kubelet's hugepage limits dropped by the same wrapper where the
+//     hugetlb hierarchy is not mounted (runcwrap says why).
 const crioConfig = `[crio]
 root = "%[1]s/storage"
 runroot = "%[1]s/run/storage"
@@ -100,7 +103,7 @@ insecure = true
 const crioPolicy = `{"default": [{"type": "insecureAcceptAnything"}]}`
 
 // writeConfig writes CRI-O's configuration, storage, registries, policy
-// and CNI files into c.Dir; registry is the pause image's host:port.
+// and CNI files into c.Dir; registry is the harness registry's host:port.
 func (c *CRIO) writeConfig(registry string) error {
 	for _, d := range []string{"cni", "tmp", "lib", "run"} {
 		if err := os.MkdirAll(filepath.Join(c.Dir, d), 0o755); err != nil {

@@ -61,7 +61,7 @@ func createPod(ctx context.Context, rt runtimeapi.RuntimeServiceClient, dir, nam
 			SandboxConfig: cfg,
 			Config: &runtimeapi.ContainerConfig{
 				Metadata: &runtimeapi.ContainerMetadata{Name: fmt.Sprintf("c%d", j)},
-				Image:    &runtimeapi.ImageSpec{Image: PauseImage, UserSpecifiedImage: PauseImage}, // CRI-O checks the name the user gave
+				Image:    &runtimeapi.ImageSpec{Image: PauseImage, UserSpecifiedImage: PauseImage}, // CRI-O verifies the image by the name the user gave
 				LogPath:  fmt.Sprintf("c%d.log", j),
 				Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 					NamespaceOptions: cfg.Linux.SecurityContext.NamespaceOptions}},
