@@ -31,7 +31,7 @@ finish() {
   return 0
 }
 trap finish EXIT
-log "expected on 2 cores: 25-55 min from an empty cache (containerd, the Kubernetes binaries, promtool, helm and golangci-lint are built once), about 20-25 min after"
+log "expected on 2 cores: 25-55 min from an empty cache (containerd, CRI-O, the Kubernetes binaries, promtool, helm and golangci-lint are built once), about 20-25 min after"
 APT_PACKAGES+=(qemu-user)   # runs the arm64 image's binary (TestImageRunsAsAContainer)
 step "Debian packages" ensure_packages
 step "Go toolchain" ensure_go
