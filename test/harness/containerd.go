@@ -22,29 +22,9 @@ type Containerd struct {
 	Socket   string // path of the CRI socket
 	Endpoint string // unix:// endpoint of the socket
 	Bin      Binaries
-	proc     *process // containerd, when the harness runs it as its child
-	sd       *Systemd // the systemd running containerd as unit, when one does
-	unit     string
-	conn     *cri.Conn
+	runtimeProcess
+	conn *cri.Conn
 }
-
-// PID is containerd's process ID. Under systemd it is the unit's current
-// main PID on the host, which changes when systemd restarts containerd, or
-// 0 while it has none.
-func (c *Containerd) PID() int {
-	if c.sd == nil {
-		return c.proc.PID()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pid, _ := c.sd.MainPID(ctx, c.unit)
-	return pid
-}
-
-// Systemd is the systemd running containerd as its unit
-// (StartContainerdUnderSystemd), or nil when the harness runs containerd
-// as its child.
-func (c *Containerd) Systemd() *Systemd { return c.sd }
 
 // Runtime is a CRI client on the harness's own connection.
 func (c *Containerd) Runtime() runtimeapi.RuntimeServiceClient { return c.conn.Runtime }
@@ -122,7 +102,7 @@ func StartContainerdFrom(ctx context.Context, bin Binaries) (*Containerd, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "containerd"}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()
@@ -185,30 +165,6 @@ func (c *Containerd) writeConfig() error {
 	return nil
 }
 
-// StopRuntime stops containerd alone, as `systemctl stop containerd` or a
-// crash would: SIGTERM (graceful) or SIGKILL. Its shims and containers go
-// on running. The socket stays on disk until the next start replaces it.
-// Under systemd it stops the unit (after the SIGKILL, so that systemd does
-// not restart it).
-func (c *Containerd) StopRuntime(graceful bool) {
-	_ = c.Thaw()
-	if c.sd != nil {
-		if pid := c.PID(); !graceful && pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = c.sd.StopUnit(ctx, c.unit)
-		return
-	}
-	if graceful {
-		c.proc.stop(10 * time.Second)
-		return
-	}
-	_ = syscall.Kill(c.proc.PID(), syscall.SIGKILL)
-	<-c.proc.exited
-}
-
 // StartRuntime starts containerd again on the same state with bin (an
 // in-place upgrade when bin is another version) and waits until it is
 // ready.
@@ -242,12 +198,6 @@ func waitCRIReady(ctx context.Context, conn *cri.Conn, watched Watched, logTail 
 	return err
 }
 
-// Exited is closed when containerd, or the systemd running it, exits.
-func (c *Containerd) Exited() <-chan struct{} { return c.exited() }
-
-// String names containerd in a wait's failure.
-func (c *Containerd) String() string { return "containerd" }
-
 // allConditionsTrue: the two conditions the kubelet requires are true
 // (containerd 2.2+ adds ContainerdHasNoDeprecationWarnings, false on a
 // cgroup v1 machine, which the kubelet ignores).
@@ -266,34 +216,6 @@ func (c *Containerd) ImportImage(ctx context.Context, tarPath string) error {
 	cmd := exec.CommandContext(ctx, c.Bin.path("ctr"), "--address", c.Socket, "-n", "k8s.io", "images", "import", tarPath)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", tarPath, err, out)
-	}
-	return nil
-}
-
-// exited is closed when containerd, or the systemd running it, exits.
-func (c *Containerd) exited() <-chan struct{} {
-	if c.sd != nil {
-		return c.sd.proc.exited
-	}
-	return c.proc.exited
-}
-
-// Freeze stops containerd with SIGSTOP; its socket stays open and silent.
-// Under systemd it stops the unit's current main process.
-func (c *Containerd) Freeze() error { return c.signal(syscall.SIGSTOP) }
-
-// Thaw resumes a frozen containerd with SIGCONT.
-func (c *Containerd) Thaw() error { return c.signal(syscall.SIGCONT) }
-
-func (c *Containerd) signal(sig syscall.Signal) error { return signalPID("containerd", c.PID(), sig) }
-
-// signalPID sends sig to what's process pid, refusing pid 0 and below.
-func signalPID(what string, pid int, sig syscall.Signal) error {
-	if pid <= 0 { // never kill(0, ...): that is the test's own process group
-		return fmt.Errorf("%s has no process to send %v", what, sig)
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("signal %v to %s %d: %w", sig, what, pid, err)
 	}
 	return nil
 }

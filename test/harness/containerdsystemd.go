@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"github.com/hangwatch/hangwatch/cri"
 )
 
 // ContainerdUnit is containerd's unit under the harness's systemd, named
@@ -94,7 +92,7 @@ func StartContainerdUnderSystemd(ctx context.Context, bin Binaries) (*Containerd
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, unit: ContainerdUnit}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "containerd", unit: ContainerdUnit}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()
@@ -111,14 +109,8 @@ func (c *Containerd) startUnderSystemd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.sd, err = StartSystemd(ctx, map[string]string{c.unit: unit}); err != nil {
+	if c.conn, err = c.startSystemd(ctx, unit, c.Endpoint, c.logTail); err != nil {
 		return err
-	}
-	if c.conn, err = cri.Dial(c.Endpoint); err != nil {
-		return err
-	}
-	if err := c.waitReady(ctx); err != nil {
-		return fmt.Errorf("%w\n%s", err, c.sd.LogTail(20))
 	}
 	tarPath := filepath.Join(c.Dir, "pause.tar")
 	if err := BuildPauseImage(tarPath); err != nil {

@@ -23,13 +23,11 @@ type CRIO struct {
 	Socket   string
 	Endpoint string
 	Bin      CRIOBinaries
-	proc     *process
+	runtimeProcess
 	conn     *cri.Conn
 	registry *httptest.Server // the harness's images, for CRI-O to pull
 	wrapper  string           // the runc wrapper CRI-O runs (buildRuncWrapper)
-	sd       *Systemd         // the systemd running CRI-O as unit, when one does
-	unit     string
-	killMode string // the unit's KillMode=, "" for the shipped unit's
+	killMode string           // the unit's KillMode=, "" for the shipped unit's
 }
 
 // StartCRIO starts the pinned CRI-O in a new temp dir, pulls the pause
@@ -44,7 +42,7 @@ func StartCRIO(ctx context.Context) (*CRIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "crio"}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()
@@ -100,60 +98,6 @@ func (c *CRIO) CreatePods(ctx context.Context, n, perPod int) ([]Pod, error) {
 	return createPods(ctx, c.conn.Runtime, c.Dir, n, perPod)
 }
 
-// PID is crio's process ID; under systemd, the unit's current main PID on
-// the host, or 0 while it has none.
-func (c *CRIO) PID() int {
-	if c.sd == nil {
-		return c.proc.PID()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pid, _ := c.sd.MainPID(ctx, c.unit)
-	return pid
-}
-
-// Systemd is the systemd running CRI-O, or nil.
-func (c *CRIO) Systemd() *Systemd { return c.sd }
-
-// Exited is closed when crio, or the systemd running it, exits.
-func (c *CRIO) Exited() <-chan struct{} {
-	if c.sd != nil {
-		return c.sd.proc.exited
-	}
-	return c.proc.exited
-}
-
-// String names CRI-O in a wait's failure.
-func (c *CRIO) String() string { return "crio" }
-
-// Freeze stops crio with SIGSTOP; its socket stays open and silent.
-func (c *CRIO) Freeze() error { return signalPID("crio", c.PID(), syscall.SIGSTOP) }
-
-// Thaw resumes a frozen crio.
-func (c *CRIO) Thaw() error { return signalPID("crio", c.PID(), syscall.SIGCONT) }
-
-// StopRuntime stops crio alone, as `systemctl stop crio` or a crash
-// would: SIGTERM (graceful) or SIGKILL. Its conmons, each in a process
-// group of its own, and their containers go on running.
-func (c *CRIO) StopRuntime(graceful bool) {
-	_ = c.Thaw()
-	if c.sd != nil {
-		if pid := c.PID(); !graceful && pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = c.sd.StopUnit(ctx, c.unit)
-		return
-	}
-	if graceful {
-		c.proc.stop(30 * time.Second)
-		return
-	}
-	_ = syscall.Kill(c.proc.PID(), syscall.SIGKILL)
-	<-c.proc.exited
-}
-
 // StartRuntime starts crio again on the same state and waits until it is
 // ready.
 func (c *CRIO) StartRuntime(ctx context.Context) error {
@@ -203,6 +147,15 @@ func (c *CRIO) Stop() {
 // killProcessesNaming kills, by PID, each process whose command line has
 // both words, in case pod removal did not end it.
 func killProcessesNaming(command, word string) {
+	for _, pid := range ProcessesNaming(command, word) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// ProcessesNaming are the PIDs of the processes whose command line has
+// both words.
+func ProcessesNaming(command, word string) []int {
+	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		var pid int
@@ -211,9 +164,10 @@ func killProcessesNaming(command, word string) {
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && strings.Contains(string(cmdline), command) && strings.Contains(string(cmdline), word) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			pids = append(pids, pid)
 		}
 	}
+	return pids
 }
 
 // buildRuncWrapper builds test/runcwrap around runc into dir and returns

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/hangwatch/hangwatch/cri"
 )
 
 // CRIOUnit is CRI-O's unit under the harness's systemd, named as on a
@@ -95,7 +93,7 @@ func StartCRIOUnderSystemd(ctx context.Context, killMode string) (*CRIO, *System
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, unit: CRIOUnit, killMode: killMode}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "crio", unit: CRIOUnit}, killMode: killMode}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()
@@ -112,14 +110,8 @@ func (c *CRIO) startUnderSystemd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.sd, err = StartSystemd(ctx, map[string]string{c.unit: unit}); err != nil {
+	if c.conn, err = c.startSystemd(ctx, unit, c.Endpoint, c.logTail); err != nil {
 		return err
-	}
-	if c.conn, err = cri.Dial(c.Endpoint); err != nil {
-		return err
-	}
-	if err := waitCRIReady(ctx, c.conn, c, c.logTail); err != nil {
-		return fmt.Errorf("%w\n%s", err, c.sd.LogTail(20))
 	}
 	return c.pullPause(ctx)
 }

@@ -146,8 +146,12 @@ func (r *repairRig) logCount(t *testing.T, s string) int {
 }
 
 // repairs reads hangwatch_repairs_total for the runtime and outcome.
-func (r *repairRig) repairs(outcome string) float64 {
-	text, err := r.d.get("/metrics")
+func (r *repairRig) repairs(outcome string) float64 { return runtimeRepairs(r.d, outcome) }
+
+// runtimeRepairs reads d's hangwatch_repairs_total for the runtime and
+// outcome; -1 when /metrics does not answer.
+func runtimeRepairs(d *daemon, outcome string) float64 {
+	text, err := d.get("/metrics")
 	if err != nil {
 		return -1
 	}

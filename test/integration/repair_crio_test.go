@@ -2,10 +2,8 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,13 +54,13 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 	}
 	d := startDaemon(t, proxy.Endpoint, "--config", config)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
-	before, pid0, conmons := runningIDs(t, c.Runtime()), c.PID(), len(processesNamed("conmon", c.Dir))
+	before, pid0, conmons := runningIDs(t, c.Runtime()), c.PID(), len(harness.ProcessesNaming("conmon", c.Dir))
 
 	release := proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
 	defer release()
 	held := time.Now()
 	harness.Eventually(t, 30*time.Second, "RuntimeHung True", func() bool { return d.runtimeHung(t) == "True" }, harness.UnlessExited(d))
-	restarted := func() bool { v, _ := crioRepairs(d, repair.OutcomeRestarted); return v >= 1 }
+	restarted := func() bool { return runtimeRepairs(d, repair.OutcomeRestarted) >= 1 }
 	harness.Eventually(t, repair.StartupGrace+2*time.Minute, "hangwatch to restart crio.service", restarted, harness.UnlessExited(d))
 	measure(t, "crio_repair_restart_after_hang", time.Since(held))
 	var pid int
@@ -76,7 +74,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 			t.Errorf("container %s is not running after the repair (running: %v)", id, after)
 		}
 	}
-	if left := len(processesNamed("conmon", c.Dir)); left != conmons {
+	if left := len(harness.ProcessesNaming("conmon", c.Dir)); left != conmons {
 		t.Errorf("%d conmons before the repair, %d after; want every one kept (KillMode=process)", conmons, left)
 	}
 	t.Logf("CRI-O restarted by repair (PID %d -> %d) %v after the hang; %d containers running before, %d after; %d conmons",
@@ -92,27 +90,4 @@ func checkCRIORepairDiagnosis(t *testing.T, ctx context.Context, c *harness.CRIO
 	if !rt.Possible || rt.Unit != harness.CRIOUnit || rt.Restart != "on-failure" || rt.MainPID != c.PID() {
 		t.Errorf("diagnosis of CRI-O: %+v; want %s found from the CRI socket, Restart=on-failure, its main PID %d", rt, harness.CRIOUnit, c.PID())
 	}
-}
-
-// crioRepairs reads hangwatch_repairs_total for the runtime and outcome.
-func crioRepairs(d *daemon, outcome string) (float64, error) {
-	text, err := d.get("/metrics")
-	if err != nil {
-		return 0, err
-	}
-	return metricValue(text, fmt.Sprintf(`hangwatch_repairs_total{outcome="%s",target="runtime"}`, outcome)), nil
-}
-
-// processesNamed are the PIDs of the processes whose command line has
-// both words.
-func processesNamed(command, word string) []string {
-	var pids []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), command) && strings.Contains(string(cmdline), word) {
-			pids = append(pids, e.Name())
-		}
-	}
-	return pids
 }

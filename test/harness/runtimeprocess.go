@@ -1,0 +1,107 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/hangwatch/hangwatch/cri"
+)
+
+// runtimeProcess is a runtime's daemon (containerd, crio): the harness's
+// child, or the main process of a unit of the harness's systemd. PID,
+// Freeze and Thaw follow the unit's main process across restarts.
+type runtimeProcess struct {
+	name string
+	proc *process // the daemon, when the harness runs it as its child
+	sd   *Systemd // the systemd running it as unit, when one does
+	unit string
+}
+
+// PID is the daemon's process ID. Under systemd it is the unit's current
+// main PID on the host, which changes when systemd restarts it, or 0
+// while it has none.
+func (r *runtimeProcess) PID() int {
+	if r.sd == nil {
+		return r.proc.PID()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pid, _ := r.sd.MainPID(ctx, r.unit)
+	return pid
+}
+
+// Systemd is the systemd running the daemon as its unit, or nil when the
+// harness runs it as its child.
+func (r *runtimeProcess) Systemd() *Systemd { return r.sd }
+
+// Exited is closed when the daemon, or the systemd running it, exits.
+func (r *runtimeProcess) Exited() <-chan struct{} {
+	if r.sd != nil {
+		return r.sd.proc.exited
+	}
+	return r.proc.exited
+}
+
+// String names the daemon in a wait's failure.
+func (r *runtimeProcess) String() string { return r.name }
+
+// Freeze stops the daemon with SIGSTOP; its socket stays open and silent.
+func (r *runtimeProcess) Freeze() error { return signalPID(r.name, r.PID(), syscall.SIGSTOP) }
+
+// Thaw resumes a frozen daemon with SIGCONT.
+func (r *runtimeProcess) Thaw() error { return signalPID(r.name, r.PID(), syscall.SIGCONT) }
+
+// StopRuntime stops the daemon alone, as `systemctl stop` or a crash
+// would: SIGTERM (graceful) or SIGKILL. What it started (shims, conmons)
+// and their containers go on running; its socket stays on disk until the
+// next start replaces it. Under systemd it stops the unit (after the
+// SIGKILL, so that systemd does not restart it).
+func (r *runtimeProcess) StopRuntime(graceful bool) {
+	_ = r.Thaw()
+	if r.sd != nil {
+		if pid := r.PID(); !graceful && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = r.sd.StopUnit(ctx, r.unit)
+		return
+	}
+	if graceful {
+		r.proc.stop(30 * time.Second)
+		return
+	}
+	_ = syscall.Kill(r.proc.PID(), syscall.SIGKILL)
+	<-r.proc.exited
+}
+
+// signalPID sends sig to what's process pid, refusing pid 0 and below.
+func signalPID(what string, pid int, sig syscall.Signal) error {
+	if pid <= 0 { // never kill(0, ...): that is the test's own process group
+		return fmt.Errorf("%s has no process to send %v", what, sig)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal %v to %s %d: %w", sig, what, pid, err)
+	}
+	return nil
+}
+
+// startSystemd starts a systemd whose only unit is the daemon's (unit is
+// its text), dials its CRI endpoint and waits until the runtime is ready;
+// a failure carries the daemon's and systemd's logs.
+func (r *runtimeProcess) startSystemd(ctx context.Context, unit, endpoint string, logTail func() string) (*cri.Conn, error) {
+	var err error
+	if r.sd, err = StartSystemd(ctx, map[string]string{r.unit: unit}); err != nil {
+		return nil, err
+	}
+	conn, err := cri.Dial(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitCRIReady(ctx, conn, r, logTail); err != nil {
+		return conn, fmt.Errorf("%w\n%s", err, r.sd.LogTail(20))
+	}
+	return conn, nil
+}
