@@ -32,6 +32,9 @@ type repairRig struct {
 	cp     *harness.ControlPlane
 	node   string
 	config string
+	// started is taken just before hangwatch is: no later than its own
+	// start, from which it counts repair.StartupGrace.
+	started time.Time
 }
 
 // stuckUnit is a service whose main process is a mkdir waiting in D for
@@ -68,6 +71,7 @@ func startRepairRig(t *testing.T) *repairRig {
 	r.config = filepath.Join(dir, "hangwatch.yaml")
 	r.writeConfig(t, "runtimeUnit: "+stuckUnit)
 	kc := createNode(t, r.cp, r.node)
+	r.started = time.Now()
 	r.d = startDaemon(t, r.proxy.Endpoint, nodeArgs(kc, r.node, "--config", r.config)...)
 	return r
 }
@@ -228,14 +232,13 @@ func (r *repairRig) runningContainers(t *testing.T) map[string]string {
 //     restart, then the budget is spent and no more are made.
 func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 	r := startRepairRig(t)
-	started := time.Now()
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
 	r.checkDiagnosis(t)
 
 	pid0 := r.mainPID(t)
 	thaw := freeze(t, r.c)
 	r.waitRepairs(t, repair.StartupGrace+time.Minute, repair.OutcomeImpossible, 1)
-	if since := time.Since(started); since < repair.StartupGrace {
+	if since := time.Since(r.started); since < repair.StartupGrace {
 		t.Errorf("repair was tried %v after hangwatch started, inside its first minute", since)
 	}
 	r.waitEvent(t, corev1.EventTypeWarning, "RepairImpossible")
