@@ -37,10 +37,14 @@ type inflightTracker struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
 	calls map[callKey]*outstanding
+	// unanswered is, per method, since when its calls have gone without
+	// any answer: the start of the first call sent after the last answer,
+	// or that answer's time when calls sent before it are still out.
+	unanswered map[string]time.Time
 }
 
 func newInflightTracker(c clock.PassiveClock) *inflightTracker {
-	return &inflightTracker{clock: c, calls: map[callKey]*outstanding{}}
+	return &inflightTracker{clock: c, calls: map[callKey]*outstanding{}, unanswered: map[string]time.Time{}}
 }
 
 // begin records a call and returns it with true; if the same call is
@@ -53,6 +57,9 @@ func (t *inflightTracker) begin(k callKey, start time.Time) (*outstanding, bool)
 	}
 	o := &outstanding{start: start, done: make(chan struct{})}
 	t.calls[k] = o
+	if _, ok := t.unanswered[k.method]; !ok {
+		t.unanswered[k.method] = start
+	}
 	return o, true
 }
 
@@ -65,6 +72,58 @@ func (t *inflightTracker) end(k callKey, r CallResult) {
 		close(o.done)
 		delete(t.calls, k)
 	}
+	if !answered(r) {
+		return // the runtime said nothing: the silence goes on
+	}
+	delete(t.unanswered, k.method)
+	if t.outFor(k.method) {
+		t.unanswered[k.method] = t.clock.Now() // the calls still out are unanswered from now
+	}
+}
+
+// answered tells whether the runtime answered a call that returned: with
+// a result or an error of its own, however late. A call that ended only
+// because its lifetime ran out, or its caller gave up, was not answered;
+// one the socket refused or whose connection closed was (nothing listens:
+// not a hang).
+func answered(r CallResult) bool {
+	if r.Err == "" {
+		return true
+	}
+	return r.Class != ClassTimeout && r.Class != ClassCanceled
+}
+
+// outFor tells whether a call of method is out; t.mu is held.
+func (t *inflightTracker) outFor(method string) bool {
+	for k := range t.calls {
+		if k.method == method {
+			return true
+		}
+	}
+	return false
+}
+
+// Unanswered is, of methods, the one whose calls have gone longest with
+// no answer at all while one of them is out, and for how long, on the
+// prober's clock: any answer to that method, however late, starts it
+// again. 0 when each of them has answered since its oldest call still out
+// was sent, or none is out.
+func (t *inflightTracker) Unanswered(methods []string) (string, time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.Now()
+	var worst string
+	var longest time.Duration
+	for _, m := range methods {
+		since, ok := t.unanswered[m]
+		if !ok || !t.outFor(m) {
+			continue
+		}
+		if d := now.Sub(since); d > longest || worst == "" {
+			worst, longest = m, d
+		}
+	}
+	return worst, longest
 }
 
 // snapshot lists the outstanding calls, oldest first.

@@ -113,6 +113,12 @@ func (p *Prober) Config() Config { return p.cfg }
 // InFlight lists the calls that are out now, oldest first.
 func (p *Prober) InFlight() []InFlight { return p.inflight.snapshot() }
 
+// Unanswered is, of methods, the one whose calls have gone longest with
+// no answer at all while one is out, and for how long (0: none).
+func (p *Prober) Unanswered(methods []string) (string, time.Duration) {
+	return p.inflight.Unanswered(methods)
+}
+
 // OldestInFlight returns the age of the oldest outstanding call per method.
 func (p *Prober) OldestInFlight() map[string]time.Duration { return p.inflight.oldestByMethod() }
 

@@ -38,12 +38,13 @@ func (s *inputState) leaseRead(o Observation) (string, Observation) {
 }
 
 // probed takes a probe's result, hands the input on once the Lease has
-// been read, and says whether the kubelet just stopped answering 200 (the
-// Lease should be read now).
+// been read, and says whether the kubelet just stopped answering 200, or
+// a port that refused now holds a kubelet that does not (the Lease should
+// be read now: it was read at the idle pace).
 func (s *inputState) probed(result string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	stopped := s.healthz == HealthzOK && result != HealthzOK
+	stopped := result != HealthzOK && result != s.healthz && (s.healthz == HealthzOK || s.healthz == HealthzRefused)
 	s.healthz = result
 	if s.read {
 		s.handOn()

@@ -9,6 +9,7 @@ type Metrics struct {
 	left      *metrics.Gauge
 	reads     *metrics.CounterVec
 	healthz   *metrics.CounterVec
+	refused   *metrics.Gauge
 }
 
 // NewMetrics registers the Lease metrics with reg.
@@ -24,8 +25,10 @@ func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 			Help: "Reads of the node Lease by result: ok, not_found or error."}, []string{"result"}),
 		healthz: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_kubelet_healthz_probes_total", StabilityLevel: metrics.ALPHA,
 			Help: "Probes of the kubelet's local /healthz by result: ok (it answered), timeout (it did not answer in time), refused or error."}, []string{"result"}),
+		refused: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_kubelet_healthz_refused", StabilityLevel: metrics.ALPHA,
+			Help: "1 while the kubelet's local /healthz refuses connections (healthzPort 0, bound elsewhere, or no kubelet): the kubelet is then watched through its Lease alone, read every idle period while renewed on time, and never restarted; 0 otherwise."}),
 	}
-	reg.MustRegister(m.renewTime, m.renewAge, m.left, m.reads, m.healthz)
+	reg.MustRegister(m.renewTime, m.renewAge, m.left, m.reads, m.healthz, m.refused)
 	return m
 }
 
@@ -47,6 +50,17 @@ func (m *Metrics) observe(o Observation) {
 	m.renewTime.Set(float64(o.RenewTime.UnixMilli()) / 1000)
 	m.renewAge.Set(o.RenewAge.Seconds())
 	m.left.Set(o.SecondsLeft())
+}
+
+func (m *Metrics) refusedProbe(refused bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if refused {
+		v = 1
+	}
+	m.refused.Set(v)
 }
 
 func (m *Metrics) probed(result string) {

@@ -14,7 +14,7 @@ func TestMetricsLint(t *testing.T) {
 	m := NewMetrics(reg)
 	m.observe(Observation{Found: true, RenewTime: t0, RenewAge: 3 * time.Second, Grace: 50 * time.Second})
 	m.read("error")
-	if names := metricslint.Check(t, reg); len(names) != 4 {
-		t.Fatalf("metric families %v, want 4", names)
+	if names := metricslint.Check(t, reg); len(names) != 5 {
+		t.Fatalf("metric families %v, want 5", names)
 	}
 }

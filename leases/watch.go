@@ -2,6 +2,7 @@ package leases
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -43,6 +44,10 @@ type Watch struct {
 	// counts failed PUTs): the Lease is read at once, at most once per
 	// IdlePeriod, and again when it would be 2 renewals late. nil: none.
 	Nudge <-chan struct{}
+
+	silence   kubeletSilence
+	refusedMu sync.Mutex
+	refused   bool // the last probe was refused (warned once per spell)
 }
 
 // Prober asks the kubelet whether it answers, within ctx's deadline: one
@@ -62,9 +67,7 @@ func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
 	defer cancel()
 	done := make(chan struct{})
 	if w.Healthz != nil {
-		h := w.Healthz.Probe(ctx) // the first read knows whether the kubelet answers
-		w.Metrics.probed(h)
-		st.probed(h)
+		w.probeOnce(ctx, st) // the first read knows whether the kubelet answers
 		go func() { defer close(done); w.probe(ctx, st, wake) }()
 	} else {
 		close(done)
@@ -143,18 +146,57 @@ func (w *Watch) probe(ctx context.Context, st *inputState, wake chan<- struct{})
 			return
 		case <-t.C():
 		}
-		h := w.Healthz.Probe(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		w.Metrics.probed(h)
-		if st.probed(h) {
+		if w.probeOnce(ctx, st) {
 			select {
 			case wake <- struct{}{}:
 			default:
 			}
 		}
 	}
+}
+
+// probeOnce asks /healthz once, times the kubelet's silence, and says
+// whether the kubelet just stopped answering 200 (false once ctx ended).
+func (w *Watch) probeOnce(ctx context.Context, st *inputState) bool {
+	start := w.Clock.Now()
+	h := w.Healthz.Probe(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	w.silence.probed(start, h)
+	w.noteRefused(h)
+	w.Metrics.probed(h)
+	return st.probed(h)
+}
+
+// noteRefused warns once when the health port starts refusing: the Lease
+// is then read as if there were no health probe (nextRead), and
+// hangwatch_kubelet_healthz_refused says so.
+func (w *Watch) noteRefused(h string) {
+	w.refusedMu.Lock()
+	defer w.refusedMu.Unlock()
+	refused := h == HealthzRefused
+	if refused && !w.refused {
+		klog.InfoS("Warning: the kubelet's local /healthz refuses connections (healthzPort 0, another port, or no kubelet); "+
+			"its Lease is read every idle period while it renews on time, and the kubelet is not restarted", "node", w.Node, "url", w.healthzURL())
+	}
+	w.refused = refused
+	w.Metrics.refusedProbe(refused)
+}
+
+func (w *Watch) healthzURL() string {
+	if h, ok := w.Healthz.(*Healthz); ok {
+		return h.URL
+	}
+	return ""
+}
+
+// KubeletUnanswered is how long the kubelet's /healthz has given no
+// answer at all: since the first probe that timed out after its last
+// answer, on the watch's clock; 0 while it answers (any status) or
+// refuses (nothing listens: not a hang), or before it is probed.
+func (w *Watch) KubeletUnanswered() time.Duration {
+	return w.silence.since(w.Clock.Now())
 }
 
 // nextRead is how long until the next Lease read after reading o, the
@@ -171,6 +213,13 @@ func (w *Watch) nextRead(o Observation, failures int, healthz string) time.Durat
 	idle := w.idlePeriod()
 	late := o.RenewAge > o.RenewInterval+o.RenewInterval/2
 	switch {
+	case healthz == HealthzRefused && o.Readable && o.Found && !late:
+		// nothing listens on the health port: read at the idle pace while
+		// the Lease is renewed on time (a refusing port on a healthy node
+		// is no reason to read every period); failed reads back off below
+		return idle
+	case healthz == HealthzRefused && !o.Readable:
+		return min(w.Period<<min(failures, 16), idle)
 	case !answering(healthz):
 		return w.Period
 	case !o.Readable:
