@@ -15,6 +15,7 @@ import (
 	"github.com/hangwatch/hangwatch/httpauth"
 	"github.com/hangwatch/hangwatch/internal/buildinfo"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/leases"
 )
 
 // Agent is `hangwatch run` wired together.
@@ -35,6 +36,7 @@ type Agent struct {
 	secure     *httpauth.SecureServer // nil without --secure-listen-address
 	reloader   *configReloader        // nil without --config
 	repair     *repairing
+	leases     *leases.Watch // nil when the Lease is not read
 	memLimit   *metrics.Gauge // hangwatch_go_memory_limit_bytes
 	// leaseNudge carries the kubelet's metrics' word that its renewals
 	// fail to the Lease watch.

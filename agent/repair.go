@@ -1,35 +1,54 @@
 package agent
 
 import (
-	"sync/atomic"
+	"context"
+	"fmt"
+	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/repair"
 )
 
-// repairing is the repair rung and the progress counters it waits on
-// after a restart: the observations of each target's signal the engine
-// has judged (the runtime's beats and cycles; the Lease reads, each with a
-// probe of the kubelet's /healthz).
+// repairing is the repair rung.
 type repairing struct {
 	*repair.Repairer
-	probes map[repair.Target]*atomic.Uint64
 }
 
-// newRepair builds the repairer over the agent's conditions; it acts only
-// while the configuration enables it, and a reload applies a new one.
+// newRepair builds the repairer over the agent's conditions and the
+// signals' silences; it acts only while the configuration enables it, and
+// a reload applies a new one.
 func (a *Agent) newRepair() {
-	rp := &repairing{probes: map[repair.Target]*atomic.Uint64{repair.TargetRuntime: {}, repair.TargetKubelet: {}}}
 	var notify repair.Notifier = logNotifier{}
-	if a.api != nil {
-		notify = a.api.events
+	o := repair.Options{Settings: a.cfg.Repair.Settings(), Clock: a.o.Clock, Verdicts: a.verdicts,
+		CRISocket: a.o.Endpoint.Address, KubeletHealthzPort: repair.PortOf(a.cfg.Kubelet.HealthzURL),
+		Metrics: repair.NewMetrics(a.o.Registry), Notify: notify,
+		Unanswered: map[repair.Target]repair.Silence{repair.TargetRuntime: func() (string, time.Duration) {
+			return a.prober.Unanswered(repair.WholeRuntimeCalls)
+		}}}
+	if a.leases != nil && a.leases.Healthz != nil {
+		o.Unanswered[repair.TargetKubelet] = func() (string, time.Duration) { return "/healthz", a.leases.KubeletUnanswered() }
 	}
-	rp.Repairer = repair.New(repair.Options{Settings: a.cfg.Repair.Settings(), Clock: a.o.Clock,
-		Verdicts: a.verdicts, CRISocket: a.o.Endpoint.Address, Metrics: repair.NewMetrics(a.o.Registry), Notify: notify,
-		Progress: map[repair.Target]func() uint64{repair.TargetRuntime: rp.probes[repair.TargetRuntime].Load,
-			repair.TargetKubelet: rp.probes[repair.TargetKubelet].Load}})
-	a.repair = rp
+	if a.api != nil {
+		o.Notify, o.Maintenance = a.api.events, a.api.maintenance
+	}
+	a.repair = &repairing{Repairer: repair.New(o)}
+}
+
+// maintenance reads the Node fresh and names its condition that says an
+// administrator is at work, if one is True.
+func (r *apiReporting) maintenance(ctx context.Context) (string, error) {
+	n, err := r.client.GetNode(ctx, r.node)
+	if err != nil {
+		return "", fmt.Errorf("read Node %s: %w", r.node, err)
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && slices.Contains(repair.MaintenanceConditions, string(c.Type)) {
+			return string(c.Type), nil
+		}
+	}
+	return "", nil
 }
 
 // verdicts are the agent's conditions as repair reads them.

@@ -12,7 +12,6 @@ import (
 	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/observations"
 	"github.com/hangwatch/hangwatch/pleg"
-	"github.com/hangwatch/hangwatch/repair"
 )
 
 // source is a signal that feeds the engine one input: cri.Watch,
@@ -91,6 +90,7 @@ func (a *Agent) leaseWatch() *leases.Watch {
 	if h, err := leases.NewHealthz(a.cfg.Kubelet.HealthzURL); a.cfg.Kubelet.HealthzURL != "" && err == nil { // checked with the configuration
 		w.Healthz, w.HealthzPeriod = h, a.cfg.Kubelet.HealthzPeriod.Duration
 	}
+	a.leases = w
 	return w
 }
 
@@ -111,10 +111,4 @@ func (a *Agent) watchKubeletPuts() func(*kubeletmetrics.Snapshot) {
 // observe hands an input to the engine.
 func (a *Agent) observe(obs observations.Input) {
 	a.engine.Observe(obs)
-	switch obs.(type) { // after the engine judged it
-	case observations.CRI:
-		a.repair.probes[repair.TargetRuntime].Add(1)
-	case observations.Lease:
-		a.repair.probes[repair.TargetKubelet].Add(1)
-	}
 }

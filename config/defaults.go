@@ -46,7 +46,7 @@ func Default() *Configuration {
 			SlowFor: d(2 * time.Minute), EmulationPeriod: d(5 * time.Second)},
 		Repair: Repair{RestartRuntimeAfter: d(repair.DefaultRestartAfter), RestartKubeletAfter: d(repair.DefaultRestartKubeletAfter),
 			MaxRestartsPerHour: repair.DefaultMaxRestartsPerHour, KubeletUnit: repair.DefaultKubeletUnit,
-			SystemdSocket: repair.DefaultSystemdSocket},
+			SystemdSocket: repair.DefaultSystemdSocket, StateFile: repair.DefaultStateFile},
 	}}
 }
 
@@ -71,5 +71,5 @@ func (r Runtime) EffectiveHeartbeat() time.Duration {
 func (r Repair) Settings() repair.Settings {
 	return repair.Settings{Enabled: r.Enabled, DryRun: r.DryRun, RestartRuntimeAfter: r.RestartRuntimeAfter.Duration,
 		RestartKubeletAfter: r.RestartKubeletAfter.Duration, MaxRestartsPerHour: r.MaxRestartsPerHour,
-		RuntimeUnit: r.RuntimeUnit, KubeletUnit: r.KubeletUnit, SystemdSocket: r.SystemdSocket}
+		RuntimeUnit: r.RuntimeUnit, RuntimeSocket: r.RuntimeSocket, KubeletUnit: r.KubeletUnit, SystemdSocket: r.SystemdSocket, StateFile: r.StateFile}
 }

@@ -110,12 +110,14 @@ func repairFields(r *Repair) []field {
 	return []field{
 		{"repair.enabled", "repair", "", "restart a hung runtime or a kubelet that stopped answering, through systemd's D-Bus API (needs root, hostPID and systemd's private socket); a reload applies the repair settings at once", &r.Enabled},
 		{"repair.dryRun", "repair-dry-run", "", "log, count and tell (Event) each restart repair would make, and make none", &r.DryRun},
-		{"repair.restartRuntimeAfter", "restart-runtime-after", "", "restart the runtime once RuntimeHung has been True this long for a hang of the whole runtime (the heartbeat or a list call; never one object's call); 0: never", &r.RestartRuntimeAfter},
-		{"repair.restartKubeletAfter", "restart-kubelet-after", "", "restart the kubelet once KubeletUnresponsive has been True this long because its local /healthz got no answer (never for a late Lease alone); 0: never", &r.RestartKubeletAfter},
-		{"repair.maxRestartsPerHour", "max-restarts-per-hour", "", "most restarts of each target (runtime, kubelet) in any hour; then an Event, hangwatch_repairs_total{outcome=\"budget-spent\"} and no more", &r.MaxRestartsPerHour},
-		{"repair.runtimeUnit", "runtime-unit", "", "the runtime's systemd unit; empty: the unit of the process that listens on the CRI socket", &r.RuntimeUnit},
-		{"repair.kubeletUnit", "kubelet-unit", "", "the kubelet's systemd unit", &r.KubeletUnit},
+		{"repair.restartRuntimeAfter", "restart-runtime-after", "", "restart the runtime, while RuntimeHung is True, once a call that judges the whole runtime (Version, Status, the lists, ImageFsInfo; never one object's call) has gone this long with no answer at all; any answer, however late, starts it again; 0: never", &r.RestartRuntimeAfter},
+		{"repair.restartKubeletAfter", "restart-kubelet-after", "", "restart the kubelet, while KubeletUnresponsive is True, once its local /healthz has given no answer at all for this long (never for a late Lease alone, nor a refused port); 0: never", &r.RestartKubeletAfter},
+		{"repair.maxRestartsPerHour", "max-restarts-per-hour", "", "most restarts of each target (runtime, kubelet) in any hour on this node, dry runs included, kept in repair.stateFile; then an Event, hangwatch_repairs_total{outcome=\"budget-spent\"} and no more", &r.MaxRestartsPerHour},
+		{"repair.runtimeUnit", "runtime-unit", "", "the runtime's systemd unit; empty: the unit of the process that listens on the CRI socket; either way its main process must be that listener (on k3s and RKE2 it is not: no restart)", &r.RuntimeUnit},
+		{"repair.runtimeSocket", "repair-runtime-socket", "", "the runtime's own socket, whose listener must be the runtime unit's main process (else no kill); empty: the CRI endpoint's; set it only when hangwatch reaches the runtime through a proxy", &r.RuntimeSocket},
+		{"repair.kubeletUnit", "kubelet-unit", "", "the kubelet's systemd unit; the process holding the kubelet's health port must be in it", &r.KubeletUnit},
 		{"repair.systemdSocket", "systemd-socket", "", "systemd's private D-Bus socket", &r.SystemdSocket},
+		{"repair.stateFile", "repair-state-file", "", "where each target's restarts of the last hour are kept across hangwatch's own restarts (a hostPath); empty: in memory only, so a hangwatch that restarts forgets its budget", &r.StateFile},
 	}
 }
 

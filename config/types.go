@@ -134,6 +134,8 @@ type Repair struct {
 	RestartKubeletAfter metav1.Duration `json:"restartKubeletAfter"`
 	MaxRestartsPerHour  int             `json:"maxRestartsPerHour"`
 	RuntimeUnit         string          `json:"runtimeUnit"`
+	RuntimeSocket       string          `json:"runtimeSocket"`
 	KubeletUnit         string          `json:"kubeletUnit"`
 	SystemdSocket       string          `json:"systemdSocket"`
+	StateFile           string          `json:"stateFile"`
 }

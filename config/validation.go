@@ -121,6 +121,8 @@ func validateRepair(p *checks, r Repair, healthz string) {
 	p.check(r.RestartRuntimeAfter.Duration < 0, "repair.restartRuntimeAfter", r.RestartRuntimeAfter.Duration, "must not be negative (0: never)")
 	p.check(r.RestartKubeletAfter.Duration < 0, "repair.restartKubeletAfter", r.RestartKubeletAfter.Duration, "must not be negative (0: never)")
 	p.check(r.MaxRestartsPerHour < 1 || r.MaxRestartsPerHour > 60, "repair.maxRestartsPerHour", r.MaxRestartsPerHour, "must be from 1 to 60")
+	p.check(r.RuntimeSocket != "" && !strings.HasPrefix(r.RuntimeSocket, "/"), "repair.runtimeSocket", r.RuntimeSocket, "must be the absolute path of the runtime's socket, or empty (the CRI endpoint's)")
+	p.check(r.StateFile != "" && !strings.HasPrefix(r.StateFile, "/"), "repair.stateFile", r.StateFile, "must be an absolute path, or empty (in memory only)")
 	p.check(r.Enabled && !strings.HasPrefix(r.SystemdSocket, "/"), "repair.systemdSocket", r.SystemdSocket, "must be the absolute path of systemd's private socket")
 	p.check(r.Enabled && r.RestartKubeletAfter.Duration > 0 && r.KubeletUnit == "", "repair.kubeletUnit", r.KubeletUnit, "must name the kubelet's unit")
 	p.check(r.Enabled && r.RestartKubeletAfter.Duration > 0 && healthz == "", "repair.restartKubeletAfter", r.RestartKubeletAfter.Duration, "needs --kubelet-healthz-url: only a kubelet that does not answer on the node is restarted")

@@ -69,6 +69,10 @@ var fieldCases = []fieldCase{
 	{"repair.systemdSocket", "run/systemd/private", "must be the absolute path of systemd's private socket", func(c *Configuration) {
 		c.Repair.Enabled, c.Repair.SystemdSocket = true, "run/systemd/private"
 	}},
+	{"repair.runtimeSocket", "run/containerd/containerd.sock", "must be the absolute path of the runtime's socket, or empty (the CRI endpoint's)", func(c *Configuration) {
+		c.Repair.RuntimeSocket = "run/containerd/containerd.sock"
+	}},
+	{"repair.stateFile", "budget.json", "must be an absolute path, or empty (in memory only)", func(c *Configuration) { c.Repair.StateFile = "budget.json" }},
 	{"repair.kubeletUnit", "", "must name the kubelet's unit", func(c *Configuration) { c.Repair.Enabled, c.Repair.KubeletUnit = true, "" }},
 	{"repair.restartKubeletAfter", "10s", "needs --kubelet-healthz-url: only a kubelet that does not answer on the node is restarted", func(c *Configuration) {
 		c.Repair.Enabled, c.Repair.RestartKubeletAfter, c.Kubelet.HealthzURL = true, d(10*time.Second), ""

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -184,4 +185,92 @@ func truncate(b []byte) []byte {
 		return b[:64]
 	}
 	return b
+}
+
+// ThreadInD is the first thread of pid in uninterruptible sleep (D), and
+// whether there is one: a Go runtime wedged in the kernel has its leader
+// in S and the stuck thread in D, and a SIGKILL cannot complete while it
+// is.
+func (p Procfs) ThreadInD(pid int) (int, bool, error) {
+	dir := filepath.Join(p.Root, strconv.Itoa(pid), "task")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false, fmt.Errorf("threads of PID %d: %w", pid, err)
+	}
+	for _, e := range entries {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+		if err != nil {
+			continue // a thread that exited meanwhile
+		}
+		if st, err := parseStatState(raw); err == nil && st == 'D' {
+			return tid, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// TCPListener is the PID, in hangwatch's PID namespace, of a process that
+// holds the socket listening on TCP port (IPv4 or IPv6) in hangwatch's
+// network namespace; 0 when none is found.
+func (p Procfs) TCPListener(port int) (int, error) {
+	var inodes []string
+	for _, name := range []string{"tcp", "tcp6"} {
+		raw, err := os.ReadFile(filepath.Join(p.Root, "net", name))
+		if err != nil {
+			continue // no IPv6, say
+		}
+		inodes = append(inodes, listeningInodes(raw, port)...)
+	}
+	if len(inodes) == 0 {
+		return 0, nil
+	}
+	return p.socketHolder(inodes)
+}
+
+// listeningInodes are the inodes of the sockets in /proc/net/tcp's text
+// that listen (state 0A) on port.
+func listeningInodes(raw []byte, port int) []string {
+	var out []string
+	for _, line := range strings.Split(string(raw), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 10 || f[3] != "0A" {
+			continue
+		}
+		_, hexPort, ok := strings.Cut(f[1], ":")
+		n, err := strconv.ParseUint(hexPort, 16, 16)
+		if ok && err == nil && int(n) == port && f[9] != "0" {
+			out = append(out, f[9])
+		}
+	}
+	return out
+}
+
+// socketHolder is the first process with a descriptor on one of the
+// socket inodes.
+func (p Procfs) socketHolder(inodes []string) (int, error) {
+	entries, err := os.ReadDir(p.Root)
+	if err != nil {
+		return 0, fmt.Errorf("list processes: %w", err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fds, err := os.ReadDir(filepath.Join(p.Root, e.Name(), "fd"))
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			link, err := os.Readlink(filepath.Join(p.Root, e.Name(), "fd", fd.Name()))
+			if err == nil && strings.HasPrefix(link, "socket:[") && slices.Contains(inodes, link[len("socket:["):len(link)-1]) {
+				return pid, nil
+			}
+		}
+	}
+	return 0, nil
 }

@@ -12,10 +12,11 @@ import (
 // tick is how often the repairer looks at the verdicts.
 const tick = time.Second
 
-// settleProbes is how many observations of the target's signal must be
-// judged after a restart before the hang is timed again: one whose calls
-// may have gone out before the kill, and one sent after it.
-const settleProbes = 2
+// youngTimes is how many of a target's waits its main process must have
+// run before it may be killed: a runtime an operator has just restarted or
+// upgraded, or that systemd has just started again, is given time to come
+// up, however slowly it first answers.
+const youngTimes = 3
 
 // Notifier tells people what repair did: Events on the Node.
 type Notifier interface {
@@ -23,19 +24,37 @@ type Notifier interface {
 	Warning(reason, message string)
 }
 
+// Silence is how long a target has given no answer at all, and to what
+// (a CRI method, the kubelet's /healthz); 0 while it answers, however
+// late.
+type Silence func() (what string, d time.Duration)
+
 // Options are what a Repairer reads and acts through.
 type Options struct {
 	Settings Settings
 	Clock    clock.WithTicker
 	// Verdicts are the node's conditions as the agent holds them.
 	Verdicts func() []Verdict
-	// Progress counts the judged observations of each target's signal:
-	// CRI beats and cycles for the runtime, Lease reads with their kubelet
-	// health probe for the kubelet.
-	Progress map[Target]func() uint64
-	// CRISocket is the runtime's socket, whose listener names its unit
-	// when Settings.RuntimeUnit is empty.
+	// Unanswered times each target's silence on the agent's clock: for the
+	// runtime, the calls that judge it as a whole (WholeRuntimeCalls); for
+	// the kubelet, its local /healthz. A target without one is never
+	// restarted.
+	Unanswered map[Target]Silence
+	// Maintenance names the Node's condition that says an administrator is
+	// at work (MaintenanceConditions), read fresh before an attempt; "":
+	// none, or the API server could not say (a node cut off from it may
+	// still heal itself). nil: never asked.
+	Maintenance func(ctx context.Context) (string, error)
+	// Fleet, when set, is asked for a slot before each kill: the bound on
+	// restarts across the fleet. nil: this node decides alone.
+	Fleet FleetBound
+	// CRISocket is the runtime's socket: its listener must be the runtime
+	// unit's main process, and names the unit when Settings.RuntimeUnit is
+	// empty.
 	CRISocket string
+	// KubeletHealthzPort is the kubelet's health port: its listener must
+	// be in the kubelet's unit. 0: the kubelet is never restarted.
+	KubeletHealthzPort int
 	// Dial connects to systemd; nil: DialSystemd.
 	Dial func(ctx context.Context, path string) (Manager, error)
 	// Proc reads processes; the zero value: HostProc.
@@ -44,24 +63,31 @@ type Options struct {
 	Notify  Notifier
 }
 
-// Repairer restarts a target that has been unwell for its time, within
-// the guards.
-type Repairer struct {
-	o     Options
-	start time.Time
-
-	mu       sync.Mutex
-	settings Settings
-	targets  map[Target]*targetState
+// FleetBound is the restart budget shared by the fleet: Acquire says
+// whether this node may restart target now, and if not, why; an error
+// means the bound could not be consulted (the API server does not answer),
+// and the node's own budget then decides alone.
+type FleetBound interface {
+	Acquire(ctx context.Context, t Target) (ok bool, why string, err error)
 }
 
-// targetState is one target's episode and budget.
+// Repairer restarts a target that has given no answer for its time, within
+// the guards.
+type Repairer struct {
+	o Options
+
+	mu        sync.Mutex
+	settings  Settings
+	budget    *Budget
+	budgetErr error // the state file could not be read: every attempt is refused
+	targets   map[Target]*targetState
+}
+
+// targetState is one target's spell.
 type targetState struct {
-	since    time.Time   // when this process saw the current unwell spell start (zero: well)
-	judged   time.Time   // the last attempt, whatever its outcome: no spell is timed from before it
-	settleAt uint64      // after a restart: the probe count to reach before judging again
-	told     string      // what was last told in this spell, so a repeat is not told again
-	restarts []time.Time // restarts (and dry runs) of the last hour
+	judged time.Time // the last attempt, whatever its outcome: no silence is timed from before it
+	told   string    // what was last told in this spell, so a repeat is not told again
+	young  bool      // waiting for a young main process has been logged in this spell
 }
 
 // New returns a Repairer; nothing happens until Run.
@@ -74,13 +100,24 @@ func New(o Options) *Repairer {
 	}
 	r := &Repairer{o: o, settings: o.Settings,
 		targets: map[Target]*targetState{TargetRuntime: {}, TargetKubelet: {}}}
-	if o.Clock != nil {
-		r.start = o.Clock.Now()
+	r.budget, r.budgetErr = OpenBudget(o.Settings.StateFile)
+	if r.budgetErr != nil {
+		r.budget, _ = OpenBudget("")
+		if o.Settings.Enabled {
+			klog.ErrorS(r.budgetErr, "Repair refuses to act: its budget cannot be read")
+		}
 	}
 	for t := range r.targets {
-		o.Metrics.budget(t, o.Settings.MaxRestartsPerHour)
+		o.Metrics.budget(t, o.Settings.MaxRestartsPerHour-r.usedNow(t))
 	}
 	return r
+}
+
+func (r *Repairer) usedNow(t Target) int {
+	if r.o.Clock == nil {
+		return 0
+	}
+	return r.budget.Used(t, r.o.Clock.Now())
 }
 
 // Update applies reloaded settings. Turning repair off stops it at once.
@@ -90,6 +127,12 @@ func (r *Repairer) Update(s Settings) {
 	if r.settings != s {
 		klog.InfoS("Repair settings reloaded", "enabled", s.Enabled, "dryRun", s.DryRun,
 			"restartRuntimeAfter", s.RestartRuntimeAfter, "restartKubeletAfter", s.RestartKubeletAfter)
+	}
+	if s.StateFile != r.settings.StateFile {
+		r.budget, r.budgetErr = OpenBudget(s.StateFile)
+		if r.budgetErr != nil {
+			r.budget, _ = OpenBudget("")
+		}
 	}
 	r.settings = s
 }
@@ -114,45 +157,38 @@ func (r *Repairer) Step(ctx context.Context) {
 	defer r.mu.Unlock()
 	now, vs := r.o.Clock.Now(), r.o.Verdicts()
 	for _, t := range []Target{TargetRuntime, TargetKubelet} {
-		if reason, due := r.due(t, now, vs); due {
-			r.attempt(ctx, attempt{target: t, reason: reason, now: now, deadlock: deadlocked(vs)})
+		if a, due := r.due(t, now, vs); due {
+			a.deadlock = deadlocked(vs)
+			r.attempt(ctx, a)
 		}
 	}
 }
 
-// due tells whether target has been unwell, as a restart cures, for its
-// time, and it may be judged.
-func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (string, bool) {
+// due tells whether target has given no answer at all for its time while
+// its condition says it is unwell as a restart cures. The silence is timed
+// on the agent's clock from the call (or probe) that went unanswered,
+// never from the condition's transition, and never from before the last
+// attempt; any answer, however late, starts it again.
+func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (attempt, bool) {
 	st, after := r.targets[t], r.settings.after(t)
 	v, sick := unwell(t, vs)
-	if !sick || after <= 0 {
-		st.since, st.settleAt, st.told = time.Time{}, 0, ""
-		return "", false
+	what, silent := r.silence(t)
+	if !sick || after <= 0 || silent <= 0 {
+		st.told, st.young = "", false
+		return attempt{}, false
 	}
-	if st.settleAt > 0 {
-		if r.progress(t) < st.settleAt {
-			return "", false // the restart's result is not in yet
-		}
-		st.settleAt, st.since = 0, now // still unwell: judged afresh from here
+	since := latest(now.Add(-silent), st.judged)
+	if now.Sub(since) < after {
+		return attempt{}, false
 	}
-	if st.since.IsZero() {
-		// from when it turned True, but not before this process started
-		// (a condition restored from the Node is not its own sight), nor
-		// before the last attempt: a reason that changed for a moment
-		// after a restart does not make the next one due at once
-		st.since = latest(latest(v.Since, r.start), st.judged)
-	}
-	if now.Sub(st.since) < after || now.Sub(r.start) < StartupGrace {
-		return "", false
-	}
-	return v.Reason, true
+	return attempt{target: t, reason: v.Reason, what: what, now: now, age: now.Sub(since).Round(time.Second)}, true
 }
 
-func (r *Repairer) progress(t Target) uint64 {
-	if p := r.o.Progress[t]; p != nil {
-		return p()
+func (r *Repairer) silence(t Target) (string, time.Duration) {
+	if f := r.o.Unanswered[t]; f != nil {
+		return f()
 	}
-	return 0
+	return "", 0
 }
 
 func latest(a, b time.Time) time.Time {

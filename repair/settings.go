@@ -18,16 +18,20 @@ const (
 	OutcomeRefused     = "refused"      // no systemd, no unit, or systemd would not start it again
 	OutcomeImpossible  = "impossible"   // the process is in uninterruptible sleep, or the kernel deadlocked
 	OutcomeBudgetSpent = "budget-spent" // the target's restarts in the last hour reached the budget
-	OutcomeFailed      = "failed"       // the kill itself failed
+	OutcomeFailed      = "failed"       // the kill itself failed (it counts in the budget all the same)
+	OutcomeStoodAside  = "stood-aside"  // the Node says an administrator is at work (MaintenanceConditions)
+	OutcomeFleetBound  = "fleet-bound"  // the fleet's bound on restarts held it back
 )
 
 // Outcomes lists every outcome, for the metric's documentation and tests.
-var Outcomes = []string{OutcomeRestarted, OutcomeDryRun, OutcomeRefused, OutcomeImpossible, OutcomeBudgetSpent, OutcomeFailed}
+var Outcomes = []string{OutcomeRestarted, OutcomeDryRun, OutcomeRefused, OutcomeImpossible, OutcomeBudgetSpent, OutcomeFailed,
+	OutcomeStoodAside, OutcomeFleetBound}
 
 // Defaults.
 const (
-	// DefaultRestartAfter is restartRuntimeAfter's: eight heartbeats and
-	// their timeouts failed in a row (docs/install.md says why 20 s).
+	// DefaultRestartAfter is restartRuntimeAfter's: 20 s in which a call
+	// that judges the whole runtime got no answer at all, while the
+	// heartbeat and the cycles kept asking (docs/install.md says why).
 	DefaultRestartAfter = 20 * time.Second
 	// DefaultRestartKubeletAfter is restartKubeletAfter's: the node
 	// lifecycle controller marks a node Unknown 50 s after its last Lease
@@ -37,9 +41,9 @@ const (
 	DefaultMaxRestartsPerHour  = 3
 	DefaultSystemdSocket       = "/run/systemd/private"
 	DefaultKubeletUnit         = "kubelet.service"
-	// StartupGrace is how long after hangwatch starts no restart is made:
-	// the conditions it restored from the Node are not its own sight.
-	StartupGrace = time.Minute
+	// DefaultStateFile keeps the budget on the node, across hangwatch's
+	// restarts (a hostPath in the shipped manifests).
+	DefaultStateFile = "/var/lib/hangwatch/repair-budget.json"
 )
 
 // Settings turn repair on and pace it. The zero value repairs nothing.
@@ -58,10 +62,17 @@ type Settings struct {
 	// RuntimeUnit names the runtime's unit; empty: the unit of the
 	// process at the other end of the CRI socket.
 	RuntimeUnit string
+	// RuntimeSocket is the runtime's own socket, whose listener must be
+	// the runtime unit's main process; empty: the CRI endpoint (set it
+	// when hangwatch reaches the runtime through a proxy).
+	RuntimeSocket string
 	// KubeletUnit names the kubelet's unit.
 	KubeletUnit string
 	// SystemdSocket is systemd's private D-Bus socket.
 	SystemdSocket string
+	// StateFile keeps each target's attempts of the last hour across
+	// hangwatch's restarts; empty: in memory only.
+	StateFile string
 }
 
 // after is how long target must be unwell before it is restarted; 0: never.

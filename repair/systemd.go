@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
+	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
@@ -23,11 +25,22 @@ type Unit struct {
 	Restart string
 	// MainPID is the main process, in systemd's PID namespace; 0: none.
 	MainPID uint32
+	// MainStarted is when the main process started
+	// (ExecMainStartTimestamp); zero: unknown.
+	MainStarted time.Time
+	// KillKeepsItDown names the setting under which a SIGKILLed main
+	// process stays down or counts as a clean exit
+	// (RestartPreventExitStatus= or SuccessExitStatus= naming SIGKILL);
+	// empty: none.
+	KillKeepsItDown string
 }
 
 // WillRestart tells whether systemd starts the unit again after its main
 // process is killed by SIGKILL.
 func (u Unit) WillRestart() bool {
+	if u.KillKeepsItDown != "" {
+		return false
+	}
 	switch u.Restart {
 	case "always", "on-failure", "on-abnormal":
 		return true
@@ -100,7 +113,26 @@ func (s *systemd) Unit(ctx context.Context, name string) (Unit, error) {
 	}
 	u.Restart, _ = svc["Restart"].(string)
 	u.MainPID, _ = svc["MainPID"].(uint32)
+	if usec, _ := svc["ExecMainStartTimestamp"].(uint64); usec > 0 {
+		u.MainStarted = time.UnixMicro(int64(usec))
+	}
+	for _, name := range []string{"RestartPreventExitStatus", "SuccessExitStatus"} {
+		if slices.Contains(exitSignals(svc[name]), int32(syscall.SIGKILL)) {
+			u.KillKeepsItDown = name + "=SIGKILL"
+		}
+	}
 	return u, nil
+}
+
+// exitSignals are the signals of an exit status list property, D-Bus type
+// (aiai): the exit codes, then the signals.
+func exitSignals(v any) []int32 {
+	pair, ok := v.([]any)
+	if !ok || len(pair) != 2 {
+		return nil
+	}
+	sigs, _ := pair[1].([]int32)
+	return sigs
 }
 
 func (s *systemd) KillMain(ctx context.Context, name string) error {

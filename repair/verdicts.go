@@ -2,7 +2,6 @@ package repair
 
 import (
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -21,34 +20,33 @@ const (
 	conditionKubelet     = "KubeletUnresponsive"
 	conditionDeadlock    = "KernelDeadlock"
 	ReasonKubeletSilent  = "KubeletNotAnswering"
-	reasonRuntimeSilent  = "RuntimeNotResponding"
-	reasonSuffixHungCall = "Hung"
+	// reasonRuntimeUnreachable: nothing listens; starting the runtime is
+	// systemd's job, not a kill's.
+	reasonRuntimeUnreachable = "RuntimeUnreachable"
 )
 
-// wholeRuntimeCalls are the CRI calls that name no object: one of them
-// hung is the runtime's problem. A per-object call (ContainerStatus of one
-// container) that hangs is that container's, and a restart is not its cure.
-var wholeRuntimeCalls = []string{"Version", "Status", "ListPodSandbox", "ListContainers", "ImageFsInfo",
+// WholeRuntimeCalls are the CRI calls that name no object: one of them
+// unanswered is the runtime's problem, and repair times the runtime's
+// silence on them. A per-object call (ContainerStatus of one container)
+// that hangs is that container's, and a restart is not its cure.
+var WholeRuntimeCalls = []string{"Version", "Status", "ListPodSandbox", "ListContainers", "ImageFsInfo",
 	"StreamPodSandboxes", "StreamContainers"}
 
-// WholeRuntimeHang tells whether a RuntimeHung reason is a hang of the
-// runtime as a whole. RuntimeUnreachable is not: nothing listens, and
-// starting the runtime is systemd's job, not a kill's.
-func WholeRuntimeHang(reason string) bool {
-	if reason == reasonRuntimeSilent {
-		return true
-	}
-	call, ok := strings.CutSuffix(reason, reasonSuffixHungCall)
-	return ok && slices.Contains(wholeRuntimeCalls, call)
-}
+// MaintenanceConditions are the Node conditions that say an administrator
+// is at work (KEP-5683, alpha in Kubernetes 1.37): while one is True,
+// repair does not act.
+var MaintenanceConditions = []string{"MaintenanceInProgress", "DrainInProgress", "GracefulNodeShutdownInProgress"}
 
-// unwell finds the verdict that says target is unwell in the way a
-// restart cures.
+// unwell finds the verdict that says target is unwell in a way a restart
+// may cure: RuntimeHung True for any call but a closed socket (what is
+// timed is the silence of the whole-runtime calls, not the reason), or
+// KubeletUnresponsive True because the kubelet does not answer on the
+// node.
 func unwell(t Target, vs []Verdict) (Verdict, bool) {
 	for _, v := range vs {
 		switch {
 		case !v.True:
-		case t == TargetRuntime && v.Type == conditionRuntimeHung && WholeRuntimeHang(v.Reason):
+		case t == TargetRuntime && v.Type == conditionRuntimeHung && v.Reason != reasonRuntimeUnreachable:
 			return v, true
 		case t == TargetKubelet && v.Type == conditionKubelet && v.Reason == ReasonKubeletSilent:
 			return v, true

@@ -132,7 +132,7 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer) error {
 	out.Lease = o.checkLease(ctx, node, nodeErr)
 	out.PLEG = pd.Finish(ctx, o.samples)
 	if o.cfg.Repair.Enabled {
-		r := repair.Diagnose(ctx, o.cfg.Repair.Settings(), ep.Address, nil)
+		r := repair.Diagnose(ctx, o.cfg.Repair.Settings(), ep.Address, o.cfg.Kubelet.HealthzURL, nil)
 		out.Repair = &r
 	}
 	if err := writeReport(w, o.output, out); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -43,6 +44,9 @@ func startDaemon(t *testing.T, endpoint string, args ...string) *daemon {
 		t.Fatal(err)
 	}
 	all := append([]string{"run", "-r", endpoint, "--listen-address", addr}, args...)
+	if !slices.Contains(args, "--repair-state-file") { // never the node's own /var/lib/hangwatch
+		all = append(all, "--repair-state-file", filepath.Join(t.TempDir(), "repair-budget.json"))
+	}
 	cmd := exec.Command(hangwatchBin, all...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

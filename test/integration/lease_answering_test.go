@@ -55,8 +55,8 @@ func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 		t.Errorf("seen without the kubelet's metrics' nudge (the idle read is 5 min away): %v", err)
 	}
 	pid := n.k.PID()
-	harness.Eventually(t, 2*time.Minute, "hangwatch's first minute and the kubelet's restart delay to pass", func() bool {
-		return time.Since(started) > repair.StartupGrace+2*repair.DefaultRestartKubeletAfter
+	harness.Eventually(t, 2*time.Minute, "the kubelet's restart wait and delay to pass, twice", func() bool {
+		return time.Since(started) > 4*repair.DefaultRestartKubeletAfter
 	})
 	st, reason, msg := d.condition(t, "KubeletUnresponsive")
 	if st != "Unknown" || reason != "NodeLeaseNotRenewed" || !strings.Contains(msg, "the kubelet answers on the node") {

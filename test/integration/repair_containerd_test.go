@@ -277,7 +277,7 @@ func (r *repairRig) checkDiagnosis(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s := repair.Settings{Enabled: true, SystemdSocket: r.sd.Socket(), KubeletUnit: "kubelet.service", MaxRestartsPerHour: 3}
-	rep := repair.Diagnose(ctx, s, r.c.Endpoint, nil)
+	rep := repair.Diagnose(ctx, s, r.c.Endpoint, "", nil)
 	rt := rep.Targets[0]
 	if !rt.Possible || rt.Unit != harness.ContainerdUnit || rt.Restart != "always" || rt.MainPID != r.mainPID(t) {
 		t.Errorf("diagnosis of the runtime: %+v; want %s found from the CRI socket, Restart=always, its main PID", rt, harness.ContainerdUnit)
@@ -286,7 +286,7 @@ func (r *repairRig) checkDiagnosis(t *testing.T) {
 		t.Errorf("diagnosis of a kubelet with no unit: %+v; want not possible, naming kubelet.service", kl)
 	}
 	s.RuntimeUnit = stuckUnit
-	if rt := repair.Diagnose(ctx, s, r.c.Endpoint, nil).Targets[0]; rt.Possible || !strings.Contains(rt.Why, "uninterruptible sleep (D)") {
+	if rt := repair.Diagnose(ctx, s, r.c.Endpoint, "", nil).Targets[0]; rt.Possible || !strings.Contains(rt.Why, "uninterruptible sleep (D)") {
 		t.Errorf("diagnosis of a unit whose main process is in D: %+v; want not possible, saying why", rt)
 	}
 }

@@ -86,7 +86,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 func checkCRIORepairDiagnosis(t *testing.T, ctx context.Context, c *harness.CRIO) {
 	t.Helper()
 	s := repair.Settings{Enabled: true, SystemdSocket: c.Systemd().Socket(), KubeletUnit: "kubelet.service", MaxRestartsPerHour: 3}
-	rt := repair.Diagnose(ctx, s, c.Endpoint, nil).Targets[0]
+	rt := repair.Diagnose(ctx, s, c.Endpoint, "", nil).Targets[0]
 	if !rt.Possible || rt.Unit != harness.CRIOUnit || rt.Restart != "on-failure" || rt.MainPID != c.PID() {
 		t.Errorf("diagnosis of CRI-O: %+v; want %s found from the CRI socket, Restart=on-failure, its main PID %d", rt, harness.CRIOUnit, c.PID())
 	}
