@@ -33,6 +33,9 @@ type Kubelet struct {
 	Gates string
 	proc  *process // the kubelet, when the harness runs it as its child
 	sd    *Systemd // the systemd running it as KubeletUnit, when one does
+	// unlockSysctls releases the kernel settings' shared lock a kubelet
+	// under systemd holds for its life (kubeletsysctls.go); nil: none.
+	unlockSysctls func()
 	// unitPID is the unit's main PID (on the host) as started: while the
 	// harness waits for the kubelet to be ready, another one (systemd
 	// restarted it) or none means the kubelet exited.
@@ -249,6 +252,10 @@ func (k *Kubelet) Stop() {
 		k.stopUnit()
 	} else {
 		k.proc.stop(15 * time.Second)
+	}
+	if k.unlockSysctls != nil {
+		k.unlockSysctls()
+		k.unlockSysctls = nil
 	}
 	unmountUnder(k.Dir)
 	_ = os.RemoveAll(k.Dir)

@@ -83,11 +83,20 @@ func StartKubeletUnderSystemd(ctx context.Context, cp *ControlPlane, c *Containe
 	} else if state != "inactive" && state != "failed" {
 		return nil, fmt.Errorf("systemd %d already has %s %s: give each kubelet a containerd of its own", sd.PID(), KubeletUnit, state)
 	}
-	k, bin, err := newKubelet(node, os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
+	unlock, err := lockSysctls(false)
 	if err != nil {
 		return nil, err
 	}
-	k.sd = sd
+	if err := setKubeletSysctls(); err != nil {
+		unlock()
+		return nil, err
+	}
+	k, bin, err := newKubelet(node, os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	k.sd, k.unlockSysctls = sd, unlock
 	if err := k.startUnit(ctx, bin, cp, c.Endpoint); err != nil {
 		err = fmt.Errorf("%w\n%s", err, k.logTail())
 		k.Stop()

@@ -29,6 +29,7 @@ import (
 // pod's container running.
 func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 	RequireSystemd(t)
+	asOnAFreshMachine(t)
 	cp := StartControlPlaneT(t)
 	c, sd := StartContainerdUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -239,4 +240,30 @@ func leaseRenewTime(ctx context.Context, t *testing.T, cp *ControlPlane, node st
 		return time.Time{}
 	}
 	return l.Spec.RenewTime.Time
+}
+
+// asOnAFreshMachine sets the kernel settings a kubelet changes to a new
+// machine's values (FreshMachineSysctls), where a kubelet under the test's
+// systemd failed to start ("open /proc/sys/vm/overcommit_memory:
+// read-only file system"), and puts back the values it found when the
+// test ends.
+func asOnAFreshMachine(t *testing.T) {
+	t.Helper()
+	unlock, err := lockSysctls(true) // no other test binary's kubelet under systemd meanwhile
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unlock)
+	before, err := ReadSysctls(KubeletSysctls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := WriteSysctls(before); err != nil {
+			t.Errorf("put back the kernel settings: %v", err)
+		}
+	})
+	if err := WriteSysctls(FreshMachineSysctls); err != nil {
+		t.Fatal(err)
+	}
 }

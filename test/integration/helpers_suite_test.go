@@ -17,6 +17,8 @@ import (
 
 var (
 	hangwatchBin string
+	// unitmainBin is test/unitmain: a unit's main process in the repair tests.
+	unitmainBin string
 	// workDir holds what the package builds once (the binary, the image
 	// tarball); TestMain removes it.
 	workDir string
@@ -42,6 +44,13 @@ func runTests(m *testing.M) int {
 	build.Dir = harness.ModuleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build hangwatch: %v\n%s", err, out)
+		return 1
+	}
+	unitmainBin = filepath.Join(workDir, "unitmain")
+	build = exec.Command("go", "build", "-o", unitmainBin, "./test/unitmain")
+	build.Dir = harness.ModuleRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build unitmain: %v\n%s", err, out)
 		return 1
 	}
 	defer stopControlPlane()

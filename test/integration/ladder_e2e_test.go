@@ -78,7 +78,7 @@ func (l *ladder) startHangwatch(t *testing.T, k *harness.Kubelet) {
 	t.Cleanup(l.proxy.Stop)
 	config := filepath.Join(dir, "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nkubelet:\n  healthzURL: %s\n"+
-		"repair:\n  enabled: true\n  runtimeUnit: %s\n  systemdSocket: %s\n", k.HealthzURL(), harness.ContainerdUnit, l.sd.Socket())
+		"repair:\n  enabled: true\n  runtimeUnit: %s\n  runtimeSocket: %s\n  systemdSocket: %s\n", k.HealthzURL(), harness.ContainerdUnit, l.c.Socket, l.sd.Socket())
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +165,12 @@ func (l *ladder) runtimeHungOnA(t *testing.T, want corev1.ConditionStatus) func(
 	return func() bool { c := nodeCond(t, l.cp, l.a, "RuntimeHung"); return c != nil && c.Status == want }
 }
 
-func (l *ladder) waitFirstMinute(t *testing.T) {
+func (l *ladder) waitRuntimeOldEnough(t *testing.T) {
 	t.Helper()
-	harness.Eventually(t, repair.StartupGrace, "hangwatch's first minute on A to be nearly over", func() bool {
-		return time.Since(l.started) > repair.StartupGrace-repair.DefaultRestartAfter
+	// repair never kills a main process younger than 3 waits (containerd
+	// started before hangwatch): let it be that old when a restart is due
+	harness.Eventually(t, time.Minute, "A's containerd to be nearly 3 waits old", func() bool {
+		return time.Since(l.started) > 2*repair.DefaultRestartAfter
 	})
 }
 
@@ -179,7 +181,7 @@ func (l *ladder) waitFirstMinute(t *testing.T) {
 func TestTwoNodeLadder(t *testing.T) {
 	l := startLadder(t)
 	l.workloads(t)
-	l.waitFirstMinute(t)
+	l.waitRuntimeOldEnough(t)
 	before, ready := l.podsOn(t, l.a), nodeReady(t, l.cp, l.a)
 	pid0, err := l.sd.MainPID(context.Background(), harness.ContainerdUnit)
 	if err != nil {
@@ -216,7 +218,7 @@ func TestTwoNodeLadder(t *testing.T) {
 func TestTwoNodeLadderNotCured(t *testing.T) {
 	l := startLadder(t)
 	l.workloads(t)
-	l.waitFirstMinute(t)
+	l.waitRuntimeOldEnough(t)
 	release := l.proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
 	defer release()
 	freeze(t, l.c)

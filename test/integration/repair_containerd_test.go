@@ -20,9 +20,10 @@ import (
 
 // repairRig is containerd supervised by a real systemd (upstream's unit:
 // Type=notify, KillMode=process, Restart=always, RestartSec=5), a unit
-// whose main process is held in uninterruptible sleep for real, the fault
-// proxy in front of containerd, and hangwatch with repair on, writing to
-// a Node of the shared API server.
+// whose main process listens on a socket of its own while one of its
+// threads is held in uninterruptible sleep for real, the fault proxy in
+// front of containerd, and hangwatch with repair on, writing to a Node of
+// the shared API server.
 type repairRig struct {
 	stuck  *harness.StuckDir
 	c      *harness.Containerd
@@ -32,13 +33,14 @@ type repairRig struct {
 	cp     *harness.ControlPlane
 	node   string
 	config string
-	// started is taken just before hangwatch is: no later than its own
-	// start, from which it counts repair.StartupGrace.
-	started time.Time
+	// stuckSocket is the stuck unit's listener's socket.
+	stuckSocket string
+	dir         string
 }
 
-// stuckUnit is a service whose main process is a mkdir waiting in D for
-// a directory lock held by another mkdir that a FUSE server never answers.
+// stuckUnit is a service whose main process listens on stuckSocket, its
+// leader in S, while another of its threads waits in D for a directory
+// lock held by a mkdir that a FUSE server never answers.
 const stuckUnit = "stuck.service"
 
 func startRepairRig(t *testing.T) *repairRig {
@@ -49,31 +51,50 @@ func startRepairRig(t *testing.T) *repairRig {
 	stuck := holdFirstMkdir(t, ctx) // before systemd: its mount namespace copies the FUSE mount
 	r := &repairRig{stuck: stuck, cp: controlPlane(t), node: uniqueNode("hw-repair")}
 	r.c, r.sd = harness.StartContainerdUnderSystemdT(t, 1, 2)
-	unit := fmt.Sprintf("[Service]\nExecStart=%s\nRestart=always\n", strings.Join(stuck.MkdirCommand(), " "))
-	if err := r.sd.SetUnit(ctx, stuckUnit, unit); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.sd.StartUnit(ctx, stuckUnit); err != nil {
-		t.Fatal(err)
-	}
+	r.dir = socketDir(t)
+	r.stuckSocket = filepath.Join(r.dir, "stuck.sock")
+	r.startUnit(t, ctx, stuckUnit, fmt.Sprintf("%s -listen %s -stuck-dir %s", unitmainBin, r.stuckSocket, stuck.MkdirTarget()))
 	pid, err := r.sd.MainPID(ctx, stuckUnit)
 	if err == nil {
-		err = harness.WaitProcState(ctx, pid, 'D')
+		err = waitThreadInD(ctx, pid)
 	}
 	if err != nil {
-		t.Fatalf("%s's main process in D: %v", stuckUnit, err)
+		t.Fatalf("a thread of %s's main process in D: %v", stuckUnit, err)
 	}
-	dir := socketDir(t)
-	if r.proxy, err = criproxy.Start(filepath.Join(dir, "cri.sock"), r.c.Socket); err != nil {
+	if r.proxy, err = criproxy.Start(filepath.Join(r.dir, "cri.sock"), r.c.Socket); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.proxy.Stop)
-	r.config = filepath.Join(dir, "hangwatch.yaml")
-	r.writeConfig(t, "runtimeUnit: "+stuckUnit)
+	r.config = filepath.Join(r.dir, "hangwatch.yaml")
+	r.writeConfig(t, "runtimeUnit: "+stuckUnit, "runtimeSocket: "+r.stuckSocket)
 	kc := createNode(t, r.cp, r.node)
-	r.started = time.Now()
 	r.d = startDaemon(t, r.proxy.Endpoint, nodeArgs(kc, r.node, "--config", r.config)...)
 	return r
+}
+
+// startUnit sets a service with the command as ExecStart and starts it.
+func (r *repairRig) startUnit(t *testing.T, ctx context.Context, name, command string) {
+	t.Helper()
+	if err := r.sd.SetUnit(ctx, name, fmt.Sprintf("[Service]\nExecStart=%s\nRestart=always\n", command)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.sd.StartUnit(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitThreadInD waits until a thread of pid is in uninterruptible sleep.
+func waitThreadInD(ctx context.Context, pid int) error {
+	for {
+		if _, inD, err := repair.HostProc.ThreadInD(pid); err != nil || inD {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no thread of PID %d in D: %w", pid, ctx.Err())
+		case <-time.After(50 * time.Millisecond): // polls /proc; nothing to wait on
+		}
+	}
 }
 
 // socketDir is a temp dir short enough for sockets (sun_path's 108
@@ -221,15 +242,18 @@ func (r *repairRig) runningContainers(t *testing.T) map[string]string {
 // TestRepairRestartsAHungContainerdUnderSystemd runs the repair rung
 // against a real systemd, with the shipped timings (restartRuntimeAfter
 // 20s, 3 restarts an hour), in the order a node would live it:
-//  1. pointed at a unit whose main process is in D for real, a freeze is
-//     not repaired: RepairImpossible, nothing killed (and the first minute
-//     after hangwatch starts is waited out);
-//  2. reloaded to containerd's unit in dry run: RepairDryRun, nothing killed;
-//  3. thawed, reloaded to act, frozen again: containerd is killed through
+//  1. pointed at a unit whose main process has a thread in D for real (its
+//     leader in S), a freeze is not repaired: RepairImpossible, nothing
+//     killed;
+//  2. pointed at a wrapper unit (a shell whose child listens, as k3s starts
+//     containerd): RepairRefused, nothing killed;
+//  3. reloaded to containerd's unit in dry run: RepairDryRun, nothing killed;
+//  4. thawed, reloaded to act, frozen again: containerd is killed through
 //     systemd's D-Bus API and started again by systemd, RuntimeHung clears,
 //     and every container runs on with its ID (the shims outlive it);
-//  4. a hang a restart does not cure (the proxy holds Version): one more
-//     restart, then the budget is spent and no more are made.
+//  5. a hang a restart does not cure (the proxy holds Version): one more
+//     restart once the new containerd is 3 waits old, then the budget is
+//     spent and no more are made.
 func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 	r := startRepairRig(t)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
@@ -237,13 +261,13 @@ func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 
 	pid0 := r.mainPID(t)
 	thaw := freeze(t, r.c)
-	r.waitRepairs(t, repair.StartupGrace+time.Minute, repair.OutcomeImpossible, 1)
-	if since := time.Since(r.started); since < repair.StartupGrace {
-		t.Errorf("repair was tried %v after hangwatch started, inside its first minute", since)
+	r.waitRepairs(t, time.Minute, repair.OutcomeImpossible, 1)
+	if e := r.waitEvent(t, corev1.EventTypeWarning, "RepairImpossible"); !strings.Contains(e.Message, "thread") {
+		t.Errorf("RepairImpossible says %q; want the thread in D named", e.Message)
 	}
-	r.waitEvent(t, corev1.EventTypeWarning, "RepairImpossible")
+	r.refusesAWrapper(t)
 	r.releaseStuck(t)
-	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit, "dryRun: true")
+	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit, "runtimeSocket: "+r.c.Socket, "dryRun: true")
 	r.waitRepairs(t, time.Minute, repair.OutcomeDryRun, 1)
 	r.waitEvent(t, corev1.EventTypeNormal, "RepairDryRun")
 	if pid := r.mainPID(t); pid != pid0 || r.repairs(repair.OutcomeRestarted) != 0 {
@@ -252,9 +276,34 @@ func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 	thaw()
 	harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
 
-	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit)
+	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit, "runtimeSocket: "+r.c.Socket)
 	r.restartCures(t, pid0)
 	r.budgetStops(t)
+}
+
+// refusesAWrapper points repair at a unit whose main process is a shell
+// and whose listener is the shell's child: refused, with an Event that
+// says why and names repair.runtimeUnit, and the shell is not killed.
+func (r *repairRig) refusesAWrapper(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sock := filepath.Join(r.dir, "wrapped.sock")
+	r.startUnit(t, ctx, "wrapper.service", fmt.Sprintf("/bin/sh -c '%s -listen %s; exit 0'", unitmainBin, sock))
+	shell, err := r.sd.MainPID(ctx, "wrapper.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "the wrapped listener's socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	r.reload(t, "runtimeUnit: wrapper.service", "runtimeSocket: "+sock)
+	r.waitRepairs(t, time.Minute, repair.OutcomeRefused, 1)
+	e := r.waitEvent(t, corev1.EventTypeWarning, "RepairRefused")
+	if !strings.Contains(e.Message, "is not the process listening on "+sock) || !strings.Contains(e.Message, "repair.runtimeUnit") {
+		t.Errorf("RepairRefused says %q; want the listener check, naming repair.runtimeUnit", e.Message)
+	}
+	if pid, err := r.sd.MainPID(ctx, "wrapper.service"); err != nil || pid != shell {
+		t.Errorf("the wrapper's main PID %d -> %d (%v): killed", shell, pid, err)
+	}
 }
 
 // releaseStuck ends the uninterruptible sleep (well before the kernel's
@@ -285,9 +334,9 @@ func (r *repairRig) checkDiagnosis(t *testing.T) {
 	if kl := rep.Targets[1]; kl.Possible || !strings.Contains(kl.Why, "kubelet.service") {
 		t.Errorf("diagnosis of a kubelet with no unit: %+v; want not possible, naming kubelet.service", kl)
 	}
-	s.RuntimeUnit = stuckUnit
+	s.RuntimeUnit, s.RuntimeSocket = stuckUnit, r.stuckSocket
 	if rt := repair.Diagnose(ctx, s, r.c.Endpoint, "", nil).Targets[0]; rt.Possible || !strings.Contains(rt.Why, "uninterruptible sleep (D)") {
-		t.Errorf("diagnosis of a unit whose main process is in D: %+v; want not possible, saying why", rt)
+		t.Errorf("diagnosis of a unit whose main process has a thread in D: %+v; want not possible, saying why", rt)
 	}
 }
 

@@ -48,7 +48,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 	t.Cleanup(proxy.Stop)
 	config := filepath.Join(dir, "hangwatch.yaml")
 	body := "apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nrepair:\n  enabled: true\n  systemdSocket: " + sd.Socket() +
-		"\n  runtimeUnit: " + harness.CRIOUnit + "\nconditions:\n- type: KubeletUnresponsive\n  disabled: true\n"
+		"\n  runtimeUnit: " + harness.CRIOUnit + "\n  runtimeSocket: " + c.Socket + "\nconditions:\n- type: KubeletUnresponsive\n  disabled: true\n"
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 	held := time.Now()
 	harness.Eventually(t, 30*time.Second, "RuntimeHung True", func() bool { return d.runtimeHung(t) == "True" }, harness.UnlessExited(d))
 	restarted := func() bool { return runtimeRepairs(d, repair.OutcomeRestarted) >= 1 }
-	harness.Eventually(t, repair.StartupGrace+2*time.Minute, "hangwatch to restart crio.service", restarted, harness.UnlessExited(d))
+	harness.Eventually(t, 3*time.Minute, "hangwatch to restart crio.service (once 3 waits old)", restarted, harness.UnlessExited(d))
 	measure(t, "crio_repair_restart_after_hang", time.Since(held))
 	var pid int
 	harness.Eventually(t, time.Minute, "systemd to start CRI-O again", func() bool { pid = c.PID(); return pid != 0 && pid != pid0 })
