@@ -257,3 +257,28 @@ func TestASecondCallerWaitsForTheCallAlreadyOut(t *testing.T) {
 	}
 	f.releaseHung()
 }
+
+// TestAHungBeatWhoseCallAnsweredNoLongerStands: the heartbeat caught a
+// freeze (its Version still out), the runtime thawed and the call
+// answered; the cycle that answer wakes no longer carries the beat's
+// hung Version, so RuntimeHung clears with the cycles' answers, not at
+// the next Version beat (7.7 s after the thaw, against 2.7 s when a cycle
+// had caught the freeze). A beat whose call is still out stands.
+func TestAHungBeatWhoseCallAnsweredNoLongerStands(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 21, 0, 0, 0, time.UTC)
+	out := map[string]bool{MethodVersion: true}
+	var seen Cycle
+	v := &runtimeView{observe: func(c Cycle) { seen = c },
+		outSince: func(m string, _ time.Time) bool { return out[m] }}
+	v.onBeat(Beat{Call: CallResult{Method: MethodVersion, Start: t0, Duration: 3 * time.Second, Class: ClassTimeout, InFlight: true}})
+	cycle := Cycle{Start: t0.Add(4 * time.Second), Calls: []CallResult{{Method: MethodListPodSandbox, Start: t0.Add(4 * time.Second), Class: ClassOK}}}
+	v.onCycle(cycle)
+	if obs := seen.Observation(2 * time.Second); len(obs.HungMethods) != 1 {
+		t.Fatalf("Version still out: hung %v, want [Version]", obs.HungMethods)
+	}
+	out[MethodVersion] = false // it answered
+	v.onCycle(cycle)
+	if obs := seen.Observation(2 * time.Second); len(obs.HungMethods) != 0 {
+		t.Fatalf("Version answered since the beat: hung %v, want none", obs.HungMethods)
+	}
+}

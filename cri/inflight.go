@@ -93,6 +93,19 @@ func answered(r CallResult) bool {
 	return r.Class != ClassTimeout && r.Class != ClassCanceled
 }
 
+// outSince tells whether a call of method sent no later than notAfter is
+// still out.
+func (t *inflightTracker) outSince(method string, notAfter time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, o := range t.calls {
+		if k.method == method && !o.start.After(notAfter) {
+			return true
+		}
+	}
+	return false
+}
+
 // outFor tells whether a call of method is out; t.mu is held.
 func (t *inflightTracker) outFor(method string) bool {
 	for k := range t.calls {

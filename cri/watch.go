@@ -19,6 +19,9 @@ type runtimeView struct {
 	cycle   *Cycle
 	beats   map[string]Beat // by method
 	observe func(Cycle)
+	// outSince tells whether a call of the method sent no later than the
+	// time is still out; nil: every beat reported in flight stands.
+	outSince func(method string, notAfter time.Time) bool
 }
 
 func (v *runtimeView) onCycle(c Cycle) {
@@ -54,9 +57,19 @@ func (v *runtimeView) withBeats(c Cycle) Cycle {
 	}
 	slices.SortFunc(beats, func(a, b Beat) int { return a.Call.Start.Compare(b.Call.Start) })
 	for _, b := range beats {
+		if v.answeredSince(b) {
+			continue // the call it reported hung has answered: the runtime is back, and the cycles say how it is
+		}
 		c = c.WithBeat(b)
 	}
 	return c
+}
+
+// answeredSince tells whether b reported a call in flight that has
+// returned since: a thaw after the heartbeat caught the freeze is seen at
+// the cycle the answer wakes, not at the next beat of its kind.
+func (v *runtimeView) answeredSince(b Beat) bool {
+	return b.Call.InFlight && v.outSince != nil && !v.outSince(b.Call.Method, b.Call.Start)
 }
 
 // Watch runs the full probe cycles and the heartbeat until ctx ends and
@@ -75,7 +88,7 @@ type Watch struct {
 // Run probes until ctx ends, handing on the input after each cycle and
 // each beat (once a cycle has been).
 func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
-	view := &runtimeView{observe: func(c Cycle) { emit(c.Observation(w.Timeout)) }}
+	view := &runtimeView{observe: func(c Cycle) { emit(c.Observation(w.Timeout)) }, outSince: w.Prober.inflight.outSince}
 	var wg sync.WaitGroup
 	if w.Heartbeat > 0 {
 		w.Prober.VersionByHeartbeat() // before the first cycle
