@@ -32,6 +32,9 @@ func (a *Agent) newRepair() {
 	}
 	if a.api != nil {
 		o.Notify, o.Maintenance = a.api.events, a.api.maintenance
+		if store, ok := a.api.client.(repair.LeaseStore); ok {
+			o.Fleet = &repair.LeaseSlots{Store: store, Node: a.api.node, Clock: a.o.Clock}
+		}
 	}
 	a.repair = &repairing{Repairer: repair.New(o)}
 }

@@ -94,6 +94,21 @@ func (c *Client) GetLease(ctx context.Context, namespace, name, resourceVersion 
 	return out, err
 }
 
+// CreateLease creates a Lease in its namespace.
+func (c *Client) CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	err := c.coordination.Post().Namespace(l.Namespace).Resource("leases").Body(l).Do(ctx).Into(out)
+	return out, err
+}
+
+// UpdateLease replaces a Lease; its resourceVersion makes it fail with a
+// conflict when the Lease changed since it was read.
+func (c *Client) UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	err := c.coordination.Put().Namespace(l.Namespace).Resource("leases").Name(l.Name).Body(l).Do(ctx).Into(out)
+	return out, err
+}
+
 // CreateEvent creates a core/v1 Event in its namespace.
 func (c *Client) CreateEvent(ctx context.Context, ev *corev1.Event) (*corev1.Event, error) {
 	out := &corev1.Event{}

@@ -46,7 +46,8 @@ func Default() *Configuration {
 			SlowFor: d(2 * time.Minute), EmulationPeriod: d(5 * time.Second)},
 		Repair: Repair{RestartRuntimeAfter: d(repair.DefaultRestartAfter), RestartKubeletAfter: d(repair.DefaultRestartKubeletAfter),
 			MaxRestartsPerHour: repair.DefaultMaxRestartsPerHour, KubeletUnit: repair.DefaultKubeletUnit,
-			SystemdSocket: repair.DefaultSystemdSocket, StateFile: repair.DefaultStateFile},
+			SystemdSocket: repair.DefaultSystemdSocket, StateFile: repair.DefaultStateFile,
+			FleetWindow: d(repair.DefaultFleetWindow), FleetNamespace: repair.DefaultFleetNamespace},
 	}}
 }
 
@@ -71,5 +72,6 @@ func (r Runtime) EffectiveHeartbeat() time.Duration {
 func (r Repair) Settings() repair.Settings {
 	return repair.Settings{Enabled: r.Enabled, DryRun: r.DryRun, RestartRuntimeAfter: r.RestartRuntimeAfter.Duration,
 		RestartKubeletAfter: r.RestartKubeletAfter.Duration, MaxRestartsPerHour: r.MaxRestartsPerHour,
-		RuntimeUnit: r.RuntimeUnit, RuntimeSocket: r.RuntimeSocket, KubeletUnit: r.KubeletUnit, SystemdSocket: r.SystemdSocket, StateFile: r.StateFile}
+		RuntimeUnit: r.RuntimeUnit, RuntimeSocket: r.RuntimeSocket, KubeletUnit: r.KubeletUnit, SystemdSocket: r.SystemdSocket, StateFile: r.StateFile,
+		Fleet: repair.FleetSettings{MaxRestarts: r.FleetMaxRestarts, Window: r.FleetWindow.Duration, Namespace: r.FleetNamespace}}
 }

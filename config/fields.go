@@ -117,6 +117,9 @@ func repairFields(r *Repair) []field {
 		{"repair.runtimeSocket", "repair-runtime-socket", "", "the runtime's own socket, whose listener must be the runtime unit's main process (else no kill); empty: the CRI endpoint's; set it only when hangwatch reaches the runtime through a proxy", &r.RuntimeSocket},
 		{"repair.kubeletUnit", "kubelet-unit", "", "the kubelet's systemd unit; the process holding the kubelet's health port must be in it", &r.KubeletUnit},
 		{"repair.systemdSocket", "systemd-socket", "", "systemd's private D-Bus socket", &r.SystemdSocket},
+		{"repair.fleetMaxRestarts", "repair-fleet-max-restarts", "", "most restarts (runtimes and kubelets) the whole fleet makes in any repair.fleetWindow, kept in that many Leases (hangwatch-repair-slot-N in repair.fleetNamespace) that every node's repair takes one of before a kill; a node that cannot reach the API server decides within its own budget; 0: no fleet bound (each node decides alone)", &r.FleetMaxRestarts},
+		{"repair.fleetWindow", "repair-fleet-window", "", "the window of repair.fleetMaxRestarts: a slot taken is free again once a node has seen it unchanged this long on its own clock", &r.FleetWindow},
+		{"repair.fleetNamespace", "repair-fleet-namespace", "", "the namespace of the fleet's slot Leases (hangwatch's own)", &r.FleetNamespace},
 		{"repair.stateFile", "repair-state-file", "", "where each target's restarts of the last hour are kept across hangwatch's own restarts (a hostPath); empty: in memory only, so a hangwatch that restarts forgets its budget", &r.StateFile},
 	}
 }

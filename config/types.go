@@ -138,4 +138,7 @@ type Repair struct {
 	KubeletUnit         string          `json:"kubeletUnit"`
 	SystemdSocket       string          `json:"systemdSocket"`
 	StateFile           string          `json:"stateFile"`
+	FleetMaxRestarts    int             `json:"fleetMaxRestarts"`
+	FleetWindow         metav1.Duration `json:"fleetWindow"`
+	FleetNamespace      string          `json:"fleetNamespace"`
 }

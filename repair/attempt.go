@@ -105,10 +105,10 @@ func (r *Repairer) standAside(ctx context.Context, a attempt) bool {
 
 // fleetRefuses tells whether the fleet's bound holds this restart back.
 func (r *Repairer) fleetRefuses(ctx context.Context, a attempt) bool {
-	if r.o.Fleet == nil || r.settings.DryRun {
+	if r.o.Fleet == nil || r.settings.DryRun || r.settings.Fleet.MaxRestarts <= 0 {
 		return false
 	}
-	ok, why, err := r.o.Fleet.Acquire(ctx, a.target)
+	ok, why, err := r.o.Fleet.Acquire(ctx, a.target, r.settings.Fleet)
 	if err != nil {
 		klog.InfoS("The fleet's repair bound could not be consulted; this node's own budget decides", "target", a.target, "err", err)
 		return false
@@ -116,9 +116,16 @@ func (r *Repairer) fleetRefuses(ctx context.Context, a attempt) bool {
 	if ok {
 		return false
 	}
-	r.judged(a, OutcomeFleetBound, fmt.Sprintf("%s not restarted: %s", a.target, why))
+	r.judged(a, OutcomeFleetBound, fmt.Sprintf("%s not restarted: %s; it asks again in %s", a.target, why, fleetRetry))
+	// asked again a fleetRetry later, not a wait later: each ask reads
+	// the slots, and a fleet-wide hang is many nodes asking
+	r.targets[a.target].judged = a.now.Add(fleetRetry - r.settings.after(a.target))
 	return true
 }
+
+// fleetRetry is how long a node held back by the fleet's bound waits
+// before it asks again.
+const fleetRetry = time.Minute
 
 // restart records the attempt in the budget, then kills the unit's main
 // process (or, in a dry run, says it would). The attempt counts whatever

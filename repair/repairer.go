@@ -68,7 +68,7 @@ type Options struct {
 // means the bound could not be consulted (the API server does not answer),
 // and the node's own budget then decides alone.
 type FleetBound interface {
-	Acquire(ctx context.Context, t Target) (ok bool, why string, err error)
+	Acquire(ctx context.Context, t Target, fs FleetSettings) (ok bool, why string, err error)
 }
 
 // Repairer restarts a target that has given no answer for its time, within

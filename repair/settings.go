@@ -44,6 +44,10 @@ const (
 	// DefaultStateFile keeps the budget on the node, across hangwatch's
 	// restarts (a hostPath in the shipped manifests).
 	DefaultStateFile = "/var/lib/hangwatch/repair-budget.json"
+	// DefaultFleetWindow is repair.fleetWindow's.
+	DefaultFleetWindow = 10 * time.Minute
+	// DefaultFleetNamespace is where the shipped manifests run hangwatch.
+	DefaultFleetNamespace = "kube-system"
 )
 
 // Settings turn repair on and pace it. The zero value repairs nothing.
@@ -73,6 +77,8 @@ type Settings struct {
 	// StateFile keeps each target's attempts of the last hour across
 	// hangwatch's restarts; empty: in memory only.
 	StateFile string
+	// Fleet bounds the restarts across the fleet (Options.Fleet keeps it).
+	Fleet FleetSettings
 }
 
 // after is how long target must be unwell before it is restarted; 0: never.
