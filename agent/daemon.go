@@ -36,7 +36,7 @@ type Agent struct {
 	secure     *httpauth.SecureServer // nil without --secure-listen-address
 	reloader   *configReloader        // nil without --config
 	repair     *repairing
-	leases     *leases.Watch // nil when the Lease is not read
+	leases     *leases.Watch  // nil when the Lease is not read
 	memLimit   *metrics.Gauge // hangwatch_go_memory_limit_bytes
 	// leaseNudge carries the kubelet's metrics' word that its renewals
 	// fail to the Lease watch.
