@@ -13,7 +13,7 @@ import (
 // runtime the unit of that listener.
 func (r *Repairer) unitName(ctx context.Context, m Manager, t Target, sdPID int) (int, string, error) {
 	if t == TargetKubelet {
-		return r.kubeletListener()
+		return 0, r.settings.KubeletUnit, nil // its health port's holder is found once the unit is
 	}
 	socket := r.runtimeSocket()
 	peer, err := PeerPID(socket, systemdTimeout)
@@ -31,19 +31,16 @@ func (r *Repairer) unitName(ctx context.Context, m Manager, t Target, sdPID int)
 }
 
 // kubeletListener is the process holding the kubelet's health port.
-func (r *Repairer) kubeletListener() (int, string, error) {
+func (r *Repairer) kubeletListener() (int, error) {
 	port := r.o.KubeletHealthzPort
 	if port == 0 {
-		return 0, "", errors.New("no kubelet health port is probed (kubelet.healthzURL), so no kubelet is restarted")
+		return 0, errors.New("no kubelet health port is probed (kubelet.healthzURL), so no kubelet is restarted")
 	}
 	pid, err := r.o.Proc.TCPListener(port)
 	if err == nil && pid == 0 {
 		err = fmt.Errorf("no process in hangwatch's PID and network namespaces listens on the kubelet's health port %d (run with hostPID and hostNetwork)", port)
 	}
-	if err != nil {
-		return 0, "", err
-	}
-	return pid, r.settings.KubeletUnit, nil
+	return pid, err
 }
 
 // unitOf names the unit of pid (in hangwatch's namespace).
@@ -61,6 +58,12 @@ func (r *Repairer) unitOf(ctx context.Context, m Manager, pid, sdPID int) (strin
 // script, that started the runtime as its child); for the kubelet, the
 // health port's holder is the main process or in the kubelet's unit.
 func (r *Repairer) isTheOneThatHangs(ctx context.Context, m Manager, t Target, f found, listener, sdPID int) error {
+	if t == TargetKubelet {
+		var err error
+		if listener, err = r.kubeletListener(); err != nil {
+			return err
+		}
+	}
 	if listener == f.pid {
 		return nil
 	}

@@ -47,14 +47,15 @@ func startAnswersRig(t *testing.T) *answersRig {
 		t.Fatal(err)
 	}
 	r.d = r.startHangwatch(t)
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return r.d.runtimeHung(t) == "False" }, harness.UnlessExited(r.d))
 	return r
 }
 
+// startHangwatch starts hangwatch on the rig's config and state file; it
+// answers on its port when this returns.
 func (r *answersRig) startHangwatch(t *testing.T) *daemon {
 	t.Helper()
-	d := startDaemon(t, r.proxy.Endpoint, "--config", r.config, "--repair-state-file", r.state)
-	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
-	return d
+	return startDaemon(t, r.proxy.Endpoint, "--config", r.config, "--repair-state-file", r.state)
 }
 
 func (r *answersRig) mainPID(t *testing.T) int {
