@@ -15,9 +15,10 @@
 #       on B; writes the table between the remedy markers. About 12 minutes.
 #   ./hack/e2e.sh --repair
 #       the repair rung against a real systemd supervising containerd and
-#       the kubelet (test/integration/repair*_test.go), three runs
+#       the kubelet (test/integration/repair_{containerd,kubelet}_test.go) and
+#       the thaw rounds (thaw_test.go), three runs
 #       (REPAIR_RUNS): the freeze, restart and clear times, medians, into
-#       BENCHMARKS.md between the repair markers. About 12 minutes.
+#       BENCHMARKS.md between the repair markers. About 18 minutes.
 #   ./hack/e2e.sh --ladder
 #       two real nodes, A's containerd and kubelet under a real systemd,
 #       every rung on (hangwatch-remedy's taint and eviction, repair's
