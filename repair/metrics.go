@@ -13,10 +13,10 @@ type Metrics struct {
 func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 	m := &Metrics{
 		repairs: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_repairs_total", StabilityLevel: metrics.ALPHA,
-			Help: "Repair decisions by target (runtime, kubelet) and outcome: restarted, dry-run, refused, impossible, budget-spent or failed; each counted once per hang."},
+			Help: "Repair decisions by target (runtime, kubelet) and outcome: restarted, dry-run, refused, impossible, budget-spent, failed, stood-aside (a maintenance condition) or fleet-bound (the fleet's slots taken); each counted once per hang."},
 			[]string{"target", "outcome"}),
 		left: metrics.NewGaugeVec(&metrics.GaugeOpts{Name: "hangwatch_repair_budget_remaining", StabilityLevel: metrics.ALPHA,
-			Help: "Restarts of the target that repair may still make in the current hour (repair.maxRestartsPerHour minus those of the last hour)."},
+			Help: "Restarts of the target that repair may still make on this node in the current hour (repair.maxRestartsPerHour minus those of the last hour, kept in repair.stateFile)."},
 			[]string{"target"}),
 	}
 	reg.MustRegister(m.repairs, m.left)
