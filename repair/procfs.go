@@ -126,15 +126,11 @@ func (p Procfs) FromNamespaceOf(nsPID, ref int) (int, error) {
 	if len(refs) == 1 {
 		return nsPID, nil
 	}
-	entries, err := os.ReadDir(p.Root)
+	pids, err := p.pids()
 	if err != nil {
-		return 0, fmt.Errorf("list processes: %w", err)
+		return 0, err
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range pids {
 		ids, err := p.NSPIDs(pid)
 		if err == nil && len(ids) >= len(refs) && ids[len(refs)-1] == nsPID && p.sameNamespace(pid, ref, len(refs)) {
 			return pid, nil
@@ -252,25 +248,37 @@ func listeningInodes(raw []byte, port int) []string {
 // socketHolder is the first process with a descriptor on one of the
 // socket inodes.
 func (p Procfs) socketHolder(inodes []string) (int, error) {
-	entries, err := os.ReadDir(p.Root)
+	pids, err := p.pids()
 	if err != nil {
-		return 0, fmt.Errorf("list processes: %w", err)
+		return 0, err
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		fds, err := os.ReadDir(filepath.Join(p.Root, e.Name(), "fd"))
+	for _, pid := range pids {
+		dir := filepath.Join(p.Root, strconv.Itoa(pid), "fd")
+		fds, err := os.ReadDir(dir)
 		if err != nil {
 			continue
 		}
 		for _, fd := range fds {
-			link, err := os.Readlink(filepath.Join(p.Root, e.Name(), "fd", fd.Name()))
+			link, err := os.Readlink(filepath.Join(dir, fd.Name()))
 			if err == nil && strings.HasPrefix(link, "socket:[") && slices.Contains(inodes, link[len("socket:["):len(link)-1]) {
 				return pid, nil
 			}
 		}
 	}
 	return 0, nil
+}
+
+// pids lists the processes in the /proc.
+func (p Procfs) pids() ([]int, error) {
+	entries, err := os.ReadDir(p.Root)
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
 }

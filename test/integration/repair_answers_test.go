@@ -58,16 +58,7 @@ func (r *answersRig) startHangwatch(t *testing.T) *daemon {
 	return startDaemon(t, r.proxy.Endpoint, "--config", r.config, "--repair-state-file", r.state)
 }
 
-func (r *answersRig) mainPID(t *testing.T) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pid, err := r.sd.MainPID(ctx, harness.ContainerdUnit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
+func (r *answersRig) mainPID(t *testing.T) int { return containerdMainPID(t, r.sd) }
 
 // noRepairFor checks for d that repair decided nothing and containerd's
 // main process is still pid; it returns whether RuntimeHung was seen True

@@ -190,11 +190,14 @@ func (r *repairRig) waitRepairs(t *testing.T, limit time.Duration, outcome strin
 		harness.Explaining(func() string { return fmt.Sprintf("it is %v", r.repairs(outcome)) }))
 }
 
-func (r *repairRig) mainPID(t *testing.T) int {
+func (r *repairRig) mainPID(t *testing.T) int { return containerdMainPID(t, r.sd) }
+
+// containerdMainPID is the main PID of containerd's unit under sd.
+func containerdMainPID(t *testing.T, sd *harness.Systemd) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pid, err := r.sd.MainPID(ctx, harness.ContainerdUnit)
+	pid, err := sd.MainPID(ctx, harness.ContainerdUnit)
 	if err != nil {
 		t.Fatal(err)
 	}
