@@ -52,9 +52,6 @@ func (r *Repairer) attempt(ctx context.Context, a attempt) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, systemdTimeout)
 	defer cancel()
-	if r.standAside(ctx, a) {
-		return
-	}
 	m, f, err := r.locate(ctx, a.target, a.now)
 	switch {
 	case errors.Is(err, errYoung):
@@ -72,7 +69,8 @@ func (r *Repairer) attempt(ctx context.Context, a attempt) {
 		return
 	}
 	defer m.Close()
-	if r.fleetRefuses(ctx, a) {
+	// the API server is asked last, only for a kill every local check allows
+	if r.standAside(ctx, a) || r.fleetRefuses(ctx, a) {
 		return
 	}
 	r.restart(ctx, a, m, f)
