@@ -37,6 +37,7 @@ var errYoung = errors.New("main process too young")
 // process. A spell that is not cured is judged again a whole wait later.
 func (r *Repairer) attempt(ctx context.Context, a attempt) {
 	st := r.targets[a.target]
+	r.budgetErr = r.budget.Refresh() // a file fixed or removed is read again
 	used := r.budget.Used(a.target, a.now)
 	r.o.Metrics.budget(a.target, r.settings.MaxRestartsPerHour-used)
 	switch {

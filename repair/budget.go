@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // budgetVersion is the state file's format.
@@ -34,15 +36,26 @@ type Budget struct {
 
 // OpenBudget reads the state file at path, or starts empty when it does
 // not exist yet. A file that cannot be read or parsed is an error: repair
-// then refuses to act rather than forget its budget.
+// then refuses to act rather than forget its budget, until Refresh reads
+// it (or finds it removed). The Budget returned is usable either way.
 func OpenBudget(path string) (*Budget, error) {
 	b := &Budget{path: path, attempts: map[Target][]time.Time{}}
+	attempts, err := readBudget(path)
+	if err == nil {
+		b.attempts = attempts
+	}
+	return b, err
+}
+
+// readBudget reads the attempts in the file at path; none when there is
+// no path or no file.
+func readBudget(path string) (map[Target][]time.Time, error) {
 	if path == "" {
-		return b, nil
+		return map[Target][]time.Time{}, nil
 	}
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return b, nil
+		return map[Target][]time.Time{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("repair.stateFile %s: %w", path, err)
@@ -51,8 +64,7 @@ func OpenBudget(path string) (*Budget, error) {
 	if err != nil {
 		return nil, fmt.Errorf("repair.stateFile %s: %w (remove it to start the budget afresh)", path, err)
 	}
-	b.attempts = f.Attempts
-	return b, nil
+	return f.Attempts, nil
 }
 
 // parseBudget reads the state file's content.
@@ -75,6 +87,22 @@ func parseBudget(raw []byte) (budgetFile, error) {
 	return f, nil
 }
 
+// Refresh reads the file again: the file is the budget, so two hangwatch
+// processes on one node (a rollout's surge) see each other's attempts,
+// and a file an operator removed starts it afresh. An error: the file
+// cannot be read, and the budget is as it was.
+func (b *Budget) Refresh() error {
+	if b.path == "" {
+		return nil
+	}
+	fresh, err := readBudget(b.path)
+	if err != nil {
+		return err
+	}
+	b.attempts = fresh
+	return nil
+}
+
 // Used is how many attempts on t the last hour holds at now. One stamped
 // after now (the clock stepped back) still counts.
 func (b *Budget) Used(t Target, now time.Time) int {
@@ -87,10 +115,23 @@ func (b *Budget) Used(t Target, now time.Time) int {
 	return n
 }
 
-// Record adds an attempt on t at now, forgets those older than an hour,
-// and writes the file (atomically: a new file renamed over the old). The
-// attempt counts in memory even when the write fails.
+// Record adds an attempt on t at now to the file as it is now, forgets
+// those older than an hour, and writes it (atomically: a new file renamed
+// over the old), holding the file's lock against another hangwatch on the
+// node. The attempt counts in memory even when the write fails.
 func (b *Budget) Record(t Target, now time.Time) error {
+	if b.path != "" {
+		unlock, err := lockFile(b.path + ".lock")
+		if err != nil {
+			b.attempts[t] = append(b.attempts[t], now)
+			return fmt.Errorf("repair.stateFile %s: %w", b.path, err)
+		}
+		defer unlock()
+		if err := b.Refresh(); err != nil {
+			b.attempts[t] = append(b.attempts[t], now)
+			return err
+		}
+	}
 	for k, ats := range b.attempts {
 		b.attempts[k] = slices.DeleteFunc(ats, func(at time.Time) bool { return now.Sub(at) >= time.Hour })
 	}
@@ -106,6 +147,19 @@ func (b *Budget) Record(t Target, now time.Time) error {
 		return fmt.Errorf("repair.stateFile %s: %w", b.path, err)
 	}
 	return nil
+}
+
+// lockFile takes an exclusive flock on path, made if need be.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { _ = f.Close() }, nil
 }
 
 // writeFileAtomic writes raw to a temp file beside path, syncs it, and

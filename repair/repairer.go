@@ -102,7 +102,6 @@ func New(o Options) *Repairer {
 		targets: map[Target]*targetState{TargetRuntime: {}, TargetKubelet: {}}}
 	r.budget, r.budgetErr = OpenBudget(o.Settings.StateFile)
 	if r.budgetErr != nil {
-		r.budget, _ = OpenBudget("")
 		if o.Settings.Enabled {
 			klog.ErrorS(r.budgetErr, "Repair refuses to act: its budget cannot be read")
 		}
@@ -130,9 +129,6 @@ func (r *Repairer) Update(s Settings) {
 	}
 	if s.StateFile != r.settings.StateFile {
 		r.budget, r.budgetErr = OpenBudget(s.StateFile)
-		if r.budgetErr != nil {
-			r.budget, _ = OpenBudget("")
-		}
 	}
 	r.settings = s
 }

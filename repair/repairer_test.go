@@ -321,6 +321,29 @@ func TestAnUnreadableBudgetRefuses(t *testing.T) {
 	if g.sd.kills != 0 || g.count(OutcomeRefused) != 1 || !strings.Contains(g.notes.got[0], "repair.stateFile "+path) {
 		t.Fatalf("kills = %d, refused %d, events %q", g.sd.kills, g.count(OutcomeRefused), g.notes.got)
 	}
+	if err := os.Remove(path); err != nil { // as the Event says
+		t.Fatal(err)
+	}
+	g.run(21 * time.Second)
+	if g.sd.kills != 1 {
+		t.Fatalf("kills = %d once the file was removed, want 1", g.sd.kills)
+	}
+}
+
+// TestTwoHangwatchesShareTheBudget: two hangwatch processes on one node (a
+// rollout's surge) read each other's attempts from the file.
+func TestTwoHangwatchesShareTheBudget(t *testing.T) {
+	g := newRig(t, Settings{RestartRuntimeAfter: 20 * time.Second})
+	second := g.newRepairer()
+	g.hang("VersionHung")
+	for end := g.clk.Now().Add(20 * time.Minute); g.clk.Now().Before(end); {
+		g.clk.Step(time.Second)
+		g.r.Step(context.Background())
+		second.Step(context.Background())
+	}
+	if g.sd.kills != 3 {
+		t.Fatalf("kills = %d by two hangwatches in 20 min, want 3", g.sd.kills)
+	}
 }
 
 // TestEveryKillSentCounts: a kill whose D-Bus answer failed (it may have
