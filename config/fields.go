@@ -82,7 +82,7 @@ func kubeletFields(k *Kubelet) []field {
 		{"kubelet.insecureSkipTLSVerify", "kubelet-insecure-skip-tls-verify", "", "do not verify the kubelet's serving certificate (logged as a warning); allowed only for a loopback URL. Prefer --kubelet-ca-file", &k.InsecureSkipTLSVerify},
 		{"kubelet.metricsTimeout", "kubelet-metrics-timeout", "", "deadline of one scrape; a kubelet blocked on a frozen runtime does not answer, and that is reported", &k.MetricsTimeout},
 		{"kubelet.metricsPeriod", "kubelet-metrics-period", "", "time between scrapes of the kubelet's metrics", &k.MetricsPeriod},
-		{"kubelet.healthzURL", "kubelet-healthz-url", "", "the kubelet's local health endpoint, probed every --kubelet-healthz-period: no answer within 2s makes KubeletUnresponsive True (KubeletNotAnswering); a refused connection does not; empty: not probed (and the Lease read every --lease-period)", &k.HealthzURL},
+		{"kubelet.healthzURL", "kubelet-healthz-url", "", "the kubelet's local health endpoint, probed every --kubelet-healthz-period: no answer within 2s makes KubeletUnresponsive True (KubeletNotAnswering); a refused connection does not (nothing listens: the Lease is then read every --lease-idle-period while renewed on time, warned once, hangwatch_kubelet_healthz_refused); empty: not probed (and the Lease read every --lease-period)", &k.HealthzURL},
 		{"kubelet.healthzPeriod", "kubelet-healthz-period", "", "time between probes of the kubelet's local /healthz (no API request: it is the fast liveness signal)", &k.HealthzPeriod},
 	}
 }

@@ -18,7 +18,10 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	kc := createNode(t, cp, node)
 	stop := make(chan struct{})
 	lastRenew := renewLease(t, harness.ClientFor(t, kc), node, renewEvery, stop)
-	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--lease-period", "1s")...)
+	// no kubelet here, only its renewals: no health probe, so the Lease is
+	// read every --lease-period (a port that refuses is read every idle
+	// period instead)
+	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--lease-period", "1s", "--kubelet-healthz-url=")...)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", status(corev1.ConditionFalse))
 	watched := time.Now()
 	harness.Eventually(t, 2*renewEvery, "a renewal while watched", func() bool { return lastRenew().After(watched) }, harness.UnlessExited(d))
