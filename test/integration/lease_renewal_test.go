@@ -11,6 +11,11 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
+// noKubeletProbe is for a node with no kubelet, only its Lease renewals:
+// no health probe, so the Lease is read every --lease-period (a health
+// port that refuses is read every idle period instead, issue 37).
+const noKubeletProbe = "--kubelet-healthz-url="
+
 func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	c, cp := sharedContainerd(t), controlPlane(t)
 	const renewEvery, grace = 10 * time.Second, 50 * time.Second // the kubelet's and controller's defaults
@@ -18,10 +23,7 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	kc := createNode(t, cp, node)
 	stop := make(chan struct{})
 	lastRenew := renewLease(t, harness.ClientFor(t, kc), node, renewEvery, stop)
-	// no kubelet here, only its renewals: no health probe, so the Lease is
-	// read every --lease-period (a port that refuses is read every idle
-	// period instead)
-	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--lease-period", "1s", "--kubelet-healthz-url=")...)
+	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--lease-period", "1s", noKubeletProbe)...)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", status(corev1.ConditionFalse))
 	watched := time.Now()
 	harness.Eventually(t, 2*renewEvery, "a renewal while watched", func() bool { return lastRenew().After(watched) }, harness.UnlessExited(d))

@@ -136,7 +136,7 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 	defer close(stop)
 	renewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
 	f := newFaultIdentity(t, cp, node)
-	d := startDaemon(t, c.Endpoint, nodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s")...)
+	d := startDaemon(t, c.Endpoint, nodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
 
 	// The Lease read refused (403): Unknown, then False after good reads.

@@ -126,7 +126,7 @@ func TestStatusPatchThrottled(t *testing.T) {
 	f := newFaultIdentity(t, cp, node)
 	wh := startThrottlingWebhook(t)
 	wh.register(t, f)
-	d := startDaemon(t, c.Endpoint, nodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s")...)
+	d := startDaemon(t, c.Endpoint, nodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
 	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
 	if wh.reviews.Load() == 0 {
 		t.Fatal("the webhook saw no review: it does not stand in hangwatch's way")
