@@ -10,7 +10,9 @@ type Verdict struct {
 	Type   string
 	True   bool
 	Reason string
-	// Since is when it last changed status, on the agent's clock.
+	// Since is when it last changed status, on the agent's clock. Repair
+	// does not time from it (a reason it does not act on may have turned
+	// it True): it times the target's silence (Options.Unanswered).
 	Since time.Time
 }
 
