@@ -16,6 +16,7 @@ import (
 	"github.com/hangwatch/hangwatch/internal/buildinfo"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
+	"github.com/hangwatch/hangwatch/repair"
 )
 
 // Agent is `hangwatch run` wired together.
@@ -35,7 +36,7 @@ type Agent struct {
 	health     *liveness
 	secure     *httpauth.SecureServer // nil without --secure-listen-address
 	reloader   *configReloader        // nil without --config
-	repair     *repairing
+	repair     *repair.Repairer
 	leases     *leases.Watch  // nil when the Lease is not read
 	memLimit   *metrics.Gauge // hangwatch_go_memory_limit_bytes
 	// leaseNudge carries the kubelet's metrics' word that its renewals

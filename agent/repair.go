@@ -11,11 +11,6 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 )
 
-// repairing is the repair rung.
-type repairing struct {
-	*repair.Repairer
-}
-
 // newRepair builds the repairer over the agent's conditions and the
 // signals' silences; it acts only while the configuration enables it, and
 // a reload applies a new one.
@@ -36,7 +31,7 @@ func (a *Agent) newRepair() {
 			o.Fleet = &repair.LeaseSlots{Store: store, Node: a.api.node, Clock: a.o.Clock}
 		}
 	}
-	a.repair = &repairing{Repairer: repair.New(o)}
+	a.repair = repair.New(o)
 }
 
 // maintenance reads the Node fresh and names its condition that says an

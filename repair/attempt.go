@@ -118,7 +118,7 @@ func (r *Repairer) fleetRefuses(ctx context.Context, a attempt) bool {
 	r.judged(a, OutcomeFleetBound, fmt.Sprintf("%s not restarted: %s; it asks again in %s", a.target, why, fleetRetry))
 	// asked again a fleetRetry later, not a wait later: each ask reads
 	// the slots, and a fleet-wide hang is many nodes asking
-	r.targets[a.target].judged = a.now.Add(fleetRetry - r.settings.after(a.target))
+	r.targets[a.target].askAt = a.now.Add(fleetRetry)
 	return true
 }
 

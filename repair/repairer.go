@@ -86,6 +86,7 @@ type Repairer struct {
 // targetState is one target's spell.
 type targetState struct {
 	judged time.Time // the last attempt, whatever its outcome: no silence is timed from before it
+	askAt  time.Time // held back by the fleet's bound: not judged again before this
 	told   string    // what was last told in this spell, so a repeat is not told again
 	young  bool      // waiting for a young main process has been logged in this spell
 }
@@ -174,7 +175,7 @@ func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (attempt, bool) {
 		return attempt{}, false
 	}
 	since := latest(now.Add(-silent), st.judged)
-	if now.Sub(since) < after {
+	if now.Sub(since) < after || now.Before(st.askAt) {
 		return attempt{}, false
 	}
 	return attempt{target: t, reason: v.Reason, what: what, now: now, age: now.Sub(since).Round(time.Second)}, true

@@ -85,16 +85,16 @@ func (r *repairRig) startUnit(t *testing.T, ctx context.Context, name, command s
 
 // waitThreadInD waits until a thread of pid is in uninterruptible sleep.
 func waitThreadInD(ctx context.Context, pid int) error {
-	for {
-		if _, inD, err := repair.HostProc.ThreadInD(pid); err != nil || inD {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("no thread of PID %d in D: %w", pid, ctx.Err())
-		case <-time.After(50 * time.Millisecond): // polls /proc; nothing to wait on
-		}
+	var err error
+	_, pollErr := harness.Poll(ctx, time.Minute, fmt.Sprintf("a thread of PID %d in D", pid), func() bool {
+		var inD bool
+		_, inD, err = repair.HostProc.ThreadInD(pid)
+		return err != nil || inD
+	}, harness.Every(10*time.Millisecond))
+	if err != nil {
+		return err
 	}
+	return pollErr
 }
 
 // socketDir is a temp dir short enough for sockets (sun_path's 108
