@@ -16,7 +16,6 @@ import (
 	"github.com/hangwatch/hangwatch/internal/buildinfo"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
-	"github.com/hangwatch/hangwatch/repair"
 )
 
 // Agent is `hangwatch run` wired together.
@@ -36,9 +35,9 @@ type Agent struct {
 	health     *liveness
 	secure     *httpauth.SecureServer // nil without --secure-listen-address
 	reloader   *configReloader        // nil without --config
-	repair     *repair.Repairer
-	leases     *leases.Watch  // nil when the Lease is not read
-	memLimit   *metrics.Gauge // hangwatch_go_memory_limit_bytes
+	link       *repairLink            // nil without repair.agentSocket
+	leases     *leases.Watch          // nil when the Lease is not read
+	memLimit   *metrics.Gauge         // hangwatch_go_memory_limit_bytes
 	// leaseNudge carries the kubelet's metrics' word that its renewals
 	// fail to the Lease watch.
 	leaseNudge chan struct{}
@@ -88,7 +87,7 @@ func (a *Agent) assemble() error {
 	if a.api != nil && a.engine.Reads(conditions.InputLease) { // else spare the API server the reads
 		a.feeds = append(a.feeds, feed{conditions.InputLease, a.leaseWatch()})
 	}
-	a.newRepair()
+	a.newRepairLink()
 	if a.o.Reload != nil {
 		a.reloader = newConfigReloader(a)
 	}
@@ -181,7 +180,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	serveErr := servers.Start(a.o.OnReady)
+	if a.link != nil {
+		if err := a.link.listen(); err != nil {
+			_ = servers.Shutdown(context.Background())
+			return serveError("%w", err)
+		}
+		klog.InfoS("Serving the repair process's link", "socket", a.link.path)
+	}
+	serveErr, linkErr := servers.Start(a.o.OnReady), make(chan error, 1)
+	if a.link != nil {
+		a.link.serve(linkErr)
+	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	rt := a.cfg.Runtime
@@ -194,12 +203,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	case err = <-serveErr:
 		err = &ServeError{Err: err}
 		stop()
+	case err = <-linkErr:
+		err = &ServeError{Err: err}
+		stop()
 	}
 	klog.InfoS("Shutting down")
 	wg.Wait()
 	a.api.shutdown()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if a.link != nil {
+		a.link.shutdown(shutdownCtx)
+	}
 	if serr := servers.Shutdown(shutdownCtx); serr != nil && err == nil {
 		err = &ServeError{Err: serr}
 	}
@@ -218,10 +233,6 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 	for _, f := range a.feeds {
 		run(func(ctx context.Context) { f.src.Run(ctx, a.observe) })
 	}
-	if s := a.cfg.Repair; s.Enabled {
-		klog.InfoS("Repair is on", "dryRun", s.DryRun, "restartRuntimeAfter", s.RestartRuntimeAfter.Duration,
-			"restartKubeletAfter", s.RestartKubeletAfter.Duration, "maxRestartsPerHour", s.MaxRestartsPerHour, "systemdSocket", s.SystemdSocket)
-	}
 	if a.api != nil {
 		run(func(ctx context.Context) { a.api.report(ctx, a.o.Clock, a.conds) })
 	}
@@ -229,7 +240,6 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 		run(a.reloader.run)
 	}
 	run(func(ctx context.Context) { trimResidentSet(ctx, a.o.Clock) })
-	run(a.repair.Run)
 }
 
 // has tells whether a signal feeds input.

@@ -16,7 +16,6 @@ import (
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/kernellog"
-	"github.com/hangwatch/hangwatch/repair"
 )
 
 // configPoll is how often the reloader reads --config for a change: a
@@ -34,7 +33,6 @@ type configReloader struct {
 	engine      *conditions.Engine
 	kernelTypes []kernellog.ConditionSpec // nil without the kernel log
 	warn        func(reason, message string)
-	repair      func(repair.Settings) // applies reloaded repair settings at once
 	clk         clock.WithTicker
 	ok, okTime  *metrics.Gauge
 	sum         [sha256.Size]byte // of the file last loaded or refused
@@ -50,8 +48,7 @@ func newConfigReloader(a *Agent) *configReloader {
 		kernelTypes = a.kernel.Monitor().ConditionTypes()
 	}
 	r := &configReloader{Reload: *a.o.Reload, running: a.cfg, engine: a.engine, kernelTypes: kernelTypes, clk: a.o.Clock,
-		repair: a.repair.Update,
-		warn:   func(string, string) {}, sum: a.o.Config.Sum, // the file as start-up read it: a change since is reloaded
+		warn: func(string, string) {}, sum: a.o.Config.Sum, // the file as start-up read it: a change since is reloaded
 		ok: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_successful", StabilityLevel: metrics.ALPHA,
 			Help: "1 when the last load of --config (at start or a reload) succeeded, 0 when the last reload was refused."}),
 		okTime: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_success_timestamp_seconds", StabilityLevel: metrics.ALPHA,
@@ -125,7 +122,6 @@ func (r *configReloader) install(c *config.Loaded) {
 	}
 	restart := changedSections(r.running, c.Configuration)
 	r.running = c.Configuration
-	r.repair(c.Repair.Settings())
 	r.ok.Set(1)
 	r.okTime.Set(float64(r.clk.Now().Unix()))
 	klog.InfoS("Reloaded the config file's condition rules", "path", r.Path,
@@ -147,9 +143,9 @@ func (r *configReloader) refuse(err error) {
 	r.warn("ConfigReloadFailed", fmt.Sprintf("hangwatch refused the new %s; the running rules stay: %v", r.Path, err))
 }
 
-// appliedAtOnce are the sections a reload applies: repair's settings, and
-// the knobs of the rules (runtimeHung's thresholds, kubeletUnresponsive's
+// appliedAtOnce are the sections a reload applies: the knobs of the rules (runtimeHung's thresholds, kubeletUnresponsive's
 // share, read as params).
+// repair's settings are the repair process's, which reloads them itself.
 var appliedAtOnce = map[string]bool{"repair": true, "runtimeHung": true, "kubeletUnresponsive": true}
 
 // changedSections names the settings sections (all but conditions) that

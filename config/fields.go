@@ -120,6 +120,7 @@ func repairFields(r *Repair) []field {
 		{"repair.fleetMaxRestarts", "repair-fleet-max-restarts", "", "most restarts (runtimes and kubelets) the whole fleet makes in any repair.fleetWindow, kept in that many Leases (hangwatch-repair-slot-N in repair.fleetNamespace) that every node's repair takes one of before a kill; a node that cannot reach the API server decides within its own budget; 0: no fleet bound (each node decides alone)", &r.FleetMaxRestarts},
 		{"repair.fleetWindow", "repair-fleet-window", "", "the window of repair.fleetMaxRestarts: a slot taken is free again once a node has seen it unchanged this long on its own clock", &r.FleetWindow},
 		{"repair.fleetNamespace", "repair-fleet-namespace", "", "the namespace of the fleet's slot Leases (hangwatch's own)", &r.FleetNamespace},
+		{"repair.agentSocket", "repair-socket", "", "the Unix socket between the agent (`hangwatch run`, which serves its view there and does for repair what needs the API server) and the repair process (`hangwatch repair`, which reads it and listens on nothing); only root or the agent's user may connect; empty: the agent serves no link and no repair process can run", &r.AgentSocket},
 		{"repair.stateFile", "repair-state-file", "", "where each target's restarts of the last hour are kept across hangwatch's own restarts (a hostPath); empty: in memory only, so a hangwatch that restarts forgets its budget", &r.StateFile},
 	}
 }

@@ -141,4 +141,5 @@ type Repair struct {
 	FleetMaxRestarts    int             `json:"fleetMaxRestarts"`
 	FleetWindow         metav1.Duration `json:"fleetWindow"`
 	FleetNamespace      string          `json:"fleetNamespace"`
+	AgentSocket         string          `json:"agentSocket"`
 }

@@ -125,6 +125,8 @@ func validateRepair(p *checks, r Repair, healthz string) {
 	p.check(r.FleetMaxRestarts < 0 || r.FleetMaxRestarts > 100, "repair.fleetMaxRestarts", r.FleetMaxRestarts, "must be from 0 (no fleet bound) to 100")
 	p.check(r.FleetMaxRestarts > 0 && r.FleetWindow.Duration < time.Minute, "repair.fleetWindow", r.FleetWindow.Duration, "must be at least 1m")
 	p.check(r.FleetMaxRestarts > 0 && r.FleetNamespace == "", "repair.fleetNamespace", r.FleetNamespace, "must name the namespace of the slot Leases")
+	p.check(r.AgentSocket != "" && !strings.HasPrefix(r.AgentSocket, "/"), "repair.agentSocket", r.AgentSocket, "must be an absolute path, or empty (no repair process)")
+	p.check(len(r.AgentSocket) > 100, "repair.agentSocket", r.AgentSocket, "must be at most 100 bytes (a Unix socket's path is at most 107)")
 	p.check(r.StateFile != "" && !strings.HasPrefix(r.StateFile, "/"), "repair.stateFile", r.StateFile, "must be an absolute path, or empty (in memory only)")
 	p.check(r.Enabled && !strings.HasPrefix(r.SystemdSocket, "/"), "repair.systemdSocket", r.SystemdSocket, "must be the absolute path of systemd's private socket")
 	p.check(r.Enabled && r.RestartKubeletAfter.Duration > 0 && r.KubeletUnit == "", "repair.kubeletUnit", r.KubeletUnit, "must name the kubelet's unit")

@@ -75,6 +75,8 @@ var fieldCases = []fieldCase{
 	{"repair.runtimeSocket", "run/containerd/containerd.sock", "must be the absolute path of the runtime's socket, or empty (the CRI endpoint's)", func(c *Configuration) {
 		c.Repair.RuntimeSocket = "run/containerd/containerd.sock"
 	}},
+	{"repair.agentSocket", "repair.sock", "must be an absolute path, or empty (no repair process)", func(c *Configuration) { c.Repair.AgentSocket = "repair.sock" }},
+	{"repair.agentSocket", "/" + strings.Repeat("a", 100), "must be at most 100 bytes (a Unix socket's path is at most 107)", func(c *Configuration) { c.Repair.AgentSocket = "/" + strings.Repeat("a", 100) }},
 	{"repair.stateFile", "budget.json", "must be an absolute path, or empty (in memory only)", func(c *Configuration) { c.Repair.StateFile = "budget.json" }},
 	{"repair.kubeletUnit", "", "must name the kubelet's unit", func(c *Configuration) { c.Repair.Enabled, c.Repair.KubeletUnit = true, "" }},
 	{"repair.restartKubeletAfter", "10s", "needs --kubelet-healthz-url: only a kubelet that does not answer on the node is restarted", func(c *Configuration) {

@@ -1,28 +1,29 @@
 package repair
 
-import "k8s.io/component-base/metrics"
+import (
+	"maps"
+	"sync"
 
-// Metrics count repair attempts and show what is left of each budget.
+	"k8s.io/component-base/metrics"
+)
+
+// Metrics count repair attempts and keep what is left of each budget.
+// The repair process serves no port: it hands its Tally to the agent
+// over the link, and the agent's /metrics exports it (Relay).
 type Metrics struct {
-	repairs *metrics.CounterVec
-	left    *metrics.GaugeVec
+	mu      sync.Mutex
+	repairs map[Target]map[string]float64
+	left    map[Target]float64
 }
 
-// NewMetrics registers the repair metrics with reg; the counter starts at
-// 0 for every target and outcome, so an alert's increase() sees the first.
-func NewMetrics(reg metrics.KubeRegistry) *Metrics {
-	m := &Metrics{
-		repairs: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_repairs_total", StabilityLevel: metrics.ALPHA,
-			Help: "Repair decisions by target (runtime, kubelet) and outcome: restarted, dry-run, refused, impossible, budget-spent, failed, stood-aside (a maintenance condition) or fleet-bound (the fleet's slots taken); each counted once per hang."},
-			[]string{"target", "outcome"}),
-		left: metrics.NewGaugeVec(&metrics.GaugeOpts{Name: "hangwatch_repair_budget_remaining", StabilityLevel: metrics.ALPHA,
-			Help: "Restarts of the target that repair may still make on this node in the current hour (repair.maxRestartsPerHour minus those of the last hour, kept in repair.stateFile)."},
-			[]string{"target"}),
-	}
-	reg.MustRegister(m.repairs, m.left)
+// NewMetrics starts every target's count at 0 for every outcome, so an
+// alert's increase() sees the first.
+func NewMetrics() *Metrics {
+	m := &Metrics{repairs: map[Target]map[string]float64{}, left: map[Target]float64{}}
 	for _, t := range []Target{TargetRuntime, TargetKubelet} {
+		m.repairs[t] = map[string]float64{}
 		for _, o := range Outcomes {
-			m.repairs.WithLabelValues(string(t), o)
+			m.repairs[t][o] = 0
 		}
 	}
 	return m
@@ -30,12 +31,88 @@ func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 
 func (m *Metrics) count(t Target, outcome string) {
 	if m != nil {
-		m.repairs.WithLabelValues(string(t), outcome).Inc()
+		m.mu.Lock()
+		m.repairs[t][outcome]++
+		m.mu.Unlock()
 	}
 }
 
 func (m *Metrics) budget(t Target, left int) {
 	if m != nil {
-		m.left.WithLabelValues(string(t)).Set(float64(left))
+		m.mu.Lock()
+		m.left[t] = float64(left)
+		m.mu.Unlock()
 	}
+}
+
+// Tally copies the counts and budgets.
+func (m *Metrics) Tally() Tally {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := Tally{Repairs: map[Target]map[string]float64{}, Left: maps.Clone(m.left)}
+	for target, outcomes := range m.repairs {
+		t.Repairs[target] = maps.Clone(outcomes)
+	}
+	return t
+}
+
+var (
+	repairsDesc = metrics.NewDesc("hangwatch_repairs_total",
+		"Repair decisions by target (runtime, kubelet) and outcome: restarted, dry-run, refused, impossible, budget-spent, failed, stood-aside (a maintenance condition) or fleet-bound (the fleet's slots taken); each counted once per hang. Counted by the repair process (hangwatch repair) and exported by the agent it is linked to; it starts again at 0 when that process restarts.",
+		[]string{"target", "outcome"}, nil, metrics.ALPHA, "")
+	leftDesc = metrics.NewDesc("hangwatch_repair_budget_remaining",
+		"Restarts of the target that repair may still make on this node in the current hour (repair.maxRestartsPerHour minus those of the last hour, kept in repair.stateFile), as the repair process last said.",
+		[]string{"target"}, nil, metrics.ALPHA, "")
+	linkedDesc = metrics.NewDesc("hangwatch_repair_linked",
+		"1 while the repair process (hangwatch repair) has read the agent's view over repair.agentSocket within the last 30 s, else 0; exported only where repair.agentSocket is set.",
+		nil, nil, metrics.ALPHA, "")
+)
+
+// Relay exports in the agent what the repair process last handed over.
+type Relay struct {
+	metrics.BaseStableCollector
+	mu     sync.Mutex
+	tally  Tally
+	linked func() bool
+}
+
+// NewRelay registers the repair metrics with reg; linked tells whether
+// the repair process has read the view lately.
+func NewRelay(reg metrics.KubeRegistry, linked func() bool) *Relay {
+	r := &Relay{tally: NewMetrics().Tally(), linked: linked}
+	reg.CustomMustRegister(r)
+	return r
+}
+
+// Set keeps a checked tally.
+func (r *Relay) Set(t Tally) {
+	r.mu.Lock()
+	r.tally = t
+	r.mu.Unlock()
+}
+
+// DescribeWithStability implements metrics.StableCollector.
+func (r *Relay) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- repairsDesc
+	ch <- leftDesc
+	ch <- linkedDesc
+}
+
+// CollectWithStability implements metrics.StableCollector.
+func (r *Relay) CollectWithStability(ch chan<- metrics.Metric) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for t, outcomes := range r.tally.Repairs {
+		for o, v := range outcomes {
+			ch <- metrics.NewLazyConstMetric(repairsDesc, metrics.CounterValue, v, string(t), o)
+		}
+	}
+	for t, v := range r.tally.Left {
+		ch <- metrics.NewLazyConstMetric(leftDesc, metrics.GaugeValue, v, string(t))
+	}
+	linked := 0.0
+	if r.linked() {
+		linked = 1
+	}
+	ch <- metrics.NewLazyConstMetric(linkedDesc, metrics.GaugeValue, linked)
 }

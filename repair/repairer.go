@@ -9,7 +9,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// tick is how often the repairer looks at the verdicts.
+// tick is how often the repair process reads the view and judges it
+// (AgentLink.Run).
 const tick = time.Second
 
 // youngTimes is how many of a target's waits its main process must have
@@ -91,7 +92,7 @@ type targetState struct {
 	young  bool      // waiting for a young main process has been logged in this spell
 }
 
-// New returns a Repairer; nothing happens until Run.
+// New returns a Repairer; nothing happens until Step.
 func New(o Options) *Repairer {
 	if o.Dial == nil {
 		o.Dial = DialSystemd
@@ -132,20 +133,6 @@ func (r *Repairer) Update(s Settings) {
 		r.budget, r.budgetErr = OpenBudget(s.StateFile)
 	}
 	r.settings = s
-}
-
-// Run looks at the verdicts every second until ctx ends.
-func (r *Repairer) Run(ctx context.Context) {
-	t := r.o.Clock.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			r.Step(ctx)
-		}
-	}
 }
 
 // Step judges each target once.

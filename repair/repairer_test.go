@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -61,7 +59,6 @@ type rig struct {
 	clk         *clocktesting.FakeClock
 	sd          *fakeSystemd
 	notes       *notes
-	reg         metrics.KubeRegistry
 	verdicts    []Verdict
 	silentSince time.Time
 	maintenance string
@@ -96,7 +93,6 @@ func newRig(t *testing.T, s Settings) *rig {
 
 // newRepairer is a new Repairer over the rig, as after hangwatch restarts.
 func (g *rig) newRepairer() *Repairer {
-	g.reg = metrics.NewKubeRegistry()
 	silence := func() (string, time.Duration) {
 		if g.silentSince.IsZero() {
 			return "", 0
@@ -108,7 +104,7 @@ func (g *rig) newRepairer() *Repairer {
 		Maintenance: func(context.Context) (string, error) { return g.maintenance, nil },
 		CRISocket:   "unix://" + listen(g.t, filepath.Join(g.dir, fmt.Sprintf("cri%d.sock", g.sockets.Add(1)))), Proc: Procfs{Root: g.proc},
 		Dial:    func(context.Context, string) (Manager, error) { return g.sd, nil },
-		Metrics: NewMetrics(g.reg), Notify: g.notes})
+		Metrics: NewMetrics(), Notify: g.notes})
 }
 
 // shortTempDir is a temp dir whose sockets fit sun_path's 108 bytes,
@@ -187,11 +183,7 @@ func (g *rig) restartedAt(at time.Time) {
 }
 
 func (g *rig) count(outcome string) int {
-	v, err := testutil.GetCounterMetricValue(g.r.o.Metrics.repairs.WithLabelValues("runtime", outcome))
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	return int(v)
+	return int(g.r.o.Metrics.Tally().Repairs[TargetRuntime][outcome])
 }
 
 func TestRuntimeRestartedAfterItsTimeAndNotBefore(t *testing.T) {
@@ -276,8 +268,7 @@ func TestBudgetStopsRestartsForTheHour(t *testing.T) {
 	if g.sd.kills != 3 || g.count(OutcomeBudgetSpent) != 1 {
 		t.Fatalf("kills = %d, budget-spent told %d times in 10 min of a hang, want 3 and 1", g.sd.kills, g.count(OutcomeBudgetSpent))
 	}
-	left, _ := testutil.GetGaugeMetricValue(g.r.o.Metrics.left.WithLabelValues("runtime"))
-	if left != 0 {
+	if left := g.r.o.Metrics.Tally().Left[TargetRuntime]; left != 0 {
 		t.Errorf("budget remaining = %v, want 0", left)
 	}
 	g.run(time.Hour)

@@ -21,6 +21,6 @@ socket, and reports a call that hangs while it is still in flight.
 		},
 	}
 	logs.add(root.PersistentFlags())
-	root.AddCommand(newDiagCommand(), newRunCommand(), newRulesCommand(), newConfigCommand(), newVersionCommand())
+	root.AddCommand(newDiagCommand(), newRunCommand(), newRepairCommand(), newRulesCommand(), newConfigCommand(), newVersionCommand())
 	return root
 }

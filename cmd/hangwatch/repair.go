@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/repair"
+)
+
+// repairConfigPoll is how often `hangwatch repair` looks at its --config.
+const repairConfigPoll = 2 * time.Second
+
+func newRepairCommand() *cobra.Command {
+	var configPath string
+	cmd := &cobra.Command{
+		Use:   "repair",
+		Short: "Restart a hung runtime or a kubelet that stopped answering, through systemd, on the agent's view",
+		Long: `repair is the privileged half of the recovery ladder's second rung, in a
+process of its own: it needs hostPID and systemd's private socket, and it
+listens on no port and holds no API credential. Every second it reads the
+agent's view (the node's conditions and how long the runtime and the
+kubelet have given no answer) over repair.agentSocket, the Unix socket that
+` + "`hangwatch run`" + ` serves, and restarts what the checks of docs/install.md
+("Repair") allow. The agent writes its Events, reads the Node for
+maintenance, takes the fleet's slots and exports its metrics. Without the
+view nothing is restarted. It takes the same --config and flags as run and
+reloads the repair settings when the file changes and on SIGHUP; SIGTERM or
+SIGINT stops it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			loader := &config.Loader{Path: configPath, Named: "--config", Flags: cmd.Flags()}
+			loaded, err := loader.Load()
+			if err != nil {
+				return err
+			}
+			return runRepair(cmd.Context(), loader, loaded)
+		},
+	}
+	addRunFlags(cmd.Flags(), &configPath)
+	return cmd
+}
+
+func runRepair(ctx context.Context, loader *config.Loader, loaded *config.Loaded) error {
+	s := loaded.Repair
+	if s.AgentSocket == "" {
+		return fieldError("repair.agentSocket", `""`, "must name the agent's socket (hangwatch run serves its view there)")
+	}
+	ep, err := cri.ResolveEndpoint(loaded.Runtime.EndpointOptions())
+	if err != nil {
+		return err
+	}
+	m, link := repair.NewMetrics(), repair.NewAgentLink(s.AgentSocket)
+	r := repair.New(repair.Options{Settings: s.Settings(), Clock: clock.RealClock{}, Verdicts: link.Verdicts,
+		Unanswered:  map[repair.Target]repair.Silence{repair.TargetRuntime: link.Silence(repair.TargetRuntime), repair.TargetKubelet: link.Silence(repair.TargetKubelet)},
+		Maintenance: link.Maintenance, Fleet: link, CRISocket: ep.Address, KubeletHealthzPort: repair.PortOf(loaded.Kubelet.HealthzURL),
+		Metrics: m, Notify: link})
+	klog.InfoS("hangwatch repair running", "agentSocket", s.AgentSocket, "endpoint", ep.Address, "enabled", s.Enabled, "dryRun", s.DryRun,
+		"restartRuntimeAfter", s.RestartRuntimeAfter.Duration, "restartKubeletAfter", s.RestartKubeletAfter.Duration,
+		"maxRestartsPerHour", s.MaxRestartsPerHour, "systemdSocket", s.SystemdSocket, "stateFile", s.StateFile)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if loader.Path != "" {
+		go reloadRepair(ctx, loader, loaded.Sum, r)
+	}
+	link.Run(ctx, r, m)
+	klog.InfoS("Shutting down")
+	return nil
+}
+
+// reloadRepair applies the repair settings of --config when the file
+// changes (polled) and on SIGHUP; a file that fails the checks of
+// `config check` is refused and the running settings stay.
+func reloadRepair(ctx context.Context, loader *config.Loader, sum [sha256.Size]byte, r *repair.Repairer) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	t := time.NewTicker(repairConfigPoll)
+	defer t.Stop()
+	for {
+		forced := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-hup:
+			forced = true
+		}
+		raw, err := os.ReadFile(loader.Path)
+		if err != nil {
+			klog.ErrorS(err, "Repair cannot read its config file; the running settings stay", "path", loader.Path)
+			continue
+		}
+		if now := sha256.Sum256(raw); now == sum && !forced {
+			continue
+		} else {
+			sum = now // a refused file is told once, until it changes again
+		}
+		loaded, err := loader.LoadBytes(raw)
+		if err != nil {
+			klog.ErrorS(err, "Config reload refused; the running repair settings stay", "path", loader.Path)
+			continue
+		}
+		r.Update(loaded.Repair.Settings())
+	}
+}

@@ -1,0 +1,153 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// linkTimeout bounds one exchange on the link: the agent answers from
+// memory, or from one API request (maintenance, the fleet's slots).
+const linkTimeout = 10 * time.Second
+
+// AgentLink is the repair process's end of the link: it reads the
+// agent's view every tick and hands back what needs the API server. A
+// view that cannot be read is no view: no verdict, no silence, so
+// nothing is due and every spell starts again.
+type AgentLink struct {
+	socket string
+	client *http.Client
+
+	mu     sync.Mutex
+	view   View
+	broken error // the last exchange's failure, logged once until one works
+}
+
+// NewAgentLink dials the agent at socket (a Unix socket's path) for each
+// request.
+func NewAgentLink(socket string) *AgentLink {
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}
+	return &AgentLink{socket: socket, client: &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: false, MaxIdleConns: 1}}}
+}
+
+// Run reads the view and lets r judge it, every tick until ctx ends.
+func (l *AgentLink) Run(ctx context.Context, r *Repairer, m *Metrics) {
+	t := r.o.Clock.NewTicker(tick)
+	defer t.Stop()
+	for {
+		l.Refresh(ctx, m.Tally())
+		r.Step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// Refresh hands the agent the tally and keeps the view it answers with;
+// on any failure the view is empty.
+func (l *AgentLink) Refresh(ctx context.Context, tally Tally) {
+	var v View
+	err := l.call(ctx, LinkViewPath, tally, &v)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		v = View{}
+		if l.broken == nil {
+			klog.ErrorS(err, "Repair cannot read the agent's view: nothing is restarted until it can", "socket", l.socket)
+		}
+	} else if l.broken != nil {
+		klog.InfoS("Repair reads the agent's view again", "socket", l.socket)
+	}
+	l.view, l.broken = v, err
+}
+
+// Verdicts are the conditions of the last view.
+func (l *AgentLink) Verdicts() []Verdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.view.Verdicts
+}
+
+// Silence is target's silence as the last view said.
+func (l *AgentLink) Silence(t Target) Silence {
+	return func() (string, time.Duration) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		s := l.view.Silences[t]
+		return s.What, s.For
+	}
+}
+
+// Maintenance asks the agent for the Node's maintenance condition.
+func (l *AgentLink) Maintenance(ctx context.Context) (string, error) {
+	var a MaintenanceAnswer
+	err := l.call(ctx, LinkMaintenancePath, struct{}{}, &a)
+	return a.Condition, err
+}
+
+// Acquire asks the agent for one of the fleet's slots.
+func (l *AgentLink) Acquire(ctx context.Context, t Target, fs FleetSettings) (bool, string, error) {
+	var a FleetAnswer
+	err := l.call(ctx, LinkFleetPath, FleetAsk{Target: t, MaxRestarts: fs.MaxRestarts, Window: fs.Window, Namespace: fs.Namespace}, &a)
+	return a.OK, a.Why, err
+}
+
+// Normal hands the agent a Normal Event for the Node.
+func (l *AgentLink) Normal(reason, message string) { l.event(false, reason, message) }
+
+// Warning hands the agent a Warning Event for the Node.
+func (l *AgentLink) Warning(reason, message string) { l.event(true, reason, message) }
+
+// event is told once; the repairer has logged it already.
+func (l *AgentLink) event(warning bool, reason, message string) {
+	ctx, cancel := context.WithTimeout(context.Background(), linkTimeout)
+	defer cancel()
+	if err := l.call(ctx, LinkEventPath, EventNote{Warning: warning, Reason: reason, Message: message}, nil); err != nil {
+		klog.ErrorS(err, "The agent did not take repair's Event", "reason", reason)
+	}
+}
+
+// call POSTs in as JSON to path and decodes the answer into out (nil:
+// none wanted).
+func (l *AgentLink) call(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("link %s: %w", path, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, linkTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://agent"+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("link %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("link %s on %s: %w", path, l.socket, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("link %s on %s: %s: %s", path, l.socket, resp.Status, bytes.TrimSpace(msg))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := DecodeLink(resp.Body, out); err != nil {
+		return fmt.Errorf("link %s on %s: %w", path, l.socket, err)
+	}
+	return nil
+}
