@@ -107,7 +107,7 @@ func TestTheLinkRefusesWhatItWillNotPass(t *testing.T) {
 		return d.DialContext(ctx, "unix", socket)
 	}}}
 	for _, c := range []struct{ path, body, want string }{
-		{repair.LinkEventPath, `{"reason":"NodeNotReady","message":"x"}`, "must begin with Repair"},
+		{repair.LinkEventPath, `{"reason":"NodeNotReady","message":"x"}`, "not one of repair's reasons"},
 		{repair.LinkEventPath, `{"reason":"RepairRefused","message":"x","node":"node-b"}`, "unknown field"},
 		{repair.LinkViewPath, `{"repairs":{"runtime":{"rebooted":1}}}`, `outcome "rebooted"`},
 		{repair.LinkViewPath, `{"repairs":{"runtime":{"restarted":-1}}}`, "want a known outcome and a count"},

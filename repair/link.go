@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -92,16 +91,27 @@ func DecodeLink(r io.Reader, v any) error {
 	return nil
 }
 
-// Check says what in a note the agent will not put on its Node: repair's
-// reasons all begin with "Repair", and a message is short.
+// Check says what in a note the agent will not put on its Node: only
+// repair's own reasons, and a short message.
 func (n EventNote) Check() error {
-	if !strings.HasPrefix(n.Reason, "Repair") || len(n.Reason) > 64 {
-		return fmt.Errorf("event reason %q: must begin with Repair and be at most 64 bytes", n.Reason)
+	if !knownEventReason(n.Reason) {
+		return fmt.Errorf("event reason %.64q: not one of repair's reasons", n.Reason)
 	}
 	if len(n.Message) > 1024 {
 		return fmt.Errorf("event message: %d bytes, at most 1024", len(n.Message))
 	}
 	return nil
+}
+
+func knownEventReason(reason string) bool {
+	for _, t := range []Target{TargetRuntime, TargetKubelet} {
+		for _, o := range Outcomes {
+			if eventReason(t, o) == reason {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Check says what in a tally the agent will not export: an unknown target

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +27,15 @@ type daemon struct {
 	done    chan struct{}
 	exitErr error // set before done is closed
 	logPath string
+	log     *os.File
+	// repair is `hangwatch repair` beside it (startRepairing); nil: none.
+	repair *companion
+}
+
+// companion is a process started beside hangwatch and stopped with it.
+type companion struct {
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 // watchDaemon makes the daemon of cmd, started, serving on addr: its
@@ -39,7 +49,8 @@ func watchDaemon(cmd *exec.Cmd, addr, logPath string) *daemon {
 func startDaemon(t *testing.T, endpoint string, args ...string) *daemon {
 	t.Helper()
 	addr := harness.FreeAddr(t)
-	log, err := os.Create(filepath.Join(t.TempDir(), "hangwatch.log"))
+	// O_APPEND: `hangwatch repair` (startRepairing) writes to it too
+	log, err := os.OpenFile(filepath.Join(t.TempDir(), "hangwatch.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +64,7 @@ func startDaemon(t *testing.T, endpoint string, args ...string) *daemon {
 		t.Fatal(err)
 	}
 	d := watchDaemon(cmd, addr, log.Name())
+	d.log = log
 	t.Cleanup(func() {
 		_ = d.cmd.Process.Kill()
 		<-d.done
@@ -91,9 +103,13 @@ func (d *daemon) running() bool {
 	}
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for a clean exit, of the repair process
+// beside it first.
 func (d *daemon) stop(t *testing.T) {
 	t.Helper()
+	if d.repair != nil {
+		d.repair.stop(t)
+	}
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -154,4 +170,86 @@ func metricValue(text, series string) float64 {
 	}
 	v, _ := strconv.ParseFloat(m[1], 64)
 	return v
+}
+
+// startRepairing starts hangwatch serving the repair link and, beside it,
+// `hangwatch repair` on the same flags: the privileged half of repair in
+// a process of its own, as the repair overlay runs it. Both write to
+// hangwatch's log. It returns once the repair process has read the
+// agent's view.
+func startRepairing(t *testing.T, endpoint string, args ...string) *daemon {
+	t.Helper()
+	if !slices.Contains(args, "--repair-state-file") { // never the node's own /var/lib/hangwatch
+		args = append(args, "--repair-state-file", filepath.Join(t.TempDir(), "repair-budget.json"))
+	}
+	args = append(args, "--repair-socket", filepath.Join(socketDir(t), "repair.sock"))
+	d := startDaemon(t, endpoint, args...)
+	cmd := exec.Command(hangwatchBin, append([]string{"repair", "-r", endpoint}, args...)...)
+	cmd.Stdout, cmd.Stderr = d.log, d.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &companion{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(c.done) }()
+	d.repair = c
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.done })
+	harness.Eventually(t, 30*time.Second, "hangwatch repair to read the agent's view", func() bool {
+		text, err := d.get("/metrics")
+		return err == nil && strings.Contains(text, "hangwatch_repair_linked 1")
+	}, harness.UnlessExited(d), harness.UnlessExited(c))
+	listensOnNothing(t, cmd.Process.Pid)
+	return d
+}
+
+// listensOnNothing checks that no socket pid holds listens: no TCP port
+// and no Unix socket (the repair process only dials the agent).
+func listensOnNothing(t *testing.T, pid int) {
+	t.Helper()
+	held := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(target, "socket:[") {
+			held[strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")] = true
+		}
+	}
+	for _, table := range []struct {
+		path               string
+		stateCol, inodeCol int
+		listening          string
+	}{{"/proc/net/tcp", 3, 9, "0A"}, {"/proc/net/tcp6", 3, 9, "0A"}, {"/proc/net/unix", 3, 6, "00010000"}} {
+		raw, err := os.ReadFile(table.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(raw), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > table.inodeCol && f[table.stateCol] == table.listening && held[f[table.inodeCol]] {
+				t.Errorf("hangwatch repair (PID %d) listens: %s", pid, line)
+			}
+		}
+	}
+}
+
+// Exited is closed once the process has exited.
+func (c *companion) Exited() <-chan struct{} { return c.done }
+
+func (c *companion) String() string { return "hangwatch repair" }
+
+// stop sends SIGTERM and waits for it to exit.
+func (c *companion) stop(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "hangwatch repair to stop after SIGTERM", func() bool {
+		select {
+		case <-c.done:
+			return true
+		default:
+			return false
+		}
+	})
 }

@@ -86,7 +86,7 @@ func (l *ladder) startHangwatch(t *testing.T, k *harness.Kubelet) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.d = startDaemon(t, l.proxy.Endpoint, nodeArgs(kc, l.a, "--config", config)...)
+	l.d = startRepairing(t, l.proxy.Endpoint, nodeArgs(kc, l.a, "--config", config)...)
 	l.started = time.Now()
 }
 

@@ -40,7 +40,7 @@ func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, n.c.Where().Endpoint, nodeArgs(kc, n.k.Node, "--config", config)...)
+	d := startRepairing(t, n.c.Where().Endpoint, nodeArgs(kc, n.k.Node, "--config", config)...)
 	started := time.Now()
 	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
 

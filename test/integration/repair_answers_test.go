@@ -55,7 +55,7 @@ func startAnswersRig(t *testing.T) *answersRig {
 // answers on its port when this returns.
 func (r *answersRig) startHangwatch(t *testing.T) *daemon {
 	t.Helper()
-	return startDaemon(t, r.proxy.Endpoint, "--config", r.config, "--repair-state-file", r.state)
+	return startRepairing(t, r.proxy.Endpoint, "--config", r.config, "--repair-state-file", r.state)
 }
 
 func (r *answersRig) mainPID(t *testing.T) int { return containerdMainPID(t, r.sd) }

@@ -68,7 +68,7 @@ func startRepairRig(t *testing.T) *repairRig {
 	r.config = filepath.Join(r.dir, "hangwatch.yaml")
 	r.writeConfig(t, "runtimeUnit: "+stuckUnit, "runtimeSocket: "+r.stuckSocket)
 	kc := createNode(t, r.cp, r.node)
-	r.d = startDaemon(t, r.proxy.Endpoint, nodeArgs(kc, r.node, "--config", r.config)...)
+	r.d = startRepairing(t, r.proxy.Endpoint, nodeArgs(kc, r.node, "--config", r.config)...)
 	return r
 }
 

@@ -52,7 +52,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, proxy.Endpoint, "--config", config)
+	d := startRepairing(t, proxy.Endpoint, "--config", config)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
 	before, pid0, conmons := runningIDs(t, c.Runtime()), c.PID(), len(harness.ProcessesNaming("conmon", c.Dir))
 

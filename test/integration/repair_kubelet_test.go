@@ -46,7 +46,7 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", config)...)
+	d := startRepairing(t, c.Endpoint, nodeArgs(kc, node, "--config", config)...)
 	started := time.Now()
 	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
 	readyBefore := nodeReady(t, cp, node)
