@@ -108,7 +108,7 @@ func conditionFields(s *Settings) []field {
 
 func repairFields(r *Repair) []field {
 	return []field{
-		{"repair.enabled", "repair", "", "restart a hung runtime or a kubelet that stopped answering, through systemd's D-Bus API (needs root, hostPID and systemd's private socket); a reload applies the repair settings at once", &r.Enabled},
+		{"repair.enabled", "repair", "", "restart a hung runtime or a kubelet that stopped answering, through systemd's D-Bus API: done by `hangwatch repair`, a process of its own (root, hostPID and systemd's private socket) on the agent's view over repair.agentSocket; it applies a reload of the repair settings at once", &r.Enabled},
 		{"repair.dryRun", "repair-dry-run", "", "log, count and tell (Event) each restart repair would make, and make none", &r.DryRun},
 		{"repair.restartRuntimeAfter", "restart-runtime-after", "", "restart the runtime, while RuntimeHung is True, once a call that judges the whole runtime (Version, Status, the lists, ImageFsInfo; never one object's call) has gone this long with no answer at all; any answer, however late, starts it again; 0: never", &r.RestartRuntimeAfter},
 		{"repair.restartKubeletAfter", "restart-kubelet-after", "", "restart the kubelet, while KubeletUnresponsive is True, once its local /healthz has given no answer at all for this long (never for a late Lease alone, nor a refused port); 0: never", &r.RestartKubeletAfter},

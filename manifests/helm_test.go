@@ -214,14 +214,14 @@ func TestHelmRemedyMatchesKustomize(t *testing.T) {
 }
 
 // TestHelmChartRepairMatchesTheOverlay: repair.enabled adds what the repair
-// overlay adds to the DaemonSet (hostPID, systemd's directory read-only)
-// and the same repair settings, and nothing at all when off.
+// overlay adds: to the agent only the link's directory, and a repair
+// DaemonSet of its own with the host privileges, no port and no token;
+// the same repair settings; and nothing at all when off.
 func TestHelmChartRepairMatchesTheOverlay(t *testing.T) {
 	objs := renderHelmChart(t, "hangwatch", "--set", "repair.enabled=true", "--set", "secureServing.generateCert=false")
 	ds, patch := objs["DaemonSet/hangwatch"], readObject(t, "overlays/repair/daemonset-patch.yaml")
-	if got := dig(ds, "spec", "template", "spec", "hostPID"); got != true {
-		t.Errorf("hostPID = %v with repair on", got)
-	}
+	checkAgentKeepsNoHostPrivilege(t, "the chart's agent", ds)
+	checkAgentKeepsNoHostPrivilege(t, "the overlay's agent patch", patch)
 	for _, path := range [][]string{{"volumes"}, {"containers"}} {
 		want := dig(patch, append([]string{"spec", "template", "spec"}, path...)...).([]any)
 		got := dig(ds, append([]string{"spec", "template", "spec"}, path...)...).([]any)
@@ -233,16 +233,73 @@ func TestHelmChartRepairMatchesTheOverlay(t *testing.T) {
 			t.Errorf("the chart's %s lack the overlay's %v:\n%v", path[0], want, got)
 		}
 	}
+	var overlayRepair map[string]any
+	mustUnmarshal(t, []byte(strings.Split(string(mustRead(t, "overlays/repair/repair-daemonset.yaml")), "\n---\n")[1]), &overlayRepair)
+	chartRepair := objs["DaemonSet/hangwatch-repair"]
+	for _, what := range []struct {
+		name string
+		obj  map[string]any
+	}{{"the chart's", chartRepair}, {"the overlay's", overlayRepair}} {
+		checkRepairPodIsPrivilegedAndDeaf(t, what.name, what.obj)
+	}
+	for _, path := range [][]string{{"securityContext"}, {"args"}, {"volumeMounts"}} {
+		want := dig(containerOf(overlayRepair), path...)
+		if got := dig(containerOf(chartRepair), path...); !reflect.DeepEqual(got, want) {
+			t.Errorf("the chart's repair container %s differs from the overlay's:\nchart: %v\nkustomize: %v", path[0], got, want)
+		}
+	}
 	var gotConfig, wantConfig map[string]any
 	mustUnmarshal(t, []byte(dig(objs["ConfigMap/hangwatch-config"], "data", "config.yaml").(string)), &gotConfig)
 	mustUnmarshal(t, mustRead(t, "overlays/repair/config.yaml"), &wantConfig)
 	if !reflect.DeepEqual(gotConfig, wantConfig) {
 		t.Errorf("the chart's config.yaml with repair on differs from the repair overlay's:\nchart: %v\nkustomize: %v", gotConfig, wantConfig)
 	}
-	off := renderHelmChart(t, "hangwatch")["DaemonSet/hangwatch"]
-	if dig(off, "spec", "template", "spec", "hostPID") != nil || strings.Contains(fmt.Sprint(off), "systemd") {
-		t.Error("with repair off the DaemonSet still has hostPID or systemd's directory")
+	offObjs := renderHelmChart(t, "hangwatch")
+	if off := offObjs["DaemonSet/hangwatch"]; strings.Contains(fmt.Sprint(off), "repair") {
+		t.Error("with repair off the agent's DaemonSet still mounts the repair link")
 	}
+	if _, ok := offObjs["DaemonSet/hangwatch-repair"]; ok {
+		t.Error("with repair off the chart still makes the repair DaemonSet")
+	}
+}
+
+// checkAgentKeepsNoHostPrivilege: the agent, which serves HTTPS, has
+// neither hostPID nor systemd's socket.
+func checkAgentKeepsNoHostPrivilege(t *testing.T, name string, ds map[string]any) {
+	t.Helper()
+	if got := dig(ds, "spec", "template", "spec", "hostPID"); got != nil {
+		t.Errorf("%s has hostPID = %v", name, got)
+	}
+	if strings.Contains(fmt.Sprint(ds), "systemd") {
+		t.Errorf("%s mounts systemd's directory", name)
+	}
+}
+
+// checkRepairPodIsPrivilegedAndDeaf: the repair pod has what it needs to
+// kill (hostPID, systemd's socket), and no port, no probe and no token.
+func checkRepairPodIsPrivilegedAndDeaf(t *testing.T, name string, ds map[string]any) {
+	t.Helper()
+	spec := dig(ds, "spec", "template", "spec").(map[string]any)
+	if spec["hostPID"] != true || spec["automountServiceAccountToken"] != false {
+		t.Errorf("%s repair pod: hostPID %v, automountServiceAccountToken %v; want true and false", name, spec["hostPID"], spec["automountServiceAccountToken"])
+	}
+	c := containerOf(ds)
+	for _, key := range []string{"ports", "livenessProbe", "readinessProbe"} {
+		if c[key] != nil {
+			t.Errorf("%s repair container has %s: %v", name, key, c[key])
+		}
+	}
+	if !strings.Contains(fmt.Sprint(c["volumeMounts"]), "/run/systemd") {
+		t.Errorf("%s repair container lacks systemd's directory", name)
+	}
+}
+
+func containerOf(ds map[string]any) map[string]any {
+	cs, _ := dig(ds, "spec", "template", "spec", "containers").([]any)
+	if len(cs) == 0 {
+		return map[string]any{}
+	}
+	return cs[0].(map[string]any)
 }
 
 func containsAll(got, want []any) bool {
