@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/test/harness"
@@ -88,6 +90,29 @@ func createNode(t *testing.T, cp *harness.ControlPlane, name string) string {
 		t.Fatal(err)
 	}
 	return kc
+}
+
+// setNodeCondition writes condType's status on the Node as an
+// administrator's tool would (KEP-5683's maintenance conditions), beside
+// what hangwatch writes.
+func setNodeCondition(t *testing.T, cp *harness.ControlPlane, node, condType string, status corev1.ConditionStatus) {
+	t.Helper()
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cp.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		c := corev1.NodeCondition{Type: corev1.NodeConditionType(condType), Status: status, Reason: "Test" + string(status),
+			Message: "set by the test", LastHeartbeatTime: now, LastTransitionTime: now}
+		n.Status.Conditions = append(slices.DeleteFunc(n.Status.Conditions, func(o corev1.NodeCondition) bool { return string(o.Type) == condType }), c)
+		_, err = cp.Admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("set %s=%s on Node %s: %v", condType, status, node, err)
+	}
 }
 
 func nodeCond(t *testing.T, cp *harness.ControlPlane, node, condType string) *corev1.NodeCondition {

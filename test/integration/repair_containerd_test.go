@@ -250,7 +250,9 @@ func (r *repairRig) runningContainers(t *testing.T) map[string]string {
 //     killed;
 //  2. pointed at a wrapper unit (a shell whose child listens, as k3s starts
 //     containerd): RepairRefused, nothing killed;
-//  3. reloaded to containerd's unit in dry run: RepairDryRun, nothing killed;
+//  3. reloaded to containerd's unit in dry run: RepairDryRun, nothing
+//     killed; then, with DrainInProgress True on the Node, the next is
+//     RepairStoodAside;
 //  4. thawed, reloaded to act, frozen again: containerd is killed through
 //     systemd's D-Bus API and started again by systemd, RuntimeHung clears,
 //     and every container runs on with its ID (the shims outlive it);
@@ -273,6 +275,7 @@ func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit, "runtimeSocket: "+r.c.Socket, "dryRun: true")
 	r.waitRepairs(t, time.Minute, repair.OutcomeDryRun, 1)
 	r.waitEvent(t, corev1.EventTypeNormal, "RepairDryRun")
+	r.standsAsideForMaintenance(t)
 	if pid := r.mainPID(t); pid != pid0 || r.repairs(repair.OutcomeRestarted) != 0 {
 		t.Fatalf("containerd's main PID %d -> %d, restarted %v, before repair was let act", pid0, pid, r.repairs(repair.OutcomeRestarted))
 	}
@@ -307,6 +310,20 @@ func (r *repairRig) refusesAWrapper(t *testing.T) {
 	if pid, err := r.sd.MainPID(ctx, "wrapper.service"); err != nil || pid != shell {
 		t.Errorf("the wrapper's main PID %d -> %d (%v): killed", shell, pid, err)
 	}
+}
+
+// standsAsideForMaintenance: while the Node's DrainInProgress is True, as
+// an administrator's tool writes it on the real API server, the frozen
+// runtime is not restarted (the agent reads the Node for the repair
+// process), and the Event says so.
+func (r *repairRig) standsAsideForMaintenance(t *testing.T) {
+	t.Helper()
+	setNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionTrue)
+	r.waitRepairs(t, time.Minute, repair.OutcomeStoodAside, 1)
+	if e := r.waitEvent(t, corev1.EventTypeWarning, "RepairStoodAside"); !strings.Contains(e.Message, "DrainInProgress") {
+		t.Errorf("RepairStoodAside says %q; want DrainInProgress named", e.Message)
+	}
+	setNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionFalse)
 }
 
 // releaseStuck ends the uninterruptible sleep (well before the kernel's
