@@ -18,6 +18,10 @@ import (
 // actions as a JSON list, so the action budget outlives a leader.
 const RecentActionsAnnotation = "hangwatch.io/recent-actions"
 
+// RecordCapacity is how many actions the budget's record keeps: the most
+// maxActionsPerMinute may allow, or the window's count would lose some.
+const RecordCapacity = 100
+
 // The budget's window, and how long a record is kept.
 const (
 	budgetWindow = time.Minute
@@ -132,7 +136,7 @@ func (b *Budget) write(ctx context.Context, rec actionRecord, now time.Time) err
 		}
 	}
 	sort.SliceStable(record, func(i, j int) bool { return record[i].Time.After(record[j].Time) })
-	record = record[:min(len(record), 100)]
+	record = record[:min(len(record), RecordCapacity)]
 	raw, err := json.Marshal(record)
 	if err != nil {
 		return err

@@ -165,6 +165,19 @@ func TaintKey(condType string) string {
 
 var typeRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
 
+// notProblems are the Node condition types the kubelet (and the cloud
+// route controller) own, Ready among them, which is True on every healthy
+// node: remedy acts only on a problem-polarity type hangwatch writes.
+var notProblems = []string{"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"}
+
+// CheckConditionType refuses a type remedy must never act on.
+func CheckConditionType(condType string) error {
+	if slices.Contains(notProblems, condType) {
+		return fmt.Errorf("is the kubelet's (or, for Ready, True on every healthy node): remedy acts only on hangwatch's problem-polarity conditions")
+	}
+	return nil
+}
+
 // Validate returns every problem of p, each with its field path.
 func Validate(p *Policy) []error {
 	var errs []error
@@ -174,8 +187,8 @@ func Validate(p *Policy) []error {
 	if _, err := p.unhealthyLimit(100); err != nil {
 		bad("maxUnhealthy", p.MaxUnhealthy.String(), err.Error())
 	}
-	if p.MaxActionsPerMinute < 1 {
-		bad("maxActionsPerMinute", p.MaxActionsPerMinute, "must be at least 1")
+	if p.MaxActionsPerMinute < 1 || p.MaxActionsPerMinute > RecordCapacity {
+		bad("maxActionsPerMinute", p.MaxActionsPerMinute, fmt.Sprintf("must be from 1 to %d (the actions the budget's record keeps)", RecordCapacity))
 	}
 	if p.HeartbeatPeriod.Duration < 10*time.Second {
 		bad("heartbeatPeriod", p.HeartbeatPeriod.Duration, "must be at least 10s")
@@ -191,6 +204,8 @@ func Validate(p *Policy) []error {
 		at := fmt.Sprintf("conditions[%d]", i)
 		if !typeRE.MatchString(c.Type) {
 			bad(at+".type", c.Type, "must be a CamelCase condition type")
+		} else if err := CheckConditionType(c.Type); err != nil {
+			bad(at+".type", c.Type, err.Error())
 		}
 		if seen[c.Type] {
 			bad(at+".type", c.Type, "is listed twice")

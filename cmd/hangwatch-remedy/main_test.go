@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/remedy"
 )
 
 func TestConfigCheckExitCodes(t *testing.T) {
@@ -17,6 +20,13 @@ func TestConfigCheckExitCodes(t *testing.T) {
 	}
 	if code := execute([]string{"config", "check", bad}); code != 2 {
 		t.Errorf("a bad policy: exit %d, want 2", code)
+	}
+	ready := filepath.Join(t.TempDir(), "ready.yaml")
+	if err := os.WriteFile(ready, []byte("apiVersion: hangwatch.io/v1alpha1\nkind: RemedyConfiguration\nconditions:\n- type: Ready\n  taintAfter: 0s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remedy.LoadPolicyFile(ready); err == nil || !strings.Contains(err.Error(), "conditions[0].type Ready") {
+		t.Errorf("a policy on Ready: %v, want conditions[0].type named", err)
 	}
 	if code := execute([]string{"run", "--leader-elect-lease-duration", "1s"}); code != 2 {
 		t.Errorf("lease shorter than the renew deadline: exit %d, want 2", code)

@@ -441,6 +441,12 @@ func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
 	if err := patch(addOurs); err != nil {
 		t.Fatalf("adding its own taint while RuntimeHung is True: %v", err)
 	}
+	// Ready is True on every healthy node: its name is no key of hangwatch's
+	f.write(t, 0, "Ready", "kubelet", corev1.ConditionTrue, time.Now(), time.Now())
+	if err := patch(`[{"op":"add","path":"/spec/taints/-","value":{"key":"hangwatch.io/ready","value":"hangwatch-remedy","effect":"NoSchedule"}}]`); err == nil ||
+		!strings.Contains(err.Error(), "hangwatch-remedy may add or remove only its own taints") {
+		t.Errorf("hangwatch.io/ready on a Ready node: %v, want a denial by the admission policy", err)
+	}
 	if err := patch(`[{"op":"add","path":"/spec/taints","value":[]}]`); err == nil {
 		t.Error("the remedy identity removed the API server's not-ready taint")
 	}

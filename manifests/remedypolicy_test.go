@@ -1,0 +1,46 @@
+package manifests
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hangwatch/hangwatch/remedy"
+)
+
+// TestRemedyAdmissionOwnsExactlyItsTaintKeys: the remedy admission
+// policy's map ties each of hangwatch's taint keys (remedy.TaintKey) to
+// its condition type, covers every condition the shipped remedy policy
+// names, and holds no positive-polarity or kubelet-owned type.
+func TestRemedyAdmissionOwnsExactlyItsTaintKeys(t *testing.T) {
+	raw := string(mustRead(t, "overlays/remedy/admission-policy.yaml"))
+	owned := map[string]string{}
+	for _, m := range regexp.MustCompile(`'(hangwatch\.io/[a-z-]+)': '([A-Za-z]+)'`).FindAllStringSubmatch(raw, -1) {
+		owned[m[1]] = m[2]
+	}
+	if len(owned) == 0 {
+		t.Fatal("no owned map in the remedy admission policy")
+	}
+	for key, condType := range owned {
+		if remedy.TaintKey(condType) != key {
+			t.Errorf("the policy ties %s to %s, whose taint key is %s", key, condType, remedy.TaintKey(condType))
+		}
+		if err := remedy.CheckConditionType(condType); err != nil {
+			t.Errorf("the policy owns %s: %v", key, err)
+		}
+	}
+	var cfg struct {
+		Conditions []struct {
+			Type string `json:"type"`
+		} `json:"conditions"`
+	}
+	mustUnmarshal(t, mustRead(t, "overlays/remedy/config.yaml"), &cfg)
+	for _, c := range cfg.Conditions {
+		if _, ok := owned[remedy.TaintKey(c.Type)]; !ok {
+			t.Errorf("the shipped remedy policy names %s, whose taint %s the admission policy does not own", c.Type, remedy.TaintKey(c.Type))
+		}
+	}
+	if strings.Contains(raw, "startsWith('hangwatch.io/')") {
+		t.Error("the policy admits any hangwatch.io/ key")
+	}
+}
