@@ -3,10 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/hangwatch/hangwatch/internal/maintenance"
 	"github.com/hangwatch/hangwatch/repair"
 )
 
@@ -17,12 +17,7 @@ func (r *apiReporting) maintenance(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read Node %s: %w", r.node, err)
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Status == corev1.ConditionTrue && slices.Contains(repair.MaintenanceConditions, string(c.Type)) {
-			return string(c.Type), nil
-		}
-	}
-	return "", nil
+	return maintenance.TrueOn(n), nil
 }
 
 // verdicts are the agent's conditions as repair reads them.

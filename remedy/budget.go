@@ -61,6 +61,29 @@ func NewBudget(leases coordinationclient.LeasesGetter, lease types.NamespacedNam
 	return &Budget{leases: leases, lease: lease, identity: identity}
 }
 
+// Room is how many actions limit still allows in the window at now,
+// reading the Lease first if it has not been read; an error (the Lease or
+// its record cannot be read) means no room.
+func (b *Budget) Room(ctx context.Context, limit int, now time.Time) (int, error) {
+	if !b.loaded {
+		if err := b.load(ctx, now); err != nil {
+			return 0, err
+		}
+	}
+	b.prune(now)
+	return max(limit-len(b.spent), 0), nil
+}
+
+func (b *Budget) prune(now time.Time) {
+	kept := b.spent[:0]
+	for _, t := range b.spent {
+		if now.Sub(t) < budgetWindow {
+			kept = append(kept, t)
+		}
+	}
+	b.spent = kept
+}
+
 // Take spends one action at now if fewer than limit were spent in the
 // window; the action is recorded before it is taken, so a leader that dies
 // between the two has still spent it.
@@ -70,13 +93,7 @@ func (b *Budget) Take(ctx context.Context, limit int, a Action, now time.Time) (
 			return false, err
 		}
 	}
-	kept := b.spent[:0]
-	for _, t := range b.spent {
-		if now.Sub(t) < budgetWindow {
-			kept = append(kept, t)
-		}
-	}
-	b.spent = kept
+	b.prune(now)
 	if len(b.spent) >= limit {
 		return false, nil
 	}

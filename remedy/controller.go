@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/internal/maintenance"
 )
 
 // NodeLister lists the nodes the controller sees (an informer's cache).
@@ -43,7 +46,10 @@ type Controller struct {
 	evict  *evictor
 	mu     sync.Mutex
 	warned map[string]bool // node/condition told of a held action, until it is no longer held
-	last   Plan
+	told   []time.Time     // when each of the last minute's RemedyHeldBack Events went out
+	// budgetBroken: the budget could not be read at the last pass.
+	budgetBroken bool
+	last         Plan
 }
 
 // NewController returns a controller; nothing runs until Run.
@@ -99,10 +105,18 @@ func (c *Controller) Pass(ctx context.Context) {
 		}
 	}
 	c.evict.retain(evicting)
-	limited := 0
+	limited, room := 0, c.room(ctx, p, now)
 	for _, a := range plan.Actions {
 		if a.Kind == ActionEvict && !c.evict.due(a.Node) {
 			continue // a pass is out, or backing off
+		}
+		if c.spends(p, a) { // read only as many Nodes as the budget may act on
+			if room == 0 {
+				limited++
+				plan.Withheld[GuardRateLimit] = append(plan.Withheld[GuardRateLimit], a)
+				continue
+			}
+			room--
 		}
 		live := c.confirm(ctx, p, a)
 		if live == nil {
@@ -139,13 +153,31 @@ func (c *Controller) confirm(ctx context.Context, p *Policy, a Action) *corev1.N
 			_, again = p.decideOne(live, cp, clocks, now)
 		}
 	}
-	optedOut := a.Kind != ActionUntaint && live.Annotations[OptOutAnnotation] == "disabled"
+	optedOut := a.Kind != ActionUntaint && (live.Annotations[OptOutAnnotation] == "disabled" || maintenance.TrueOn(live) != "")
 	if again == nil || again.Kind != a.Kind || optedOut {
 		klog.InfoS("The node changed since the cache read it; not acting", "node", a.Node, "action", a.Kind, "condition", a.Condition)
 		c.o.Metrics.actions.WithLabelValues(string(a.Kind), a.Condition, "changed").Inc()
 		return nil
 	}
 	return live
+}
+
+// spends tells whether a spends the fleet's budget: a new taint or a
+// node's first eviction, out of a dry run.
+func (c *Controller) spends(p *Policy, a Action) bool {
+	return !p.DryRun && a.Kind != ActionUntaint && (a.Kind != ActionEvict || !c.evict.started(a.Node))
+}
+
+// room is how many actions the budget allows this pass; 0 when it cannot
+// be read, which the metric and the log say (once until it can).
+func (c *Controller) room(ctx context.Context, p *Policy, now time.Time) int {
+	room, err := c.o.Budget.Room(ctx, p.MaxActionsPerMinute, now)
+	c.o.Metrics.budgetReadable(err == nil)
+	if err != nil && !c.budgetBroken {
+		klog.ErrorS(err, "The action budget cannot be read; every new taint and eviction is held until it can")
+	}
+	c.budgetBroken = err != nil
+	return room
 }
 
 // allow spends the fleet's budget on a new taint or a node's first
@@ -224,10 +256,18 @@ func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, a Action) err
 	return nil
 }
 
+// heldEventsPerMinute bounds the RemedyHeldBack Events: a fleet-wide
+// guard holding hundreds of nodes makes a few Events and a log line, not
+// an Event per node.
+const heldEventsPerMinute = 10
+
 // tellWithheld records a Warning Event on a node the first time a guard
-// holds one of its actions back (maxUnhealthy, rateLimit).
+// holds one of its actions back (maxUnhealthy, rateLimit), at most
+// heldEventsPerMinute a minute; the rest are logged once, together.
 func (c *Controller) tellWithheld(plan Plan, nodes []*corev1.Node) {
-	now := map[string]bool{}
+	now, at := map[string]bool{}, c.o.Clock.Now()
+	c.told = slices.DeleteFunc(c.told, func(t time.Time) bool { return at.Sub(t) >= time.Minute })
+	untold := 0
 	for guard, acts := range plan.Withheld {
 		for _, a := range acts {
 			key := a.Node + "/" + a.Condition + "/" + guard
@@ -235,13 +275,25 @@ func (c *Controller) tellWithheld(plan Plan, nodes []*corev1.Node) {
 			if c.warned[key] || guard == GuardOptOut || guard == GuardPaused {
 				continue
 			}
-			if n := nodeByName(nodes, a.Node); n != nil {
-				c.o.Recorder.Eventf(n, corev1.EventTypeWarning, "RemedyHeldBack", "%s held back by %s: %s; %s",
-					a.Kind, guard, guardWhy(guard, plan, c.o.Policy().MaxActionsPerMinute), a.Why)
-				klog.InfoS("Action held back by a guard", "node", a.Node, "action", a.Kind, "guard", guard,
-					"unhealthy", plan.Unhealthy, "matching", plan.Matching, "limit", plan.Limit)
+			n := nodeByName(nodes, a.Node)
+			if n == nil || len(c.told) >= heldEventsPerMinute {
+				untold++
+				continue
 			}
+			c.told = append(c.told, at)
+			reason := "RemedyHeldBack"
+			if guard == GuardMaintenance {
+				reason = "RemedyStoodAside"
+			}
+			c.o.Recorder.Eventf(n, corev1.EventTypeWarning, reason, "%s held back by %s: %s; %s",
+				a.Kind, guard, guardWhy(guard, plan, n, c.o.Policy().MaxActionsPerMinute), a.Why)
+			klog.InfoS("Action held back by a guard", "node", a.Node, "action", a.Kind, "guard", guard,
+				"unhealthy", plan.Unhealthy, "matching", plan.Matching, "limit", plan.Limit)
 		}
+	}
+	if untold > 0 {
+		klog.InfoS("More actions held back by guards, past the Events' bound", "actions", untold, "eventsPerMinute", heldEventsPerMinute,
+			"unhealthy", plan.Unhealthy, "matching", plan.Matching, "limit", plan.Limit)
 	}
 	c.warned = now
 }
@@ -255,10 +307,13 @@ func nodeByName(nodes []*corev1.Node, name string) *corev1.Node {
 	return nil
 }
 
-// guardWhy says why a guard holds actions back.
-func guardWhy(guard string, plan Plan, perMinute int) string {
-	if guard == GuardRateLimit {
+// guardWhy says why a guard holds n's actions back.
+func guardWhy(guard string, plan Plan, n *corev1.Node, perMinute int) string {
+	switch guard {
+	case GuardRateLimit:
 		return fmt.Sprintf("more than %d actions a minute", perMinute)
+	case GuardMaintenance:
+		return fmt.Sprintf("the Node's %s is True, so an administrator is at work", maintenance.TrueOn(n))
 	}
 	return fmt.Sprintf("%d of %d nodes unhealthy, more than maxUnhealthy %d", plan.Unhealthy, plan.Matching, plan.Limit)
 }

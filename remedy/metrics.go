@@ -13,18 +13,21 @@ type Metrics struct {
 	evictions *metrics.CounterVec
 	unhealthy *metrics.Gauge
 	leader    *metrics.Gauge
-	active    map[string]bool // guards holding actions back at the last plan
+	// budgetUnreadable: the action budget's Lease could not be read or
+	// parsed at the last pass, so every action that spends it is held.
+	budgetUnreadable *metrics.Gauge
+	active           map[string]bool // guards holding actions back at the last plan
 }
 
 // NewMetrics registers the metrics with reg.
 func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 	m := &Metrics{
 		nodes: metrics.NewGaugeVec(&metrics.GaugeOpts{Name: "hangwatch_remedy_nodes", StabilityLevel: metrics.ALPHA,
-			Help: "Node conditions the policy covers, by condition and state (Healthy, Pending, Tainted, Evicting, Stale, Unknown, OptedOut, ForeignTaint, OtherWriter)."}, []string{"condition", "state"}),
+			Help: "Node conditions the policy covers, by condition and state (Healthy, Pending, Tainted, Evicting, Stale, Unknown, OptedOut, StoodAside, ForeignTaint, OtherWriter)."}, []string{"condition", "state"}),
 		actions: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_remedy_actions_total", StabilityLevel: metrics.ALPHA,
 			Help: "Actions by kind (taint, untaint, evict), condition and result (done, dry_run, error, changed: a fresh read of the Node no longer asked for it)."}, []string{"action", "condition", "result"}),
 		guard: metrics.NewGaugeVec(&metrics.GaugeOpts{Name: "hangwatch_remedy_guard_active", StabilityLevel: metrics.ALPHA,
-			Help: "1 while a guard holds actions back: paused, maxUnhealthy, optOut or rateLimit."}, []string{"guard"}),
+			Help: "1 while a guard holds actions back: paused, maxUnhealthy, optOut, rateLimit or maintenance (a Node's MaintenanceInProgress, DrainInProgress or GracefulNodeShutdownInProgress is True)."}, []string{"guard"}),
 		trips: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_remedy_guard_trips_total", StabilityLevel: metrics.ALPHA,
 			Help: "Times a guard began to hold actions back, by guard."}, []string{"guard"}),
 		evictions: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_remedy_evictions_total", StabilityLevel: metrics.ALPHA,
@@ -33,9 +36,11 @@ func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 			Help: "Nodes the policy covers with a fresh True condition it acts on."}),
 		leader: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_remedy_leader", StabilityLevel: metrics.ALPHA,
 			Help: "1 while this replica leads and acts."}),
+		budgetUnreadable: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_remedy_budget_unreadable", StabilityLevel: metrics.ALPHA,
+			Help: "1 while the action budget's Lease (<election name>-actions) or its hangwatch.io/recent-actions annotation cannot be read or parsed: every new taint and node eviction is held (fails closed)."}),
 	}
 	m.active = map[string]bool{}
-	reg.MustRegister(m.nodes, m.actions, m.guard, m.trips, m.evictions, m.unhealthy, m.leader)
+	reg.MustRegister(m.nodes, m.actions, m.guard, m.trips, m.evictions, m.unhealthy, m.leader, m.budgetUnreadable)
 	return m
 }
 
@@ -55,11 +60,14 @@ func (m *Metrics) observe(plan Plan, rateLimited int) {
 		m.nodes.WithLabelValues(r.Condition, r.State).Inc()
 	}
 	m.unhealthy.Set(float64(plan.Unhealthy))
-	for _, g := range []string{GuardPaused, GuardMaxUnhealthy, GuardOptOut} {
+	for _, g := range []string{GuardPaused, GuardMaxUnhealthy, GuardOptOut, GuardMaintenance} {
 		m.guardState(g, len(plan.Withheld[g]) > 0)
 	}
 	m.guardState(GuardRateLimit, rateLimited > 0)
 }
+
+// budgetReadable says whether the budget's Lease could be read.
+func (m *Metrics) budgetReadable(ok bool) { m.budgetUnreadable.Set(b2f(!ok)) }
 
 // guardState sets a guard's gauge and counts a trip when it begins to hold.
 func (m *Metrics) guardState(g string, on bool) {

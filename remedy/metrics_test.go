@@ -17,7 +17,7 @@ func TestMetricsLint(t *testing.T) {
 	m.evictions.WithLabelValues("evicted").Inc()
 	plan := decideAt(DefaultPolicy(), NewClocks(), []*corev1.Node{node("a", "RuntimeHung", corev1.ConditionTrue, t0, t0)}, t0)
 	m.observe(plan, 1)
-	if names := metricslint.Check(t, reg); len(names) != 7 {
-		t.Fatalf("metric families %v, want 7", names)
+	if names := metricslint.Check(t, reg); len(names) != 8 {
+		t.Fatalf("metric families %v, want 8", names)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/hangwatch/hangwatch/internal/maintenance"
 )
 
 // ActionKind is what an action does to a node.
@@ -35,6 +37,9 @@ const (
 	GuardMaxUnhealthy = "maxUnhealthy"
 	GuardOptOut       = "optOut"
 	GuardRateLimit    = "rateLimit"
+	// GuardMaintenance: the Node says an administrator is at work
+	// (internal/maintenance's conditions, KEP-5683).
+	GuardMaintenance = "maintenance"
 )
 
 // Row is one node's condition as the plan sees it: `status` prints it and
@@ -59,7 +64,8 @@ const (
 	// the policy trusts (node-problem-detector's KernelDeadlock, say).
 	StateOtherWriter = "OtherWriter"
 	StateOptedOut    = "OptedOut"
-	StateUnknown     = "Unknown" // fresh, but the writer cannot tell
+	StateStoodAside  = "StoodAside" // a maintenance condition is True: no taint or eviction
+	StateUnknown     = "Unknown"    // fresh, but the writer cannot tell
 	// StateForeign: someone else put a taint of this key on the node; it
 	// is theirs, and the controller leaves the condition alone.
 	StateForeign = "ForeignTaint"
@@ -115,6 +121,8 @@ func (plan *Plan) add(p *Policy, n *corev1.Node, row Row, act *Action) {
 			guard = GuardPaused
 		case act.Kind != ActionUntaint && n.Annotations[OptOutAnnotation] == "disabled":
 			guard, row.State = GuardOptOut, StateOptedOut
+		case act.Kind != ActionUntaint && maintenance.TrueOn(n) != "":
+			guard, row.State = GuardMaintenance, StateStoodAside
 		case act.Kind != ActionUntaint && plan.Unhealthy > plan.Limit:
 			guard = GuardMaxUnhealthy
 		}

@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"github.com/hangwatch/hangwatch/internal/maintenance"
 	"slices"
 	"time"
 )
@@ -37,7 +38,7 @@ var WholeRuntimeCalls = []string{"Version", "Status", "ListPodSandbox", "ListCon
 // MaintenanceConditions are the Node conditions that say an administrator
 // is at work (KEP-5683, alpha in Kubernetes 1.37): while one is True,
 // repair does not act.
-var MaintenanceConditions = []string{"MaintenanceInProgress", "DrainInProgress", "GracefulNodeShutdownInProgress"}
+var MaintenanceConditions = maintenance.Conditions
 
 // unwell finds the verdict that says target is unwell in a way a restart
 // may cure: RuntimeHung True for any call but a closed socket (what is

@@ -148,7 +148,13 @@ func (o *runOptions) managerOptions() (manager.Options, error) {
 	if err != nil {
 		return manager.Options{}, err
 	}
-	return manager.Options{Client: cs, WatchClient: watchCS, API: api, PolicyPath: o.config, ListenAddress: o.listen,
+	// its own rate limiter (a Clientset per config): a renewal never waits
+	// behind the actions' reads and writes
+	electionCS, err := kubernetes.NewForConfig(rest.CopyConfig(api))
+	if err != nil {
+		return manager.Options{}, err
+	}
+	return manager.Options{Client: cs, WatchClient: watchCS, ElectionClient: electionCS, API: api, PolicyPath: o.config, ListenAddress: o.listen,
 		SecureListenAddress: o.secureListen, Host: host, Election: e}, nil
 }
 

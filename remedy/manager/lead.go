@@ -60,7 +60,7 @@ func (m *Manager) elect(ctx context.Context, c *remedy.Controller) error {
 	}()
 	lost := false
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Name: e.Name, Namespace: e.Namespace}, Client: m.o.Client.CoordinationV1(),
+		Lock: &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Name: e.Name, Namespace: e.Namespace}, Client: m.o.ElectionClient.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: e.Identity}},
 		LeaseDuration: e.LeaseDuration, RenewDeadline: e.RenewDeadline, RetryPeriod: e.RetryPeriod,
 		ReleaseOnCancel: true, Name: e.Name,

@@ -33,6 +33,10 @@ type Options struct {
 	// WatchClient feeds the Node informer (a client without a request
 	// timeout); nil: Client.
 	WatchClient kubernetes.Interface
+	// ElectionClient keeps the leader election's Lease, with a rate
+	// limiter of its own, so a renewal never queues behind the actions'
+	// reads; nil: Client.
+	ElectionClient kubernetes.Interface
 	// API is the API server's client configuration, which reviews the
 	// secure port's callers; needed with SecureListenAddress.
 	API *rest.Config
@@ -128,6 +132,9 @@ func (o *Options) defaults() error {
 	}
 	if o.WatchClient == nil {
 		o.WatchClient = o.Client
+	}
+	if o.ElectionClient == nil {
+		o.ElectionClient = o.Client
 	}
 	if o.PolicyPoll == 0 {
 		o.PolicyPoll = 2 * time.Second

@@ -316,7 +316,7 @@ func TestNewRefusesWhatCannotRun(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{Options{PolicyPath: bad}, "maxActionsPerMinute 0: must be at least 1"},
+		{Options{PolicyPath: bad}, "maxActionsPerMinute 0: must be from 1 to 100"},
 		{Options{PolicyPath: filepath.Join(t.TempDir(), "none.yaml")}, "--config"},
 		{Options{Election: shortLease}, "want lease > renew > retry > 0"},
 		{Options{SecureListenAddress: "127.0.0.1:0"}, "--secure-listen-address 127.0.0.1:0: needs an API server"},
