@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -42,5 +43,22 @@ func TestRemedyAdmissionOwnsExactlyItsTaintKeys(t *testing.T) {
 	}
 	if strings.Contains(raw, "startsWith('hangwatch.io/')") {
 		t.Error("the policy admits any hangwatch.io/ key")
+	}
+}
+
+// TestHelmChartConditionWritersMatchesTheBase: the chart's condition-writers
+// policy is the base's, with the release's ServiceAccount.
+func TestHelmChartConditionWritersMatchesTheBase(t *testing.T) {
+	objs := renderHelmChart(t, "hw")
+	policy := strings.ReplaceAll(string(mustRead(t, "base/condition-writers.yaml")),
+		"system:serviceaccount:kube-system:hangwatch", "system:serviceaccount:kube-system:hw")
+	var want map[string]any
+	mustUnmarshal(t, []byte(strings.Split(policy, "\n---\n")[0]), &want)
+	got := dig(objs["ValidatingAdmissionPolicy/hw-condition-writers"], "spec")
+	if got == nil || !reflect.DeepEqual(got, want["spec"]) {
+		t.Errorf("the chart's condition-writers policy differs from the base's:\nchart: %v\nkustomize: %v", got, want["spec"])
+	}
+	if _, ok := objs["ValidatingAdmissionPolicyBinding/hw-condition-writers"]; !ok {
+		t.Error("the chart binds no condition-writers policy")
 	}
 }

@@ -37,6 +37,7 @@ func newFaultIdentity(t *testing.T, cp *harness.ControlPlane, node string) *faul
 	}
 	f.kubeconfig, f.client = kc, harness.ClientFor(t, kc)
 	f.grant(t, true, true)
+	admitOtherConditionWriters(t, cp, f.client, node)
 	ctx := context.Background()
 	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: f.user},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: f.user},
@@ -197,4 +198,31 @@ func (f *faultIdentity) checkRefusal(t *testing.T, d *daemon, code string, refus
 	measure(t, "refused_"+code+"_written_after_the_fix", time.Since(fixed))
 	f.grant(t, true, true)
 	waitNode(t, f.cp, d, 30*time.Second, f.node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
+}
+
+// admitOtherConditionWriters takes away the base's condition-writers policy
+// where an earlier test applied it to the shared API server: these tests
+// run hangwatch as an identity of their own, to fault its rights, and the
+// policy admits only hangwatch's. It waits until client's RuntimeHung
+// write on node is admitted.
+func admitOtherConditionWriters(t *testing.T, cp *harness.ControlPlane, client kubernetes.Interface, node string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "hangwatch.io-condition-writers", metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := harness.Poll(ctx, time.Minute, "the condition-writers policy to be gone", func() bool {
+		return patchCondition(ctx, client, node) == nil
+	}, harness.Every(200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	// the probe's condition goes again: hangwatch starts on a Node without it
+	if _, err := cp.Admin.CoreV1().Nodes().PatchStatus(ctx, node, []byte(`{"status":{"conditions":[{"type":"RuntimeHung","$patch":"delete"}]}}`)); err != nil {
+		t.Fatal(err)
+	}
 }
