@@ -3,6 +3,7 @@ package remedy
 import (
 	"context"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"testing"
 	"time"
 
@@ -61,6 +62,15 @@ func TestBudgetOutlivesTheLeader(t *testing.T) {
 type staleLister []*corev1.Node
 
 func (l staleLister) List() ([]*corev1.Node, error) { return l, nil }
+
+func (l staleLister) Get(name string) (*corev1.Node, error) {
+	for _, n := range l {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+}
 
 // TestAFreshReadBeforeActing: the cache says RuntimeHung True for a
 // minute, the API server says it turned False: no eviction, and no taint.

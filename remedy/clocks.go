@@ -122,6 +122,27 @@ func (k *Clocks) forNode(node string) *Clocks {
 	return out
 }
 
+// freshFor is how long node's condType stays fresh with no new heartbeat
+// (window after the controller last saw it move); 0 when it is stale or
+// never seen.
+func (k *Clocks) freshFor(node, condType string, now time.Time, window time.Duration) time.Duration {
+	s := k.seen[clockKey{node, condType}]
+	if s == nil || !s.fresh {
+		return 0
+	}
+	return max(s.beatSeen.Add(window).Sub(now), time.Nanosecond)
+}
+
+// Forget drops what was seen of node (deleted).
+func (k *Clocks) Forget(node string) {
+	for key := range k.seen {
+		if key.node == node {
+			delete(k.seen, key)
+			delete(k.flaps, key)
+		}
+	}
+}
+
 // Reading is what the clocks say of one condition.
 type Reading struct {
 	Fresh bool

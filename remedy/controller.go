@@ -22,6 +22,8 @@ import (
 // NodeLister lists the nodes the controller sees (an informer's cache).
 type NodeLister interface {
 	List() ([]*corev1.Node, error)
+	// Get reads one; an error IsNotFound when it is gone.
+	Get(name string) (*corev1.Node, error)
 }
 
 // Options wire a Controller.
@@ -35,8 +37,13 @@ type Options struct {
 	Clock    clock.WithTicker
 	// Budget is the fleet's action budget; nil: one in memory.
 	Budget *Budget
-	// Resync is the time between plans; 1s when zero.
+	// Resync is the time between passes; 1s when zero.
 	Resync time.Duration
+	// Watched: Changed is told of every change to a Node (the informer's
+	// events), so a pass plans only the nodes that changed, fell due or
+	// want an action, and every node only each fullResync. Without it
+	// every pass plans every node.
+	Watched bool
 }
 
 // Controller applies plans: level-triggered, one pass every Resync.
@@ -50,6 +57,7 @@ type Controller struct {
 	// budgetBroken: the budget could not be read at the last pass.
 	budgetBroken bool
 	last         Plan
+	view         *view
 }
 
 // NewController returns a controller; nothing runs until Run.
@@ -60,7 +68,7 @@ func NewController(o Options) *Controller {
 	if o.Budget == nil {
 		o.Budget = NewBudget(nil, types.NamespacedName{}, "")
 	}
-	return &Controller{o: o, warned: map[string]bool{}, clocks: NewClocks(),
+	return &Controller{o: o, warned: map[string]bool{}, clocks: NewClocks(), view: newView(),
 		evict: newEvictor(o.Client, o.Clock, o.Metrics, o.Recorder)}
 }
 
@@ -86,18 +94,27 @@ func (c *Controller) Last() Plan {
 	return c.last
 }
 
-// Pass makes one plan from the cache and applies it, each action only if a
-// fresh read of its Node from the API server plans it again.
+// Changed tells the controller that a Node changed (added, updated or
+// deleted): the next pass plans it.
+func (c *Controller) Changed(name string) { c.view.changed(name) }
+
+// Pass plans from the cache the nodes that changed, fell due or want an
+// action (every node, without Options.Watched) and applies the plan, each
+// action only if a fresh read of its Node from the API server plans it
+// again. A pass with nothing to plan does nothing.
 func (c *Controller) Pass(ctx context.Context) {
-	nodes, err := c.o.Nodes.List()
+	p := c.o.Policy()
+	now := c.o.Clock.Now()
+	nodes, all, err := c.nodesToPlan(p, now)
 	if err != nil {
 		klog.ErrorS(err, "Listing nodes failed; no action this pass")
 		return
 	}
-	p := c.o.Policy()
-	now := c.o.Clock.Now()
-	c.clocks.Observe(p, nodes, now, true)
-	plan := Decide(p, nodes, c.clocks, now)
+	if !all && len(nodes) == 0 {
+		return
+	}
+	c.clocks.Observe(p, nodes, now, all)
+	plan := c.view.plan(p, nodes, all, c.clocks, now)
 	evicting := map[string]bool{}
 	for _, a := range plan.Actions {
 		if a.Kind == ActionEvict {

@@ -30,6 +30,10 @@ func (l clientsetNodes) List() ([]*corev1.Node, error) {
 	return out, nil
 }
 
+func (l clientsetNodes) Get(name string) (*corev1.Node, error) {
+	return l.c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+}
+
 func newTestController(t *testing.T, p *Policy, clk *testclock.FakeClock, objs ...runtime.Object) (*Controller, *fake.Clientset) {
 	t.Helper()
 	cs := fake.NewClientset(objs...)

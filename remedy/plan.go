@@ -2,6 +2,7 @@ package remedy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -51,6 +52,8 @@ type Row struct {
 	Since     time.Time `json:"since,omitempty"`
 	Action    string    `json:"action,omitempty"` // taken now, or held back by a guard
 	Next      string    `json:"next,omitempty"`
+	// due is how long until Next falls due with no change to the Node.
+	due time.Duration
 }
 
 // Row states.
@@ -88,28 +91,71 @@ type Plan struct {
 // last one added and times the rest from its own first sight.
 func Decide(p *Policy, nodes []*corev1.Node, clocks *Clocks, now time.Time) Plan {
 	plan := Plan{Withheld: map[string][]Action{}}
-	sel, _ := p.selector() // validated
-	var matching []*corev1.Node
-	for _, n := range nodes {
-		if sel == nil || sel.Matches(labels.Set(n.Labels)) {
-			matching = append(matching, n)
-		}
-	}
-	sort.Slice(matching, func(i, j int) bool { return matching[i].Name < matching[j].Name })
-	plan.Matching = len(matching)
-	for _, n := range matching {
-		if p.unhealthy(n, clocks, now) {
-			plan.Unhealthy++
-		}
+	nodes = slices.Clone(nodes)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	parts := make([]nodePlan, len(nodes))
+	for i, n := range nodes {
+		parts[i] = p.planNode(n, clocks, now)
+		plan.count(parts[i], 1)
 	}
 	plan.Limit, _ = p.unhealthyLimit(plan.Matching)
-	for _, n := range matching {
-		for _, c := range p.Conditions {
-			row, act := p.decideOne(n, c, clocks, now)
-			plan.add(p, n, row, act)
-		}
+	for i, n := range nodes {
+		plan.addNode(p, n, parts[i])
 	}
 	return plan
+}
+
+// nodePlan is one node's part of a plan.
+type nodePlan struct {
+	matching, sick bool
+	rows           []Row
+	acts           []*Action // by row; nil where the row wants none
+	// wake is how long until the node's plan may change with no change to
+	// the Node (a wait running out, a heartbeat going stale); 0: never.
+	wake time.Duration
+}
+
+// planNode plans one node: nothing when the policy's selector leaves it.
+func (p *Policy) planNode(n *corev1.Node, clocks *Clocks, now time.Time) nodePlan {
+	sel, _ := p.selector() // validated
+	if sel != nil && !sel.Matches(labels.Set(n.Labels)) {
+		return nodePlan{}
+	}
+	np := nodePlan{matching: true, sick: p.unhealthy(n, clocks, now)}
+	for _, c := range p.Conditions {
+		row, act := p.decideOne(n, c, clocks, now)
+		np.rows, np.acts = append(np.rows, row), append(np.acts, act)
+		np.wake = sooner(np.wake, row.due)
+		if cond := condition(n, c.Type); cond != nil && (cond.Status == corev1.ConditionTrue || hasOwnTaint(n, TaintKey(c.Type))) {
+			np.wake = sooner(np.wake, clocks.freshFor(n.Name, c.Type, now, 2*p.HeartbeatPeriod.Duration))
+		}
+	}
+	return np
+}
+
+// sooner is the earlier of two waits, 0 standing for none.
+func sooner(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// count adds (sign 1) or takes away (-1) a node's part of the totals.
+func (plan *Plan) count(np nodePlan, sign int) {
+	if np.matching {
+		plan.Matching += sign
+	}
+	if np.sick {
+		plan.Unhealthy += sign
+	}
+}
+
+// addNode files a node's rows and actions.
+func (plan *Plan) addNode(p *Policy, n *corev1.Node, np nodePlan) {
+	for i, row := range np.rows {
+		plan.add(p, n, row, np.acts[i])
+	}
 }
 
 // add files an action as taken or withheld, by the guards in order.
@@ -174,7 +220,7 @@ func (p *Policy) decideOne(n *corev1.Node, c ConditionPolicy, clocks *Clocks, no
 	row.State = StateTainted
 	clearAfter := clocks.ClearAfter(n.Name, c.Type, c.ClearAfter.Duration)
 	if r.Held < clearAfter {
-		row.Next = fmt.Sprintf("untaint in %v", (clearAfter - r.Held).Round(time.Second))
+		row.Next, row.due = fmt.Sprintf("untaint in %v", (clearAfter-r.Held).Round(time.Second)), clearAfter-r.Held
 		return row, nil
 	}
 	return row, &Action{Node: n.Name, Kind: ActionUntaint, Condition: c.Type, Taint: taint,
@@ -190,7 +236,7 @@ func (p *Policy) decideTrue(row Row, n *corev1.Node, c ConditionPolicy, taint co
 	}
 	if !tainted {
 		if held < c.TaintAfter.Duration {
-			row.Next = fmt.Sprintf("taint in %v", (c.TaintAfter.Duration - held).Round(time.Second))
+			row.Next, row.due = fmt.Sprintf("taint in %v", (c.TaintAfter.Duration-held).Round(time.Second)), c.TaintAfter.Duration-held
 			return row, nil
 		}
 		return row, &Action{Node: n.Name, Kind: ActionTaint, Condition: c.Type, Taint: taint,
@@ -202,7 +248,7 @@ func (p *Policy) decideTrue(row Row, n *corev1.Node, c ConditionPolicy, taint co
 		return row, nil
 	}
 	if held < c.EvictAfter.Duration {
-		row.Next = fmt.Sprintf("evict in %v", (c.EvictAfter.Duration - held).Round(time.Second))
+		row.Next, row.due = fmt.Sprintf("evict in %v", (c.EvictAfter.Duration-held).Round(time.Second)), c.EvictAfter.Duration-held
 		return row, nil
 	}
 	row.State = StateEvicting

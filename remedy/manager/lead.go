@@ -32,7 +32,18 @@ func (m *Manager) act(ctx context.Context, addrs []string) error {
 		Budget:   remedy.NewBudget(m.o.Client.CoordinationV1(), types.NamespacedName{Namespace: e.Namespace, Name: e.Name + "-actions"}, e.Identity),
 		Nodes:    nodeLister{m.lister},
 		Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "hangwatch-remedy"}),
-		Resync:   m.o.Resync})
+		Resync:   m.o.Resync, Watched: true})
+	changed := func(obj any) {
+		if name, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.Changed(name) // a Node's key is its name
+		}
+	}
+	reg, err := m.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: changed, DeleteFunc: changed,
+		UpdateFunc: func(_, obj any) { changed(obj) }})
+	if err != nil {
+		return fmt.Errorf("watch the Nodes' changes: %w", err)
+	}
+	defer func() { _ = m.nodes.RemoveEventHandler(reg) }()
 	klog.InfoS("hangwatch-remedy running", "listen", addrs, "leaderElect", e.Enabled, "dryRun", m.policy.get().DryRun)
 	if !e.Enabled {
 		m.metrics.SetLeader(true)
