@@ -171,6 +171,53 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	measurements.Record(t, "remedy_scale_vmrss_mib", float64(rssKiB)/1024, "MiB")
 	measurements.Record(t, "remedy_scale_vmhwm_mib", float64(hwmKiB)/1024, "MiB", "peak VmHWM")
 	measurements.Record(t, "remedy_scale_cpu_seconds", cpu.Seconds(), "s", "user+system", fmt.Sprintf("%v after its start", time.Since(started).Round(time.Second)))
+	fleetWideTransition(t, cp, admin, p, policy, label, names)
+}
+
+// fleetWideTransition makes a fifth of the fleet sick at once under a
+// policy that lets the controller act (maxUnhealthy 30%) with a budget of
+// 10 actions a minute: the Nodes it reads fresh stay within the budget,
+// and it keeps its lead.
+func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernetes.Interface, p *remedyProc, policy, label string, names []string) {
+	t.Helper()
+	ctx := context.Background()
+	reloads := strings.Count(mustReadString(t, p.log), "Reloaded the policy")
+	writePolicy(t, policy, label, "maxUnhealthy: 30%\nmaxActionsPerMinute: 10\n")
+	harness.Eventually(t, time.Minute, "the controller to reload its policy", func() bool {
+		return strings.Count(mustReadString(t, p.log), "Reloaded the policy") > reloads
+	}, harness.UnlessExited(p))
+	var sick []string
+	for i := 2; i < len(names); i += 5 {
+		sick = append(sick, names[i])
+	}
+	if err := inParallel(len(sick), scaleWorkers, func(i int) error {
+		return writeRuntimeHung(ctx, admin, sick[i], corev1.ConditionTrue)
+	}); err != nil {
+		t.Fatalf("writing RuntimeHung True on %d Nodes: %v", len(sick), err)
+	}
+	cpuBefore, _ := harness.ProcUsage(t, p.cmd.Process.Pid)
+	window := apiserverRequests(t, cp, scaleQuietWindow, p)
+	cpuAfter, _ := harness.ProcUsage(t, p.cmd.Process.Pid)
+	gets := window.byResource["get nodes"]
+	measurements.Record(t, "remedy_scale_transition_node_gets", gets, "GETs",
+		fmt.Sprintf("%d of %d Nodes sick, maxActionsPerMinute 10, over %v", len(sick), len(names), window.window.Round(100*time.Millisecond)))
+	measurements.Record(t, "remedy_scale_transition_requests_per_second", window.remedyRate(), "requests/s", "by flow schema: "+window.flowSchemas())
+	measurements.Record(t, "remedy_scale_transition_cpu_percent", 100*(cpuAfter-cpuBefore).Seconds()/window.window.Seconds(), "% of a core")
+	if limit := 10 * (window.window.Minutes() + 1); gets > limit {
+		t.Errorf("%v fresh Node GETs in %v with a budget of 10 a minute, want at most %v", gets, window.window, limit)
+	}
+	if p.metric("hangwatch_remedy_leader") != 1 || strings.Contains(mustReadString(t, p.log), "lost the lead") {
+		t.Error("the controller lost its lead during the fleet-wide transition")
+	}
+}
+
+func mustReadString(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }
 
 // remedyScale is the benchmark's Node count: HANGWATCH_REMEDY_SCALE, 5000

@@ -150,6 +150,17 @@ type liveOrFrozen struct {
 	frozen map[string]*corev1.Node
 }
 
+// Get serves a frozen node as frozen, another as the API server has it.
+func (l *liveOrFrozen) Get(name string) (*corev1.Node, error) {
+	l.mu.Lock()
+	n := l.frozen[name]
+	l.mu.Unlock()
+	if n != nil {
+		return n, nil
+	}
+	return l.f.cp.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+}
+
 func (l *liveOrFrozen) List() ([]*corev1.Node, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
