@@ -93,9 +93,9 @@ func Decide(p *Policy, nodes []*corev1.Node, clocks *Clocks, now time.Time) Plan
 	plan := Plan{Withheld: map[string][]Action{}}
 	nodes = slices.Clone(nodes)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	parts := make([]nodePlan, len(nodes))
+	parts, sel := make([]nodePlan, len(nodes)), p.parsedSelector()
 	for i, n := range nodes {
-		parts[i] = p.planNode(n, clocks, now)
+		parts[i] = p.planNode(sel, n, clocks, now)
 		plan.count(parts[i], 1)
 	}
 	plan.Limit, _ = p.unhealthyLimit(plan.Matching)
@@ -115,9 +115,15 @@ type nodePlan struct {
 	wake time.Duration
 }
 
-// planNode plans one node: nothing when the policy's selector leaves it.
-func (p *Policy) planNode(n *corev1.Node, clocks *Clocks, now time.Time) nodePlan {
+// parsedSelector is the policy's node selector; nil matches every node.
+func (p *Policy) parsedSelector() labels.Selector {
 	sel, _ := p.selector() // validated
+	return sel
+}
+
+// planNode plans one node: nothing when the policy's selector, sel, leaves
+// it.
+func (p *Policy) planNode(sel labels.Selector, n *corev1.Node, clocks *Clocks, now time.Time) nodePlan {
 	if sel != nil && !sel.Matches(labels.Set(n.Labels)) {
 		return nodePlan{}
 	}

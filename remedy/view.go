@@ -99,11 +99,12 @@ func (v *view) plan(p *Policy, nodes []*corev1.Node, all bool, clocks *Clocks, n
 	if all {
 		v.nodes, v.totals, v.policy, v.fullAt = map[string]*nodeState{}, Plan{}, p, now
 	}
+	sel := p.parsedSelector()
 	for _, n := range nodes {
 		if old := v.nodes[n.Name]; old != nil {
 			v.totals.count(old.part, -1)
 		}
-		part := p.planNode(n, clocks, now)
+		part := p.planNode(sel, n, clocks, now)
 		st := &nodeState{part: part, node: n}
 		if part.wake > 0 {
 			st.wakeAt = now.Add(part.wake)
