@@ -34,7 +34,7 @@ func (l clientsetNodes) Get(name string) (*corev1.Node, error) {
 	return l.c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 }
 
-func newTestController(t *testing.T, p *Policy, clk *testclock.FakeClock, objs ...runtime.Object) (*Controller, *fake.Clientset) {
+func newTestController(t testing.TB, p *Policy, clk *testclock.FakeClock, objs ...runtime.Object) (*Controller, *fake.Clientset) {
 	t.Helper()
 	cs := fake.NewClientset(objs...)
 	c := NewController(Options{Client: cs, Nodes: clientsetNodes{cs}, Policy: func() *Policy { return p },
