@@ -37,7 +37,6 @@ func newFaultIdentity(t *testing.T, cp *harness.ControlPlane, node string) *faul
 	}
 	f.kubeconfig, f.client = kc, harness.ClientFor(t, kc)
 	f.grant(t, true, true)
-	admitOtherConditionWriters(t, cp, f.client, node)
 	ctx := context.Background()
 	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: f.user},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: f.user},
@@ -49,6 +48,7 @@ func newFaultIdentity(t *testing.T, cp *harness.ControlPlane, node string) *faul
 		_ = cp.Admin.RbacV1().ClusterRoleBindings().Delete(ctx, f.user, metav1.DeleteOptions{})
 		_ = cp.Admin.RbacV1().ClusterRoles().Delete(ctx, f.user, metav1.DeleteOptions{})
 	})
+	admitOtherConditionWriters(t, f)
 	return f
 }
 
@@ -203,26 +203,24 @@ func (f *faultIdentity) checkRefusal(t *testing.T, d *daemon, code string, refus
 // admitOtherConditionWriters takes away the base's condition-writers policy
 // where an earlier test applied it to the shared API server: these tests
 // run hangwatch as an identity of their own, to fault its rights, and the
-// policy admits only hangwatch's. It waits until client's RuntimeHung
-// write on node is admitted.
-func admitOtherConditionWriters(t *testing.T, cp *harness.ControlPlane, client kubernetes.Interface, node string) {
+// policy admits only hangwatch's. It waits until the identity's status
+// patch (a dry run) is admitted.
+func admitOtherConditionWriters(t *testing.T, f *faultIdentity) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "hangwatch.io-condition-writers", metav1.DeleteOptions{})
+	err := f.cp.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "hangwatch.io-condition-writers", metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	var last error
 	if _, err := harness.Poll(ctx, time.Minute, "the condition-writers policy to be gone", func() bool {
-		return patchCondition(ctx, client, node) == nil
+		last = f.probePatch()
+		return last == nil
 	}, harness.Every(200*time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	// the probe's condition goes again: hangwatch starts on a Node without it
-	if _, err := cp.Admin.CoreV1().Nodes().PatchStatus(ctx, node, []byte(`{"status":{"conditions":[{"type":"RuntimeHung","$patch":"delete"}]}}`)); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v; the last patch: %v", err, last)
 	}
 }
