@@ -198,10 +198,12 @@ func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernete
 	cpuBefore, _ := harness.ProcUsage(t, p.cmd.Process.Pid)
 	window := apiserverRequests(t, cp, scaleQuietWindow, p)
 	cpuAfter, _ := harness.ProcUsage(t, p.cmd.Process.Pid)
-	gets := window.byResource["get nodes"]
+	gets := window.byResource["GET nodes"] // apiserver_request_total's verbs are upper-case
 	measurements.Record(t, "remedy_scale_transition_node_gets", gets, "GETs",
 		fmt.Sprintf("%d of %d Nodes sick, maxActionsPerMinute 10, over %v", len(sick), len(names), window.window.Round(100*time.Millisecond)))
 	measurements.Record(t, "remedy_scale_transition_requests_per_second", window.remedyRate(), "requests/s", "by flow schema: "+window.flowSchemas())
+	measurements.Record(t, "remedy_scale_transition_resource_requests", window.resourceRate()*window.window.Seconds(), "requests",
+		"every client's nodes, pods, leases and events requests in the window", window.resources())
 	measurements.Record(t, "remedy_scale_transition_cpu_percent", 100*(cpuAfter-cpuBefore).Seconds()/window.window.Seconds(), "% of a core")
 	if limit := 10 * (window.window.Minutes() + 1); gets > limit {
 		t.Errorf("%v fresh Node GETs in %v with a budget of 10 a minute, want at most %v", gets, window.window, limit)
