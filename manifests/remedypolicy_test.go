@@ -62,3 +62,22 @@ func TestHelmChartConditionWritersMatchesTheBase(t *testing.T) {
 		t.Error("the chart binds no condition-writers policy")
 	}
 }
+
+// TestFlowSchemaHoldsAFleetWideBurst: every agent is one user, so one flow;
+// it may hold handSize x queueLengthLimit requests waiting, which must take
+// a 5,000-node fleet's status patch and Event at once (docs/install.md).
+func TestFlowSchemaHoldsAFleetWideBurst(t *testing.T) {
+	var plc map[string]any
+	mustUnmarshal(t, []byte(strings.Split(string(mustRead(t, "overlays/daemonset/flowcontrol.yaml")), "\n---\n")[0]), &plc)
+	q := dig(plc, "spec", "limited", "limitResponse", "queuing").(map[string]any)
+	hand, length, queues := q["handSize"].(float64), q["queueLengthLimit"].(float64), q["queues"].(float64)
+	if hand*length < 2*5000 {
+		t.Errorf("one flow may hold %v x %v = %v requests waiting, want at least 10,000", hand, length, hand*length)
+	}
+	if hand > queues {
+		t.Errorf("handSize %v > queues %v", hand, queues)
+	}
+	if got := dig(plc, "spec", "limited", "borrowingLimitPercent"); got == nil {
+		t.Error("the priority level may not borrow")
+	}
+}

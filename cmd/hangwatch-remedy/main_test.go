@@ -63,3 +63,28 @@ current-context: x
 		t.Errorf("the informer's content type %q", watching.ContentType)
 	}
 }
+
+// TestLeaderElectionHasAClientOfItsOwn: the election renews on a Clientset
+// (and so a rate limiter) of its own, not the one that reads and acts.
+func TestLeaderElectionHasAClientOfItsOwn(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := &runOptions{api: api{kubeconfig: kc, qps: 10, burst: 20}}
+	o.election.Enabled, o.election.Name = true, "hangwatch-remedy"
+	o.election.LeaseDuration, o.election.RenewDeadline, o.election.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+	m, err := o.managerOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ElectionClient == nil || m.ElectionClient == m.Client {
+		t.Error("leader election shares the acting client")
+	}
+}
