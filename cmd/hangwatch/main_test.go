@@ -35,6 +35,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"diag", "--no-such-flag"}, 2},
 		{[]string{"diag", "extra-arg"}, 2},
 		{[]string{"run", "--period", "0s"}, 2},
+		{[]string{"repair"}, 2},                                   // no repair.agentSocket: no view to read
+		{[]string{"repair", "--repair-socket", "repair.sock"}, 2}, // not an absolute path
 		{[]string{"no-such-command"}, 2},
 	}
 	for _, tc := range cases {
