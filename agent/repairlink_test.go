@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -119,13 +120,10 @@ func TestTheLinkRefusesWhatItWillNotPass(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var msg strings.Builder
-		buf := make([]byte, 1024)
-		n, _ := resp.Body.Read(buf)
-		msg.Write(buf[:n])
+		msg, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(msg.String(), c.want) {
-			t.Errorf("POST %s %.60s: %s %q, want 400 with %q", c.path, c.body, resp.Status, msg.String(), c.want)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(msg), c.want) {
+			t.Errorf("POST %s %.60s: %s %q, want 400 with %q", c.path, c.body, resp.Status, msg, c.want)
 		}
 	}
 }

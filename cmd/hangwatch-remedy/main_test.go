@@ -37,16 +37,7 @@ func TestConfigCheckExitCodes(t *testing.T) {
 // request timeout (it would cut each watch, and a large cluster's first
 // list) and speaks protobuf; the client that acts keeps its 10 s.
 func TestTheInformerHasNoRequestTimeout(t *testing.T) {
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kc := unreachableKubeconfig(t)
 	a := &api{kubeconfig: kc, qps: 10, burst: 20}
 	acting, err := a.restConfig()
 	if err != nil {
@@ -67,16 +58,7 @@ current-context: x
 // TestLeaderElectionHasAClientOfItsOwn: the election renews on a Clientset
 // (and so a rate limiter) of its own, not the one that reads and acts.
 func TestLeaderElectionHasAClientOfItsOwn(t *testing.T) {
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kc := unreachableKubeconfig(t)
 	o := &runOptions{api: api{kubeconfig: kc, qps: 10, burst: 20}}
 	o.election.Enabled, o.election.Name = true, "hangwatch-remedy"
 	o.election.LeaseDuration, o.election.RenewDeadline, o.election.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
@@ -87,4 +69,21 @@ current-context: x
 	if m.ElectionClient == nil || m.ElectionClient == m.Client {
 		t.Error("leader election shares the acting client")
 	}
+}
+
+// unreachableKubeconfig is a kubeconfig of a server nothing listens on:
+// the clients are built, and never asked anything.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kc
 }

@@ -38,12 +38,9 @@ reloads the repair settings when the file changes and on SIGHUP; SIGTERM or
 SIGINT stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			loader := &config.Loader{Path: configPath, Named: "--config", Flags: cmd.Flags()}
-			loaded, err := loader.Load()
-			if err != nil {
-				return err
-			}
-			return runRepair(cmd.Context(), loader, loaded)
+			return withConfig(cmd, configPath, func(loader *config.Loader, loaded *config.Loaded) error {
+				return runRepair(cmd.Context(), loader, loaded)
+			})
 		},
 	}
 	addRunFlags(cmd.Flags(), &configPath)

@@ -34,16 +34,24 @@ With --config, the file's condition rules are reloaded when it changes and
 on SIGHUP. SIGTERM or SIGINT stops it gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			loader := &config.Loader{Path: configPath, Named: "--config", Flags: cmd.Flags()}
-			loaded, err := loader.Load()
-			if err != nil {
-				return err
-			}
-			return runAgent(cmd, loader, loaded)
+			return withConfig(cmd, configPath, func(loader *config.Loader, loaded *config.Loaded) error {
+				return runAgent(cmd, loader, loaded)
+			})
 		},
 	}
 	addRunFlags(cmd.Flags(), &configPath)
 	return cmd
+}
+
+// withConfig loads --config with the command line's flags over it, as run
+// and repair both start, and hands it to start.
+func withConfig(cmd *cobra.Command, configPath string, start func(*config.Loader, *config.Loaded) error) error {
+	loader := &config.Loader{Path: configPath, Named: "--config", Flags: cmd.Flags()}
+	loaded, err := loader.Load()
+	if err != nil {
+		return err
+	}
+	return start(loader, loaded)
 }
 
 // addRunFlags adds --config and a flag for every setting.
