@@ -39,6 +39,9 @@ type Options struct {
 	Budget *Budget
 	// Resync is the time between passes; 1s when zero.
 	Resync time.Duration
+	// OtherFencers names a fencer at work on a node other than hangwatch
+	// (a medik8s remediation), "" when none; nil: none is looked for.
+	OtherFencers func(ctx context.Context, node string) (string, error)
 	// Watched: Changed is told of every change to a Node (the informer's
 	// events), so a pass plans only the nodes that changed, fell due or
 	// want an action, and every node only each fullResync. Without it
@@ -58,6 +61,10 @@ type Controller struct {
 	budgetBroken bool
 	last         Plan
 	view         *view
+	leases       map[string]*leaseSighting // nodes the fence may soon ask
+	// unfenceChecked: when each node's pods and VolumeAttachments were
+	// last listed for the out-of-service taint's removal.
+	unfenceChecked map[string]time.Time
 }
 
 // NewController returns a controller; nothing runs until Run.
@@ -68,7 +75,7 @@ func NewController(o Options) *Controller {
 	if o.Budget == nil {
 		o.Budget = NewBudget(nil, types.NamespacedName{}, "")
 	}
-	return &Controller{o: o, warned: map[string]bool{}, clocks: NewClocks(), view: newView(),
+	return &Controller{o: o, warned: map[string]bool{}, clocks: NewClocks(), view: newView(), leases: map[string]*leaseSighting{}, unfenceChecked: map[string]time.Time{},
 		evict: newEvictor(o.Client, o.Clock, o.Metrics, o.Recorder)}
 }
 
@@ -146,6 +153,7 @@ func (c *Controller) Pass(ctx context.Context) {
 		}
 		c.apply(ctx, p, a, live)
 	}
+	c.watchLeases(ctx, plan)
 	c.tellWithheld(plan, nodes)
 	c.o.Metrics.observe(plan, limited)
 	c.mu.Lock()
@@ -170,10 +178,34 @@ func (c *Controller) confirm(ctx context.Context, p *Policy, a Action) *corev1.N
 			_, again = p.decideOne(live, cp, clocks, now)
 		}
 	}
-	optedOut := a.Kind != ActionUntaint && (live.Annotations[OptOutAnnotation] == "disabled" || maintenance.TrueOn(live) != "")
+	if a.Condition == FenceRow {
+		_, again, _ = p.decideFence(live, clocks, now)
+	}
+	optedOut := !a.Kind.undoes() && (live.Annotations[OptOutAnnotation] == "disabled" || maintenance.TrueOn(live) != "")
 	if again == nil || again.Kind != a.Kind || optedOut {
 		klog.InfoS("The node changed since the cache read it; not acting", "node", a.Node, "action", a.Kind, "condition", a.Condition)
 		c.o.Metrics.actions.WithLabelValues(string(a.Kind), a.Condition, "changed").Inc()
+		return nil
+	}
+	return c.confirmFence(ctx, a, live)
+}
+
+// confirmFence holds a fence action back until what only the API server
+// can tell allows it; live otherwise.
+func (c *Controller) confirmFence(ctx context.Context, a Action, live *corev1.Node) *corev1.Node {
+	ok, why := true, ""
+	switch a.Kind {
+	case ActionFence:
+		ok, why = c.fenceSafe(ctx, live)
+	case ActionUnfence:
+		if at, seen := c.unfenceChecked[a.Node]; seen && c.o.Clock.Since(at) < unfenceCheckEvery {
+			return nil
+		}
+		c.unfenceChecked[a.Node] = c.o.Clock.Now()
+		ok, why = c.recovered(ctx, a.Node)
+	}
+	if !ok {
+		klog.V(2).InfoS("Fence action waits", "node", a.Node, "action", a.Kind, "why", why)
 		return nil
 	}
 	return live
@@ -182,7 +214,7 @@ func (c *Controller) confirm(ctx context.Context, p *Policy, a Action) *corev1.N
 // spends tells whether a spends the fleet's budget: a new taint or a
 // node's first eviction, out of a dry run.
 func (c *Controller) spends(p *Policy, a Action) bool {
-	return !p.DryRun && a.Kind != ActionUntaint && (a.Kind != ActionEvict || !c.evict.started(a.Node))
+	return !p.DryRun && !a.Kind.undoes() && (a.Kind != ActionEvict || !c.evict.started(a.Node))
 }
 
 // room is how many actions the budget allows this pass; 0 when it cannot
@@ -201,7 +233,7 @@ func (c *Controller) room(ctx context.Context, p *Policy, now time.Time) int {
 // eviction; an untaint, and an eviction already under way, are never held
 // back. A budget that cannot be recorded holds the action (fails closed).
 func (c *Controller) allow(ctx context.Context, p *Policy, a Action) bool {
-	if a.Kind == ActionUntaint || (a.Kind == ActionEvict && c.evict.started(a.Node)) {
+	if a.Kind.undoes() || (a.Kind == ActionEvict && c.evict.started(a.Node)) {
 		return true
 	}
 	if p.DryRun {
@@ -217,7 +249,7 @@ func (c *Controller) allow(ctx context.Context, p *Policy, a Action) bool {
 func (c *Controller) apply(ctx context.Context, p *Policy, a Action, n *corev1.Node) {
 	if p.DryRun {
 		klog.InfoS("Dry run: would act", "node", a.Node, "action", a.Kind, "condition", a.Condition, "why", a.Why)
-		c.o.Recorder.Eventf(n, corev1.EventTypeNormal, "RemedyDryRun", "would %s (%s): %s", a.Kind, a.Taint.Key, a.Why)
+		c.o.Recorder.Eventf(n, corev1.EventTypeNormal, "RemedyDryRun", "would %s%s: %s", a.Kind, taintNote(a.Taint), a.Why)
 		c.o.Metrics.actions.WithLabelValues(string(a.Kind), a.Condition, "dry_run").Inc()
 		return
 	}
@@ -228,6 +260,8 @@ func (c *Controller) apply(ctx context.Context, p *Policy, a Action, n *corev1.N
 	case ActionEvict:
 		c.evict.start(ctx, n, a, p.Eviction, p.EvictionConcurrency)
 		return
+	case ActionFence, ActionOutOfService, ActionWithdraw, ActionUnfence:
+		err = c.applyFence(ctx, p, a, n)
 	}
 	result := "done"
 	if err != nil {
@@ -235,7 +269,7 @@ func (c *Controller) apply(ctx context.Context, p *Policy, a Action, n *corev1.N
 		klog.ErrorS(err, "Action failed; tried again next pass", "node", a.Node, "action", a.Kind)
 	} else if a.Kind == ActionTaint {
 		c.clocks.Tainted(a.Node, a.Condition, c.o.Clock.Now())
-	} else {
+	} else if a.Kind == ActionUntaint {
 		c.clocks.Untainted(a.Node, a.Condition, c.o.Clock.Now())
 	}
 	c.o.Metrics.actions.WithLabelValues(string(a.Kind), a.Condition, result).Inc()
@@ -273,6 +307,14 @@ func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, a Action) err
 	return nil
 }
 
+// taintNote names a's taint in a message, if it has one.
+func taintNote(t corev1.Taint) string {
+	if t.Key == "" {
+		return ""
+	}
+	return " (" + t.Key + ")"
+}
+
 // heldEventsPerMinute bounds the RemedyHeldBack Events: a fleet-wide
 // guard holding hundreds of nodes makes a few Events and a log line, not
 // an Event per node.
@@ -298,12 +340,12 @@ func (c *Controller) tellWithheld(plan Plan, nodes []*corev1.Node) {
 				continue
 			}
 			c.told = append(c.told, at)
-			reason := "RemedyHeldBack"
-			if guard == GuardMaintenance {
-				reason = "RemedyStoodAside"
+			reason := map[string]string{GuardMaintenance: "RemedyStoodAside", GuardKernelDeadlock: "FenceImpossible"}[guard]
+			if reason == "" {
+				reason = "RemedyHeldBack"
 			}
 			c.o.Recorder.Eventf(n, corev1.EventTypeWarning, reason, "%s held back by %s: %s; %s",
-				a.Kind, guard, guardWhy(guard, plan, n, c.o.Policy().MaxActionsPerMinute), a.Why)
+				a.Kind, guard, guardWhy(guard, plan, n, c.o.Policy()), a.Why)
 			klog.InfoS("Action held back by a guard", "node", a.Node, "action", a.Kind, "guard", guard,
 				"unhealthy", plan.Unhealthy, "matching", plan.Matching, "limit", plan.Limit)
 		}
@@ -325,12 +367,19 @@ func nodeByName(nodes []*corev1.Node, name string) *corev1.Node {
 }
 
 // guardWhy says why a guard holds n's actions back.
-func guardWhy(guard string, plan Plan, n *corev1.Node, perMinute int) string {
+func guardWhy(guard string, plan Plan, n *corev1.Node, p *Policy) string {
+	perMinute, perFence := p.MaxActionsPerMinute, p.Fence.MaxFencedNodes
 	switch guard {
 	case GuardRateLimit:
 		return fmt.Sprintf("more than %d actions a minute", perMinute)
 	case GuardMaintenance:
 		return fmt.Sprintf("the Node's %s is True, so an administrator is at work", maintenance.TrueOn(n))
+	case GuardMaxFenced:
+		return fmt.Sprintf("%d nodes are asked to fence or out of service, maxFencedNodes %d", plan.Fencing, perFence)
+	case GuardKernelDeadlock:
+		return "KernelDeadlock is True: a process blocked in the kernel cannot be killed, so no fence can be proven"
+	case GuardOtherFencer:
+		return "another fencer is at work on the node (an out-of-service taint not hangwatch's, or a medik8s remediation)"
 	}
 	return fmt.Sprintf("%d of %d nodes unhealthy, more than maxUnhealthy %d", plan.Unhealthy, plan.Matching, plan.Limit)
 }

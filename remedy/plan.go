@@ -23,6 +23,12 @@ const (
 	ActionEvict   ActionKind = "evict"
 )
 
+// undoes tells whether an action takes back what remedy did: no guard but
+// a pause holds it.
+func (k ActionKind) undoes() bool {
+	return k == ActionUntaint || k == ActionUnfence || k == ActionWithdraw
+}
+
 // Action is one change to one node.
 type Action struct {
 	Node      string
@@ -83,6 +89,8 @@ type Plan struct {
 	// Matching and Unhealthy count the nodes the policy applies to and
 	// those with a fresh True condition it acts on.
 	Matching, Unhealthy, Limit int
+	// Fencing counts the nodes asked to fence or out of service.
+	Fencing int
 }
 
 // Decide plans the actions for nodes at now, the controller's time, from
@@ -108,6 +116,7 @@ func Decide(p *Policy, nodes []*corev1.Node, clocks *Clocks, now time.Time) Plan
 // nodePlan is one node's part of a plan.
 type nodePlan struct {
 	matching, sick bool
+	fencing        bool // asked to fence, or out of service
 	rows           []Row
 	acts           []*Action // by row; nil where the row wants none
 	// wake is how long until the node's plan may change with no change to
@@ -136,6 +145,10 @@ func (p *Policy) planNode(sel labels.Selector, n *corev1.Node, clocks *Clocks, n
 			np.wake = sooner(np.wake, clocks.freshFor(n.Name, c.Type, now, 2*p.HeartbeatPeriod.Duration))
 		}
 	}
+	if row, act, ok := p.decideFence(n, clocks, now); ok {
+		np.rows, np.acts = append(np.rows, row), append(np.acts, act)
+		np.wake, np.fencing = sooner(np.wake, row.due), readFence(n).busy()
+	}
 	return np
 }
 
@@ -155,6 +168,9 @@ func (plan *Plan) count(np nodePlan, sign int) {
 	if np.sick {
 		plan.Unhealthy += sign
 	}
+	if np.fencing {
+		plan.Fencing += sign
+	}
 }
 
 // addNode files a node's rows and actions.
@@ -171,12 +187,17 @@ func (plan *Plan) add(p *Policy, n *corev1.Node, row Row, act *Action) {
 		switch {
 		case p.Paused:
 			guard = GuardPaused
-		case act.Kind != ActionUntaint && n.Annotations[OptOutAnnotation] == "disabled":
+		case !act.Kind.undoes() && n.Annotations[OptOutAnnotation] == "disabled":
 			guard, row.State = GuardOptOut, StateOptedOut
-		case act.Kind != ActionUntaint && maintenance.TrueOn(n) != "":
+		case !act.Kind.undoes() && maintenance.TrueOn(n) != "":
 			guard, row.State = GuardMaintenance, StateStoodAside
-		case act.Kind != ActionUntaint && plan.Unhealthy > plan.Limit:
+		case !act.Kind.undoes() && act.Kind != ActionOutOfService && plan.Unhealthy > plan.Limit:
 			guard = GuardMaxUnhealthy
+		case act.Kind == ActionFence:
+			guard = fenceGuard(n, plan.Fencing, p.Fence.MaxFencedNodes)
+		}
+		if guard == "" && act.Kind == ActionFence {
+			plan.Fencing++
 		}
 		if guard == "" {
 			plan.Actions = append(plan.Actions, *act)

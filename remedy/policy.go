@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/internal/managedfields"
 )
 
@@ -49,6 +50,8 @@ type Policy struct {
 	Conditions []ConditionPolicy `json:"conditions"`
 	// Eviction says which of an evicting node's pods leave it.
 	Eviction EvictionPolicy `json:"eviction"`
+	// Fence is the fourth rung (fence.go); off by default.
+	Fence FencePolicy `json:"fence"`
 }
 
 // EvictionPolicy says which pods are evicted from a node whose runtime or
@@ -134,6 +137,7 @@ func DefaultPolicy() *Policy {
 			{Type: "KernelDeadlock", TaintAfter: dur(0), ClearAfter: clear},
 		},
 		Eviction: EvictionPolicy{Kinds: []string{"ReplicaSet"}},
+		Fence:    DefaultFencePolicy(),
 	}
 }
 
@@ -146,9 +150,10 @@ const (
 	// OptOutAnnotation set to "disabled" on a Node keeps hangwatch-remedy
 	// from tainting it or evicting its pods.
 	OptOutAnnotation = "hangwatch.io/remedy"
-	// OutOfServiceTaint is never added or removed: it is only safe after
-	// the node is fenced (NodeHealthCheck with a fencing remediator).
-	OutOfServiceTaint = "node.kubernetes.io/out-of-service"
+	// OutOfServiceTaint is added, with fencing.OutOfServiceValue, only to
+	// a node that attested its fence (fence.go); any other is someone
+	// else's, and never touched.
+	OutOfServiceTaint = fencing.OutOfServiceTaint
 )
 
 var (
@@ -229,6 +234,7 @@ func Validate(p *Policy) []error {
 		}
 	}
 	validateEviction(p.Eviction, bad)
+	validateFence(p.Fence, p.Conditions, bad)
 	return errs
 }
 

@@ -1,0 +1,174 @@
+package remedy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hangwatch/hangwatch/internal/fencing"
+)
+
+// fencePolicy is the default policy with the fence on and no eviction.
+func fencePolicy() *Policy {
+	p := DefaultPolicy()
+	p.Fence.Enabled = true
+	p.Conditions[0].EvictAfter = nil
+	return p
+}
+
+// fencible is node a, opted in, RuntimeHung True (VersionHung) since t0,
+// tainted, on boot b1.
+func fencible(name string) *corev1.Node {
+	n := taintOf(node(name, "RuntimeHung", corev1.ConditionTrue, t0, t0), "RuntimeHung")
+	n.Labels = map[string]string{fencing.OptInLabel: fencing.OptInValue}
+	n.Status.NodeInfo.BootID = "b1"
+	return n
+}
+
+func fenceActs(p Plan) string {
+	var out []string
+	for _, a := range p.Actions {
+		if a.Condition == FenceRow {
+			out = append(out, string(a.Kind)+" "+a.Node)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func withAnnotations(n *corev1.Node, sets ...map[string]string) *corev1.Node {
+	n = n.DeepCopy()
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	for _, s := range sets {
+		for k, v := range s {
+			n.Annotations[k] = v
+		}
+	}
+	return n
+}
+
+// TestFenceAsksAfterFenceAfterAndTaintsOnTheAttestation walks one node
+// through the rung on a fake clock: asked at fence.after, out of service
+// once the attestation answers the request on the same boot, unfenced a
+// clearAfter after RuntimeHung turns False.
+func TestFenceAsksAfterFenceAfterAndTaintsOnTheAttestation(t *testing.T) {
+	p, k := fencePolicy(), NewClocks()
+	n := fencible("a")
+	decideAt(p, k, []*corev1.Node{n}, t0)
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{n}, t0.Add(44*time.Second))); got != "" {
+		t.Fatalf("before fence.after: %q", got)
+	}
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{n}, t0.Add(45*time.Second))); got != "fence a" {
+		t.Fatalf("at fence.after: %q", got)
+	}
+	req := fencing.Request{ID: "f-1", BootID: "b1", Deadline: t0.Add(105 * time.Second), ValidFor: time.Minute}
+	asked := withAnnotations(n, req.Annotations())
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{asked}, t0.Add(50*time.Second))); got != "" {
+		t.Fatalf("asked, not yet attested: %q", got)
+	}
+	att := fencing.Attestation{RequestID: "f-1", BootID: "b1", Pods: []string{"aa-1"}, At: t0.Add(52 * time.Second), Outcome: fencing.OutcomeFenced}
+	attested := withAnnotations(asked, att.Annotations())
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{attested}, t0.Add(53*time.Second))); got != "out-of-service a" {
+		t.Fatalf("attested: %q", got)
+	}
+	rebooted := attested.DeepCopy()
+	rebooted.Status.NodeInfo.BootID = "b2"
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{rebooted}, t0.Add(53*time.Second))); got != "withdraw-fence a" {
+		t.Fatalf("attested on another boot: %q", got)
+	}
+	out := attested.DeepCopy()
+	out.Spec.Taints = append(out.Spec.Taints, fencing.OutOfService())
+	healthy := out.DeepCopy()
+	healthy.Status.Conditions[0].Status = corev1.ConditionFalse
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{healthy}, t0.Add(60*time.Second))); got != "" {
+		t.Fatalf("just healthy: %q", got)
+	}
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{healthy}, t0.Add(121*time.Second))); got != "unfence a" {
+		t.Fatalf("healthy for clearAfter: %q", got)
+	}
+}
+
+// TestFenceGuards: no opt-in, a reason of one object, KernelDeadlock,
+// someone else's out-of-service taint, maxFencedNodes and a request past
+// its deadline.
+func TestFenceGuards(t *testing.T) {
+	at := t0.Add(time.Minute)
+	p := fencePolicy()
+	plain := fencible("a")
+	delete(plain.Labels, fencing.OptInLabel)
+	if got := fenceActs(decideAt(p, NewClocks(), []*corev1.Node{plain}, t0)); got != "" {
+		t.Errorf("no opt-in: %q", got)
+	}
+	oneObject := fencible("a")
+	oneObject.Status.Conditions[0].Reason = "ContainerStatusHung"
+	k := NewClocks()
+	decideAt(p, k, []*corev1.Node{oneObject}, t0)
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{oneObject}, at)); got != "" {
+		t.Errorf("ContainerStatusHung: %q", got)
+	}
+	deadlocked := fencible("a")
+	deadlocked.Status.Conditions = append(deadlocked.Status.Conditions, corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionTrue})
+	other := fencible("b")
+	other.Spec.Taints = append(other.Spec.Taints, corev1.Taint{Key: fencing.OutOfServiceTaint, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+	c, d := fencible("c"), fencible("d")
+	p.MaxUnhealthy.StrVal = "100%"
+	k = NewClocks()
+	nodes := []*corev1.Node{deadlocked, other, c, d}
+	decideAt(p, k, nodes, t0)
+	plan := decideAt(p, k, nodes, at)
+	if got := fenceActs(plan); got != "fence c" {
+		t.Errorf("four nodes due: %q, want only c", got)
+	}
+	for guard, node := range map[string]string{GuardKernelDeadlock: "a", GuardOtherFencer: "b", GuardMaxFenced: "d"} {
+		if held := plan.Withheld[guard]; len(held) != 1 || held[0].Node != node {
+			t.Errorf("withheld by %s: %+v, want node %s", guard, held, node)
+		}
+	}
+	req := fencing.Request{ID: "f-1", BootID: "b1", Deadline: at, ValidFor: time.Minute}
+	late := withAnnotations(fencible("a"), req.Annotations())
+	if got := fenceActs(decideAt(p, NewClocks(), []*corev1.Node{late}, at)); got != "withdraw-fence a" {
+		t.Errorf("past the deadline: %q", got)
+	}
+}
+
+// TestFenceImpossibleIsNotAskedAgainOnTheSameBoot: the node's answer
+// withdraws the request, and the node is not asked again until it boots
+// again or RuntimeHung clears.
+func TestFenceImpossibleIsNotAskedAgainOnTheSameBoot(t *testing.T) {
+	p, k := fencePolicy(), NewClocks()
+	at := t0.Add(time.Minute)
+	req := fencing.Request{ID: "f-1", BootID: "b1", Deadline: at.Add(time.Minute), ValidFor: time.Minute}
+	att := fencing.Attestation{RequestID: "f-1", BootID: "b1", At: at, Outcome: fencing.OutcomeImpossible, Why: "pid 9 (dd) is in D state"}
+	n := withAnnotations(fencible("a"), req.Annotations(), att.Annotations())
+	decideAt(p, k, []*corev1.Node{n}, t0)
+	plan := decideAt(p, k, []*corev1.Node{n}, at)
+	if got := fenceActs(plan); got != "withdraw-fence a" || !strings.Contains(plan.Actions[len(plan.Actions)-1].Why, "D state") {
+		t.Fatalf("impossible: %q %+v", got, plan.Actions)
+	}
+	for _, key := range fencing.RequestAnnotations {
+		delete(n.Annotations, key)
+	}
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{n}, at.Add(time.Minute))); got != "" {
+		t.Errorf("asked again on the same boot: %q", got)
+	}
+}
+
+func TestFencePolicyValidation(t *testing.T) {
+	p := fencePolicy()
+	p.Fence.MaxFencedNodes = 0
+	p.Fence.After.Duration = time.Second
+	p.Conditions = p.Conditions[1:]
+	got := Validate(p)
+	for _, want := range []string{"fence.maxFencedNodes", "fence.after", "fence.enabled"} {
+		found := false
+		for _, err := range got {
+			found = found || strings.HasPrefix(err.Error(), want)
+		}
+		if !found {
+			t.Errorf("no error names %s: %v", want, got)
+		}
+	}
+}
