@@ -38,6 +38,7 @@ type repairLink struct {
 	maintenance func(ctx context.Context) (string, error)
 	fleet       repair.FleetBound
 	notify      repair.Notifier
+	fence       *fenceDesk // nil without an API server
 
 	mu       sync.Mutex
 	lastSeen time.Time
@@ -59,6 +60,9 @@ func (a *Agent) newRepairLink() {
 		l.maintenance, l.notify = a.api.maintenance, a.api.events
 		if store, ok := a.api.client.(repair.LeaseStore); ok {
 			l.fleet = &repair.LeaseSlots{Store: store, Node: a.api.node, Clock: a.o.Clock}
+		}
+		if fc, ok := a.api.client.(FenceClient); ok {
+			l.fence = &fenceDesk{api: fc, node: a.api.node, clock: a.o.Clock, notify: a.api.events}
 		}
 	}
 	a.link = l
@@ -97,7 +101,7 @@ func (l *repairLink) listen() error {
 	}
 	l.listener = netutil.LimitListener(peerChecked{ln.(*net.UnixListener)}, 4)
 	l.server = &http.Server{Handler: l.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 8 << 10}
+		WriteTimeout: 150 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 8 << 10} // a fence report deletes pods at the API client's pace
 	return nil
 }
 
@@ -163,6 +167,8 @@ func (l *repairLink) handler() http.Handler {
 	mux.HandleFunc("POST "+repair.LinkMaintenancePath, l.serveMaintenance)
 	mux.HandleFunc("POST "+repair.LinkFleetPath, l.serveFleet)
 	mux.HandleFunc("POST "+repair.LinkEventPath, l.serveEvent)
+	mux.HandleFunc("POST "+repair.LinkFenceOrderPath, l.serveFenceOrder)
+	mux.HandleFunc("POST "+repair.LinkFenceReportPath, l.serveFenceReport)
 	return mux
 }
 

@@ -85,6 +85,31 @@ func (c *Client) PatchNodeStatus(ctx context.Context, name string, pt types.Patc
 	return out, err
 }
 
+// PatchNode patches the Node itself (its annotations: the fence's
+// attestation).
+func (c *Client) PatchNode(ctx context.Context, name string, pt types.PatchType, body []byte) (*corev1.Node, error) {
+	out := &corev1.Node{}
+	err := c.core.Patch(pt).Resource("nodes").Name(name).Body(body).Do(ctx).Into(out)
+	return out, err
+}
+
+// PodsOnNode lists the pods bound to node.
+func (c *Client) PodsOnNode(ctx context.Context, node string) ([]corev1.Pod, error) {
+	out := &corev1.PodList{}
+	err := c.core.Get().Resource("pods").
+		VersionedParams(&metav1.ListOptions{FieldSelector: "spec.nodeName=" + node}, metav1.ParameterCodec).
+		Do(ctx).Into(out)
+	return out.Items, err
+}
+
+// DeletePodNow deletes a pod with grace 0, only if it is still the pod of
+// uid.
+func (c *Client) DeletePodNow(ctx context.Context, namespace, name, uid string) error {
+	zero, u := int64(0), types.UID(uid)
+	return c.core.Delete().Namespace(namespace).Resource("pods").Name(name).
+		Body(&metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &u}}).Do(ctx).Error()
+}
+
 // GetLease reads a Lease; resourceVersion "0" is served from the watch cache.
 func (c *Client) GetLease(ctx context.Context, namespace, name, resourceVersion string) (*coordinationv1.Lease, error) {
 	out := &coordinationv1.Lease{}

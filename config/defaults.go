@@ -47,7 +47,8 @@ func Default() *Configuration {
 		Repair: Repair{RestartRuntimeAfter: d(repair.DefaultRestartAfter), RestartKubeletAfter: d(repair.DefaultRestartKubeletAfter),
 			MaxRestartsPerHour: repair.DefaultMaxRestartsPerHour, KubeletUnit: repair.DefaultKubeletUnit,
 			SystemdSocket: repair.DefaultSystemdSocket, StateFile: repair.DefaultStateFile,
-			FleetWindow: d(repair.DefaultFleetWindow), FleetNamespace: repair.DefaultFleetNamespace},
+			FleetWindow: d(repair.DefaultFleetWindow), FleetNamespace: repair.DefaultFleetNamespace,
+			FenceKillTimeout: d(repair.DefaultFenceKillTimeout), KubeletRootDir: repair.DefaultKubeletRootDir, CgroupRoot: repair.DefaultCgroupRoot},
 	}}
 }
 
@@ -74,4 +75,10 @@ func (r Repair) Settings() repair.Settings {
 		RestartKubeletAfter: r.RestartKubeletAfter.Duration, MaxRestartsPerHour: r.MaxRestartsPerHour,
 		RuntimeUnit: r.RuntimeUnit, RuntimeSocket: r.RuntimeSocket, KubeletUnit: r.KubeletUnit, SystemdSocket: r.SystemdSocket, StateFile: r.StateFile,
 		Fleet: repair.FleetSettings{MaxRestarts: r.FleetMaxRestarts, Window: r.FleetWindow.Duration, Namespace: r.FleetNamespace}}
+}
+
+// FenceSettings are the fence's settings as the repair package takes them.
+func (r Repair) FenceSettings() repair.FenceSettings {
+	return repair.FenceSettings{Enabled: r.Fence, DryRun: r.FenceDryRun, KillTimeout: r.FenceKillTimeout.Duration,
+		KubeletRootDir: r.KubeletRootDir, CgroupRoot: r.CgroupRoot}
 }

@@ -121,6 +121,11 @@ func repairFields(r *Repair) []field {
 		{"repair.fleetWindow", "repair-fleet-window", "", "the window of repair.fleetMaxRestarts: a slot taken is free again once a node has seen it unchanged this long on its own clock", &r.FleetWindow},
 		{"repair.fleetNamespace", "repair-fleet-namespace", "", "the namespace of the fleet's slot Leases (hangwatch's own)", &r.FleetNamespace},
 		{"repair.agentSocket", "repair-socket", "", "the Unix socket between the agent (`hangwatch run`, which serves its view there and does for repair what needs the API server) and the repair process (`hangwatch repair`, which reads it and listens on nothing); only root or the agent's user may connect; empty: the agent serves no link and no repair process can run", &r.AgentSocket},
+		{"repair.fence", "fence", "", "carry out hangwatch-remedy's fence requests (the ladder's fourth rung, docs/install.md \"Fence\"): when the Node asks, RuntimeHung is True for the whole runtime, the runtime still gives no answer and repair is off, spent or has not cured it, stop every pod's processes through their cgroups (but static pods, DaemonSets' pods and pods that tolerate the out-of-service taint), unmount their volumes, then have the agent delete the pods and attest it on the Node; any doubt (a process in D state, a cgroup that will not empty, a busy mount) attests the fence impossible and kills nothing more", &r.Fence},
+		{"repair.fenceDryRun", "fence-dry-run", "", "tell (Event) which pods a fence would stop, and stop none", &r.FenceDryRun},
+		{"repair.fenceKillTimeout", "fence-kill-timeout", "", "how long the fence waits for each pod's cgroup to empty before it attests the fence impossible", &r.FenceKillTimeout},
+		{"repair.kubeletRootDir", "kubelet-root-dir", "", "the kubelet's --root-dir, under which the fence finds each pod's volume mounts", &r.KubeletRootDir},
+		{"repair.cgroupRoot", "cgroup-root", "", "where the cgroup file systems are mounted (cgroup v2: the unified one; v1: its freezer at <root>/freezer)", &r.CgroupRoot},
 		{"repair.stateFile", "repair-state-file", "", "where each target's restarts of the last hour are kept across hangwatch's own restarts (a hostPath); empty: in memory only, so a hangwatch that restarts forgets its budget", &r.StateFile},
 	}
 }

@@ -142,4 +142,11 @@ type Repair struct {
 	FleetWindow         metav1.Duration `json:"fleetWindow"`
 	FleetNamespace      string          `json:"fleetNamespace"`
 	AgentSocket         string          `json:"agentSocket"`
+	// Fence carries out hangwatch-remedy's fence requests (the ladder's
+	// fourth rung) in the repair process, with or without Enabled.
+	Fence            bool            `json:"fence"`
+	FenceDryRun      bool            `json:"fenceDryRun"`
+	FenceKillTimeout metav1.Duration `json:"fenceKillTimeout"`
+	KubeletRootDir   string          `json:"kubeletRootDir"`
+	CgroupRoot       string          `json:"cgroupRoot"`
 }

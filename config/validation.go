@@ -131,6 +131,10 @@ func validateRepair(p *checks, r Repair, healthz string) {
 	p.check(r.Enabled && !strings.HasPrefix(r.SystemdSocket, "/"), "repair.systemdSocket", r.SystemdSocket, "must be the absolute path of systemd's private socket")
 	p.check(r.Enabled && r.RestartKubeletAfter.Duration > 0 && r.KubeletUnit == "", "repair.kubeletUnit", r.KubeletUnit, "must name the kubelet's unit")
 	p.check(r.Enabled && r.RestartKubeletAfter.Duration > 0 && healthz == "", "repair.restartKubeletAfter", r.RestartKubeletAfter.Duration, "needs --kubelet-healthz-url: only a kubelet that does not answer on the node is restarted")
+	p.check(r.FenceKillTimeout.Duration < time.Second || r.FenceKillTimeout.Duration > 5*time.Minute, "repair.fenceKillTimeout", r.FenceKillTimeout.Duration, "must be from 1s to 5m")
+	p.check(!strings.HasPrefix(r.KubeletRootDir, "/"), "repair.kubeletRootDir", r.KubeletRootDir, "must be the kubelet's absolute --root-dir")
+	p.check(!strings.HasPrefix(r.CgroupRoot, "/"), "repair.cgroupRoot", r.CgroupRoot, "must be the absolute path where the cgroup file systems are mounted")
+	p.check(r.Fence && r.AgentSocket == "", "repair.fence", r.Fence, "needs repair.agentSocket: the agent reads the request and deletes the pods")
 	for _, u := range []struct{ path, unit string }{{"repair.runtimeUnit", r.RuntimeUnit}, {"repair.kubeletUnit", r.KubeletUnit}} {
 		p.check(u.unit != "" && !strings.Contains(u.unit, "."), u.path, u.unit, "must be a unit name with its suffix, such as containerd.service")
 	}

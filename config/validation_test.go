@@ -77,6 +77,10 @@ var fieldCases = []fieldCase{
 	}},
 	{"repair.agentSocket", "repair.sock", "must be an absolute path, or empty (no repair process)", func(c *Configuration) { c.Repair.AgentSocket = "repair.sock" }},
 	{"repair.agentSocket", "/" + strings.Repeat("a", 100), "must be at most 100 bytes (a Unix socket's path is at most 107)", func(c *Configuration) { c.Repair.AgentSocket = "/" + strings.Repeat("a", 100) }},
+	{"repair.fenceKillTimeout", "0s", "must be from 1s to 5m", func(c *Configuration) { c.Repair.FenceKillTimeout.Duration = 0 }},
+	{"repair.kubeletRootDir", "kubelet", "must be the kubelet's absolute --root-dir", func(c *Configuration) { c.Repair.KubeletRootDir = "kubelet" }},
+	{"repair.cgroupRoot", "cgroup", "must be the absolute path where the cgroup file systems are mounted", func(c *Configuration) { c.Repair.CgroupRoot = "cgroup" }},
+	{"repair.fence", "true", "needs repair.agentSocket: the agent reads the request and deletes the pods", func(c *Configuration) { c.Repair.Fence = true }},
 	{"repair.stateFile", "budget.json", "must be an absolute path, or empty (in memory only)", func(c *Configuration) { c.Repair.StateFile = "budget.json" }},
 	{"repair.kubeletUnit", "", "must name the kubelet's unit", func(c *Configuration) { c.Repair.Enabled, c.Repair.KubeletUnit = true, "" }},
 	{"repair.restartKubeletAfter", "10s", "needs --kubelet-healthz-url: only a kubelet that does not answer on the node is restarted", func(c *Configuration) {

@@ -41,13 +41,17 @@ func NewAgentLink(socket string) *AgentLink {
 	return &AgentLink{socket: socket, client: &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: false, MaxIdleConns: 1}}}
 }
 
-// Run reads the view and lets r judge it, every tick until ctx ends.
-func (l *AgentLink) Run(ctx context.Context, r *Repairer, m *Metrics) {
+// Run reads the view and lets r judge it, and f (nil: none) carry out a
+// fence, every tick until ctx ends.
+func (l *AgentLink) Run(ctx context.Context, r *Repairer, f *Fencer, m *Metrics) {
 	t := r.o.Clock.NewTicker(tick)
 	defer t.Stop()
 	for {
 		l.Refresh(ctx, m.Tally())
 		r.Step(ctx)
+		if f != nil {
+			f.Step(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -105,6 +109,22 @@ func (l *AgentLink) Acquire(ctx context.Context, t Target, fs FleetSettings) (bo
 	return a.OK, a.Why, err
 }
 
+// FenceOrder asks the agent for the Node's fence request.
+func (l *AgentLink) FenceOrder(ctx context.Context) (FenceOrder, error) {
+	var o FenceOrder
+	err := l.call(ctx, LinkFenceOrderPath, struct{}{}, &o)
+	return o, err
+}
+
+// FenceReport hands the agent what the fence did.
+func (l *AgentLink) FenceReport(ctx context.Context, r FenceReport) error {
+	return l.callFor(ctx, LinkFenceReportPath, r, nil, fenceReportTimeout)
+}
+
+// fenceReportTimeout bounds the report, in which the agent deletes every
+// fenced pod at its API client's pace and attests.
+const fenceReportTimeout = 2 * time.Minute
+
 // Normal hands the agent a Normal Event for the Node.
 func (l *AgentLink) Normal(reason, message string) { l.event(false, reason, message) }
 
@@ -123,11 +143,16 @@ func (l *AgentLink) event(warning bool, reason, message string) {
 // call POSTs in as JSON to path and decodes the answer into out (nil:
 // none wanted).
 func (l *AgentLink) call(ctx context.Context, path string, in, out any) error {
+	return l.callFor(ctx, path, in, out, linkTimeout)
+}
+
+// callFor is call within timeout.
+func (l *AgentLink) callFor(ctx context.Context, path string, in, out any, timeout time.Duration) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("link %s: %w", path, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, linkTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://agent"+path, bytes.NewReader(body))
 	if err != nil {

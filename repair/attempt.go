@@ -253,7 +253,7 @@ func (r *Repairer) tell(a attempt, outcome, detail string) {
 	if st.told == outcome+detail {
 		return
 	}
-	st.told = outcome + detail
+	st.told, st.outcome = outcome+detail, outcome
 	message := fmt.Sprintf("%s; %s, and %s unanswered for %s", detail, a.reason, a.what, a.age)
 	r.o.Metrics.count(a.target, outcome)
 	reason := eventReason(a.target, outcome)

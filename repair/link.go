@@ -104,6 +104,9 @@ func (n EventNote) Check() error {
 }
 
 func knownEventReason(reason string) bool {
+	if reason == ReasonFenceDryRun {
+		return true
+	}
 	for _, t := range []Target{TargetRuntime, TargetKubelet} {
 		for _, o := range Outcomes {
 			if eventReason(t, o) == reason {

@@ -90,6 +90,8 @@ type targetState struct {
 	askAt  time.Time // held back by the fleet's bound: not judged again before this
 	told   string    // what was last told in this spell, so a repeat is not told again
 	young  bool      // waiting for a young main process has been logged in this spell
+	// outcome is the last attempt's in this spell ("" before any).
+	outcome string
 }
 
 // New returns a Repairer; nothing happens until Step.
@@ -158,7 +160,7 @@ func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (attempt, bool) {
 	v, sick := unwell(t, vs)
 	what, silent := r.silence(t)
 	if !sick || after <= 0 || silent <= 0 {
-		st.told, st.young = "", false
+		st.told, st.young, st.outcome = "", false, ""
 		return attempt{}, false
 	}
 	since := latest(now.Add(-silent), st.judged)
@@ -180,4 +182,32 @@ func latest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// GivenUp tells whether repair has done what it can for target in this
+// spell, so the next rung may act: it is off or in dry run, its last
+// attempt could not restart (impossible, refused, the budgets, a failed
+// kill), or it restarted a wait ago and the target is silent again.
+func (r *Repairer) GivenUp(t Target) (bool, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, after := r.targets[t], r.settings.after(t)
+	switch {
+	case after <= 0:
+		return true, "repair is off for the " + string(t)
+	case r.settings.DryRun:
+		return true, "repair is in dry run"
+	case st.outcome == OutcomeRestarted && r.o.Clock.Since(st.judged) >= after:
+		return true, "repair restarted the " + string(t) + " and it is silent again"
+	case st.outcome == OutcomeRestarted, st.outcome == OutcomeStoodAside, st.outcome == "":
+		return false, "repair has not given up on the " + string(t) + " (last attempt: " + or(st.outcome, "none") + ")"
+	}
+	return true, "repair's last attempt on the " + string(t) + ": " + st.outcome
+}
+
+func or(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
 }

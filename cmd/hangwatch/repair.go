@@ -61,15 +61,19 @@ func runRepair(ctx context.Context, loader *config.Loader, loaded *config.Loaded
 		Unanswered:  map[repair.Target]repair.Silence{repair.TargetRuntime: link.Silence(repair.TargetRuntime), repair.TargetKubelet: link.Silence(repair.TargetKubelet)},
 		Maintenance: link.Maintenance, Fleet: link, CRISocket: ep.Address, KubeletHealthzPort: repair.PortOf(loaded.Kubelet.HealthzURL),
 		Metrics: m, Notify: link})
+	f := repair.NewFencer(repair.FencerOptions{Settings: s.FenceSettings(), Clock: clock.RealClock{}, Verdicts: link.Verdicts,
+		Silence: link.Silence(repair.TargetRuntime), GivenUp: func() (bool, string) { return r.GivenUp(repair.TargetRuntime) },
+		Link: link, Notify: link})
 	klog.InfoS("hangwatch repair running", "agentSocket", s.AgentSocket, "endpoint", ep.Address, "enabled", s.Enabled, "dryRun", s.DryRun,
 		"restartRuntimeAfter", s.RestartRuntimeAfter.Duration, "restartKubeletAfter", s.RestartKubeletAfter.Duration,
-		"maxRestartsPerHour", s.MaxRestartsPerHour, "systemdSocket", s.SystemdSocket, "stateFile", s.StateFile)
+		"maxRestartsPerHour", s.MaxRestartsPerHour, "systemdSocket", s.SystemdSocket, "stateFile", s.StateFile,
+		"fence", s.Fence, "fenceDryRun", s.FenceDryRun, "cgroupRoot", s.CgroupRoot, "kubeletRootDir", s.KubeletRootDir)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if loader.Path != "" {
-		go reloadRepair(ctx, loader, loaded.Sum, r)
+		go reloadRepair(ctx, loader, loaded.Sum, r, f)
 	}
-	link.Run(ctx, r, m)
+	link.Run(ctx, r, f, m)
 	klog.InfoS("Shutting down")
 	return nil
 }
@@ -77,7 +81,7 @@ func runRepair(ctx context.Context, loader *config.Loader, loaded *config.Loaded
 // reloadRepair applies the repair settings of --config when the file
 // changes (polled) and on SIGHUP; a file that fails the checks of
 // `config check` is refused and the running settings stay.
-func reloadRepair(ctx context.Context, loader *config.Loader, sum [sha256.Size]byte, r *repair.Repairer) {
+func reloadRepair(ctx context.Context, loader *config.Loader, sum [sha256.Size]byte, r *repair.Repairer, f *repair.Fencer) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -108,5 +112,6 @@ func reloadRepair(ctx context.Context, loader *config.Loader, sum [sha256.Size]b
 			continue
 		}
 		r.Update(loaded.Repair.Settings())
+		f.Update(loaded.Repair.FenceSettings())
 	}
 }

@@ -31,7 +31,11 @@ type Kubelet struct {
 	// Gates is the --feature-gates it runs with, such as
 	// "EventedPLEG=true"; empty for the release's defaults.
 	Gates string
-	proc  *process // the kubelet, when the harness runs it as its child
+	// CgroupRoot, when set, gives the kubelet pod cgroups (cgroupsPerQOS)
+	// under this cgroup of its own, as on a real node: the fence finds
+	// pods there. Empty: no pod cgroups (containerd's per-container ones).
+	CgroupRoot string
+	proc       *process // the kubelet, when the harness runs it as its child
 	sd    *Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
 	// under systemd holds for its life (kubeletsysctls.go); nil: none.
@@ -56,7 +60,8 @@ authentication:
 authorization:
   mode: Webhook
 cgroupDriver: cgroupfs
-cgroupsPerQOS: false
+cgroupsPerQOS: %[8]t
+cgroupRoot: "%[9]s"
 enforceNodeAllocatable: []
 failSwapOn: false
 failCgroupV1: false
@@ -138,7 +143,8 @@ func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, e
 	k.Port, k.ReadOnlyPort, k.HealthzPort = ports[0], ports[1], ports[2]
 	k.ServingCert = filepath.Join(k.Dir, "pki", "kubelet.crt")
 	config := filepath.Join(k.Dir, "config.yaml")
-	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, runtimeEndpoint, k.StaticPodDir, filepath.Join(k.Dir, "logs"))
+	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, runtimeEndpoint, k.StaticPodDir,
+		filepath.Join(k.Dir, "logs"), k.CgroupRoot != "", k.CgroupRoot)
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		return nil, err
 	}
@@ -259,6 +265,7 @@ func (k *Kubelet) Stop() {
 	}
 	unmountUnder(k.Dir)
 	_ = os.RemoveAll(k.Dir)
+	removeCgroups(k.CgroupRoot)
 }
 
 // nodeIP is a non-loopback IPv4 address of this machine, which the kubelet

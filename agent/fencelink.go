@@ -1,0 +1,179 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/internal/fencing"
+	"github.com/hangwatch/hangwatch/repair"
+)
+
+// fenceReadEvery paces the agent's reads of its Node for the fence, which
+// the repair process asks for only while the runtime has hung as a whole.
+const fenceReadEvery = 2 * time.Second
+
+// FenceClient is what the fence asks of the API server, as the node: its
+// Node and pods, a pod's deletion and the attestation. *apiclient.Client
+// is one.
+type FenceClient interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	PatchNode(ctx context.Context, name string, pt types.PatchType, body []byte) (*corev1.Node, error)
+	PodsOnNode(ctx context.Context, node string) ([]corev1.Pod, error)
+	DeletePodNow(ctx context.Context, namespace, name, uid string) error
+}
+
+// fenceDesk is the agent's side of the fence: it reads the request, and
+// deletes and attests what the repair process reports.
+type fenceDesk struct {
+	api    FenceClient
+	node   string
+	clock  clock.PassiveClock
+	notify repair.Notifier
+
+	mu        sync.Mutex
+	readAt    time.Time
+	last      repair.FenceOrder
+	firstSeen map[string]time.Time // by request ID: the current one only
+}
+
+// order reads the Node's request (at most every fenceReadEvery) and, with
+// one, the node's pods.
+func (d *fenceDesk) order(ctx context.Context) (repair.FenceOrder, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	if !d.readAt.IsZero() && now.Sub(d.readAt) < fenceReadEvery {
+		return d.last, nil
+	}
+	n, err := d.api.GetNode(ctx, d.node)
+	if err != nil {
+		return repair.FenceOrder{}, fmt.Errorf("read Node %s: %w", d.node, err)
+	}
+	o := repair.FenceOrder{NodeBootID: n.Status.NodeInfo.BootID}
+	req, ok, err := fencing.RequestOf(n)
+	if err != nil {
+		klog.InfoS("The Node's fence request is malformed; not carried out", "node", d.node, "err", err)
+	}
+	if ok && err == nil {
+		first, seen := d.firstSeen[req.ID]
+		if !seen {
+			first, d.firstSeen = now, map[string]time.Time{req.ID: now}
+		}
+		o.Request = &repair.FenceRequestNote{ID: req.ID, BootID: req.BootID, ValidFor: req.ValidFor, SeenFor: now.Sub(first)}
+		pods, err := d.api.PodsOnNode(ctx, d.node)
+		if err != nil {
+			return repair.FenceOrder{}, fmt.Errorf("list the pods of node %s: %w", d.node, err)
+		}
+		o.Pods = fencePods(pods)
+	}
+	d.last, d.readAt = o, now
+	return o, nil
+}
+
+// fencePods describes pods for the fence's choice.
+func fencePods(pods []corev1.Pod) []repair.FencePod {
+	out := make([]repair.FencePod, 0, len(pods))
+	for _, p := range pods {
+		fp := repair.FencePod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}
+		_, fp.Static = p.Annotations[corev1.MirrorPodAnnotationKey]
+		for _, ref := range p.OwnerReferences {
+			if ref.Controller != nil && *ref.Controller {
+				fp.Owner = ref.Kind
+			}
+		}
+		oos := fencing.OutOfService()
+		for _, t := range p.Spec.Tolerations {
+			fp.StaysOutOfService = fp.StaysOutOfService || t.ToleratesTaint(&oos)
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			fp.Running = fp.Running || c.State.Running != nil
+		}
+		out = append(out, fp)
+	}
+	return out
+}
+
+// report deletes the fenced pods (grace 0, only the pod of that UID) and
+// attests on the Node what was done; a deletion that fails attests the
+// fence impossible.
+func (d *fenceDesk) report(ctx context.Context, rep repair.FenceReport) error {
+	if rep.Fenced {
+		for _, p := range rep.Pods {
+			err := d.api.DeletePodNow(ctx, p.Namespace, p.Name, p.UID)
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				rep.Fenced, rep.Why = false, fmt.Sprintf("deleting pod %s/%s: %v", p.Namespace, p.Name, err)
+				break
+			}
+		}
+	}
+	att := rep.Attestation(d.clock.Now())
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": att.Annotations()}})
+	if err != nil {
+		return err
+	}
+	if _, err := d.api.PatchNode(ctx, d.node, types.MergePatchType, body); err != nil {
+		return fmt.Errorf("attest fence %s on Node %s: %w", rep.RequestID, d.node, err)
+	}
+	if rep.Fenced {
+		d.notify.Warning("FenceAttested", fmt.Sprintf("hangwatch stopped, unmounted and deleted %d pods for fence %s on boot %s: %s",
+			len(rep.Pods), rep.RequestID, rep.BootID, podList(rep.Pods)))
+	} else {
+		d.notify.Warning("FenceImpossible", fmt.Sprintf("hangwatch: fence %s impossible: %s", rep.RequestID, rep.Why))
+	}
+	klog.InfoS("Fence attested", "request", rep.RequestID, "fenced", rep.Fenced, "why", rep.Why, "pods", len(rep.Pods))
+	return nil
+}
+
+func podList(pods []repair.FencePod) string {
+	out := ""
+	for i, p := range pods {
+		if i > 0 {
+			out += ", "
+		}
+		out += p.Namespace + "/" + p.Name + " (" + p.UID + ")"
+	}
+	return out
+}
+
+func (l *repairLink) serveFenceOrder(w http.ResponseWriter, r *http.Request) {
+	var none struct{}
+	if !decodeChecked(w, r, &none, func() error { return nil }) {
+		return
+	}
+	if l.fence == nil {
+		http.Error(w, "no API server: no fence request can be read", http.StatusServiceUnavailable)
+		return
+	}
+	o, err := l.fence.order(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	writeJSON(w, o)
+}
+
+func (l *repairLink) serveFenceReport(w http.ResponseWriter, r *http.Request) {
+	var rep repair.FenceReport
+	if !decodeChecked(w, r, &rep, func() error { return rep.Check() }) {
+		return
+	}
+	if l.fence == nil {
+		http.Error(w, "no API server: the fence cannot be attested", http.StatusServiceUnavailable)
+		return
+	}
+	if err := l.fence.report(r.Context(), rep); err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	writeJSON(w, struct{}{})
+}

@@ -1,0 +1,97 @@
+package fence
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// HeldElsewhere scans every Proc/<pid>/mountinfo, once per mount namespace
+// (the link target of Proc/<pid>/ns/mnt; pids whose namespace was already
+// read are skipped, and so are pids that vanish; a pid whose namespace
+// cannot be named has its table read all the same), and returns
+// "pid <n>: <mountpoint>" for every mount point under the pod's volumes/ or
+// volume-subpaths/ directories. Empty means no namespace holds them. A pid
+// whose mount table cannot be read for another reason (EACCES) is an
+// error: the proof would be incomplete.
+//
+// Mount points are matched by path, as each process sees them from its root
+// directory; a namespace that holds a volume at another path is not found.
+func (m Mounts) HeldElsewhere(uid string) ([]string, error) {
+	prefixes, err := m.volumePrefixes(uid)
+	if err != nil {
+		return nil, err
+	}
+	pids, err := listPids(m.Proc)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var held []string
+	for _, pid := range pids {
+		points, err := m.heldBy(pid, prefixes, seen)
+		if err != nil {
+			return nil, fmt.Errorf("mount namespaces holding pod %s volumes: %w", uid, err)
+		}
+		for _, p := range points {
+			held = append(held, fmt.Sprintf("pid %d: %s", pid, p))
+		}
+	}
+	return held, nil
+}
+
+// heldBy reads pid's mount table, unless its namespace is in seen, and
+// returns its mount points under prefixes.
+func (m Mounts) heldBy(pid int, prefixes []string, seen map[string]bool) ([]string, error) {
+	dir := filepath.Join(m.Proc, strconv.Itoa(pid))
+	ns, err := os.Readlink(filepath.Join(dir, "ns", "mnt"))
+	if vanished(err) {
+		return nil, nil
+	}
+	if errors.Is(err, os.ErrPermission) {
+		ns = "" // not named (a process not dumpable to us): its table is read all the same
+	} else if err != nil {
+		return nil, fmt.Errorf("mount namespace of pid %d: %w", pid, err)
+	}
+	if ns != "" && seen[ns] {
+		return nil, nil
+	}
+	entries, err := readMountInfo(filepath.Join(dir, "mountinfo"))
+	if vanished(err) || errors.Is(err, unix.EINVAL) {
+		return nil, nil // exited (a zombie has no mount namespace: EINVAL)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	if ns != "" {
+		seen[ns] = true
+	}
+	var points []string
+	for _, e := range entries {
+		if underAny(e.MountPoint, prefixes) {
+			points = append(points, e.MountPoint)
+		}
+	}
+	return points, nil
+}
+
+// listPids lists the numeric entries of proc, in ascending order.
+func listPids(proc string) ([]int, error) {
+	entries, err := os.ReadDir(proc)
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids, nil
+}

@@ -1,0 +1,91 @@
+package repair
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hangwatch/hangwatch/internal/fencing"
+)
+
+// The fence's two requests on the link.
+const (
+	// LinkFenceOrderPath: POST, answered with a FenceOrder.
+	LinkFenceOrderPath = "/v1/fence/order"
+	// LinkFenceReportPath: POST a FenceReport; the agent deletes the pods
+	// and attests, and answers with nothing.
+	LinkFenceReportPath = "/v1/fence/report"
+)
+
+// FenceOrder is the agent's read of the Node's fence request.
+type FenceOrder struct {
+	// Request is the request on the Node; nil: none.
+	Request *FenceRequestNote `json:"request,omitempty"`
+	// NodeBootID is the Node's status.nodeInfo.bootID.
+	NodeBootID string `json:"nodeBootID"`
+	// Pods are the pods bound to the node, with a request only.
+	Pods []FencePod `json:"pods,omitempty"`
+}
+
+// FenceRequestNote is a request as the agent read it, with how long ago
+// the agent first saw it, on its own clock.
+type FenceRequestNote struct {
+	ID       string        `json:"id"`
+	BootID   string        `json:"bootID"`
+	ValidFor time.Duration `json:"validFor"`
+	SeenFor  time.Duration `json:"seenFor"`
+}
+
+// FencePod is one pod bound to the node, as the fence chooses from.
+type FencePod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Static: a mirror pod (the kubelet runs it from a file).
+	Static bool `json:"static,omitempty"`
+	// Owner is the kind of its controller ("" for none).
+	Owner string `json:"owner,omitempty"`
+	// StaysOutOfService: it tolerates the out-of-service taint.
+	StaysOutOfService bool `json:"staysOutOfService,omitempty"`
+	// Running: the API says a container of it runs (so its cgroup must be
+	// found).
+	Running bool `json:"running,omitempty"`
+}
+
+// FenceReport is what the fence did, for the agent to delete and attest.
+type FenceReport struct {
+	RequestID string     `json:"requestID"`
+	BootID    string     `json:"bootID"`
+	Fenced    bool       `json:"fenced"`
+	Why       string     `json:"why,omitempty"`
+	Pods      []FencePod `json:"pods,omitempty"`
+}
+
+// Check says what in a report the agent will not act on.
+func (r FenceReport) Check() error {
+	a := fencing.Attestation{RequestID: r.RequestID, BootID: r.BootID, At: time.Unix(0, 0), Outcome: fencing.OutcomeFenced}
+	for _, p := range r.Pods {
+		a.Pods = append(a.Pods, p.UID)
+		if p.Namespace == "" || p.Name == "" || len(p.Namespace) > 63 || len(p.Name) > 253 {
+			return fmt.Errorf("fence report: pod %.64q/%.64q: want a namespace and a name", p.Namespace, p.Name)
+		}
+	}
+	if len(r.Why) > 512 {
+		return fmt.Errorf("fence report: why: %d bytes, at most 512", len(r.Why))
+	}
+	if _, _, err := fencing.ParseAttestation(a.Annotations()); err != nil {
+		return fmt.Errorf("fence report: %w", err)
+	}
+	return nil
+}
+
+// Attestation is the report as the Node carries it, made at at.
+func (r FenceReport) Attestation(at time.Time) fencing.Attestation {
+	a := fencing.Attestation{RequestID: r.RequestID, BootID: r.BootID, At: at, Outcome: fencing.OutcomeFenced}
+	if !r.Fenced {
+		a.Outcome, a.Why = fencing.OutcomeImpossible, r.Why
+	}
+	for _, p := range r.Pods {
+		a.Pods = append(a.Pods, p.UID)
+	}
+	return a
+}

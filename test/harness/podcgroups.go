@@ -1,0 +1,117 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cgroupFS is where this machine mounts its cgroup file systems.
+const cgroupFS = "/sys/fs/cgroup"
+
+// StartKubeletWithPodCgroupsT starts a kubelet for node with pod cgroups
+// (cgroupsPerQOS) under a cgroup root of its own, and stops it, removing
+// those cgroups, when t ends. Two such kubelets share a machine without
+// touching each other's pods.
+func StartKubeletWithPodCgroupsT(t testing.TB, cp *ControlPlane, c NodeRuntime, node string) *Kubelet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	k, bin, err := newKubelet(node, os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.CgroupRoot = "/hangwatch-test-" + node
+	if err := makeCgroups(k.CgroupRoot); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.start(ctx, bin, cp, c.Where().Endpoint); err != nil {
+		k.Stop()
+		t.Fatalf("%v\n%s", err, k.logTail())
+	}
+	t.Cleanup(k.Stop)
+	return k
+}
+
+// makeCgroups makes root in every hierarchy (the kubelet wants its
+// cgroup root to exist), with its parent's cpus and memory nodes.
+func makeCgroups(root string) error {
+	hierarchies, err := os.ReadDir(cgroupFS)
+	if err != nil {
+		return err
+	}
+	for _, h := range hierarchies {
+		dir := filepath.Join(cgroupFS, h.Name(), root)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if v, err := os.ReadFile(filepath.Join(cgroupFS, h.Name(), f)); err == nil {
+				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// removeCgroups kills what still runs in root's pod cgroups (the
+// containers outlive the kubelet, and its runtime is stopped later), then
+// removes root's cgroups in every hierarchy, deepest first; what cannot be
+// removed is left.
+func removeCgroups(root string) {
+	if root == "" {
+		return
+	}
+	freezer := filepath.Join(cgroupFS, "freezer", root)
+	_ = os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("THAWED"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = Poll(ctx, 10*time.Second, "the pod cgroups under "+root+" to empty", func() bool {
+		pids := cgroupPids(freezer)
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		return len(pids) == 0
+	})
+	hierarchies, _ := os.ReadDir(cgroupFS)
+	for _, h := range hierarchies {
+		top := filepath.Join(cgroupFS, h.Name(), root)
+		var dirs []string
+		_ = filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
+		for _, d := range dirs {
+			_ = os.Remove(d)
+		}
+	}
+}
+
+// cgroupPids are the processes of every cgroup under dir.
+func cgroupPids(dir string) []int {
+	var pids []int
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		raw, _ := os.ReadFile(path)
+		for _, f := range strings.Fields(string(raw)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	return pids
+}
