@@ -62,8 +62,8 @@ func forbidden(pkg, dep string) string {
 		return "repair acts on verdicts the agent hands it, not on signals, conditions or the configuration"
 	case top(dep) == "repair" && top(pkg) != "agent" && top(pkg) != "config" && !strings.HasPrefix(pkg, "cmd/hangwatch") && top(pkg) != "test":
 		return "only the agent, its configuration and the command use repair"
-	case top(dep) == "fence" && top(pkg) != "repair" && top(pkg) != "fence" && top(pkg) != "test":
-		return "only the repair process's fencer stops pods through the kernel"
+	case top(dep) == "fence" && (top(pkg) == "remedy" || top(pkg) == "conditions" || slices.Contains(signals, top(pkg)) || pkg == "cmd/hangwatch-remedy"):
+		return "only the repair process's fencer (and what assembles it) stops pods through the kernel"
 	case top(pkg) == "fence" && top(dep) != "internal":
 		return "the fence's kernel mechanics import nothing of the module but internal/"
 	case pkg == "cmd/hangwatch-remedy" && top(dep) == "repair":

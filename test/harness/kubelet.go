@@ -36,7 +36,7 @@ type Kubelet struct {
 	// pods there. Empty: no pod cgroups (containerd's per-container ones).
 	CgroupRoot string
 	proc       *process // the kubelet, when the harness runs it as its child
-	sd    *Systemd // the systemd running it as KubeletUnit, when one does
+	sd         *Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
 	// under systemd holds for its life (kubeletsysctls.go); nil: none.
 	unlockSysctls func()
