@@ -32,7 +32,7 @@ func (m *Manager) act(ctx context.Context, addrs []string) error {
 		Budget:   remedy.NewBudget(m.o.Client.CoordinationV1(), types.NamespacedName{Namespace: e.Namespace, Name: e.Name + "-actions"}, e.Identity),
 		Nodes:    nodeLister{m.lister},
 		Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "hangwatch-remedy"}),
-		Resync:   m.o.Resync, Watched: true})
+		Resync:   m.o.Resync, Watched: true, OtherFencers: otherFencers(m.o.Client)})
 	changed := func(obj any) {
 		if name, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			c.Changed(name) // a Node's key is its name
