@@ -116,15 +116,6 @@ func (l *ladder) workloads(t *testing.T) {
 	}, harness.Explaining(func() string { return fmt.Sprint("running: ", l.running(t)) }))
 }
 
-// pauseTemplate is a pause pod on the host network (the harness's
-// containerd has no pod network), with no token.
-func pauseTemplate(labels, nodeSelector map[string]string) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-		AutomountServiceAccountToken: ptr.To(false), HostNetwork: true, NodeSelector: nodeSelector,
-		TerminationGracePeriodSeconds: ptr.To[int64](5),
-		Containers:                    []corev1.Container{{Name: "pause", Image: harness.PauseImage, ImagePullPolicy: corev1.PullNever}}}}
-}
-
 // running counts the default namespace's Running pods on each node.
 func (l *ladder) running(t *testing.T) map[string]int {
 	on := map[string]int{}

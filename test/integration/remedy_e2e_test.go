@@ -129,18 +129,6 @@ func webPods(t *testing.T, cp *harness.ControlPlane) []corev1.Pod {
 	return list.Items
 }
 
-func running(p corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.ContainerStatuses {
-		if !c.Ready {
-			return false
-		}
-	}
-	return true
-}
-
 func hasTaint(t *testing.T, cp *harness.ControlPlane, node, key string) bool {
 	t.Helper()
 	n, err := cp.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
