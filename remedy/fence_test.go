@@ -172,3 +172,20 @@ func TestFencePolicyValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestFenceMaxFencedHoldsAcrossIncrementalPasses: a pass that plans only
+// the node that changed still counts the node already fenced.
+func TestFenceMaxFencedHoldsAcrossIncrementalPasses(t *testing.T) {
+	p, k, v := fencePolicy(), NewClocks(), newView()
+	p.MaxUnhealthy.StrVal = "100%"
+	req := fencing.Request{ID: "f-1", BootID: "b1", Deadline: t0.Add(time.Hour), ValidFor: time.Minute}
+	a, b := withAnnotations(fencible("a"), req.Annotations()), fencible("b")
+	k.Observe(p, []*corev1.Node{a, b}, t0, true)
+	v.plan(p, []*corev1.Node{a, b}, true, k, t0)
+	at := t0.Add(time.Minute)
+	k.Observe(p, []*corev1.Node{b}, at, false)
+	plan := v.plan(p, []*corev1.Node{b}, false, k, at)
+	if got := fenceActs(plan); got != "" || len(plan.Withheld[GuardMaxFenced]) != 1 {
+		t.Fatalf("b planned alone while a is asked: %q, withheld %v", got, plan.Withheld)
+	}
+}

@@ -112,7 +112,7 @@ func (v *view) plan(p *Policy, nodes []*corev1.Node, all bool, clocks *Clocks, n
 		v.nodes[n.Name] = st
 		v.totals.count(part, 1)
 	}
-	plan := Plan{Withheld: map[string][]Action{}, Matching: v.totals.Matching, Unhealthy: v.totals.Unhealthy}
+	plan := Plan{Withheld: map[string][]Action{}, Matching: v.totals.Matching, Unhealthy: v.totals.Unhealthy, Fencing: v.totals.Fencing}
 	plan.Limit, _ = p.unhealthyLimit(plan.Matching)
 	planned := map[string]bool{}
 	for _, n := range nodes {

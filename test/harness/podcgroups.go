@@ -115,3 +115,29 @@ func cgroupPids(dir string) []int {
 	})
 	return pids
 }
+
+// PodCgroup is the cgroup of the pod uid under k's cgroup root in
+// hierarchy (freezer, memory, ...); "" when there is none.
+func PodCgroup(k *Kubelet, hierarchy, uid string) string {
+	if k.CgroupRoot == "" {
+		return ""
+	}
+	var found string
+	_ = filepath.WalkDir(filepath.Join(cgroupFS, hierarchy, k.CgroupRoot), func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "pod"+uid {
+			found = path
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
+// CgroupPids are the processes of the pod uid's freezer cgroup on k.
+func CgroupPids(k *Kubelet, uid string) []int {
+	dir := PodCgroup(k, "freezer", uid)
+	if dir == "" {
+		return nil
+	}
+	return cgroupPids(dir)
+}

@@ -23,8 +23,8 @@ import (
 // new pods.
 func TestFenceMovesAStatefulSetPod(t *testing.T) {
 	fc := startFenceCluster(t, fenceOptions{})
-	webStatefulSet(t, fc.cp, fc.a)
-	old := fc.web0RunningOn(t, 2*time.Minute, fc.a)
+	statefulSet(t, fc.cp, "web", fc.a)
+	old := fc.runningOn(t, 2*time.Minute, "web-0", fc.a)
 	thaw := freeze(t, fc.nodes[fc.a].c)
 	frozen := time.Now()
 	harness.Eventually(t, 2*time.Minute, "A attests the fence", func() bool {
@@ -36,7 +36,7 @@ func TestFenceMovesAStatefulSetPod(t *testing.T) {
 	if err != nil || !att.Fenced() || len(att.Pods) != 1 || att.Pods[0] != string(old.UID) {
 		t.Fatalf("attestation %+v (%v), want web-0 (%s) fenced", att, err, old.UID)
 	}
-	moved := fc.web0RunningOn(t, 2*time.Minute, fc.b)
+	moved := fc.runningOn(t, 2*time.Minute, "web-0", fc.b)
 	measure(t, "e2e_fence_sts_running_elsewhere_after_freeze", time.Since(frozen))
 	harness.Eventually(t, time.Minute, "hangwatch's out-of-service taint on A", func() bool { return fc.outOfService(t, fc.a) })
 	measure(t, "e2e_fence_out_of_service_after_freeze", time.Since(frozen))

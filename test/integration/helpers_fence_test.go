@@ -26,14 +26,14 @@ import (
 var fenceControllers = []string{"statefulset-controller", "pod-garbage-collector-controller", "taint-eviction-controller",
 	"persistentvolume-binder-controller", "persistentvolume-attach-detach-controller"}
 
-// fenceCluster is two real kubelets with pod cgroups, each on its own
-// containerd; hangwatch with the fence on (repair off) for each, and
-// hangwatch-remedy with its shipped policy and the fence on.
+// fenceCluster is real kubelets with pod cgroups (two unless told),
+// each on its own containerd; hangwatch with the fence on (repair off) for
+// each, and hangwatch-remedy with its shipped policy and the fence on.
 type fenceCluster struct {
-	cp     *harness.ControlPlane
-	nodes  map[string]*fenceNode
-	a, b   string
-	remedy *remedyProc
+	cp      *harness.ControlPlane
+	nodes   map[string]*fenceNode
+	a, b, c string // c: only with fenceOptions.nodes 3
+	remedy  *remedyProc
 }
 
 // fenceNode is one node of the cluster and its hangwatch.
@@ -45,9 +45,13 @@ type fenceNode struct {
 
 // fenceOptions change the shipped settings for a test.
 type fenceOptions struct {
-	remedyDryRun bool
-	nodeDryRun   bool
-	noOptIn      bool // A is not labelled hangwatch.io/fence=enabled
+	nodes int // 2 when 0
+	// unlabelled nodes (0 is A) are not labelled hangwatch.io/fence=enabled.
+	unlabelled map[int]bool
+	// dryRun nodes run the fence in dry run (repair.fenceDryRun).
+	dryRun map[int]bool
+	// policy changes remedy's policy (a YAML map) before it starts.
+	policy func(p map[string]any)
 }
 
 func startFenceCluster(t *testing.T, o fenceOptions) *fenceCluster {
@@ -59,11 +63,14 @@ func startFenceCluster(t *testing.T, o fenceOptions) *fenceCluster {
 	for _, ns := range []string{"kube-system", "default"} {
 		ensureDefaultServiceAccount(t, fc.cp, ns)
 	}
-	fc.a, fc.b = fc.startNode(t, "fence-a", o), fc.startNode(t, "fence-b", o)
-	if !o.noOptIn {
-		fc.label(t, fc.a)
+	names := []*string{&fc.a, &fc.b, &fc.c}
+	for i := range max(o.nodes, 2) {
+		*names[i] = fc.startNode(t, "fence-"+string(rune('a'+i)), o.dryRun[i])
+		if !o.unlabelled[i] {
+			fc.label(t, *names[i])
+		}
 	}
-	fc.remedy = startRemedy(t, remedyIdentity(t, fc.cp), fencePolicy(t, o.remedyDryRun), "hangwatch-remedy")
+	fc.remedy = startRemedy(t, remedyIdentity(t, fc.cp), fencePolicy(t, o.policy), "hangwatch-remedy")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("at the failure:\n%s\n%s\n%s", fc.cp.KubectlLog("get", "nodes,sts,pods,pv,pvc,volumeattachments", "-A", "-o", "wide"),
@@ -76,14 +83,14 @@ func startFenceCluster(t *testing.T, o fenceOptions) *fenceCluster {
 
 // startNode starts a containerd, a kubelet with pod cgroups and hangwatch
 // (agent and repair process, repair off, the fence on) for a new node.
-func (fc *fenceCluster) startNode(t *testing.T, base string, o fenceOptions) string {
+func (fc *fenceCluster) startNode(t *testing.T, base string, dryRun bool) string {
 	t.Helper()
 	n := &fenceNode{c: harness.StartContainerdT(t, 0, 0)}
 	n.k = harness.StartKubeletWithPodCgroupsT(t, fc.cp, n.c, uniqueNode(base))
 	dir := socketDir(t)
 	config := filepath.Join(dir, "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nrepair:\n  enabled: false\n  fence: true\n"+
-		"  fenceDryRun: %t\n  kubeletRootDir: %s\n", o.nodeDryRun, filepath.Join(n.k.Dir, "root"))
+		"  fenceDryRun: %t\n  kubeletRootDir: %s\n", dryRun, filepath.Join(n.k.Dir, "root"))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +103,16 @@ func (fc *fenceCluster) startNode(t *testing.T, base string, o fenceOptions) str
 	return n.k.Node
 }
 
-// fencePolicy is the shipped remedy policy with the fence on.
-func fencePolicy(t *testing.T, dryRun bool) string {
+// fencePolicy is the shipped remedy policy with the fence on, changed by
+// change (nil: unchanged).
+func fencePolicy(t *testing.T, change func(p map[string]any)) string {
 	t.Helper()
 	var p map[string]any
 	readYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), &p)
 	p["fence"].(map[string]any)["enabled"] = true
-	p["dryRun"] = dryRun
+	if change != nil {
+		change(p)
+	}
 	path := filepath.Join(t.TempDir(), "remedy.yaml")
 	writeYAML(t, path, p)
 	return path
@@ -116,40 +126,41 @@ func (fc *fenceCluster) label(t *testing.T, node string) {
 	}
 }
 
-// webStatefulSet is a one-replica StatefulSet of pause that prefers node
-// prefer; with claim, a ReadWriteOnce volume of storageClass.
-func webStatefulSet(t *testing.T, cp *harness.ControlPlane, prefer string) {
+// statefulSet is a one-replica StatefulSet of pause, name, that prefers
+// node prefer.
+func statefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer string) {
 	t.Helper()
-	labels := map[string]string{"app": "web"}
+	labels := map[string]string{"app": name}
 	tmpl := pauseTemplate(labels, nil)
 	tmpl.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
 		Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
 			Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{prefer}}}}}}}}
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.StatefulSetSpec{
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: appsv1.StatefulSetSpec{
 		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl}}
 	if _, err := cp.Admin.AppsV1().StatefulSets("default").Create(context.Background(), sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// web0 is web-0 as the API server has it; nil when there is none.
-func (fc *fenceCluster) web0(t *testing.T) *corev1.Pod {
+// pod is a pod of the default namespace as the API server has it; nil
+// when there is none.
+func (fc *fenceCluster) pod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
-	p, err := fc.cp.Admin.CoreV1().Pods("default").Get(context.Background(), "web-0", metav1.GetOptions{})
+	p, err := fc.cp.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
 	return p
 }
 
-// web0RunningOn waits until web-0 runs on node and returns it.
-func (fc *fenceCluster) web0RunningOn(t *testing.T, limit time.Duration, node string) *corev1.Pod {
+// runningOn waits until the pod name runs on node and returns it.
+func (fc *fenceCluster) runningOn(t *testing.T, limit time.Duration, name, node string) *corev1.Pod {
 	t.Helper()
 	var p *corev1.Pod
-	harness.Eventually(t, limit, "web-0 Running on "+node, func() bool {
-		p = fc.web0(t)
+	harness.Eventually(t, limit, name+" Running on "+node, func() bool {
+		p = fc.pod(t, name)
 		return p != nil && p.Spec.NodeName == node && running(*p)
-	}, harness.Explaining(func() string { return fmt.Sprintf("web-0: %+v", describePod(fc.web0(t))) }))
+	}, harness.Explaining(func() string { return name + ": " + describePod(fc.pod(t, name)) }))
 	return p
 }
 
