@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -313,4 +314,39 @@ func containsAll(got, want []any) bool {
 		}
 	}
 	return true
+}
+
+// TestHelmChartFenceMatchesTheOverlay: repair.fence.enabled adds what the
+// fence overlay adds: the repair container privileged with the cgroup
+// file system and the kubelet's directory (Bidirectional), the agent's
+// fence ClusterRole, and the same config; nothing when off.
+func TestHelmChartFenceMatchesTheOverlay(t *testing.T) {
+	objs := renderHelmChart(t, "hangwatch", "--set", "repair.enabled=true", "--set", "repair.fence.enabled=true",
+		"--set", "secureServing.generateCert=false")
+	var patch map[string]any
+	mustUnmarshal(t, mustRead(t, "overlays/fence/fence-patch.yaml"), &patch)
+	want, got := containerOf(patch), containerOf(objs["DaemonSet/hangwatch-repair"])
+	for key, v := range want["securityContext"].(map[string]any) {
+		if g := dig(got, "securityContext", key); !reflect.DeepEqual(g, v) {
+			t.Errorf("the chart's fence securityContext.%s = %v, the overlay's %v", key, g, v)
+		}
+	}
+	for _, m := range want["volumeMounts"].([]any) {
+		if !slices.ContainsFunc(got["volumeMounts"].([]any), func(g any) bool { return reflect.DeepEqual(g, m) }) {
+			t.Errorf("the chart's repair container lacks the overlay's mount %v", m)
+		}
+	}
+	if g, w := dig(objs["ClusterRole/hangwatch:fence"], "rules"), dig(readObject(t, "overlays/fence/rbac-fence.yaml"), "rules"); !reflect.DeepEqual(g, w) {
+		t.Errorf("the chart's fence ClusterRole rules %v, the overlay's %v", g, w)
+	}
+	var gotConfig, wantConfig map[string]any
+	mustUnmarshal(t, []byte(dig(objs["ConfigMap/hangwatch-config"], "data", "config.yaml").(string)), &gotConfig)
+	mustUnmarshal(t, mustRead(t, "overlays/fence/config.yaml"), &wantConfig)
+	if !reflect.DeepEqual(gotConfig, wantConfig) {
+		t.Errorf("the chart's config.yaml with the fence on differs from the fence overlay's:\nchart: %v\nkustomize: %v", gotConfig, wantConfig)
+	}
+	off := renderHelmChart(t, "hangwatch", "--set", "repair.enabled=true", "--set", "secureServing.generateCert=false")
+	if off["ClusterRole/hangwatch:fence"] != nil || dig(containerOf(off["DaemonSet/hangwatch-repair"]), "securityContext", "privileged") != false {
+		t.Error("with the fence off the chart still grants it or makes the repair pod privileged")
+	}
 }
