@@ -49,7 +49,10 @@ type fakeFenceLink struct {
 	reports []FenceReport
 }
 
-func (l *fakeFenceLink) FenceOrder(context.Context) (FenceOrder, error) { l.asked++; return l.order, nil }
+func (l *fakeFenceLink) FenceOrder(context.Context) (FenceOrder, error) {
+	l.asked++
+	return l.order, nil
+}
 func (l *fakeFenceLink) FenceReport(_ context.Context, r FenceReport) error {
 	l.reports = append(l.reports, r)
 	return nil
