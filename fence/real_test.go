@@ -108,17 +108,21 @@ func removeTestCgroup(t *testing.T, dir, child string) {
 		}
 	}
 	for _, d := range []string{child, dir} {
-		deadline := time.Now().Add(2 * time.Second)
+		var err error
+		tick := time.NewTicker(10 * time.Millisecond) // EBUSY while a killed task leaves
+		deadline := time.After(2 * time.Second)
+	wait:
 		for {
-			err := os.Remove(d)
-			if err == nil || errors.Is(err, os.ErrNotExist) {
+			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
 				break
 			}
-			if time.Now().After(deadline) {
+			select {
+			case <-tick.C:
+			case <-deadline:
 				t.Errorf("remove test cgroup %s: %v", d, err)
-				break
+				break wait
 			}
-			time.Sleep(10 * time.Millisecond) // EBUSY while a killed task leaves
 		}
+		tick.Stop()
 	}
 }

@@ -61,6 +61,6 @@ step "go build" build_hangwatch
 run_tests() {
   log "go test -race (unit and real-part integration tests; log in $HANGWATCH_CACHE/test.json)"
   go build -o "$HANGWATCH_CACHE/bin/testsummary" ./hack/testsummary
-  go test -race -count=1 -timeout 30m -json ./... 2>&1 | tee "$HANGWATCH_CACHE/test.json" | "$HANGWATCH_CACHE/bin/testsummary" "$SUMMARY"
+  go test -race -count=1 -timeout 50m -json ./... 2>&1 | tee "$HANGWATCH_CACHE/test.json" | "$HANGWATCH_CACHE/bin/testsummary" "$SUMMARY"
 }
 step "go test" run_tests
