@@ -85,6 +85,29 @@ func (a clientsetAPI) GetLease(ctx context.Context, namespace, name, _ string) (
 	return a.c.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
+func (a clientsetAPI) PatchNode(ctx context.Context, name string, pt types.PatchType, body []byte) (*corev1.Node, error) {
+	return a.c.CoreV1().Nodes().Patch(ctx, name, pt, body, metav1.PatchOptions{})
+}
+
+func (a clientsetAPI) PodsOnNode(ctx context.Context, node string) ([]corev1.Pod, error) {
+	list, err := a.c.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items { // the fake Clientset ignores field selectors
+		if p.Spec.NodeName == node {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (a clientsetAPI) DeletePodNow(ctx context.Context, namespace, name, uid string) error {
+	zero, u := int64(0), types.UID(uid)
+	return a.c.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &u}})
+}
+
 func (a clientsetAPI) ServerVersion(context.Context) ([]byte, error) {
 	return json.Marshal(apiversion.Info{Major: "1", Minor: "37", GitVersion: "v1.37.2"})
 }

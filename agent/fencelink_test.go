@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/hangwatch/hangwatch/internal/fencing"
+	"github.com/hangwatch/hangwatch/repair"
+)
+
+// TestTheFenceIsReadDeletedAndAttestedThroughTheLink: the repair process
+// reads the Node's request and its pods through the agent, and the agent
+// deletes what the report names (only the pod of that UID) and attests.
+func TestTheFenceIsReadDeletedAndAttestedThroughTheLink(t *testing.T) {
+	p, link, _ := linkedAgent(t)
+	ctx := context.Background()
+	order, err := link.FenceOrder(ctx)
+	if err != nil || order.Request != nil {
+		t.Fatalf("no request: %+v, %v", order, err)
+	}
+	req := fencing.Request{ID: "f-1", BootID: "b1", Deadline: time.Now().Add(time.Minute), ValidFor: time.Minute}
+	n, err := p.api.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Annotations, n.Status.NodeInfo.BootID = req.Annotations(), "b1"
+	if _, err := p.api.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", UID: "aa-1",
+			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web", Controller: ptr.To(true)}}}, Spec: corev1.PodSpec{NodeName: "node-a"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "proxy", Namespace: "kube-system", UID: "bb-2",
+			OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "proxy", Controller: ptr.To(true)}}}, Spec: corev1.PodSpec{NodeName: "node-a"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default", UID: "cc-3"}, Spec: corev1.PodSpec{NodeName: "node-b"}},
+	} {
+		if _, err := p.api.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.clk.Step(3 * time.Second) // past the agent's pacing of Node reads
+	order, err = link.FenceOrder(ctx)
+	if err != nil || order.Request == nil || order.Request.ID != "f-1" || order.NodeBootID != "b1" || len(order.Pods) != 2 || order.Pods[1].Owner != "DaemonSet" {
+		t.Fatalf("order = %+v, %v", order, err)
+	}
+	bad := repair.FenceReport{RequestID: "f-1", BootID: "b1", Fenced: true, Pods: []repair.FencePod{{Namespace: "default", Name: "web-0", UID: "not a uid"}}}
+	if err := link.FenceReport(ctx, bad); err == nil || !strings.Contains(err.Error(), "not a pod UID") {
+		t.Errorf("a report naming a malformed UID: %v, want it refused", err)
+	}
+	rep := repair.FenceReport{RequestID: "f-1", BootID: "b1", Fenced: true, Pods: order.Pods[:1]}
+	if err := link.FenceReport(ctx, rep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.api.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{}); err == nil {
+		t.Error("web-0 not deleted")
+	}
+	n, _ = p.api.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+	att, ok, err := fencing.AttestationOf(n)
+	if !ok || err != nil || !att.Answers(req, n) || !att.Fenced() || strings.Join(att.Pods, ",") != "aa-1" {
+		t.Errorf("attestation %+v %v %v", att, ok, err)
+	}
+}
