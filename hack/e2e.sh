@@ -25,6 +25,13 @@
 #       restart): a freeze the restart cures (every pod on A kept) and one
 #       it does not (the budget, then the eviction); the table between the
 #       ladder markers. About 10 minutes.
+#   ./hack/e2e.sh --fence
+#       two real kubelets with pod cgroups, hangwatch with the fence on
+#       (repair off) and hangwatch-remedy with fence.enabled: A's containerd
+#       frozen for good, a one-replica StatefulSet's web-0 moved to B by the
+#       fence, three runs (FENCE_RUNS), then Kubernetes' own path once (where
+#       web-0 is 10 minutes later); the table between the fence markers.
+#       About 20 minutes.
 #   ./hack/e2e.sh --api-budget
 #       what hangwatch costs the API server (issue 28): a frozen real kubelet
 #       under the static pod, three runs; 20 hangwatch processes with 20
@@ -87,6 +94,11 @@ fi
 if [ "${1:-}" = --ladder ]; then
   source "$ROOT/hack/e2e-repair.sh"
   run_ladder
+  exit $?
+fi
+if [ "${1:-}" = --fence ]; then
+  source "$ROOT/hack/e2e-fence.sh"
+  run_fence
   exit $?
 fi
 if [ "${1:-}" = --matrix ]; then

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // TestFenceMovesAStatefulSetPod freezes node A's containerd for good (repair
@@ -51,6 +52,31 @@ func TestFenceMovesAStatefulSetPod(t *testing.T) {
 	}
 	fc.noFencedContainerRuns(t, fc.a, string(old.UID))
 	fc.takesNewPods(t, fc.a)
+}
+
+// TestFenceBaseline is the same freeze on Kubernetes' own path (no
+// hangwatch-remedy): where web-0 is 10 minutes after the freeze.
+func TestFenceBaseline(t *testing.T) {
+	fc := startFenceCluster(t, fenceOptions{noRemedy: true})
+	statefulSet(t, fc.cp, "web", fc.a)
+	old := fc.runningOn(t, 2*time.Minute, "web-0", fc.a)
+	freeze(t, fc.nodes[fc.a].c)
+	frozen := time.Now()
+	harness.Eventually(t, 4*time.Minute, "A NotReady", func() bool { return nodeReady(t, fc.cp, fc.a).Status != corev1.ConditionTrue })
+	measure(t, "e2e_fence_baseline_not_ready_after_freeze", time.Since(frozen))
+	harness.Window(t, 10*time.Minute-time.Since(frozen), "10 minutes from the freeze")
+	p := fc.pod(t, "web-0")
+	where := "web-0: " + describePod(p)
+	if p != nil && p.UID == old.UID {
+		where = "the same web-0 on A, " + string(p.Status.Phase)
+		if p.DeletionTimestamp != nil {
+			where += ", Terminating since " + p.DeletionTimestamp.Sub(frozen).Round(time.Second).String() + " after the freeze"
+		}
+	}
+	measurements.Duration(t, "e2e_fence_baseline_window", time.Since(frozen), where)
+	if p != nil && p.Spec.NodeName == fc.b && running(*p) {
+		t.Errorf("web-0 moved to B without the fence: %s", where)
+	}
 }
 
 // noFencedContainerRuns: the runtime of node, thawed, runs no container of

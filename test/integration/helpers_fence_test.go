@@ -52,6 +52,8 @@ type fenceOptions struct {
 	dryRun map[int]bool
 	// policy changes remedy's policy (a YAML map) before it starts.
 	policy func(p map[string]any)
+	// noRemedy runs no hangwatch-remedy: Kubernetes' own path.
+	noRemedy bool
 }
 
 func startFenceCluster(t *testing.T, o fenceOptions) *fenceCluster {
@@ -70,7 +72,9 @@ func startFenceCluster(t *testing.T, o fenceOptions) *fenceCluster {
 			fc.label(t, *names[i])
 		}
 	}
-	fc.remedy = startRemedy(t, remedyIdentity(t, fc.cp), fencePolicy(t, o.policy), "hangwatch-remedy")
+	if !o.noRemedy {
+		fc.remedy = startRemedy(t, remedyIdentity(t, fc.cp), fencePolicy(t, o.policy), "hangwatch-remedy")
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("at the failure:\n%s\n%s\n%s", fc.cp.KubectlLog("get", "nodes,sts,pods,pv,pvc,volumeattachments", "-A", "-o", "wide"),
