@@ -24,6 +24,8 @@ var (
 	PromtoolModuleVersion    = mustGet("PROMTOOL_MODULE_VERSION")
 	HelmModuleVersion        = mustGet("HELM_MODULE_VERSION")
 	NPDVersion               = mustGet("NPD_VERSION")
+	CSIAttacherVersion       = mustGet("CSI_ATTACHER_VERSION")
+	CSIProvisionerVersion    = mustGet("CSI_PROVISIONER_VERSION")
 	BuildTags                = mustGet("BUILD_TAGS")
 )
 
