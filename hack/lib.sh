@@ -30,6 +30,8 @@ CRIO_CONMON_DEB=$(pin CRIO_CONMON_DEB)      # Debian's conmon package, at this v
 PROMTOOL_MODULE_VERSION=$(pin PROMTOOL_MODULE_VERSION)  # internal/pins' test checks hack/tools/go.mod against it
 HELM_MODULE_VERSION=$(pin HELM_MODULE_VERSION)          # and hack/helm/go.mod
 NPD_VERSION=$(pin NPD_VERSION)                          # and hack/npd/go.mod: node-problem-detector, for the footprint benchmark
+CSI_ATTACHER_VERSION=$(pin CSI_ATTACHER_VERSION)        # and hack/csi/go.mod: the CSI sidecars the volume tests run
+CSI_PROVISIONER_VERSION=$(pin CSI_PROVISIONER_VERSION)
 APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server systemd ca-certificates curl unzip git gcc libc6-dev libseccomp-dev pkg-config)
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -337,6 +339,31 @@ ensure_npd() {
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
   export HANGWATCH_NPD_BIN="$dir/node-problem-detector"
+}
+
+# ensure_csi builds kubernetes-csi's external-attacher and
+# external-provisioner from their Go modules (hack/csi/go.mod pins them)
+# into $HANGWATCH_CACHE/csi-<attacher>-<provisioner>, once per machine
+# (about 2.5 minutes on two cores when the Kubernetes modules are already
+# in the module cache), and points the harness at them through
+# $HANGWATCH_CSI_BIN. The CSI driver they drive is the harness's own
+# (test/csidriver, a module of its own that the harness builds when a
+# test starts it); building it here fetches its modules ahead of the tests.
+ensure_csi() {
+  local dir="$HANGWATCH_CACHE/csi-$CSI_ATTACHER_VERSION-$CSI_PROVISIONER_VERSION"
+  if [ ! -x "$dir/csi-attacher" ] || [ ! -x "$dir/csi-provisioner" ]; then
+    log "building the CSI sidecars: external-attacher $CSI_ATTACHER_VERSION, external-provisioner $CSI_PROVISIONER_VERSION (once; cached in $dir)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    (cd "$ROOT/hack/csi" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+      -ldflags "-s -w -X main.version=$CSI_ATTACHER_VERSION" -o "$dir.tmp/csi-attacher" \
+      github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher)
+    (cd "$ROOT/hack/csi" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+      -ldflags "-s -w -X main.version=$CSI_PROVISIONER_VERSION" -o "$dir.tmp/csi-provisioner" \
+      github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner)
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  (cd "$ROOT/test/csidriver" && CGO_ENABLED=0 go build -o /dev/null .)
+  export HANGWATCH_CSI_BIN="$dir"
 }
 
 # measurements_file NAME prints $HANGWATCH_CACHE/NAME.jsonl, emptied: the

@@ -40,6 +40,7 @@ step "containerd" ensure_containerd
 step "containerd (upgrade)" ensure_upgrade_containerd
 step "CRI-O" ensure_crio
 step "Kubernetes binaries" ensure_kube_binaries
+step "CSI sidecars" ensure_csi
 step "promtool" ensure_promtool
 step "helm" ensure_helm
 

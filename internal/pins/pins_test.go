@@ -45,12 +45,15 @@ func TestPinsMatchTheModulesThatBuildThem(t *testing.T) {
 			t.Errorf("no %s/go.mod pins it: %v", dir, err)
 		}
 	}
+	// hack/csi/go.mod requires both CSI sidecars (in this order, as go
+	// mod sorts them).
+	csiSidecars := `(?s)github.com/kubernetes-csi/external-attacher/v4 ` + regexp.QuoteMeta(CSIAttacherVersion) + `\b.*` +
+		`github.com/kubernetes-csi/external-provisioner/v6 ` + regexp.QuoteMeta(CSIProvisionerVersion) + `\b`
 	requires := map[string]string{
-		"hack/tools/go.mod": `github.com/prometheus/prometheus ` + regexp.QuoteMeta(PromtoolModuleVersion) + `\b`,
-		"hack/helm/go.mod":  `helm.sh/helm/v3 ` + regexp.QuoteMeta(HelmModuleVersion) + `\b`,
-		"hack/npd/go.mod":   `k8s.io/node-problem-detector ` + regexp.QuoteMeta(NPDVersion) + `\b`,
-		"hack/csi/go.mod": `(?s)github.com/kubernetes-csi/external-attacher/v4 ` + regexp.QuoteMeta(CSIAttacherVersion) + `\b.*` +
-			`github.com/kubernetes-csi/external-provisioner/v6 ` + regexp.QuoteMeta(CSIProvisionerVersion) + `\b`,
+		"hack/tools/go.mod":                        `github.com/prometheus/prometheus ` + regexp.QuoteMeta(PromtoolModuleVersion) + `\b`,
+		"hack/helm/go.mod":                         `helm.sh/helm/v3 ` + regexp.QuoteMeta(HelmModuleVersion) + `\b`,
+		"hack/npd/go.mod":                          `k8s.io/node-problem-detector ` + regexp.QuoteMeta(NPDVersion) + `\b`,
+		"hack/csi/go.mod":                          csiSidecars,
 		"hack/crio/" + CRIOVersion + "/go.mod":     `github.com/cri-o/cri-o ` + regexp.QuoteMeta(CRIOVersion) + `\b`,
 		"hack/runc/" + CRIORuncVersion + "/go.mod": `github.com/opencontainers/runc ` + regexp.QuoteMeta(CRIORuncVersion) + `\b`,
 	}

@@ -1,0 +1,392 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/hangwatch/hangwatch/internal/pins"
+)
+
+// The harness's CSI storage: a disk that attaches to one node at a time,
+// for the tests of volumes that move between nodes. The driver is
+// test/csidriver (its volumes are folders of one data directory of this
+// machine, which every node instance shares, as a network disk is
+// reachable from every node); the controller side runs it beside
+// kubernetes-csi's external-attacher and external-provisioner, and each
+// kubelet gets a node instance of its own and a registrar that registers
+// it through the kubelet's plugins_registry. Every CSI call is recorded
+// with its time (Calls).
+
+const (
+	// CSIDriverName is the driver's name: its CSIDriver object's, and the
+	// StorageClass's provisioner.
+	CSIDriverName = "csi.hangwatch.local"
+	// CSIStorageClass is the StorageClass StartCSI makes: volumes of the
+	// driver, provisioned as soon as a claim is made (Immediate), deleted
+	// with their claim.
+	CSIStorageClass = "hangwatch-csi"
+)
+
+// CSIAttacherVersion and CSIProvisionerVersion are the sidecars' versions:
+// internal/pins/pins.env names them and hack/csi/go.mod pins their
+// modules.
+var (
+	CSIAttacherVersion    = pins.CSIAttacherVersion
+	CSIProvisionerVersion = pins.CSIProvisionerVersion
+)
+
+// CSI is the driver's controller side, the sidecars and the node instances
+// added to it.
+type CSI struct {
+	// Dir holds the driver's binary, its controller socket, the logs
+	// (csi-*.log) and the call logs (calls-*.jsonl).
+	Dir string
+	// DataDir holds a folder per volume, the volume's data, and the
+	// volumes' attachments (.attachments/<volume>/<node>).
+	DataDir string
+	cp      *ControlPlane
+	driver  string // the driver's binary, built from test/csidriver
+	// controller, attacher and provisioner are the controller side's
+	// processes.
+	controller, attacher, provisioner *process
+	mu                                sync.Mutex
+	nodes                             map[string]*csiNode
+}
+
+// csiNode is one kubelet's node instance and registrar.
+type csiNode struct {
+	plugin, registrar *process
+}
+
+// CSICall is one CSI call the driver served, from its call log.
+type CSICall struct {
+	// Method is the CSI method: NodeStageVolume, NodeUnstageVolume,
+	// NodePublishVolume, NodeUnpublishVolume, ControllerPublishVolume...
+	Method string `json:"method"`
+	// VolumeID is the call's volume (CreateVolume's: the name it was
+	// given, which becomes the volume's ID); empty for a call of none.
+	VolumeID string `json:"volume"`
+	// Node is the node instance's ID (its Node's name), or on the
+	// controller the node a (un)publish names.
+	Node string `json:"node"`
+	// Time is when the driver got the call, End when it answered.
+	Time time.Time `json:"start"`
+	End  time.Time `json:"end"`
+	// Err is the gRPC status of a failed call; empty when it succeeded.
+	Err string `json:"error"`
+}
+
+// String is the call as a line of a failure's message.
+func (c CSICall) String() string {
+	s := fmt.Sprintf("%s %s %s volume=%s node=%s", c.Time.Format("15:04:05.000"), c.End.Format("15:04:05.000"), c.Method, c.VolumeID, c.Node)
+	if c.Err != "" {
+		s += " error: " + c.Err
+	}
+	return s
+}
+
+// CSISidecars finds the external-attacher and external-provisioner the
+// setup command built (hack/lib.sh's ensure_csi): $HANGWATCH_CSI_BIN,
+// else $HANGWATCH_CACHE or ~/.cache/hangwatch's
+// csi-<attacher version>-<provisioner version>. It returns their folder.
+func CSISidecars() (string, error) {
+	sub := "csi-" + CSIAttacherVersion + "-" + CSIProvisionerVersion
+	var dirs []string
+	if d := os.Getenv("HANGWATCH_CSI_BIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d := os.Getenv("HANGWATCH_CACHE"); d != "" {
+		dirs = append(dirs, filepath.Join(d, sub))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".cache", "hangwatch", sub))
+	}
+	for _, d := range dirs {
+		ok := true
+		for _, b := range []string{"csi-attacher", "csi-provisioner"} {
+			if st, err := os.Stat(filepath.Join(d, b)); err != nil || st.Mode()&0o111 == 0 {
+				ok = false
+			}
+		}
+		if ok {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("the CSI sidecars (external-attacher %s, external-provisioner %s) are not built (hack/lib.sh's ensure_csi builds them); looked in %v",
+		CSIAttacherVersion, CSIProvisionerVersion, dirs)
+}
+
+// BuildCSIDriver builds test/csidriver (a module of its own) into
+// dir/csidriver and returns its path.
+func BuildCSIDriver(dir string) (string, error) {
+	bin := filepath.Join(dir, "csidriver")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	cmd.Dir = filepath.Join(ModuleRoot(), "test", "csidriver")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build test/csidriver: %w: %s", err, out)
+	}
+	return bin, nil
+}
+
+// StartCSIT starts the CSI driver's controller side against cp (StartCSI)
+// and stops it when t ends.
+func StartCSIT(t testing.TB, cp *ControlPlane) *CSI {
+	t.Helper()
+	RequireRealParts(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := StartCSI(ctx, cp)
+	if err != nil {
+		t.Fatalf("start the CSI driver: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// StartCSI builds the driver, creates its CSIDriver object (attachRequired:
+// a VolumeAttachment, which the attach-detach controller makes and the
+// attacher carries out, must say the volume is attached to a node before
+// its kubelet stages it there) and the StorageClass CSIStorageClass, and
+// starts the driver's controller instance, the external-attacher and the
+// external-provisioner, as the admin. It returns once both sidecars have
+// asked the driver its capabilities. Volumes need the controller-manager's
+// persistentvolume-binder-controller and
+// persistentvolume-attach-detach-controller, and a node instance on each
+// kubelet (AddNode).
+func StartCSI(ctx context.Context, cp *ControlPlane) (*CSI, error) {
+	sidecars, err := CSISidecars()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "hwcsi-")
+	if err != nil {
+		return nil, err
+	}
+	c := &CSI{Dir: dir, DataDir: filepath.Join(dir, "data"), cp: cp, nodes: map[string]*csiNode{}}
+	if err := c.start(ctx, sidecars); err != nil {
+		err = fmt.Errorf("%w\n%s", err, c.logTails())
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *CSI) start(ctx context.Context, sidecars string) error {
+	var err error
+	if c.driver, err = BuildCSIDriver(c.Dir); err != nil {
+		return err
+	}
+	if err := c.createObjects(ctx); err != nil {
+		return err
+	}
+	socket := filepath.Join(c.Dir, "controller.sock")
+	if c.controller, err = startProcess(c.Dir, "csi-controller", c.driver, "-mode=controller", "-endpoint="+socket,
+		"-name="+CSIDriverName, "-data-dir="+c.DataDir, "-calls="+c.callLog("controller")); err != nil {
+		return err
+	}
+	// Failed attaches and provisions are retried from 1s, doubling up to
+	// 10s (5 minutes by default), so that a test waits on Kubernetes and
+	// not on a sidecar's back-off.
+	common := []string{"--csi-address=" + socket, "--kubeconfig=" + c.cp.AdminKubeconfig, "--v=5", "--retry-interval-max=10s"}
+	if c.attacher, err = startProcess(c.Dir, "csi-attacher", filepath.Join(sidecars, "csi-attacher"), common...); err != nil {
+		return err
+	}
+	if c.provisioner, err = startProcess(c.Dir, "csi-provisioner", filepath.Join(sidecars, "csi-provisioner"), common...); err != nil {
+		return err
+	}
+	_, err = Poll(ctx, 2*time.Minute, "the external-attacher and external-provisioner to ask the driver its capabilities", func() bool {
+		n := 0
+		for _, call := range c.ControllerCalls() {
+			if call.Method == "ControllerGetCapabilities" {
+				n++
+			}
+		}
+		return n >= 2
+	}, Every(100*time.Millisecond), UnlessExited(c.controller, c.attacher, c.provisioner))
+	return err
+}
+
+// createObjects creates the CSIDriver and the StorageClass.
+func (c *CSI) createObjects(ctx context.Context) error {
+	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: CSIDriverName}, Spec: storagev1.CSIDriverSpec{
+		AttachRequired: ptr.To(true), PodInfoOnMount: ptr.To(false),
+		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}}}
+	if _, err := c.cp.Admin.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create CSIDriver %s: %w", CSIDriverName, err)
+	}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: CSIStorageClass}, Provisioner: CSIDriverName,
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate)}
+	if _, err := c.cp.Admin.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create StorageClass %s: %w", CSIStorageClass, err)
+	}
+	return nil
+}
+
+// AddNodeT starts a node instance of the driver for k (AddNode) and stops
+// it when t ends.
+func (c *CSI) AddNodeT(t testing.TB, k *Kubelet) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { c.StopNode(k.Node) })
+	if err := c.AddNode(ctx, k); err != nil {
+		t.Fatalf("add the CSI driver to node %s: %v", k.Node, err)
+	}
+}
+
+// AddNode starts a node instance of the driver for k, its node ID k's
+// node name, serving <root>/plugins/<driver>/csi.sock under k's root
+// dir, and a registrar that registers it through k's plugins_registry;
+// it returns once the Node's CSINode lists the driver with that ID.
+func (c *CSI) AddNode(ctx context.Context, k *Kubelet) error {
+	root := filepath.Join(k.Dir, "root")
+	socket := filepath.Join(root, "plugins", CSIDriverName, "csi.sock")
+	n := &csiNode{}
+	c.mu.Lock()
+	if c.nodes[k.Node] != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("node %s has the CSI driver already", k.Node)
+	}
+	c.nodes[k.Node] = n
+	c.mu.Unlock()
+	var err error
+	if n.plugin, err = startProcess(c.Dir, "csi-node-"+k.Node, c.driver, "-mode=node", "-endpoint="+socket,
+		"-name="+CSIDriverName, "-node-id="+k.Node, "-data-dir="+c.DataDir, "-calls="+c.callLog(k.Node)); err != nil {
+		return err
+	}
+	if n.registrar, err = startProcess(c.Dir, "csi-registrar-"+k.Node, c.driver, "-mode=registrar", "-endpoint="+socket,
+		"-registration-socket="+filepath.Join(root, "plugins_registry", CSIDriverName+"-reg.sock")); err != nil {
+		return err
+	}
+	last := ""
+	_, err = Poll(ctx, 90*time.Second, "node "+k.Node+"'s CSINode to list "+CSIDriverName, func() bool {
+		cn, err := c.cp.Admin.StorageV1().CSINodes().Get(ctx, k.Node, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		for _, d := range cn.Spec.Drivers {
+			if d.Name == CSIDriverName && d.NodeID == k.Node {
+				return true
+			}
+		}
+		last = fmt.Sprintf("drivers %v", cn.Spec.Drivers)
+		return false
+	}, Every(100*time.Millisecond), UnlessExited(n.plugin, n.registrar), Explaining(func() string {
+		return last + "\n" + n.plugin.logTail(10) + "\n" + n.registrar.logTail(10)
+	}))
+	return err
+}
+
+// StopNode stops node's instance of the driver and its registrar by PID
+// (the kubelet then unregisters the driver); the volumes stay mounted.
+func (c *CSI) StopNode(node string) {
+	c.mu.Lock()
+	n := c.nodes[node]
+	delete(c.nodes, node)
+	c.mu.Unlock()
+	if n != nil {
+		n.registrar.stop(5 * time.Second)
+		n.plugin.stop(5 * time.Second)
+	}
+}
+
+// Calls are the CSI calls node's instance of the driver served, in the
+// order they were answered.
+func (c *CSI) Calls(node string) []CSICall { return readCSICalls(c.callLog(node)) }
+
+// ControllerCalls are the CSI calls the controller instance served:
+// CreateVolume, ControllerPublishVolume, ControllerUnpublishVolume...
+func (c *CSI) ControllerCalls() []CSICall { return readCSICalls(c.callLog("controller")) }
+
+// Processes are the controller side's processes and the node instances
+// and registrars running, for a wait to watch (UnlessExited).
+func (c *CSI) Processes() []Watched {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := []Watched{c.controller, c.attacher, c.provisioner}
+	for _, n := range c.nodes {
+		out = append(out, n.plugin, n.registrar)
+	}
+	return out
+}
+
+// Stop stops every node instance and registrar left, the sidecars and the
+// controller instance by PID, and removes Dir.
+func (c *CSI) Stop() {
+	c.mu.Lock()
+	var nodes []string
+	for node := range c.nodes {
+		nodes = append(nodes, node)
+	}
+	c.mu.Unlock()
+	for _, node := range nodes {
+		c.StopNode(node)
+	}
+	for _, p := range []*process{c.provisioner, c.attacher, c.controller} {
+		p.stop(5 * time.Second)
+	}
+	_ = os.RemoveAll(c.Dir)
+}
+
+func (c *CSI) callLog(instance string) string {
+	return filepath.Join(c.Dir, "calls-"+instance+".jsonl")
+}
+
+// LogTails are the ends of the logs of the controller side and of every
+// node instance and registrar, for a failure's message.
+func (c *CSI) LogTails() string { return c.logTails() }
+
+func (c *CSI) logTails() string {
+	c.mu.Lock()
+	procs := []*process{c.controller, c.attacher, c.provisioner}
+	for _, n := range c.nodes {
+		procs = append(procs, n.plugin, n.registrar)
+	}
+	c.mu.Unlock()
+	var tails []string
+	for _, p := range procs {
+		if p != nil {
+			tails = append(tails, p.logTail(15))
+		}
+	}
+	return strings.Join(tails, "\n")
+}
+
+// readCSICalls reads a call log; a line that does not parse (one being
+// written) ends it.
+func readCSICalls(path string) []CSICall {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var calls []CSICall
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var call CSICall
+		if err := json.Unmarshal(sc.Bytes(), &call); err != nil {
+			break
+		}
+		calls = append(calls, call)
+	}
+	return calls
+}
