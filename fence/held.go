@@ -27,6 +27,14 @@ func (m Mounts) HeldElsewhere(uid string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return m.heldUnder("pod "+uid+" volumes", prefixes)
+}
+
+// heldUnder reads every mount namespace for mount points under prefixes.
+func (m Mounts) heldUnder(what string, prefixes []string) ([]string, error) {
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
 	pids, err := listPids(m.Proc)
 	if err != nil {
 		return nil, err
@@ -36,7 +44,7 @@ func (m Mounts) HeldElsewhere(uid string) ([]string, error) {
 	for _, pid := range pids {
 		points, err := m.heldBy(pid, prefixes, seen)
 		if err != nil {
-			return nil, fmt.Errorf("mount namespaces holding pod %s volumes: %w", uid, err)
+			return nil, fmt.Errorf("mount namespaces holding %s: %w", what, err)
 		}
 		for _, p := range points {
 			held = append(held, fmt.Sprintf("pid %d: %s", pid, p))

@@ -51,8 +51,12 @@ type Host interface {
 	// Check refuses, doing nothing, a cgroup with a task in D state.
 	Check(dir string) error
 	Kill(ctx context.Context, dir string) ([]int, error)
+	// ReleaseCSI has the CSI node plugins unpublish (and unstage) the
+	// pod's CSI volumes; it returns the staging paths unstaged.
+	ReleaseCSI(ctx context.Context, uid string) ([]string, error)
 	UnmountPod(uid string) ([]string, error)
 	HeldElsewhere(uid string) ([]string, error)
+	HeldUnder(paths []string) ([]string, error)
 }
 
 // FencerOptions wire a Fencer.
@@ -243,16 +247,35 @@ func (f *Fencer) stop(ctx context.Context, host Host, pods []FencePod, groups ma
 		}
 	}
 	for _, p := range pods {
-		unmounted, err := host.UnmountPod(p.UID)
-		if err != nil {
-			return fmt.Sprintf("pod %s/%s: %v", p.Namespace, p.Name, err)
+		if why := release(ctx, host, p); why != "" {
+			return fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, why)
 		}
-		held, err := host.HeldElsewhere(p.UID)
-		if err != nil || len(held) > 0 {
-			return fmt.Sprintf("pod %s/%s: its volumes are still mounted (%s) %v", p.Namespace, p.Name, strings.Join(held, "; "), err)
-		}
-		klog.InfoS("Fence unmounted a pod's volumes", "pod", klog.KRef(p.Namespace, p.Name), "mounts", unmounted)
 	}
+	return ""
+}
+
+// release has the CSI node plugins unpublish and unstage the pod's
+// volumes, unmounts what is left, and checks that no mount namespace
+// holds any of them; "" when done, else why not.
+func release(ctx context.Context, host Host, p FencePod) string {
+	unstaged, err := host.ReleaseCSI(ctx, p.UID)
+	if err != nil {
+		return err.Error()
+	}
+	unmounted, err := host.UnmountPod(p.UID)
+	if err != nil {
+		return err.Error()
+	}
+	held, err := host.HeldElsewhere(p.UID)
+	if err == nil {
+		var more []string
+		more, err = host.HeldUnder(unstaged)
+		held = append(held, more...)
+	}
+	if err != nil || len(held) > 0 {
+		return fmt.Sprintf("its volumes are still mounted (%s) %v", strings.Join(held, "; "), err)
+	}
+	klog.InfoS("Fence released a pod's volumes", "pod", klog.KRef(p.Namespace, p.Name), "unstaged", unstaged, "unmounted", unmounted)
 	return ""
 }
 

@@ -41,6 +41,10 @@ func (h *fakeHost) Kill(_ context.Context, dir string) ([]int, error) {
 
 func (h *fakeHost) UnmountPod(string) ([]string, error) { return nil, nil }
 
+func (h *fakeHost) ReleaseCSI(context.Context, string) ([]string, error) { return nil, nil }
+
+func (h *fakeHost) HeldUnder([]string) ([]string, error) { return nil, nil }
+
 func (h *fakeHost) HeldElsewhere(uid string) ([]string, error) { return h.mounted[uid], nil }
 
 type fakeFenceLink struct {
