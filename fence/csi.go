@@ -60,8 +60,11 @@ func readVolData(path string) (CSIVolume, error) {
 	if err != nil {
 		return v, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := json.Unmarshal(raw, &v); err != nil || v.Driver == "" || v.Handle == "" || filepath.Base(v.Driver) != v.Driver {
-		return v, fmt.Errorf("%s: want the kubelet's driverName and volumeHandle (%v)", path, err)
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	if v.Driver == "" || v.Handle == "" || filepath.Base(v.Driver) != v.Driver {
+		return v, fmt.Errorf("%s: driverName %.64q, volumeHandle %.64q: want the kubelet's", path, v.Driver, v.Handle)
 	}
 	return v, nil
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,7 +28,7 @@ func StartKubeletWithPodCgroupsT(t testing.TB, cp *ControlPlane, c NodeRuntime, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.CgroupRoot = "/hangwatch-test-" + node
+	k.CgroupRoot = fmt.Sprintf("/hangwatch-test-%d-%s", os.Getpid(), node) // node names are unique only within a test process
 	if err := makeCgroups(k.CgroupRoot); err != nil {
 		t.Fatal(err)
 	}

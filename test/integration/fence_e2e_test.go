@@ -4,11 +4,18 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
@@ -108,4 +115,108 @@ func (fc *fenceCluster) takesNewPods(t *testing.T, node string) {
 		got, err := fc.cp.Admin.CoreV1().Pods("default").Get(context.Background(), "after-fence", metav1.GetOptions{})
 		return err == nil && running(*got)
 	})
+}
+
+// TestFenceMovesAStatefulSetPodWithItsVolume: web-0 has a ReadWriteOnce
+// claim of the harness's CSI driver (attach required) and appends
+// "uid seq time" lines to a file on it, fsynced. A's containerd frozen
+// for good, the fence stops web-0 and has the driver unpublish and
+// unstage its volume on A; the out-of-service taint lets attach-detach
+// detach it from A at once; web-0 runs on B with the volume. No line of
+// the old pod is written after the attestation, and the volume was
+// unstaged from A before it was staged on B.
+func TestFenceMovesAStatefulSetPodWithItsVolume(t *testing.T) {
+	fc := startFenceCluster(t, fenceOptions{csi: true})
+	writerStatefulSet(t, fc.cp, "web", fc.a)
+	old := fc.runningOn(t, 3*time.Minute, "web-0", fc.a)
+	log := fc.volumeFile(t, "web-0", "log")
+	harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(linesOf(t, log, string(old.UID))) > 3 })
+	freeze(t, fc.nodes[fc.a].c)
+	frozen := time.Now()
+	harness.Eventually(t, 2*time.Minute, "A attests the fence", fc.attested(t, fc.a))
+	attested := time.Now()
+	measure(t, "e2e_fence_rwo_attested_after_freeze", attested.Sub(frozen))
+	if att, _, err := fencing.AttestationOf(fc.nodeObject(t, fc.a)); err != nil || !att.Fenced() {
+		t.Fatalf("A's attestation %+v (%v): want fenced", att, err)
+	}
+	moved := fc.runningOn(t, 3*time.Minute, "web-0", fc.b)
+	measure(t, "e2e_fence_rwo_running_elsewhere_after_freeze", time.Since(frozen))
+	harness.Eventually(t, time.Minute, "the new web-0 writing on the volume", func() bool { return len(linesOf(t, log, string(moved.UID))) > 3 })
+	for _, l := range linesOf(t, log, string(old.UID)) {
+		if l.at.After(attested) {
+			t.Errorf("the fenced web-0 wrote %q %v after the attestation was seen", l.text, l.at.Sub(attested))
+		}
+	}
+	unstaged, staged := lastCall(fc.csi.Calls(fc.a), "NodeUnstageVolume"), lastCall(fc.csi.Calls(fc.b), "NodeStageVolume")
+	if unstaged.End.IsZero() || staged.Time.IsZero() || !unstaged.End.Before(staged.Time) {
+		t.Errorf("A's unstage %+v, B's stage %+v: want the unstage done before the stage", unstaged, staged)
+	}
+	t.Logf("A unstaged at %v, B staged at %v after the freeze; web-0 was %s on A, is %s on B", unstaged.End.Sub(frozen), staged.Time.Sub(frozen), old.UID, moved.UID)
+}
+
+// writerStatefulSet is statefulSet with a ReadWriteOnce claim "data" of
+// the harness's CSI StorageClass, mounted at /data, where the pod writes
+// /data/log (test/pause's writer).
+func writerStatefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer string) {
+	t.Helper()
+	statefulSetWith(t, cp, name, prefer, func(s *appsv1.StatefulSet) {
+		c := &s.Spec.Template.Spec.Containers[0]
+		c.Env = []corev1.EnvVar{{Name: "WRITE_TO", Value: "/data/log"},
+			{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}}
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: ptr.To(harness.CSIStorageClass),
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}}
+	})
+}
+
+// volumeFile is the host path of file on the volume of pod's claim "data".
+func (fc *fenceCluster) volumeFile(t *testing.T, pod, file string) string {
+	t.Helper()
+	pvc, err := fc.cp.Admin.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data-"+pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := fc.cp.Admin.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil || pv.Spec.CSI == nil {
+		t.Fatalf("the claim's volume: %v %v", pv, err)
+	}
+	return filepath.Join(fc.csi.DataDir, pv.Spec.CSI.VolumeHandle, file)
+}
+
+// writtenLine is one line of test/pause's writer.
+type writtenLine struct {
+	text string
+	at   time.Time
+}
+
+// linesOf are the lines of path that pod uid wrote.
+func linesOf(t *testing.T, path, uid string) []writtenLine {
+	t.Helper()
+	raw, _ := os.ReadFile(path)
+	var out []writtenLine
+	for _, l := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != uid {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			t.Fatalf("a line of %s: %q", path, l)
+		}
+		out = append(out, writtenLine{text: l, at: time.Unix(0, ns)})
+	}
+	return out
+}
+
+// lastCall is the last successful call of method in calls.
+func lastCall(calls []harness.CSICall, method string) harness.CSICall {
+	var last harness.CSICall
+	for _, c := range calls {
+		if c.Method == method && c.Err == "" {
+			last = c
+		}
+	}
+	return last
 }

@@ -34,6 +34,7 @@ type fenceCluster struct {
 	nodes   map[string]*fenceNode
 	a, b, c string // c: only with fenceOptions.nodes 3
 	remedy  *remedyProc
+	csi     *harness.CSI // with fenceOptions.csi
 }
 
 // fenceNode is one node of the cluster and its hangwatch.
@@ -54,6 +55,8 @@ type fenceOptions struct {
 	policy func(p map[string]any)
 	// noRemedy runs no hangwatch-remedy: Kubernetes' own path.
 	noRemedy bool
+	// csi starts the harness's CSI driver (harness.StartCSI) on every node.
+	csi bool
 }
 
 func startFenceCluster(t *testing.T, o fenceOptions) *fenceCluster {
@@ -65,11 +68,17 @@ func startFenceCluster(t *testing.T, o fenceOptions) *fenceCluster {
 	for _, ns := range []string{"kube-system", "default"} {
 		ensureDefaultServiceAccount(t, fc.cp, ns)
 	}
+	if o.csi {
+		fc.csi = harness.StartCSIT(t, fc.cp)
+	}
 	names := []*string{&fc.a, &fc.b, &fc.c}
 	for i := range max(o.nodes, 2) {
 		*names[i] = fc.startNode(t, "fence-"+string(rune('a'+i)), o.dryRun[i])
 		if !o.unlabelled[i] {
 			fc.label(t, *names[i])
+		}
+		if fc.csi != nil {
+			fc.csi.AddNodeT(t, fc.nodes[*names[i]].k)
 		}
 	}
 	if !o.noRemedy {
@@ -134,6 +143,12 @@ func (fc *fenceCluster) label(t *testing.T, node string) {
 // node prefer.
 func statefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer string) {
 	t.Helper()
+	statefulSetWith(t, cp, name, prefer, nil)
+}
+
+// statefulSetWith is statefulSet changed by change (nil: unchanged).
+func statefulSetWith(t *testing.T, cp *harness.ControlPlane, name, prefer string, change func(*appsv1.StatefulSet)) {
+	t.Helper()
 	labels := map[string]string{"app": name}
 	tmpl := pauseTemplate(labels, nil)
 	tmpl.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
@@ -141,6 +156,9 @@ func statefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer string) {
 			Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{prefer}}}}}}}}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: appsv1.StatefulSetSpec{
 		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl}}
+	if change != nil {
+		change(sts)
+	}
 	if _, err := cp.Admin.AppsV1().StatefulSets("default").Create(context.Background(), sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
