@@ -55,11 +55,16 @@ func (m Mounts) PodCSIVolumes(uid string) ([]CSIVolume, error) {
 }
 
 func readVolData(path string) (CSIVolume, error) {
-	var v CSIVolume
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return v, fmt.Errorf("read %s: %w", path, err)
+		return CSIVolume{}, fmt.Errorf("read %s: %w", path, err)
 	}
+	return parseVolData(path, raw)
+}
+
+// parseVolData reads the kubelet's vol_data.json (path names it in errors).
+func parseVolData(path string, raw []byte) (CSIVolume, error) {
+	var v CSIVolume
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, fmt.Errorf("%s: %w", path, err)
 	}

@@ -138,3 +138,14 @@ func TestReleaseCSIWithoutASocketLeavesItToTheUnmount(t *testing.T) {
 		t.Errorf("ReleaseCSI = %v, %v; calls %v", unstaged, err, n.plugin.calls)
 	}
 }
+
+func FuzzParseVolData(f *testing.F) {
+	f.Add([]byte(`{"driverName":"csi.example.com","volumeHandle":"vol-1"}`))
+	f.Add([]byte(`{"driverName":"../x","volumeHandle":""}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		v, err := parseVolData("vol_data.json", raw)
+		if err == nil && (v.Driver == "" || v.Handle == "" || strings.Contains(v.Driver, "/")) {
+			t.Fatalf("accepted %+v", v)
+		}
+	})
+}
