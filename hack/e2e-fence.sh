@@ -1,19 +1,21 @@
 # hack/e2e.sh --fence: the fence on two real kubelets (issue 39), sourced
 # by hack/e2e.sh.
 
-# run_fence runs the fence's two-node freeze FENCE_RUNS times (3) and
-# Kubernetes' own path once, and writes the table between the fence
-# markers.
+# run_fence runs the fence's two-node freezes (web-0 without a volume, and
+# with a ReadWriteOnce volume of the harness's CSI driver) FENCE_RUNS times
+# (3) and Kubernetes' own path once, and writes the table between the
+# fence markers.
 run_fence() {
   ensure_containerd
+  ensure_csi
   local log=$HANGWATCH_CACHE/e2e-fence.log rc=0 runs=${FENCE_RUNS:-3}
   local machine
   machine="$(machine_text), containerd $CONTAINERD_VERSION, kubelets (pod cgroups, cgroupfs) and control plane $KUBE_VERSION"
   local measured; measured=$(measurements_file e2e-fence)
-  local cmd="go test -tags e2e -count $runs -timeout 60m -v -run 'TestFenceMovesAStatefulSetPod' ./test/integration/"
+  local cmd="go test -tags e2e -count $runs -timeout 60m -v -run 'TestFenceMovesAStatefulSetPod(WithItsVolume)?$' ./test/integration/"
   local base="go test -tags e2e -count 1 -timeout 30m -v -run 'TestFenceBaseline' ./test/integration/"
   log "running: $cmd; then $base"
-  { HANGWATCH_MEASUREMENTS=$measured go test -tags e2e -count "$runs" -timeout 60m -v -run 'TestFenceMovesAStatefulSetPod' ./test/integration/ &&
+  { HANGWATCH_MEASUREMENTS=$measured go test -tags e2e -count "$runs" -timeout 60m -v -run 'TestFenceMovesAStatefulSetPod(WithItsVolume)?$' ./test/integration/ &&
     HANGWATCH_MEASUREMENTS=$measured go test -tags e2e -count 1 -timeout 30m -v -run 'TestFenceBaseline' ./test/integration/; } 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|web-0 was' || true; } || rc=$?
   publish_section fence "## The fence on two nodes: a StatefulSet pod elsewhere without a reboot (issue 39)" "$log" "$rc" "$measured" \

@@ -62,27 +62,32 @@ func TestFenceMovesAStatefulSetPod(t *testing.T) {
 }
 
 // TestFenceBaseline is the same freeze on Kubernetes' own path (no
-// hangwatch-remedy): where web-0 is 10 minutes after the freeze.
+// hangwatch-remedy), with both StatefulSets on A (web without a volume, db
+// with a ReadWriteOnce volume): where each pod is 10 minutes after the
+// freeze.
 func TestFenceBaseline(t *testing.T) {
-	fc := startFenceCluster(t, fenceOptions{noRemedy: true})
+	fc := startFenceCluster(t, fenceOptions{noRemedy: true, csi: true})
 	statefulSet(t, fc.cp, "web", fc.a)
-	old := fc.runningOn(t, 2*time.Minute, "web-0", fc.a)
+	writerStatefulSet(t, fc.cp, "db", fc.a)
+	old := map[string]*corev1.Pod{"web": fc.runningOn(t, 3*time.Minute, "web-0", fc.a), "db": fc.runningOn(t, 3*time.Minute, "db-0", fc.a)}
 	freeze(t, fc.nodes[fc.a].c)
 	frozen := time.Now()
 	harness.Eventually(t, 4*time.Minute, "A NotReady", func() bool { return nodeReady(t, fc.cp, fc.a).Status != corev1.ConditionTrue })
 	measure(t, "e2e_fence_baseline_not_ready_after_freeze", time.Since(frozen))
 	harness.Window(t, 10*time.Minute-time.Since(frozen), "10 minutes from the freeze")
-	p := fc.pod(t, "web-0")
-	where := "web-0: " + describePod(p)
-	if p != nil && p.UID == old.UID {
-		where = "the same web-0 on A, " + string(p.Status.Phase)
-		if p.DeletionTimestamp != nil {
-			where += ", Terminating since " + p.DeletionTimestamp.Sub(frozen).Round(time.Second).String() + " after the freeze"
+	for _, name := range []string{"web", "db"} {
+		p := fc.pod(t, name+"-0")
+		where := name + "-0: " + describePod(p)
+		if p != nil && p.UID == old[name].UID {
+			where = "the same " + name + "-0 on A, " + string(p.Status.Phase)
+			if p.DeletionTimestamp != nil {
+				where += ", Terminating since " + p.DeletionTimestamp.Sub(frozen).Round(time.Second).String() + " after the freeze"
+			}
 		}
-	}
-	measurements.Duration(t, "e2e_fence_baseline_window", time.Since(frozen), where)
-	if p != nil && p.Spec.NodeName == fc.b && running(*p) {
-		t.Errorf("web-0 moved to B without the fence: %s", where)
+		measurements.Duration(t, "e2e_fence_baseline_window_"+name, time.Since(frozen), where)
+		if p != nil && p.Spec.NodeName == fc.b && running(*p) {
+			t.Errorf("%s-0 moved to B without the fence: %s", name, where)
+		}
 	}
 }
 
