@@ -60,7 +60,7 @@ func (m *Metrics) observe(plan Plan, rateLimited int) {
 		m.nodes.WithLabelValues(r.Condition, r.State).Inc()
 	}
 	m.unhealthy.Set(float64(plan.Unhealthy))
-	for _, g := range []string{GuardPaused, GuardMaxUnhealthy, GuardOptOut, GuardMaintenance} {
+	for _, g := range []string{GuardPaused, GuardMaxUnhealthy, GuardOptOut, GuardMaintenance, GuardMaxFenced, GuardKernelDeadlock, GuardOtherFencer} {
 		m.guardState(g, len(plan.Withheld[g]) > 0)
 	}
 	m.guardState(GuardRateLimit, rateLimited > 0)
