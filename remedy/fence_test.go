@@ -1,11 +1,16 @@
 package remedy
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 )
@@ -187,5 +192,56 @@ func TestFenceMaxFencedHoldsAcrossIncrementalPasses(t *testing.T) {
 	plan := v.plan(p, []*corev1.Node{b}, false, k, at)
 	if got := fenceActs(plan); got != "" || len(plan.Withheld[GuardMaxFenced]) != 1 {
 		t.Fatalf("b planned alone while a is asked: %q, withheld %v", got, plan.Withheld)
+	}
+}
+
+// TestFenceRequestWaitsForTheLeaseToMove: on a fake Clientset, the request
+// is written only once the controller has seen the node's Lease renewed on
+// its own clock; a dry run only tells.
+func TestFenceRequestWaitsForTheLeaseToMove(t *testing.T) {
+	for _, dryRun := range []bool{false, true} {
+		clk := testclock.NewFakeClock(t0)
+		p := fencePolicy()
+		p.DryRun = dryRun
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: corev1.NamespaceNodeLease},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: t0}}}
+		c, cs := newTestController(t, p, clk, fencible("a"), lease)
+		ctx := context.Background()
+		asked := func() bool {
+			n, _ := cs.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{})
+			return n.Annotations[fencing.RequestAnnotation] != ""
+		}
+		c.Pass(ctx)
+		clk.Step(50 * time.Second) // past fence.after; the Lease has not moved
+		c.Pass(ctx)
+		if asked() {
+			t.Fatal("asked with a Lease never seen renewed")
+		}
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: t0.Add(50 * time.Second)}
+		if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Step(leaseReadEvery)
+		c.Pass(ctx)
+		if asked() == dryRun {
+			t.Errorf("dry run %v: asked %v", dryRun, asked())
+		}
+		if dryRun && !hasEventPrefix(c, "Normal RemedyDryRun would fence: ") {
+			t.Error("no dry-run Event for the fence")
+		}
+	}
+}
+
+func hasEventPrefix(c *Controller, prefix string) bool {
+	rec := c.o.Recorder.(*record.FakeRecorder)
+	for {
+		select {
+		case e := <-rec.Events:
+			if strings.HasPrefix(e, prefix) {
+				return true
+			}
+		default:
+			return false
+		}
 	}
 }

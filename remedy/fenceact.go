@@ -37,11 +37,19 @@ type leaseSighting struct {
 }
 
 // watchLeases reads the Lease of each node whose fence is pending or due,
-// so that its renewal has been seen to move by the time it is asked.
+// so that its renewal has been seen to move by the time it is asked, and
+// forgets the others'.
 func (c *Controller) watchLeases(ctx context.Context, plan Plan) {
+	watched := map[string]bool{}
 	for _, r := range plan.Rows {
 		if r.Condition == FenceRow && (r.State == StateFencePending || r.Action == string(ActionFence)) {
+			watched[r.Node] = true
 			c.readLease(ctx, r.Node)
+		}
+	}
+	for node := range c.leases {
+		if !watched[node] {
+			delete(c.leases, node)
 		}
 	}
 }
