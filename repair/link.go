@@ -23,8 +23,10 @@ const (
 	LinkFleetPath = "/v1/fleet"
 	// LinkEventPath: POST an EventNote.
 	LinkEventPath = "/v1/event"
-	// LinkMaxBody bounds every request and answer on the link.
-	LinkMaxBody = 64 << 10
+	// LinkMaxBody bounds every request and answer on the link: a fence
+	// order names up to 250 pods (the kubelet's --max-pods ceiling), each
+	// up to about 400 bytes.
+	LinkMaxBody = 256 << 10
 )
 
 // View is the agent's view as repair reads it: the node's conditions and
