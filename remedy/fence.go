@@ -138,11 +138,11 @@ func (p *Policy) decideFence(n *corev1.Node, clocks *Clocks, now time.Time) (row
 	known := cond != nil && r.Fresh && cp.trusts(n)
 	switch {
 	case s.ours:
-		row, act = p.decideRecovery(row, n, s, known && cond.Status == corev1.ConditionFalse, r.Held, clocks)
+		row, act = p.decideRecovery(row, n, s, known && cond.Status == corev1.ConditionFalse, r.Held)
 	case s.hasReq:
 		row, act = p.decideAnswer(row, n, s, now)
 	case known && cond.Status == corev1.ConditionFalse && s.hasAtt:
-		row, act = p.decideRecovery(row, n, s, true, r.Held, clocks)
+		row, act = p.decideRecovery(row, n, s, true, r.Held)
 	case optedIn && known && cond.Status == corev1.ConditionTrue:
 		row, act = p.decideAsk(row, n, s, cond, r.Held)
 	}
@@ -152,7 +152,7 @@ func (p *Policy) decideFence(n *corev1.Node, clocks *Clocks, now time.Time) (row
 // decideRecovery removes what the fence left on a node whose RuntimeHung
 // has been False for its clearAfter: the apply checks that none of its
 // pods is Terminating and no VolumeAttachment names it.
-func (p *Policy) decideRecovery(row Row, n *corev1.Node, s fenceState, healthy bool, held time.Duration, clocks *Clocks) (Row, *Action) {
+func (p *Policy) decideRecovery(row Row, n *corev1.Node, s fenceState, healthy bool, held time.Duration) (Row, *Action) {
 	if s.ours {
 		row.State = StateFenced
 	}

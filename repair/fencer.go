@@ -128,7 +128,11 @@ func (f *Fencer) Step(ctx context.Context) {
 		return
 	}
 	f.broken = false
-	if order.Request == nil || f.answered[order.Request.ID] {
+	if order.Request == nil {
+		clear(f.answered) // request ids are never used again
+		return
+	}
+	if f.answered[order.Request.ID] {
 		return
 	}
 	f.answered[order.Request.ID] = true
