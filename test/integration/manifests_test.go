@@ -54,7 +54,7 @@ func TestManifestsDryRunServer(t *testing.T) {
 		"crd/prometheusrules.monitoring.coreos.com", "crd/podmonitors.monitoring.coreos.com")
 	ensureDefaultServiceAccount(t, cp, "kube-system") // no controller manager makes it here
 	files, overlays := manifestFiles(t)
-	if len(files) < 8 || len(overlays) != 4 {
+	if len(files) < 8 || len(overlays) != 5 {
 		t.Fatalf("found %d manifests and %d overlays; the walk no longer matches the layout", len(files), len(overlays))
 	}
 	for _, f := range files {
@@ -78,7 +78,7 @@ func TestManifestsDryRunServer(t *testing.T) {
 func renderHelmChart(t *testing.T) string {
 	t.Helper()
 	out, err := harness.HelmTemplate("hangwatch-chart", append(harness.HelmMonitorsOn[:len(harness.HelmMonitorsOn):len(harness.HelmMonitorsOn)],
-		"--set", "remedy.enabled=true", "--set", "repair.enabled=true")...)
+		"--set", "remedy.enabled=true", "--set", "repair.enabled=true", "--set", "repair.fence.enabled=true")...)
 	if err != nil {
 		t.Fatal(err)
 	}
