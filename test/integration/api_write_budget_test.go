@@ -48,7 +48,8 @@ func writes(t *testing.T, cp *harness.ControlPlane) writeCount {
 // messages do not tick), and one patch and one Event per transition. The
 // benchmarks (go test -tags bench) run it for 5 minutes.
 func TestWriteBudget(t *testing.T) {
-	c, cp := sharedContainerd(t), controlPlane(t)
+	harness.Parallel(t)
+	c, cp := ownContainerd(t), harness.StartControlPlaneT(t) // its own: the test counts requests at the API server
 	steady, heartbeat := 25*time.Second, 10*time.Second
 	if harness.InSuite(harness.SuiteBench) {
 		steady, heartbeat = 5*time.Minute, 30*time.Second

@@ -99,6 +99,7 @@ func (d *daemon) reloadCond(t *testing.T, condType string) reloadCondition {
 // bad rule is refused (the running rules stay, the metric says 0); SIGHUP
 // reloads the file as it is.
 func TestConfigReloadChangesARuleWithoutARestart(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c := sharedContainerd(t)
 	m := newConfigMapDir(t, containersConfig("cri.containers > 1000000"))
 	d := startDaemon(t, c.Endpoint, "--config", m.path(), "--kernel=false")

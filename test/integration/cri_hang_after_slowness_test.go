@@ -40,6 +40,7 @@ type hangSeen struct{ fromHold, fromCallOut time.Duration }
 // 15 s on shared machines. hack/bench.sh measures it and the per-object
 // case three times each (TestHangAfterSlownessMeasured).
 func TestAListHangAfterSlownessIsSeenAsFastAsFromHealthy(t *testing.T) {
+	harness.Parallel(t)
 	seen := runHangTrial(t, hangTrial{name: "list_after_slowness", method: "ListPodSandbox", slowFor: 40 * time.Second,
 		reason: "ListPodSandboxHung"})
 	if seen.fromHold > 15*time.Second {
@@ -52,6 +53,7 @@ func TestAListHangAfterSlownessIsSeenAsFastAsFromHealthy(t *testing.T) {
 // raise RuntimeHung after a minute of the same call answering in 1.5 s,
 // and from a healthy start, for BENCHMARKS.md.
 func TestHangAfterSlownessMeasured(t *testing.T) {
+	harness.Parallel(t)
 	harness.RequireSuite(t, harness.SuiteBench, "three holds of each kind after a minute of slowness, about 17 minutes")
 	perObject := []string{"--sample-size", "10"} // every container each cycle: the held one is read
 	trials := []hangTrial{
@@ -76,7 +78,7 @@ func TestHangAfterSlownessMeasured(t *testing.T) {
 // reason.
 func runHangTrial(t *testing.T, tr hangTrial) hangSeen {
 	t.Helper()
-	c := sharedContainerd(t)
+	c := ownContainerd(t)
 	dir, err := os.MkdirTemp("", "hwsl")
 	if err != nil {
 		t.Fatal(err)

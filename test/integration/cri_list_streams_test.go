@@ -17,6 +17,7 @@ import (
 // and StreamContainers to their end and to their first message; on 2.3 it
 // finds them Unimplemented and leaves them out.
 func TestDiagOnEachContainerd2(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	up, err := harness.UpgradeContainerdBinaries()
 	if err != nil {
 		t.Skip(err)
@@ -65,6 +66,7 @@ func TestDiagOnEachContainerd2(t *testing.T) {
 // StreamPodSandboxes and not ListPodSandbox (the fault proxy holds both
 // and counts which one the kubelet sent).
 func TestKubeletListsWithStreamsWhenGated(t *testing.T) {
+	harness.Parallel(t)
 	up, err := harness.UpgradeContainerdBinaries()
 	if err != nil {
 		t.Skip(err)

@@ -40,6 +40,7 @@ func startCRIO(t *testing.T, pods, perPod int) *harness.CRIO {
 // and `hangwatch run` through a graceful stop and a SIGKILL, each followed
 // by a start on the same state, with the containers running on.
 func TestCRIO(t *testing.T) {
+	harness.Parallel(t)
 	const pods, perPod = 3, 2
 	c := startCRIO(t, pods, perPod)
 	t.Run("diag", func(t *testing.T) { checkCRIODiag(t, c, pods, pods*perPod) })

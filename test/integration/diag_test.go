@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 type diagJSON struct {
@@ -67,6 +69,7 @@ func runDiag(t *testing.T, endpoint string, extra ...string) (diagJSON, int, tim
 }
 
 func TestDiagHealthyRuntime(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c := sharedContainerd(t)
 	r, code, elapsed := runDiag(t, c.Endpoint, "--samples", "3")
 	measure(t, "diag_healthy_3_samples", elapsed)
@@ -97,6 +100,7 @@ func TestDiagHealthyRuntime(t *testing.T) {
 }
 
 func TestDiagFrozenRuntimeIsHung(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c := sharedContainerd(t)
 	freeze(t, c)
 	r, code, elapsed := runDiag(t, c.Endpoint)

@@ -24,6 +24,7 @@ import (
 // nothing else: not another Node's attestation, not the request, not a
 // label, not another node's pod.
 func TestFenceAdmissionOnTheNode(t *testing.T) {
+	harness.Parallel(t)
 	cp := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -77,6 +78,7 @@ func TestFenceAdmissionOnTheNode(t *testing.T) {
 // node.kubernetes.io/out-of-service=hangwatch-fenced:NoExecute only while
 // the attestation answers the request on the Node's current boot.
 func TestFenceAdmissionForRemedy(t *testing.T) {
+	harness.Parallel(t, harness.LaneRemedyBudget)
 	cp := controlPlane(t)
 	cs := harness.ClientFor(t, remedyIdentity(t, cp))
 	f := newFleet(t, cp, 1)

@@ -28,6 +28,7 @@ import (
 //     fencer) and C is never asked;
 //   - the other taint gone, B is held back by maxFencedNodes: 1.
 func TestFenceGuardsHoldBack(t *testing.T) {
+	harness.Parallel(t)
 	fc := startFenceCluster(t, fenceOptions{nodes: 3, unlabelled: map[int]bool{2: true},
 		policy: func(p map[string]any) { p["maxUnhealthy"] = "100%" }})
 	for name, node := range map[string]string{"web": fc.a, "db": fc.b, "cache": fc.c} {
@@ -79,6 +80,7 @@ func TestFenceGuardsHoldBack(t *testing.T) {
 // run tells which pods it would stop and stops none, and remedy's request
 // times out.
 func TestFenceImpossibleAndNodeDryRun(t *testing.T) {
+	harness.Parallel(t)
 	requireStuckDir(t)
 	fc := startFenceCluster(t, fenceOptions{dryRun: map[int]bool{1: true},
 		policy: func(p map[string]any) {
@@ -89,7 +91,7 @@ func TestFenceImpossibleAndNodeDryRun(t *testing.T) {
 	statefulSet(t, fc.cp, "db", fc.b)
 	web := fc.runningOn(t, 2*time.Minute, "web-0", fc.a)
 	db := fc.runningOn(t, 2*time.Minute, "db-0", fc.b)
-	stuckPid := fc.holdInDInside(t, fc.a, string(web.UID))
+	stuckPid, release := fc.holdInDInside(t, fc.a, string(web.UID))
 
 	freeze(t, fc.nodes[fc.a].c)
 	freeze(t, fc.nodes[fc.b].c)
@@ -105,6 +107,7 @@ func TestFenceImpossibleAndNodeDryRun(t *testing.T) {
 	if p := fc.pod(t, "web-0"); p == nil || p.UID != web.UID || len(harness.CgroupPids(fc.nodes[fc.a].k, string(web.UID))) < 2 {
 		t.Errorf("web-0 after an impossible fence: %s; its processes %v", describePod(p), harness.CgroupPids(fc.nodes[fc.a].k, string(web.UID)))
 	}
+	release() // well within the kernel's hung-task timeout, which other tests' hangwatches would hear
 
 	harness.Eventually(t, time.Minute, "B's dry run told", func() bool { return strings.Contains(fc.fenceEvents(t, fc.b), "FenceDryRun") })
 	harness.Eventually(t, 2*time.Minute, "B's request timed out", func() bool { return strings.Contains(fc.fenceEvents(t, fc.b), "FenceTimedOut") })
@@ -124,8 +127,8 @@ func requireStuckDir(t *testing.T) {
 
 // holdInDInside holds a process in D (harness.StuckDir) and moves it into
 // the pod uid's cgroup on node: a pod process no SIGKILL can end. It is
-// released when the test ends.
-func (fc *fenceCluster) holdInDInside(t *testing.T, node, uid string) int {
+// released by release, or when the test ends.
+func (fc *fenceCluster) holdInDInside(t *testing.T, node, uid string) (pid int, release func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -134,7 +137,7 @@ func (fc *fenceCluster) holdInDInside(t *testing.T, node, uid string) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(stuck.Release)
-	pid, err := stuck.HoldInD(ctx)
+	pid, err = stuck.HoldInD(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +145,7 @@ func (fc *fenceCluster) holdInDInside(t *testing.T, node, uid string) int {
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		t.Fatalf("move pid %d into %s: %v", pid, dir, err)
 	}
-	return pid
+	return pid, stuck.Release
 }
 
 // conditionIs tells whether node's condType has status.

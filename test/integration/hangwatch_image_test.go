@@ -21,6 +21,7 @@ import (
 // and runs `hangwatch version` in it as a container: non-root by the
 // image's default user, read-only root file system.
 func TestImageRunsAsAContainer(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c := sharedContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -18,7 +18,8 @@ import (
 // raise RuntimeHung within a period and a timeout. After a thaw under CPU
 // load, RuntimeHung must clear within two heartbeat periods.
 func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
-	c := sharedContainerd(t)
+	harness.Parallel(t)
+	c := ownContainerd(t)
 	dir, err := os.MkdirTemp("", "hwhb")
 	if err != nil {
 		t.Fatal(err)

@@ -55,6 +55,16 @@ func runTests(m *testing.M) int {
 	}
 	defer stopControlPlane()
 	defer shared.Stop()
+	// The tests run side by side, and some hold a process in D on purpose
+	// (harness.StuckDir): the kernel would report one held past its
+	// hung-task timeout (120 s) to every hangwatch then reading /dev/kmsg,
+	// and raise KernelDeadlock on other tests' nodes. The tests that want
+	// the kernel's own line set the timeout themselves.
+	if restore, err := harness.SetHungTaskTimeout(quietHungTaskTimeout); err == nil {
+		defer restore()
+	} else {
+		fmt.Fprintf(os.Stderr, "the kernel's hung-task timeout left as it is: %v\n", err)
+	}
 	return m.Run()
 }
 
@@ -65,11 +75,27 @@ const (
 	sharedCtrs    = sharedPods * sharedPerPod
 	probeTimeout  = 2 * time.Second
 	generousSlack = 5 * time.Second // shared 2-core machines: bounds are loose, numbers are logged
+	// quietHungTaskTimeout is the kernel's hung-task timeout while the
+	// package runs: longer than any test holds a process in D.
+	quietHungTaskTimeout = 900
 )
 
 // sharedContainerd is one containerd with 20 running containers for the
-// package; tests that freeze it thaw it before they end.
-func sharedContainerd(t *testing.T) *harness.Containerd { return shared.Get(t) }
+// package, used by one test at a time (harness.LaneSharedContainerd);
+// tests that freeze it thaw it before they end.
+func sharedContainerd(t *testing.T) *harness.Containerd {
+	t.Helper()
+	harness.RequireLane(t, harness.LaneSharedContainerd)
+	return shared.Get(t)
+}
+
+// ownContainerd is a containerd of the test's own with the shared one's 20
+// running containers: for a test that freezes its runtime for long
+// while the others run beside it.
+func ownContainerd(t *testing.T) *harness.Containerd {
+	t.Helper()
+	return harness.StartContainerdT(t, sharedPods, sharedPerPod)
+}
 
 // freezable is a runtime the tests stop with SIGSTOP: containerd or CRI-O.
 type freezable interface {

@@ -20,6 +20,7 @@ import (
 // condition on without a second Warning Event, and clears it once its
 // rule's quiet window (clearAfter, 20 s here) has passed since the restart.
 func TestRestartCarriesKernelDeadlockOnAndClearsIt(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
 	c, cp := sharedContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-restore")
 	kc := createNode(t, cp, node)

@@ -61,6 +61,7 @@ func userFacilityRules(t *testing.T) string {
 const ruleMessage = `kernel log rule "%s" (reason %s) matched at `
 
 func TestKernelDeadlockFromRealKmsg(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
 	c := sharedContainerd(t)
 	// A unique PID marks this run's lines; lookback 0 ignores earlier runs'.
 	pid := 1000000 + rand.Intn(8000000)

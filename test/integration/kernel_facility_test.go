@@ -54,6 +54,7 @@ func (d *daemon) stillFalse(t *testing.T, condType string, within time.Duration)
 // alone: no KernelDeadlock (hangwatch-remedy would taint the node at once),
 // no event.
 func TestUserFacilityKmsgLineRaisesNothing(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
 	c := sharedContainerd(t)
 	pid := 1000000 + rand.Intn(8000000)
 	d := startDaemon(t, c.Endpoint, "--kernel-lookback", "0s")
@@ -85,6 +86,7 @@ func TestUserFacilityKmsgLineRaisesNothing(t *testing.T) {
 //
 //	go test -tags e2e -run TestKernelDeadlockFromTheKernelsOwnLine ./test/integration/
 func TestKernelDeadlockFromTheKernelsOwnLine(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
 	harness.RequireSuite(t, harness.SuiteE2E, "changes the kernel's hung-task timeout for the whole machine")
 	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
 		t.Skipf("needs root and /dev/fuse (harness.StuckDir): euid %d, %v", os.Geteuid(), err)

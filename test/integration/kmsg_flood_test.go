@@ -55,6 +55,7 @@ func floodKmsg(t *testing.T, rate int, d time.Duration) int {
 // 100k lines/s and measures hangwatch's CPU and memory. It is part of the
 // benchmarks (go test -tags bench, hack/bench.sh), not of every test run.
 func TestKmsgFloodFootprint(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
 	harness.RequireSuite(t, harness.SuiteBench, "floods /dev/kmsg at 100k lines/s for its footprint")
 	c := sharedContainerd(t)
 	allowKmsgWrites(t)

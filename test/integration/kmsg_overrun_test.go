@@ -23,6 +23,7 @@ import (
 // ring is small (klogctl SIZE_BUFFER, 128 KiB here); three times its size
 // in lines overruns it.
 func TestKmsgRingOverrun(t *testing.T) {
+	harness.Parallel(t, harness.LaneKmsg)
 	harness.RequireRealParts(t)
 	allowKmsgWrites(t)
 	size, err := unix.Klogctl(unix.SYSLOG_ACTION_SIZE_BUFFER, nil)

@@ -34,6 +34,7 @@ func startKubeletNode(t *testing.T) kubeletNode {
 var getNodesMetrics = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}}
 
 func TestKubeletMetricsAccess(t *testing.T) {
+	harness.Parallel(t)
 	n := startKubeletNode(t)
 	allowed := harness.TokenFile(t, n.cp.ServiceAccountToken(t, "hw-metrics-"+n.k.Node, getNodesMetrics))
 	denied := harness.TokenFile(t, n.cp.ServiceAccountToken(t, "hw-nometrics-"+n.k.Node))

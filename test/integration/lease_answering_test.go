@@ -26,6 +26,7 @@ import (
 // with the Lease-based reason, and repair (enabled) restarts nothing, past
 // its first minute and the kubelet's restart delay.
 func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
+	harness.Parallel(t)
 	n := startKubeletNode(t)
 	kc, err := n.cp.NodeKubeconfig(n.k.Node)
 	if err != nil {

@@ -17,7 +17,8 @@ import (
 const noKubeletProbe = "--kubelet-healthz-url="
 
 func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
-	c, cp := sharedContainerd(t), controlPlane(t)
+	harness.Parallel(t)
+	c, cp := ownContainerd(t), controlPlane(t)
 	const renewEvery, grace = 10 * time.Second, 50 * time.Second // the kubelet's and controller's defaults
 	node := uniqueNode("hw-lease")
 	kc := createNode(t, cp, node)

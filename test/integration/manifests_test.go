@@ -48,6 +48,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // overlay, with the real kubectl as a server-side dry-run with strict field
 // validation against the real kube-apiserver.
 func TestManifestsDryRunServer(t *testing.T) {
+	harness.Parallel(t)
 	cp := controlPlane(t)
 	cp.Kubectl(t, "apply", "-f", filepath.Join("testdata", "monitoring-crds.yaml"))
 	cp.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",

@@ -39,6 +39,7 @@ func createTrackedNode(t *testing.T, cp *harness.ControlPlane, name string) stri
 // names it, and a type an older hangwatch wrote and no longer owns is
 // removed on start.
 func TestSharedAndLeftBehindConditions(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c, cp := sharedContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-shared")
 	kc := createTrackedNode(t, cp, node)

@@ -18,6 +18,7 @@ import (
 )
 
 func TestFrozenRuntimeReachesTheNode(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c, cp := sharedContainerd(t), controlPlane(t)
 	const period, timeout = time.Second, time.Second
 	node := uniqueNode("hw-freeze")
@@ -88,6 +89,7 @@ func findCond(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition 
 }
 
 func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
+	harness.Parallel(t)
 	cp := controlPlane(t)
 	self, other := uniqueNode("hw-self"), uniqueNode("hw-other")
 	kc := createNode(t, cp, self)
@@ -111,6 +113,7 @@ func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
 }
 
 func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c, cp := sharedContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-restart")
 	kc := createNode(t, cp, node)
@@ -138,6 +141,7 @@ func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
 }
 
 func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c, cp := sharedContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-apidown")
 	kc := createNode(t, cp, node)

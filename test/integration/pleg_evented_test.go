@@ -21,6 +21,7 @@ import (
 // HANGWATCH_CAPTURE=1 it writes the kubelet's metrics to
 // kubeletmetrics/testdata/kubelet-<minor>-evented-on.prom.
 func TestEventedPLEGGenerations(t *testing.T) {
+	harness.Parallel(t)
 	cp := controlPlane(t)
 	c := harness.StartContainerdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

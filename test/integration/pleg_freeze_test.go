@@ -36,6 +36,7 @@ func waitRunningSandboxes(t *testing.T, d *daemon, c harness.NodeRuntime, n int)
 }
 
 func TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady(t *testing.T) {
+	harness.Parallel(t)
 	frozenPLEG(t, "RelistStalled", 60*time.Second)
 }
 
@@ -43,6 +44,7 @@ func TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady(t *testing.T) {
 // relist passes --pleg-stale-after (30 s) while the kubelet still says Ready
 // (it says "PLEG is not healthy" only at 3 min).
 func TestFrozenRuntimeRaisesPLEGUnhealthyFromKubeletMetricsAlone(t *testing.T) {
+	harness.Parallel(t)
 	frozenPLEG(t, "RelistStalled", 90*time.Second, "--pleg-emulation-period", "0")
 }
 
@@ -121,6 +123,7 @@ func churnDuration(t *testing.T) time.Duration {
 }
 
 func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
+	harness.Parallel(t)
 	n := startKubeletNode(t)
 	d := plegDaemon(t, n)
 	harness.Eventually(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))

@@ -30,6 +30,7 @@ func badKubelets(t *testing.T) map[string]string {
 }
 
 func TestDiagExplainsBadKubeletScrapes(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c := sharedContainerd(t)
 	want := map[string]string{"hang": "did not answer in time", "garbage": "line 3", "401": "401"}
 	for name, url := range badKubelets(t) {
@@ -49,6 +50,7 @@ func TestDiagExplainsBadKubeletScrapes(t *testing.T) {
 }
 
 func TestHungKubeletScrapeDoesNotStallTheProbes(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c := sharedContainerd(t)
 	d := startDaemon(t, c.Endpoint, "--kernel=false", "--period", "1s", "--kubelet-metrics-url", badKubelets(t)["hang"],
 		"--kubelet-metrics-timeout", "3s", "--kubelet-metrics-period", "1s", "--pleg-emulation-period", "1s")

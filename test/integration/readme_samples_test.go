@@ -20,6 +20,7 @@ import (
 // prints now, and that every key of diag's JSON is in the README's key
 // table. Values (times, counts, paths) may differ; the shape may not.
 func TestReadmeDiagSamplesMatchTheBinary(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c := sharedContainerd(t)
 	readme := readReadme(t)
 	healthy := diagText(t, c.Endpoint, "--samples", "5")

@@ -290,6 +290,7 @@ func sameInts(a []int, b ...int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 // and a stale condition are never acted on, a pause holds everything, and
 // a node that recovers is untainted after clearAfter.
 func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
+	harness.Parallel(t, harness.LaneRemedyBudget)
 	cp := controlPlane(t)
 	kc := remedyIdentity(t, cp)
 	f := newFleet(t, cp, 20)
@@ -380,6 +381,7 @@ func checkStatusTable(t *testing.T, kubeconfig, policy string, f *fleet) {
 // sick node ends with one copy of the taint and at most one taint Event,
 // and the new leader acts on what comes next.
 func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
+	harness.Parallel(t, harness.LaneRemedyBudget)
 	cp := controlPlane(t)
 	kc := remedyIdentity(t, cp)
 	f := newFleet(t, cp, 6)
@@ -421,6 +423,7 @@ func startPair(t *testing.T, kubeconfig, policy string) (first, second *remedyPr
 // TestRemedyMayChangeOnlyItsOwnTaints: the admission policy lets the
 // remedy ServiceAccount add and remove its taint, and nothing else.
 func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
+	harness.Parallel(t, harness.LaneRemedyBudget)
 	cp := controlPlane(t)
 	kc := remedyIdentity(t, cp)
 	f := newFleet(t, cp, 1)

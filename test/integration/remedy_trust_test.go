@@ -69,6 +69,7 @@ func (h *heartbeats) halt() {
 // turn True; a node an hour ahead whose writer died is never acted on; and
 // node-problem-detector's KernelDeadlock is left alone by default.
 func TestRemedyTimesConditionsOnItsOwnClock(t *testing.T) {
+	harness.Parallel(t, harness.LaneRemedyBudget)
 	cp := controlPlane(t)
 	kc := remedyIdentity(t, cp)
 	f := newFleet(t, cp, 4)
@@ -187,6 +188,7 @@ func (l *liveOrFrozen) List() ([]*corev1.Node, error) {
 // and a node whose condition turned False after the cache read it is
 // neither drained nor tainted again.
 func TestRemedyEvictsOnlyWhatAControllerRecreates(t *testing.T) {
+	harness.Parallel(t, harness.LaneRemedyBudget)
 	cp := controlPlane(t)
 	kc := remedyIdentity(t, cp)
 	ensureDefaultServiceAccount(t, cp, "default")
@@ -346,6 +348,7 @@ func findEvent(rec *record.FakeRecorder, reason string) string {
 // replica that takes over reads the budget from its Lease and taints no
 // more within the minute, then goes on.
 func TestRemedyLeaderKilledMidBurstKeepsTheBudget(t *testing.T) {
+	harness.Parallel(t, harness.LaneRemedyBudget)
 	cp := controlPlane(t)
 	kc := remedyIdentity(t, cp)
 	f := newFleet(t, cp, 8)

@@ -26,6 +26,7 @@ import (
 // one, the others are told why, and asking again finds every slot taken.
 // The ServiceAccount may not create a Lease of another name.
 func TestTheFleetBoundHoldsOnARealAPIServer(t *testing.T) {
+	harness.Parallel(t)
 	cp := controlPlane(t)
 	cp.Kubectl(t, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "repair", "rbac-fleet.yaml"))
 	fs := repair.FleetSettings{MaxRestarts: 5, Window: 10 * time.Minute, Namespace: "kube-system"}

@@ -24,6 +24,7 @@ import (
 // start the kubelet, and the Lease is renewed again before the node goes
 // Unknown.
 func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
+	harness.Parallel(t)
 	harness.RequireSystemd(t)
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp) // the node lifecycle controller: Unknown 50 s after the last renewal

@@ -8,6 +8,7 @@ import (
 )
 
 func TestRunRaisesAndClearsRuntimeHung(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c := sharedContainerd(t)
 	const period, timeout = time.Second, time.Second
 	d := startDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", timeout.String())

@@ -28,6 +28,7 @@ var restartCases = []restartCase{
 // with RuntimeUnreachable; once its new socket answers, RuntimeHung is
 // False within two periods (clearAfter 2), with no restart of hangwatch.
 func TestRunSurvivesRuntimeRestarts(t *testing.T) {
+	harness.Parallel(t)
 	c := harness.StartContainerdT(t, 2, 1)
 	const period = time.Second
 	d := startDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", "1s")
@@ -139,6 +140,7 @@ func metricName(s string) string {
 // binds is the one hangwatch dials, without a restart of its pod. (With
 // the socket file mounted, it kept dialing the dead one.)
 func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
+	harness.Parallel(t, harness.LaneKmsg)
 	n := startStaticPodNode(t)
 	n.waitHealthy(t)
 	// The bound: a heartbeat (2.5 s in the shipped config) that answers

@@ -27,6 +27,7 @@ import (
 // against the PodMonitor's serverName. A client that asks for another name
 // is refused by its own TLS check.
 func TestSecurePortServesTheChartsCertificate(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
 	c, cp := sharedContainerd(t), controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -31,7 +31,8 @@ var reviewRate, reviewBurst = int(httpauth.DefaultBudget.Rate), httpauth.Default
 // port's global budget allows. Then 64 silent connections from one
 // address and 64 that sent one 401 request each do not stop a scrape.
 func TestSecurePortFlood(t *testing.T) {
-	c, cp := sharedContainerd(t), controlPlane(t)
+	harness.Parallel(t, harness.LaneSharedContainerd)
+	c, cp := sharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test counts requests at the API server
 	node := uniqueNode("hw-secure-flood")
 	kc := createNode(t, cp, node)
 	secure := harness.FreeAddr(t)

@@ -21,6 +21,7 @@ import (
 // ServiceAccount (manifests/prometheus/scraper.yaml, applied as shipped)
 // and as a user who may read /events.
 func TestSecurePort(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
 	c, cp := sharedContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-secure")
 	kc := createNode(t, cp, node)

@@ -56,6 +56,7 @@ func healthyRunPods(t *testing.T) int {
 // static pod) raises no condition; it measures hangwatch's footprint: RSS,
 // CPU and the CRI calls it adds next to the kubelet's own.
 func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
+	harness.Parallel(t, harness.LaneKmsg)
 	d := healthyRunDuration(t)
 	n := startStaticPodNode(t)
 	n.waitHealthy(t)

@@ -26,6 +26,7 @@ import (
 // Node, and for the freeze the time to the kubelet's Ready=False and the
 // lead between them.
 func TestStaticPodBeatsNotReady(t *testing.T) {
+	harness.Parallel(t, harness.LaneKmsg)
 	n := startStaticPodNode(t)
 	n.waitHealthy(t)
 
@@ -78,6 +79,7 @@ func longScenarios(t *testing.T) {
 // Each measures PLEGUnhealthy on the Node against the kubelet's Ready=False.
 
 func TestStaticPodListPodSandboxHang(t *testing.T) {
+	harness.Parallel(t, harness.LaneKmsg)
 	plegPathScenario(t, "list_pod_sandbox", func(n staticPodNode) func() {
 		// A kubelet with CRIListStreaming lists with the stream: hold both.
 		unary := n.proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
@@ -89,6 +91,7 @@ func TestStaticPodListPodSandboxHang(t *testing.T) {
 // TestStaticPodContainerStatusHang holds ContainerStatus of one container;
 // the kubelet asks for it once that container changes (it is stopped).
 func TestStaticPodContainerStatusHang(t *testing.T) {
+	harness.Parallel(t, harness.LaneKmsg)
 	plegPathScenario(t, "container_status", func(n staticPodNode) func() {
 		_, container := n.victim(t)
 		release := n.proxy.Inject(criproxy.Fault{Method: "ContainerStatus", ID: container})
@@ -100,6 +103,7 @@ func TestStaticPodContainerStatusHang(t *testing.T) {
 // TestStaticPodPodSandboxStatusHang holds PodSandboxStatus of one sandbox;
 // the kubelet asks for it once its pod changes (its container is stopped).
 func TestStaticPodPodSandboxStatusHang(t *testing.T) {
+	harness.Parallel(t, harness.LaneKmsg)
 	plegPathScenario(t, "pod_sandbox_status", func(n staticPodNode) func() {
 		sandbox, container := n.victim(t)
 		release := n.proxy.Inject(criproxy.Fault{Method: "PodSandboxStatus", ID: sandbox})
@@ -183,6 +187,7 @@ func (n staticPodNode) kubeletVersion(t *testing.T) string {
 // no longer renewed; hangwatch raises KubeletUnresponsive and the node
 // lifecycle controller marks the node Unknown after its grace period.
 func TestStaticPodKubeletFrozen(t *testing.T) {
+	harness.Parallel(t, harness.LaneKmsg)
 	longScenarios(t)
 	n := startStaticPodNode(t)
 	n.waitHealthy(t)

@@ -130,7 +130,8 @@ func (f *faultIdentity) refuseAsInvalid(t *testing.T) (remove func()) {
 // counted and retried slowly, not in a hot loop, and written soon after the
 // cause is fixed.
 func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
-	c, cp := sharedContainerd(t), controlPlane(t)
+	harness.Parallel(t)
+	c, cp := ownContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-faults")
 	nodeKC := createNode(t, cp, node)
 	stop := make(chan struct{})

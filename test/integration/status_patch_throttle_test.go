@@ -117,7 +117,8 @@ func selfSignedLoopbackCert(t *testing.T) (tls.Certificate, []byte) {
 // between attempts, so the reviews stay few, and writes once the webhook
 // lets it.
 func TestStatusPatchThrottled(t *testing.T) {
-	c, cp := sharedContainerd(t), controlPlane(t)
+	harness.Parallel(t)
+	c, cp := ownContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-throttle")
 	nodeKC := createNode(t, cp, node)
 	stop := make(chan struct{})
