@@ -142,7 +142,7 @@ func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
 
 func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := sharedContainerd(t), controlPlane(t)
+	c, cp := sharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test stops its API server
 	node := uniqueNode("hw-apidown")
 	kc := createNode(t, cp, node)
 	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")...)
