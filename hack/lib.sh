@@ -427,12 +427,16 @@ write_benchmarks_section() {
 # runs no cleanup of its own, and one killed by SIGPIPE (its output piped
 # to a tee that the same Ctrl-C ended) neither: containerd's shims, the
 # pods' processes, their overlay and shm mounts are left, and the dirs.
-RUN_TMP="" RUN_SCOPE_HOOK="" RUN_SCOPE_TMPDIR="" RUN_SCOPE_CHILD=""
+# The cleanup's lines also go to $HANGWATCH_CACHE/NAME-cleanup.log, which
+# outlives a terminal or a pipe that is gone.
+RUN_TMP="" RUN_SCOPE_HOOK="" RUN_SCOPE_TMPDIR="" RUN_SCOPE_CHILD="" RUN_SCOPE_LOG=/dev/null
 run_scope() {
   RUN_SCOPE_HOOK=${2:-}
   RUN_SCOPE_TMPDIR=${TMPDIR:-/tmp}
   RUN_TMP=$(mktemp -d "$RUN_SCOPE_TMPDIR/hangwatch-$1.XXXXXX")
   export TMPDIR=$RUN_TMP
+  mkdir -p "$HANGWATCH_CACHE" && RUN_SCOPE_LOG="$HANGWATCH_CACHE/$1-cleanup.log" &&
+    echo "$(date -u +%FT%TZ) pid $$: run dir $RUN_TMP" > "$RUN_SCOPE_LOG" || RUN_SCOPE_LOG=/dev/null
   trap 'end_run_scope $?' EXIT
   trap 'end_run_scope 129' HUP
   trap 'end_run_scope 130' INT
@@ -465,6 +469,7 @@ end_run_scope() {
   trap - EXIT
   set +e +u +o pipefail
   export TMPDIR=$RUN_SCOPE_TMPDIR
+  echo "$(date -u +%FT%TZ) ending with $rc$( ((rc > 128)) && echo " (SIG$(kill -l "$((rc - 128))" 2>/dev/null))")" >>"$RUN_SCOPE_LOG" 2>/dev/null
   if [ -n "$RUN_SCOPE_CHILD" ] && kill -0 "$RUN_SCOPE_CHILD" 2>/dev/null; then
     kill -TERM "$RUN_SCOPE_CHILD" 2>/dev/null
     for ((i = 0; i < 900; i++)); do   # the demo's cleanup takes seconds; 90 at most
@@ -479,10 +484,11 @@ end_run_scope() {
   exit "$rc"
 }
 
-# run_scope_say MSG: log's line on stderr while stderr takes it; once a
-# write fails (the reader of its pipe is gone), stdout and stderr go to
-# /dev/null for the rest of the cleanup.
+# run_scope_say MSG: log's line in the cleanup's log, and on stderr while
+# stderr takes it; once a write fails (the reader of its pipe is gone),
+# stdout and stderr go to /dev/null for the rest of the cleanup.
 run_scope_say() {
+  echo "$(date -u +%FT%TZ) $*" >>"$RUN_SCOPE_LOG" 2>/dev/null
   { printf '==> %s\n' "$*" >&3; } 3>&2 2>/dev/null || exec >/dev/null 2>&1
 }
 
@@ -514,7 +520,11 @@ sweep_run_scope() {
   left=$(find "$dir" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
   [ -z "$left" ] || run_scope_say "left in $dir (removed now): $left"
   rm -rf --one-file-system "$dir" 2>/dev/null
-  [ ! -e "$dir" ] || run_scope_say "could not remove $dir: $(grep -cF "$dir" /proc/self/mountinfo) mounts still under it"
+  if [ -e "$dir" ]; then
+    run_scope_say "could not remove $dir: $(grep -cF "$dir" /proc/self/mountinfo) mounts still under it"
+  elif [ -z "$all$mounts$left" ]; then
+    echo "$(date -u +%FT%TZ) nothing was left; $dir removed" >>"$RUN_SCOPE_LOG" 2>/dev/null
+  fi
   return 0
 }
 

@@ -85,7 +85,7 @@ func TestRunScopeCleansUpWhateverHappensToItsOutput(t *testing.T) {
 				args = []string{"-c", `exec bash -c "$0" >&- 2>&-`, script}
 			}
 			cmd := exec.Command("bash", args...)
-			cmd.Env = append(os.Environ(), "LIB="+lib, "STATE="+state, "MODE="+tc.mode, "TMPDIR="+state)
+			cmd.Env = append(os.Environ(), "LIB="+lib, "STATE="+state, "MODE="+tc.mode, "TMPDIR="+state, "HANGWATCH_CACHE="+state)
 			if os.Geteuid() == 0 {
 				cmd.Env = append(cmd.Env, "MOUNT=1")
 			}
@@ -129,6 +129,9 @@ func TestRunScopeCleansUpWhateverHappensToItsOutput(t *testing.T) {
 			}
 			if mounts, _ := os.ReadFile("/proc/self/mountinfo"); bytes.Contains(mounts, []byte(dir)) {
 				t.Errorf("a mount under %s is left", dir)
+			}
+			if log := readFile(t, filepath.Join(state, "libsh-cleanup.log")); !strings.Contains(log, fmt.Sprintf("ending with %d", tc.wantRC)) || !strings.Contains(log, "killed what the run left: 1 bash, ") {
+				t.Errorf("the cleanup's log does not say how the script ended and what it killed:\n%s", log)
 			}
 		})
 	}
