@@ -423,10 +423,10 @@ write_benchmarks_section() {
 # kubelet's and the control plane's dirs there and go test its binaries.
 # On exit, and on SIGINT, SIGTERM, SIGHUP or SIGPIPE, end_run_scope stops
 # the child run_child started, sweeps the dir (sweep_run_scope), calls HOOK
-# and exits. What has to survive it: a go test binary that a Ctrl-C kills
-# runs no cleanup of its own, and one killed by SIGPIPE (its output piped
-# to a tee that the same Ctrl-C ended) neither: containerd's shims, the
-# pods' processes, their overlay and shm mounts are left, and the dirs.
+# and exits. The sweep is needed: a go test binary that a Ctrl-C kills runs
+# no cleanup of its own, nor does a Go program killed by SIGPIPE (its output
+# piped to a tee that the same Ctrl-C ended); containerd's shims, the pods'
+# processes, their overlay and shm mounts and the dirs are left behind.
 # The cleanup's lines also go to $HANGWATCH_CACHE/NAME-cleanup.log, which
 # outlives a terminal or a pipe that is gone.
 RUN_TMP="" RUN_SCOPE_HOOK="" RUN_SCOPE_TMPDIR="" RUN_SCOPE_CHILD="" RUN_SCOPE_LOG=/dev/null
@@ -493,8 +493,8 @@ run_scope_say() {
 }
 
 # sweep_run_scope kills what the run left (run_scope_pids), unmounts every
-# mount under $RUN_TMP, deepest first, and removes it. It does nothing when
-# the run cleaned up after itself (the dir empty), and only once.
+# mount under $RUN_TMP, deepest first, and removes it; when the run cleaned
+# up after itself, it only removes the empty dir. It runs once.
 sweep_run_scope() {
   local dir=$RUN_TMP pids all="" round i p mounts m left
   [ -n "$dir" ] && [ -d "$dir" ] || return 0

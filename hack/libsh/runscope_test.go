@@ -51,25 +51,28 @@ func TestRunScopeCleansUpWhateverHappensToItsOutput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		mode string
-		// end ends the script: its group is pgid, its output the pipe read
-		// end r (nil when it writes nowhere)
-		end      func(t *testing.T, pgid int, r *os.File)
+		// end ends the script: its PID and group are pgid, r is the read
+		// end of its output's pipe, state the case's dir
+		end      func(t *testing.T, pgid int, r *os.File, state string)
 		closeOut bool // stdout and stderr closed from the start
 		wantRC   int
 	}{
-		{"Ctrl-C twice with the pipe's reader gone", "wait", func(t *testing.T, pgid int, r *os.File) {
+		{"Ctrl-C twice with the pipe's reader gone", "wait", func(t *testing.T, pgid int, r *os.File, state string) {
 			_ = r.Close() // tee, ended by the same Ctrl-C
 			_ = syscall.Kill(-pgid, syscall.SIGINT)
-			time.Sleep(100 * time.Millisecond)
-			_ = syscall.Kill(-pgid, syscall.SIGINT) // a second Ctrl-C during the cleanup
+			// a second Ctrl-C once the cleanup has begun
+			waitFor(func() bool {
+				return strings.Contains(readFile(t, filepath.Join(state, "libsh-cleanup.log")), "ending with")
+			}, 10*time.Second)
+			_ = syscall.Kill(-pgid, syscall.SIGINT)
 		}, false, 130},
-		{"the pipe's reader gone while it writes", "write", func(t *testing.T, pgid int, r *os.File) {
+		{"the pipe's reader gone while it writes", "write", func(t *testing.T, pgid int, r *os.File, state string) {
 			_ = r.Close()
 		}, false, 141},
-		{"SIGTERM to the script alone, output closed", "wait", func(t *testing.T, pgid int, r *os.File) {
+		{"SIGTERM to the script alone, output closed", "wait", func(t *testing.T, pgid int, r *os.File, state string) {
 			_ = syscall.Kill(pgid, syscall.SIGTERM) // as timeout(1) does: the script's PID, not its group
 		}, true, 143},
-		{"SIGHUP to the group", "wait", func(t *testing.T, pgid int, r *os.File) {
+		{"SIGHUP to the group", "wait", func(t *testing.T, pgid int, r *os.File, state string) {
 			_ = r.Close()
 			_ = syscall.Kill(-pgid, syscall.SIGHUP)
 		}, false, 129},
@@ -107,7 +110,7 @@ func TestRunScopeCleansUpWhateverHappensToItsOutput(t *testing.T) {
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 				t.Fatalf("the script did not get ready: %v", <-done)
 			}
-			tc.end(t, cmd.Process.Pid, r)
+			tc.end(t, cmd.Process.Pid, r, state)
 			var werr error
 			select {
 			case werr = <-done:
@@ -186,10 +189,15 @@ func cmdline(pid int) string {
 }
 
 func waitFor(cond func() bool, limit time.Duration) bool {
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return true
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(limit)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return cond()
 		}
 	}
-	return false
+	return true
 }
