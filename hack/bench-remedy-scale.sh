@@ -10,6 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/bench-remedy-scale.sh starts etcd and kube-apiserver"
+run_scope bench   # sweeps what the test leaves when interrupted (lib.sh)
 nodes=${1:-5000}
 case "$nodes" in '' | *[!0-9]*) echo "NODES must be a number, not $nodes" >&2; exit 2 ;; esac
 ensure_packages

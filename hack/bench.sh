@@ -6,6 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/bench.sh starts containerd"
+run_scope bench   # sweeps what the tests leave when interrupted (lib.sh)
 ensure_packages
 ensure_go
 ensure_containerd

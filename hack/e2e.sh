@@ -54,6 +54,11 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/e2e.sh starts containerd and a kubelet"
+# Whatever ends it (Ctrl-C, SIGTERM, SIGHUP, its output piped to a tee
+# that is gone), the run's processes, mounts and temp dirs are swept
+# (run_scope in lib.sh): a go test binary killed by Ctrl-C leaves
+# containerd's shims and the pods behind.
+run_scope e2e
 # KUBELET RUNTIME [GATES] rows; RUNTIME is a containerd version or
 # crio-<version>; GATES are the kubelet's --feature-gates. Every supported
 # pair: kubelets 1.36 and 1.37 want containerd 2.2 or later, so containerd

@@ -414,3 +414,150 @@ write_benchmarks_section() {
   fi
   mv BENCHMARKS.md.tmp BENCHMARKS.md
 }
+
+# ---- a run's own temp dir, swept whatever ends the script ----
+# A script that starts containerd (through the harness: the demo, go test)
+# calls run_scope NAME [HOOK] once it runs as root. The run gets a temp dir
+# of its own, $RUN_TMP ($TMPDIR/hangwatch-NAME.XXXXXX), exported as TMPDIR
+# to all it starts: the harness makes containerd's, CRI-O's, systemd's, the
+# kubelet's and the control plane's dirs there and go test its binaries.
+# On exit, and on SIGINT, SIGTERM, SIGHUP or SIGPIPE, end_run_scope stops
+# the child run_child started, sweeps the dir (sweep_run_scope), calls HOOK
+# and exits. The sweep is needed: a go test binary that a Ctrl-C kills runs
+# no cleanup of its own, nor does a Go program killed by SIGPIPE (its output
+# piped to a tee that the same Ctrl-C ended); containerd's shims, the pods'
+# processes, their overlay and shm mounts and the dirs are left behind.
+# The cleanup's lines also go to $HANGWATCH_CACHE/NAME-cleanup.log, which
+# outlives a terminal or a pipe that is gone.
+RUN_TMP="" RUN_SCOPE_HOOK="" RUN_SCOPE_TMPDIR="" RUN_SCOPE_CHILD="" RUN_SCOPE_LOG=/dev/null
+run_scope() {
+  RUN_SCOPE_HOOK=${2:-}
+  RUN_SCOPE_TMPDIR=${TMPDIR:-/tmp}
+  RUN_TMP=$(mktemp -d "$RUN_SCOPE_TMPDIR/hangwatch-$1.XXXXXX")
+  export TMPDIR=$RUN_TMP
+  mkdir -p "$HANGWATCH_CACHE" && RUN_SCOPE_LOG="$HANGWATCH_CACHE/$1-cleanup.log" &&
+    echo "$(date -u +%FT%TZ) pid $$: run dir $RUN_TMP" > "$RUN_SCOPE_LOG" || RUN_SCOPE_LOG=/dev/null
+  trap 'end_run_scope $?' EXIT
+  trap 'end_run_scope 129' HUP
+  trap 'end_run_scope 130' INT
+  trap 'end_run_scope 141' PIPE
+  trap 'end_run_scope 143' TERM
+}
+
+# run_child CMD... runs CMD in the background and waits for it, so that a
+# signal to the script (SIGTERM from timeout(1), SIGHUP) runs end_run_scope
+# at once, which passes SIGTERM on to CMD and waits for CMD's own cleanup;
+# a foreground CMD would hold the trap back until it exits. CMD's status
+# is run_child's. (Started in the background by a script, CMD begins with
+# SIGINT ignored: a Go program that notifies SIGINT takes it all the same.)
+run_child() {
+  local rc=0
+  "$@" &
+  RUN_SCOPE_CHILD=$!
+  wait "$RUN_SCOPE_CHILD" || rc=$?
+  RUN_SCOPE_CHILD=""
+  return "$rc"
+}
+
+# end_run_scope RC ends the script with RC, cleaning up first. Nothing in
+# it may end it early: further SIGINT/SIGTERM/SIGHUP (a second Ctrl-C) and
+# SIGPIPE are ignored, no step's failure aborts it (set +e), and its
+# messages go to stderr only while stderr takes them (run_scope_say).
+end_run_scope() {
+  local rc=$1 i
+  trap '' HUP INT PIPE TERM
+  trap - EXIT
+  set +e +u +o pipefail
+  export TMPDIR=$RUN_SCOPE_TMPDIR
+  echo "$(date -u +%FT%TZ) ending with $rc$( ((rc > 128)) && echo " (SIG$(kill -l "$((rc - 128))" 2>/dev/null))")" >>"$RUN_SCOPE_LOG" 2>/dev/null
+  if [ -n "$RUN_SCOPE_CHILD" ] && kill -0 "$RUN_SCOPE_CHILD" 2>/dev/null; then
+    kill -TERM "$RUN_SCOPE_CHILD" 2>/dev/null
+    for ((i = 0; i < 900; i++)); do   # the demo's cleanup takes seconds; 90 at most
+      kill -0 "$RUN_SCOPE_CHILD" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$RUN_SCOPE_CHILD" 2>/dev/null
+    wait "$RUN_SCOPE_CHILD" 2>/dev/null
+  fi
+  sweep_run_scope
+  [ -z "$RUN_SCOPE_HOOK" ] || "$RUN_SCOPE_HOOK"
+  exit "$rc"
+}
+
+# run_scope_say MSG: log's line in the cleanup's log, and on stderr while
+# stderr takes it; once a write fails (the reader of its pipe is gone),
+# stdout and stderr go to /dev/null for the rest of the cleanup.
+run_scope_say() {
+  echo "$(date -u +%FT%TZ) $*" >>"$RUN_SCOPE_LOG" 2>/dev/null
+  { printf '==> %s\n' "$*" >&3; } 3>&2 2>/dev/null || exec >/dev/null 2>&1
+}
+
+# sweep_run_scope kills what the run left (run_scope_pids), unmounts every
+# mount under $RUN_TMP, deepest first, and removes it; when the run cleaned
+# up after itself, it only removes the empty dir. It runs once.
+sweep_run_scope() {
+  local dir=$RUN_TMP pids all="" round i p mounts m left
+  [ -n "$dir" ] && [ -d "$dir" ] || return 0
+  RUN_TMP=""
+  disown -a 2>/dev/null   # no "Killed" notices for the script's own jobs
+  export TMPDIR=$RUN_SCOPE_TMPDIR   # what it runs is none of the run's
+  for round in 1 2 3; do   # again, for what forked while it was killed
+    pids=$(run_scope_pids "$dir")
+    [ -n "$pids" ] || break
+    all+=$(ps -o comm= -p "${pids// /,}" 2>/dev/null | tr '\n' ' ')
+    kill -KILL $pids 2>/dev/null
+    for ((i = 0; i < 100; i++)); do   # 10s at most
+      left=""
+      for p in $pids; do run_scope_alive "$p" && left=1 && break; done
+      [ -n "$left" ] || break
+      sleep 0.1
+    done
+  done
+  [ -z "$all" ] || run_scope_say "killed what the run left: $(tr ' ' '\n' <<<"$all" | sed '/^$/d' | sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}')"
+  mounts=$(awk -v d="$dir" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r)
+  for m in $mounts; do umount -l "$m" 2>/dev/null; done
+  [ -z "$mounts" ] || run_scope_say "unmounted what was left mounted under $dir: $(wc -l <<<"$mounts")"
+  left=$(find "$dir" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
+  [ -z "$left" ] || run_scope_say "left in $dir (removed now): $left"
+  rm -rf --one-file-system "$dir" 2>/dev/null
+  if [ -e "$dir" ]; then
+    run_scope_say "could not remove $dir: $(grep -cF "$dir" /proc/self/mountinfo) mounts still under it"
+  elif [ -z "$all$mounts$left" ]; then
+    echo "$(date -u +%FT%TZ) nothing was left; $dir removed" >>"$RUN_SCOPE_LOG" 2>/dev/null
+  fi
+  return 0
+}
+
+# run_scope_alive PID: PID is there and not a zombie (one whose new parent
+# has not reaped it yet is as dead).
+run_scope_alive() {
+  local stat
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  stat=${stat##*) }
+  [ "${stat:0:1}" != Z ]
+}
+
+# run_scope_pids DIR prints the processes of the run: those whose command
+# line names DIR or whose environment has TMPDIR=DIR (all it started, but
+# this shell), and their descendants (the pods' processes, children of
+# containerd's shims), never this shell.
+run_scope_pids() {
+  local dir=$1 pat roots
+  # a regular expression for DIR that its grep's own command line does not match
+  pat="[${dir:0:1}]$(sed 's/[][\.*^$+?(){}|]/\\&/g' <<<"${dir:1}")"
+  roots=$( { grep -lazE -- "$pat(/|\$)" /proc/[0-9]*/cmdline; grep -lazxE -- "TMPDIR=$pat" /proc/[0-9]*/environ; } 2>/dev/null | cut -d/ -f3 | sort -u | tr '\n' ' ')
+  [ -n "${roots// /}" ] || return 0
+  ps -e -o pid= -o ppid= | awk -v roots="$roots" -v self="$$" '
+    { kids[$2] = kids[$2] " " $1 }
+    END {
+      n = split(roots, queue, " ")
+      for (i = 1; i <= n; i++) {
+        p = queue[i]
+        if (p in seen || p == self || p == 1) continue
+        seen[p] = 1; out = out (out == "" ? "" : " ") p
+        m = split(kids[p], k, " ")
+        for (j = 1; j <= m; j++) queue[++n] = k[j]
+      }
+      print out
+    }'
+}

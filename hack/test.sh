@@ -9,28 +9,26 @@ cd "$ROOT"
 need_root "hack/test.sh starts containerd, a kubelet and writes to /dev/kmsg"
 SUMMARY="$HANGWATCH_CACHE/test-summary.txt"
 rm -f "$SUMMARY"
-# The tests' temp files go to a folder of this run's own, removed at the
-# end whatever happened; what appears in the system temp dir besides it
-# is reported, so a test that litters is seen.
+# The tests' temp files go to a folder of this run's own (run_scope in
+# lib.sh, $TMPDIR while they run), swept at the end whatever happened: a
+# Ctrl-C, SIGTERM or SIGHUP, the output piped to a tee that is gone. What
+# the tests left there is named, processes (containerd's shims, pods)
+# killed, mounts unmounted; what appears in the system temp dir besides
+# it is reported, so a test that litters is seen.
 SYSTEM_TMP=${TMPDIR:-/tmp}
 TMP_BEFORE=$(ls -A "$SYSTEM_TMP")
-TEST_TMP=$(mktemp -d "$SYSTEM_TMP/hangwatch-test.XXXXXX")
-export TMPDIR=$TEST_TMP
 
-# finish removes the run's temp folder, says what was left in the system
-# temp dir, prints the time of each step, then the tests' closing line last.
+# finish runs after the sweep: it says what was left in the system temp
+# dir, prints the time of each step, then the tests' closing line last.
 finish() {
   local left
-  left=$(find "$TEST_TMP" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null || true)
-  [ -z "$left" ] || log "tests left in their temp dir (removed now): $left"
-  rm -rf --one-file-system "$TEST_TMP"
   left=$(comm -13 <(echo "$TMP_BEFORE" | sort) <(ls -A "$SYSTEM_TMP" | sort) | tr '\n' ' ')
   [ -z "$left" ] || log "new in $SYSTEM_TMP since the start (not removed): $left"
   step_times
   [ -f "$SUMMARY" ] && cat "$SUMMARY"
   return 0
 }
-trap finish EXIT
+run_scope test finish
 log "expected on 2 cores: 25-55 min from an empty cache (containerd, CRI-O, the Kubernetes binaries, promtool, helm and golangci-lint are built once), about 20-25 min after"
 APT_PACKAGES+=(qemu-user)   # runs the arm64 image's binary (TestImageRunsAsAContainer)
 step "Debian packages" ensure_packages

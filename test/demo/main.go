@@ -1,7 +1,10 @@
 // Command demo brings up a real containerd with a few running pods from the
 // test harness and runs `hangwatch run` against it, standalone, so a person
 // on a machine without Kubernetes can watch RuntimeHung appear and clear.
-// It stops containerd, its pods and hangwatch when interrupted.
+// It stops containerd, its pods and hangwatch when interrupted (SIGINT,
+// SIGTERM or SIGHUP), whatever became of its output: a pipe whose reader
+// is gone (`./hack/run.sh | tee demo.log`, Ctrl-C ends tee too) or a
+// closed stdout or stderr.
 package main
 
 import (
@@ -25,13 +28,17 @@ func main() {
 }
 
 func run() int {
+	keepOutputSafe()
 	bin := flag.String("hangwatch", "bin/hangwatch", "hangwatch binary to run")
 	pods := flag.Int("pods", 3, "pods to create, each with two containers")
 	listen := flag.String("listen-address", "127.0.0.1:9764", "hangwatch's --listen-address")
 	period := flag.Duration("period", 5*time.Second, "hangwatch's --period")
 	flag.Parse()
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// The first signal cancels ctx; the ones after it (a second Ctrl-C
+	// while the pods are removed) are taken by the same registration,
+	// which stays until run returns, so they do not cut the cleanup short.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	bins, err := harness.ContainerdBinaries()
 	if err != nil {
@@ -60,6 +67,10 @@ func run() int {
 	cmd := exec.Command(*bin, "run", "-r", c.Endpoint, "--listen-address", *listen, "--kernel-rules", rules,
 		"--period", period.String(), "--max-period", maxPeriod(*period).String(), "--heartbeat-period", min(heartbeat, *period).String())
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	// A process group of its own: the terminal's Ctrl-C reaches the demo
+	// alone, which stops hangwatch first, then the pods and containerd;
+	// and hangwatch dies with the demo if the demo is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo: start hangwatch:", err)
 		return 1
@@ -68,14 +79,37 @@ func run() int {
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case <-ctx.Done():
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
+		stopHangwatch(cmd.Process, exited)
 	case err := <-exited:
 		fmt.Fprintln(os.Stderr, "demo: hangwatch exited:", err)
 		return 1
 	}
 	fmt.Println("\nstopping hangwatch, the pods and containerd ...")
 	return 0
+}
+
+// stopHangwatch sends hangwatch SIGTERM and waits for it, SIGKILL after
+// 10 seconds.
+func stopHangwatch(p *os.Process, exited <-chan error) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = p.Kill()
+		<-exited
+	}
+}
+
+// keepOutputSafe makes a write to stdout or stderr harmless, so that the
+// deferred cleanup (pods, containerd's shims, mounts, temp dirs) always
+// runs. A write to a pipe whose reader is gone kills a Go program with
+// SIGPIPE when it is to fd 1 or 2, unless SIGPIPE is notified (os/signal,
+// "SIGPIPE"); with the registration the write fails with EPIPE, which the
+// demo ignores. Notify, not Ignore: an ignored SIGPIPE would be inherited
+// by containerd and hangwatch. (A closed fd 1 or 2 is no danger: the Go
+// runtime opens /dev/null on it at start.)
+func keepOutputSafe() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 func printGuide(c *harness.Containerd, pods int, listen string, period time.Duration) {
