@@ -27,34 +27,44 @@ const (
 	LaneRemedyBudget Lane = "hangwatch-remedy's Leases on the shared API server"
 )
 
-// DefaultParallel is how many tests of a package run at once, unless
-// HANGWATCH_TEST_PARALLEL says otherwise: most of a real-part test is
-// waiting on a freeze or a timeout, so more run than there are cores.
+// DefaultParallel is how many tests of a package that hold no lane run at
+// once, unless HANGWATCH_TEST_PARALLEL says otherwise: most of a real-part
+// test is waiting on a freeze or a timeout, so more run than there are
+// cores. A test that holds a lane runs besides them: the lane already
+// keeps it to one at a time.
 const DefaultParallel = 8
 
+// Minutes marks a test that takes minutes: it gets a running place before
+// the tests that wait with it for one, so that the longest do not start
+// last. It is not a lane: any number of such tests run at once.
+const Minutes Lane = "minutes"
+
 var (
-	slots   = make(chan struct{}, parallelism())
+	places  = newPlaces(parallelism())
 	lanesMu sync.Mutex
 	lanes   = map[Lane]*sync.Mutex{}
 	holders = map[testing.TB][]Lane{}
 )
 
 // Parallel runs t beside the package's other parallel tests: it waits for
-// each lane it names, then for one of HANGWATCH_TEST_PARALLEL running
-// places, and holds them until t ends (go test's -parallel must allow as
-// many tests as the package has: a test waiting for a lane takes none of
-// the places). Lanes are taken in one order, so two
-// tests never wait on each other.
+// each lane it names, or, naming none, for one of the running places, and
+// holds them until t ends (go test's -parallel must allow as many tests
+// as the package has, for a test waiting here holds none of go test's).
+// Lanes are taken in one order, so two tests never wait on each other.
 func Parallel(t *testing.T, need ...Lane) {
 	t.Helper()
 	t.Parallel()
-	need = slices.Clone(need)
+	long := slices.Contains(need, Minutes)
+	need = slices.DeleteFunc(slices.Clone(need), func(l Lane) bool { return l == Minutes })
 	slices.Sort(need)
 	need = slices.Compact(need)
 	for _, l := range need {
 		lane(l).Lock()
 	}
-	slots <- struct{}{}
+	placed := len(need) == 0
+	if placed {
+		places.take(long)
+	}
 	lanesMu.Lock()
 	holders[t] = need
 	lanesMu.Unlock()
@@ -62,11 +72,56 @@ func Parallel(t *testing.T, need ...Lane) {
 		lanesMu.Lock()
 		delete(holders, t)
 		lanesMu.Unlock()
-		<-slots
+		if placed {
+			places.give()
+		}
 		for _, l := range slices.Backward(need) {
 			lane(l).Unlock()
 		}
 	})
+}
+
+// runningPlaces hands out a fixed number of places, first to the tests
+// that take minutes.
+type runningPlaces struct {
+	mu          sync.Mutex
+	free        sync.Cond
+	left        int
+	waiting     int // tests waiting for a place
+	longWaiting int // of them, those that take minutes
+}
+
+func newPlaces(n int) *runningPlaces {
+	p := &runningPlaces{left: n}
+	p.free.L = &p.mu
+	return p
+}
+
+// take waits for a place; a short test also waits while a long one does.
+func (p *runningPlaces) take(long bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waiting++
+	if long {
+		p.longWaiting++
+	}
+	for p.left == 0 || (!long && p.longWaiting > 0) {
+		p.free.Wait()
+	}
+	p.left--
+	p.waiting--
+	if long {
+		p.longWaiting--
+		p.free.Broadcast() // the short ones may go now, if places are left
+	}
+}
+
+// give hands a place back.
+func (p *runningPlaces) give() {
+	p.mu.Lock()
+	p.left++
+	p.mu.Unlock()
+	p.free.Broadcast()
 }
 
 // RequireLane fails t unless it holds l (Parallel(t, l)): what uses a lane

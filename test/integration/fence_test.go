@@ -28,7 +28,7 @@ import (
 //     fencer) and C is never asked;
 //   - the other taint gone, B is held back by maxFencedNodes: 1.
 func TestFenceGuardsHoldBack(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.Minutes)
 	fc := startFenceCluster(t, fenceOptions{nodes: 3, unlabelled: map[int]bool{2: true},
 		policy: func(p map[string]any) { p["maxUnhealthy"] = "100%" }})
 	for name, node := range map[string]string{"web": fc.a, "db": fc.b, "cache": fc.c} {
@@ -80,7 +80,7 @@ func TestFenceGuardsHoldBack(t *testing.T) {
 // run tells which pods it would stop and stops none, and remedy's request
 // times out.
 func TestFenceImpossibleAndNodeDryRun(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.Minutes)
 	requireStuckDir(t)
 	fc := startFenceCluster(t, fenceOptions{dryRun: map[int]bool{1: true},
 		policy: func(p map[string]any) {

@@ -18,7 +18,7 @@ import (
 // raise RuntimeHung within a period and a timeout. After a thaw under CPU
 // load, RuntimeHung must clear within two heartbeat periods.
 func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.Minutes)
 	c := ownContainerd(t)
 	dir, err := os.MkdirTemp("", "hwhb")
 	if err != nil {

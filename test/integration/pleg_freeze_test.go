@@ -123,7 +123,7 @@ func churnDuration(t *testing.T) time.Duration {
 }
 
 func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.Minutes)
 	n := startKubeletNode(t)
 	d := plegDaemon(t, n)
 	harness.Eventually(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))

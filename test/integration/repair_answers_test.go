@@ -96,7 +96,7 @@ func (r *answersRig) noRepairFor(t *testing.T, d time.Duration, pid int) bool {
 //     cures (the proxy holds Version): 3 kills in all, maxRestartsPerHour,
 //     the budget kept in repair.stateFile (the review saw 3 a start).
 func TestRepairLeavesARuntimeThatAnswers(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.Minutes)
 	r := startAnswersRig(t)
 	pid := r.mainPID(t)
 	for _, method := range []string{"ListContainers", "ListPodSandbox"} {

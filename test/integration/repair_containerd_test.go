@@ -260,7 +260,7 @@ func (r *repairRig) runningContainers(t *testing.T) map[string]string {
 //     restart once the new containerd is 3 waits old, then the budget is
 //     spent and no more are made.
 func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.Minutes)
 	r := startRepairRig(t)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
 	r.checkDiagnosis(t)

@@ -28,7 +28,7 @@ import (
 // the same run measured 2 containers running before the repair and 0
 // after, their 2 conmons killed with the unit's cgroup.
 func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.Minutes)
 	harness.RequireSystemd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

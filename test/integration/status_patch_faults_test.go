@@ -130,7 +130,7 @@ func (f *faultIdentity) refuseAsInvalid(t *testing.T) (remove func()) {
 // counted and retried slowly, not in a hot loop, and written soon after the
 // cause is fixed.
 func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.Minutes)
 	c, cp := ownContainerd(t), controlPlane(t)
 	node := uniqueNode("hw-faults")
 	nodeKC := createNode(t, cp, node)

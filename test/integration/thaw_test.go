@@ -21,7 +21,7 @@ const thawBound = 3*time.Second + 2*time.Second
 // RuntimeHung is False within thawBound of the thaw each time, whether the
 // heartbeat's Version (VersionHung) or a list call caught the freeze.
 func TestAThawIsSeenWithin3sWhicheverCallCaughtTheFreeze(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.Minutes)
 	c := harness.StartContainerdT(t, 1, 1)
 	d := startDaemon(t, c.Endpoint)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
