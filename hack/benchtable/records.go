@@ -130,8 +130,12 @@ func figuresOf(records []Record) *figures {
 // recordsOf turns measurements and -var values into records, each
 // stamped with where it came from: the -var machine, command and date.
 func recordsOf(ms []measurements.Measurement, vars map[string]string, row string) []Record {
+	command := vars["command"]
+	if command == "" {
+		command = vars["script"]
+	}
 	stamp := func(r Record) Record {
-		r.Row, r.Machine, r.Command, r.Date = row, vars["machine"], vars["command"], vars["date"]
+		r.Row, r.Machine, r.Command, r.Date = row, vars["machine"], command, vars["date"]
 		return r
 	}
 	var out []Record
