@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Run the benchmarks against a real containerd and print the figures that
-# BENCHMARKS.md records (needs root).
+# Run the benchmarks against a real containerd, print the figures that
+# BENCHMARKS.md records, and record them (needs root): Go's benchmarks go
+# to hack/benchtable/records/go-bench.jsonl (benchtable -gobench), the
+# footprint to records/footprint.jsonl, and BENCHMARKS.md is rendered again.
 #   ./hack/bench.sh
 #   ./hack/bench.sh --hang-after-slowness   # only issue 31's holds and the CRI share
 source "$(dirname "$0")/lib.sh"
@@ -37,11 +39,19 @@ echo
 # their summary ends the output.
 export HANGWATCH_MEASUREMENTS
 HANGWATCH_MEASUREMENTS=$(measurements_file bench)
-echo "\$ go test -run '^\$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/"
-go test -run '^$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/
+# go_bench COMMAND...: runs a `go test -bench` command, prints its output
+# and records its results (hack/benchtable -gobench) with the command and
+# this machine.
+go_bench() {
+  local out="$HANGWATCH_CACHE/bench-go.txt" cmd
+  cmd=$(printf '%q ' "$@")
+  echo "\$ ${cmd% }"
+  "$@" | tee "$out"
+  benchtable -gobench "$out" -var "machine=$(machine_text), containerd $CONTAINERD_VERSION" -var "command=${cmd% }"
+}
+go_bench go test -run '^$' -bench BenchmarkProbeCycle -benchtime 200x -count 3 ./cri/
 echo
-echo "\$ go test -run '^\$' -bench 'BenchmarkMonitor|BenchmarkNPDWay' -benchtime 1000000x -count 3 ./kernellog/"
-go test -run '^$' -bench 'BenchmarkMonitor|BenchmarkNPDWay' -benchtime 1000000x -count 3 ./kernellog/
+go_bench go test -run '^$' -bench 'BenchmarkMonitor|BenchmarkNPDWay' -benchtime 1000000x -count 3 ./kernellog/
 echo
 echo "\$ go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | grep MEASURE"
 go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | grep MEASURE | sed 's/^ *//'
@@ -62,8 +72,8 @@ echo
 echo "\$ go test -tags bench -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE"
 go test -tags bench -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE | sed 's/^ *//'
 
-echo "\$ go test -run '^\$' -bench 'BenchmarkParse|BenchmarkWindow' -benchtime 200x -count 3 ./kubeletmetrics/"
-go test -run '^$' -bench 'BenchmarkParse|BenchmarkWindow' -benchtime 200x -count 3 ./kubeletmetrics/
+go_bench go test -run '^$' -bench 'BenchmarkParse|BenchmarkWindow|BenchmarkParseAtTheBounds' -benchtime 200x -count 3 ./kubeletmetrics/
+go_bench go test -run '^$' -bench PassAtRest -benchtime 30x -count 3 ./remedy/
 
 echo "\$ go test -run '^\$' -fuzz FuzzParse -fuzztime 2m ./kubeletmetrics/"
 go test -run '^$' -fuzz FuzzParse -fuzztime 2m ./kubeletmetrics/ 2>&1 | tail -3
@@ -77,3 +87,5 @@ go test -tags bench -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHea
 echo
 echo "every measurement recorded (median of the runs), from $HANGWATCH_MEASUREMENTS:"
 benchtable -measurements "$HANGWATCH_MEASUREMENTS" -summary
+benchtable -w
+echo "BENCHMARKS.md rendered from hack/benchtable/records"

@@ -1,6 +1,7 @@
 # Sourced by hack/e2e.sh --matrix: one short end-to-end run per
 # kubelet/runtime pair of E2E_MATRIX (containerd or CRI-O), one row each in
-# BENCHMARKS.md.
+# BENCHMARKS.md: each pair's measurements are recorded as its row of
+# hack/benchtable/records/e2e-matrix.jsonl, and the page rendered again.
 
 # matrix_row KUBELET RUNTIME GATES HEALTHY runs the pair's scenarios
 # into its log and prints its table row. RUNTIME is a containerd version
@@ -30,57 +31,28 @@ matrix_row() {
     healthy_failure=${healthy_failure:-see the log}
   fi
   fails=$(grep -o -- '--- FAIL: [A-Za-z/_]*' "$log" | sed 's/--- FAIL: //' | tr '\n' ' ' || true)
-  local vars=(-var "kubelet=$k" -var "containerd=$shown" -var "gates=$gates" -var "healthy_failure=$healthy_failure" -var "fails=$fails")
-  # a pair whose scenarios did not all measure still gets its row: the
-  # figures' cells name what was not measured
-  if ! row=$(benchtable -measurements "$measured" -section e2e-matrix-row "${vars[@]}" 2>&1); then
+  local vars=(-var "kubelet=$k" -var "containerd=$shown" -var "gates=$gates" -var "healthy_failure=$healthy_failure" -var "fails=$fails"
+    -var "machine=$(machine_text)" -var "control_plane=$KUBE_VERSION" -var "healthy=$healthy"
+    -var "command=E2E_MATRIX=\"$k $c${gates:+ $gates}\" ./hack/e2e.sh --matrix $healthy")
+  # the row is recorded even when its scenarios did not all measure: the
+  # table's figures cell then names what was not measured
+  if ! row=$(benchtable -measurements "$measured" -section e2e-matrix-row -save -row "$k $shown ${gates:--}" "${vars[@]}" 2>&1); then
     row="| $k | $shown | ${gates:--} | ${row//|//} | | | ${fails:-all passed} |"
   fi
   echo "$row"
   return 0
 }
 
-# run_matrix HEALTHY runs every row, writing the table after each one, so
-# an interrupted matrix still leaves the rows it finished. Rows of pairs
-# not run this time are kept as they were (E2E_MATRIX may name a few).
+# run_matrix HEALTHY runs every row, rendering BENCHMARKS.md after each
+# one, so an interrupted matrix still leaves the rows it finished. Rows of
+# pairs not run this time keep their records (E2E_MATRIX may name a few).
 run_matrix() {
-  local healthy=$1 rows k c gates
-  rows=$(sed -n '/<!-- e2e-matrix:begin/,/<!-- e2e-matrix:end/p' BENCHMARKS.md | grep '^| v1' || true)
-  [ -z "$rows" ] || rows+=$'\n'
+  local healthy=$1 k c gates n=0
   while read -r k c gates; do
     [ -n "$k" ] || continue
-    rows=$(put_row "$rows" "$(matrix_row "$k" "$c" "$gates" "$healthy")")
-    write_matrix "$healthy" "$rows"
+    matrix_row "$k" "$c" "$gates" "$healthy"
+    benchtable -w
+    n=$((n + 1))
+    log "BENCHMARKS.md: matrix row $n recorded (hack/benchtable/records/e2e-matrix.jsonl)"
   done <<<"$E2E_MATRIX"
-}
-
-# put_row ROWS ROW prints ROWS with ROW in place of the row of the same
-# kubelet, containerd and gates, or after them.
-put_row() {
-  local rows=$1 row=$2 key line out="" put=""
-  key=$(cut -d'|' -f2-4 <<<"$row")
-  while IFS= read -r line; do
-    [ -n "$line" ] || continue
-    if [ "$(cut -d'|' -f2-4 <<<"$line")" = "$key" ]; then out+="$row"$'\n'; put=1; else out+="$line"$'\n'; fi
-  done <<<"$rows"
-  [ -n "$put" ] || out+="$row"$'\n'
-  printf '%s' "$out"
-}
-
-# write_matrix HEALTHY ROWS puts the table between the matrix markers of
-# BENCHMARKS.md.
-write_matrix() {
-  local healthy=$1 rows=$2 table
-  table=$(cat <<TABLE
-<!-- e2e-matrix:begin (written by hack/e2e.sh --matrix) -->
-Machine: $(machine_text); control plane $KUBE_VERSION. Command: \`./hack/e2e.sh --matrix $healthy\` (last run $(date -u +%Y-%m-%d)); each row's log is \`\$HANGWATCH_CACHE/e2e-matrix-<kubelet>-<runtime>[-<gates>].log\`; a runtime with no name is containerd.
-
-| kubelet | runtime | kubelet feature gates | runtime frozen: hangwatch, kubelet, **lead** | ListPodSandbox hangs: hangwatch, kubelet, **lead** | conditions raised in the healthy run ($healthy, 30 pods) | tests |
-| --- | --- | --- | --- | --- | --- | --- |
-${rows%$'\n'}
-<!-- e2e-matrix:end -->
-TABLE
-)
-  write_benchmarks_section e2e-matrix "## End to end on each supported kubelet and runtime" "$table"
-  log "BENCHMARKS.md: $(grep -c '^| v1' <<<"$rows") matrix rows written"
 }

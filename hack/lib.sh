@@ -376,43 +376,33 @@ measurements_file() {
 }
 
 # publish_section SECTION HEADING LOG RC FILE [-var KEY=VALUE...] renders
-# SECTION from the measurements in FILE (hack/benchtable) and puts it in
-# BENCHMARKS.md between its markers, or under HEADING; when a measurement
-# is missing, benchtable names it and BENCHMARKS.md is left as it was. It
-# returns RC, go test's status, or 1 when that was 0 and the section failed.
+# SECTION from the measurements in FILE (hack/benchtable); when every
+# measurement it names is there, it saves them, with the -var values, as
+# the section's records (hack/benchtable/records/SECTION.jsonl) and renders
+# BENCHMARKS.md again from all the records. When one is missing, benchtable
+# names it and the records and BENCHMARKS.md are left as they were. HEADING
+# is kept for the callers: the headings are in hack/benchtable/page.md.tmpl.
+# It returns RC, go test's status, or 1 when that was 0 and the section failed.
 publish_section() {
-  local section=$1 heading=$2 log=$3 rc=$4 measured=$5 text
+  local section=$1 log=$3 rc=$4 measured=$5
   shift 5
-  if ! text=$(benchtable -measurements "$measured" -section "$section" "$@"); then
+  if ! benchtable -measurements "$measured" -section "$section" -save -w "$@" >/dev/null; then
     log "BENCHMARKS.md left as it was (go test exit $rc); the full log is $log"
     return $(( rc == 0 ? 1 : rc ))
   fi
-  write_benchmarks_section "$section" "$heading" "$text"
-  log "BENCHMARKS.md updated (go test exit $rc); the full log is $log"
+  log "BENCHMARKS.md updated from hack/benchtable/records/$section.jsonl (go test exit $rc); the full log is $log"
   return "$rc"
 }
 
-# benchtable ARGS... runs hack/benchtable: it renders a BENCHMARKS.md
-# section from recorded measurements (-measurements FILE -section NAME
-# -var KEY=VALUE...) and fails, naming them, when some were not recorded.
+# benchtable ARGS... runs hack/benchtable on this checkout's records and
+# BENCHMARKS.md: it renders a section from recorded measurements
+# (-measurements FILE -section NAME -var KEY=VALUE...; -save keeps them as
+# the section's records, -w renders the page again), records `go test
+# -bench` output (-gobench FILE), and fails, naming them, when
+# measurements a section names were not recorded.
 benchtable() {
   (cd "$ROOT" && go build -o "$HANGWATCH_CACHE/bin/benchtable" ./hack/benchtable)
-  "$HANGWATCH_CACHE/bin/benchtable" "$@"
-}
-
-# write_benchmarks_section MARKER HEADING TEXT puts TEXT (which starts with
-# <!-- MARKER:begin and ends with <!-- MARKER:end -->) in BENCHMARKS.md in
-# place of the section between those markers, or appends it under HEADING
-# (a markdown heading line) when there is none yet.
-write_benchmarks_section() {
-  local marker=$1 heading=$2 text=$3
-  if grep -q "<!-- $marker:begin" BENCHMARKS.md; then
-    awk -v t="$text" -v b="<!-- $marker:begin" -v e="<!-- $marker:end -->" \
-      'index($0, b) == 1 {print t; skip=1} index($0, e) == 1 {skip=0; next} !skip' BENCHMARKS.md > BENCHMARKS.md.tmp
-  else
-    { cat BENCHMARKS.md; printf '\n%s\n\n%s\n' "$heading" "$text"; } > BENCHMARKS.md.tmp
-  fi
-  mv BENCHMARKS.md.tmp BENCHMARKS.md
+  "$HANGWATCH_CACHE/bin/benchtable" -records "$ROOT/hack/benchtable/records" -page "$ROOT/BENCHMARKS.md" "$@"
 }
 
 # ---- a run's own temp dir, swept whatever ends the script ----

@@ -47,7 +47,7 @@ func loadDashboard(t *testing.T) dashboard {
 var grafanaVars = strings.NewReplacer("$__rate_interval", "1m", "$node", ".*")
 
 // TestDashboardQueriesNameKnownMetrics checks every query names only
-// metrics hangwatch exports (its README's table) or a real kubelet
+// metrics hangwatch exports (docs/metrics.md's table) or a real kubelet
 // exports (the 1.34 captures in kubeletmetrics/testdata), and that
 // promtool parses every query.
 func TestDashboardQueriesNameKnownMetrics(t *testing.T) {
@@ -137,12 +137,12 @@ func metricNames(expr string) []string {
 	return out
 }
 
-// knownMetrics are hangwatch's (the README's metrics table, with histogram
+// knownMetrics are hangwatch's (docs/metrics.md's table, with histogram
 // series) and a real kubelet's (its 1.34 captures).
 func knownMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	known := map[string]bool{}
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "metrics.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 )
 
 // TestEveryMetricIsDocumented finds every metric name defined in the
-// module's code and checks the README's metrics table lists it.
+// module's code and checks docs/metrics.md's table lists it.
 func TestEveryMetricIsDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		for _, m := range name.FindAllSubmatch(src, -1) {
 			found++
 			if !strings.Contains(string(readme), "| `"+string(m[1])+"` |") {
-				t.Errorf("%s (defined in %s) is not in the README's metrics table", m[1], path)
+				t.Errorf("%s (defined in %s) is not in docs/metrics.md's metrics table", m[1], path)
 			}
 		}
 		return nil
@@ -44,14 +44,14 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	}
 }
 
-// TestTheInputsTableIsMadeFromTheTypes: the README's table of the rules'
+// TestTheInputsTableIsMadeFromTheTypes: docs/rules.md's table of the rules'
 // inputs is the one package observations makes from its types.
 func TestTheInputsTableIsMadeFromTheTypes(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/rules.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if table := observations.MarkdownTable(); !strings.Contains(string(readme), table) {
-		t.Fatalf("the README's table of inputs is not the one made from package observations; put this in its place:\n%s", table)
+		t.Fatalf("docs/rules.md's table of inputs is not the one made from package observations; put this in its place:\n%s", table)
 	}
 }

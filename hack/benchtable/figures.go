@@ -17,14 +17,27 @@ type figures struct {
 	byName  map[string][]measurements.Measurement
 	vars    map[string]string
 	missing map[string]bool
+	// from a records file: each measurement's latest record (where it
+	// came from), and the rows of a table of rows with their own figures
+	records  map[string]Record
+	rows     map[string]*figures
+	rowOrder []string
+	order    []string // measurement names in the order first recorded
 }
 
 func newFigures(all []measurements.Measurement, vars map[string]string) *figures {
-	f := &figures{byName: map[string][]measurements.Measurement{}, vars: vars, missing: map[string]bool{}}
+	f := &figures{byName: map[string][]measurements.Measurement{}, vars: vars, missing: map[string]bool{}, records: map[string]Record{}}
 	for _, m := range all {
-		f.byName[m.Name] = append(f.byName[m.Name], m)
+		f.add(m)
 	}
 	return f
+}
+
+func (f *figures) add(m measurements.Measurement) {
+	if len(f.byName[m.Name]) == 0 {
+		f.order = append(f.order, m.Name)
+	}
+	f.byName[m.Name] = append(f.byName[m.Name], m)
 }
 
 // latest is the last record of name: a scenario run again (hack/e2e.sh's
@@ -141,4 +154,60 @@ func writeSummary(w io.Writer, all []measurements.Measurement) error {
 		}
 	}
 	return nil
+}
+
+// runs are every recorded value of name, in the order recorded, with that
+// many decimals, joined by " / ": "342 / 354 / 338".
+func (f *figures) runs(name string, decimals int) string {
+	ms := f.byName[name]
+	if len(ms) == 0 {
+		f.missing[name] = true
+		return "?"
+	}
+	var parts []string
+	for _, m := range ms {
+		parts = append(parts, fmt.Sprintf("%.*f", decimals, m.Value))
+	}
+	return strings.Join(parts, " / ")
+}
+
+// thousands is the latest value of name with that many decimals and its
+// thousands grouped with commas: "1,322,658".
+func (f *figures) thousands(name string, decimals int) string {
+	m, ok := f.latest(name)
+	if !ok {
+		return "?"
+	}
+	return group(fmt.Sprintf("%.*f", decimals, m.Value))
+}
+
+// group puts commas between the thousands of a formatted number.
+func group(s string) string {
+	intPart, frac, hasFrac := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	out := b.String()
+	if neg {
+		out = "-" + out
+	}
+	if hasFrac {
+		out += "." + frac
+	}
+	return out
+}
+
+// source is where name's latest record came from: its date, machine and
+// command, as recorded.
+func (f *figures) source(name string) Record {
+	if _, ok := f.latest(name); !ok {
+		return Record{}
+	}
+	return f.records[name]
 }

@@ -98,3 +98,51 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+var (
+	// a variable a script reads from its environment, with a default: ${NAME:-...}
+	scriptVariable = regexp.MustCompile(`\$\{([A-Z][A-Z0-9_]*):-`)
+	// a row of one of docs/testing.md's tables of variables
+	documentedAnyVariable = regexp.MustCompile("(?m)^\\| `([A-Z][A-Z0-9_]*)` \\|")
+)
+
+// TestEveryScriptVariableIsDocumented finds the variables the scripts under
+// hack/ read from their environment with a default (${NAME:-default}) and
+// fails on one that no table of docs/testing.md names.
+func TestEveryScriptVariableIsDocumented(t *testing.T) {
+	root := ModuleRoot()
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "testing.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range documentedAnyVariable.FindAllSubmatch(doc, -1) {
+		documented[string(m[1])] = true
+	}
+	scripts, err := filepath.Glob(filepath.Join(root, "hack", "*.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob(filepath.Join(root, "hack", "*", "*.sh"))
+	scripts = append(scripts, more...)
+	if len(scripts) < 5 {
+		t.Fatalf("found %d scripts under hack/", len(scripts))
+	}
+	found := 0
+	for _, path := range scripts {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, m := range scriptVariable.FindAllSubmatch(b, -1) {
+			found++
+			if name := string(m[1]); !documented[name] {
+				t.Errorf("%s reads %s, which no table of docs/testing.md's \"Variables\" names", rel, name)
+			}
+		}
+	}
+	if found < 10 {
+		t.Fatalf("found only %d ${NAME:-default} reads in hack/; the pattern no longer matches the scripts", found)
+	}
+}

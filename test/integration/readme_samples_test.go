@@ -15,9 +15,9 @@ import (
 )
 
 // TestReadmeDiagSamplesMatchTheBinary runs diag against the real
-// containerd, healthy and frozen, and checks that the README's sample
+// containerd, healthy and frozen, and checks that docs/diag.md's sample
 // outputs have the same sections, labels and methods as what the binary
-// prints now, and that every key of diag's JSON is in the README's key
+// prints now, and that every key of diag's JSON is in docs/diag.md's key
 // table. Values (times, counts, paths) may differ; the shape may not.
 func TestReadmeDiagSamplesMatchTheBinary(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
@@ -31,17 +31,17 @@ func TestReadmeDiagSamplesMatchTheBinary(t *testing.T) {
 	keys = append(keys, diagJSONKeys(t, c.Endpoint)...)
 	thaw()
 	checkSample(t, "frozen", readmeBlockAfter(t, readme, "frozen with `kill -STOP`"), frozen)
-	table := readmeSection(t, readme, "### JSON output", "\n## ")
+	table := readmeSection(t, readme, "## JSON output", "\n## ")
 	for _, k := range keys {
 		if !documented(table, k) {
-			t.Errorf("diag -o json key %s is not in the README's JSON key table", k)
+			t.Errorf("diag -o json key %s is not in docs/diag.md's JSON key table", k)
 		}
 	}
 }
 
 func readReadme(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(), "README.md"))
+	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(), "docs", "diag.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +53,13 @@ func readmeBlockAfter(t *testing.T, readme, marker string) string {
 	t.Helper()
 	i := strings.Index(readme, marker)
 	if i < 0 {
-		t.Fatalf("README has no %q", marker)
+		t.Fatalf("docs/diag.md has no %q", marker)
 	}
 	rest := readme[i:]
 	_, block, ok := strings.Cut(rest, "```\n")
 	block, _, closed := strings.Cut(block, "```")
 	if !ok || !closed {
-		t.Fatalf("README has no fenced block after %q", marker)
+		t.Fatalf("docs/diag.md has no fenced block after %q", marker)
 	}
 	return block
 }
@@ -68,7 +68,7 @@ func readmeSection(t *testing.T, readme, from, to string) string {
 	t.Helper()
 	i := strings.Index(readme, from)
 	if i < 0 {
-		t.Fatalf("README has no %q", from)
+		t.Fatalf("docs/diag.md has no %q", from)
 	}
 	s := readme[i+len(from):]
 	if j := strings.Index(s, to); j >= 0 {
@@ -133,12 +133,12 @@ func checkSample(t *testing.T, name, sample, actual string) {
 	t.Helper()
 	want, got := shape(actual), shape(sample)
 	if strings.Join(want, "|") != strings.Join(got, "|") {
-		t.Errorf("the README's %s diag sample is stale.\nREADME's labels: %q\nthe binary's:    %q\nthe binary prints:\n%s",
+		t.Errorf("docs/diag.md's %s diag sample is stale.\ndocs/diag.md's labels: %q\nthe binary's:    %q\nthe binary prints:\n%s",
 			name, got, want, actual)
 	}
 }
 
-// diagJSONKeys runs diag -o json and returns its keys as the README's
+// diagJSONKeys runs diag -o json and returns its keys as docs/diag.md's
 // table names them: dotted paths, lists as name[].
 func diagJSONKeys(t *testing.T, endpoint string) []string {
 	t.Helper()
