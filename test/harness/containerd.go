@@ -56,7 +56,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
 // configV3 is containerd 2.x's: the CRI runtime and image services are
 // plugins of their own, the stream server stays with the CRI plugin
-// (containerd's docs/cri/config.md).
+// (containerd's docs/cri/config.md). NRI's socket is in the temp dir too:
+// its default, /var/run/nri/nri.sock, is the machine's, and two
+// containerds starting at once would both take it.
 const configV3 = `version = 3
 root = "%[1]s/root"
 state = "%[1]s/state"
@@ -81,6 +83,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [plugins.'io.containerd.grpc.v1.cri']
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+[plugins.'io.containerd.nri.v1.nri']
+  socket_path = "%[1]s/nri.sock"
 `
 
 const loopbackCNI = `{"cniVersion": "0.4.0", "name": "hangwatch-loopback", "plugins": [{"type": "loopback"}]}`
