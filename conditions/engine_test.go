@@ -40,13 +40,15 @@ func customSpec() conditions.Spec {
 func TestUserConditionWithThresholdsAndMinDuration(t *testing.T) {
 	clk := testclock.NewFakeClock(t0)
 	var moves []string
-	e, err := conditions.NewEngine([]conditions.Spec{customSpec()}, clk, conditions.EngineOptions{Available: conditions.Inputs,
-		OnChange: func(before, after conditions.Condition) {
-			moves = append(moves, string(before.Status)+">"+string(after.Status))
-		}})
+	e, err := conditions.NewEngine([]conditions.Spec{customSpec()}, clk, conditions.EngineOptions{Available: conditions.Inputs})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Subscribe(conditions.SubscriberFunc(func(j conditions.Judgement) {
+		for _, c := range j.Changes {
+			moves = append(moves, string(c.Before.Status)+">"+string(c.After.Status))
+		}
+	}))
 	many := observations.CRI{Containers: 600}
 	want := []corev1.ConditionStatus{corev1.ConditionUnknown, corev1.ConditionUnknown, corev1.ConditionUnknown, corev1.ConditionTrue}
 	for i, w := range want { // bad at 0s, 10s, 20s, 30s: the streak lasts 30s at the 4th

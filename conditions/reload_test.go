@@ -29,12 +29,15 @@ func TestReloadKeepsUnchangedAndReevaluatesChangedRules(t *testing.T) {
 	clk := testclock.NewFakeClock(t0)
 	var moves []string
 	e, err := conditions.NewEngine([]conditions.Spec{containersSpec("Kept", 10), containersSpec("Edited", 500), containersSpec("Dropped", 10)},
-		clk, conditions.EngineOptions{Available: conditions.Inputs, OnChange: func(before, after conditions.Condition) {
-			moves = append(moves, after.Type+":"+string(after.Status))
-		}})
+		clk, conditions.EngineOptions{Available: conditions.Inputs})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Subscribe(conditions.SubscriberFunc(func(j conditions.Judgement) {
+		for _, c := range j.Changes {
+			moves = append(moves, c.After.Type+":"+string(c.After.Status))
+		}
+	}))
 	e.Observe(observations.CRI{Containers: 20})
 	kept := condition(t, e, "Kept")
 	if kept.Status != corev1.ConditionTrue || condition(t, e, "Edited").Status != corev1.ConditionFalse {

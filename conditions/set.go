@@ -15,7 +15,6 @@ type Set struct {
 	mu       sync.Mutex
 	trackers map[string]*Tracker
 	gauge    *metrics.GaugeVec
-	changed  chan struct{}
 }
 
 // NewSet starts the given condition types as Unknown and, when reg is not
@@ -24,7 +23,7 @@ func NewSet(reg metrics.KubeRegistry, now time.Time, types map[string]Thresholds
 	s := &Set{trackers: map[string]*Tracker{}, gauge: metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name: "hangwatch_node_condition", StabilityLevel: metrics.ALPHA,
 		Help: "hangwatch's node conditions: 1 for the status (true, false, unknown) each condition has now, 0 for the others.",
-	}, []string{"condition", "status"}), changed: make(chan struct{}, 1)}
+	}, []string{"condition", "status"})}
 	if reg != nil {
 		reg.MustRegister(s.gauge)
 	}
@@ -47,7 +46,6 @@ func (s *Set) Update(condType string, now time.Time, v Evaluation) (before, afte
 	before = t.Condition()
 	if changed = t.Update(now, v); changed {
 		s.export(t.Condition())
-		s.notify()
 	}
 	return before, t.Condition(), changed
 }
@@ -64,15 +62,8 @@ func (s *Set) Restore(conds []Condition, now time.Time) []string {
 			s.export(t.Condition())
 		}
 	}
-	if len(took) > 0 {
-		s.notify()
-	}
 	return took
 }
-
-// Changed receives after any condition changed; several changes may come
-// as one receive.
-func (s *Set) Changed() <-chan struct{} { return s.changed }
 
 // Types returns the condition types the set holds, sorted.
 func (s *Set) Types() []string {
@@ -84,13 +75,6 @@ func (s *Set) Types() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func (s *Set) notify() {
-	select {
-	case s.changed <- struct{}{}:
-	default:
-	}
 }
 
 // Snapshot returns every condition, sorted by type.
@@ -137,5 +121,4 @@ func (s *Set) Retype(types map[string]Thresholds, fresh map[string]bool, now tim
 		s.trackers[t] = NewTracker(t, th, now)
 		s.export(s.trackers[t].Condition())
 	}
-	s.notify()
 }
