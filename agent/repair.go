@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/internal/maintenance"
 	"github.com/hangwatch/hangwatch/repair"
@@ -34,7 +32,7 @@ type repairVerdicts struct {
 func (r *repairVerdicts) Judged(j conditions.Judgement) {
 	var out []repair.Verdict
 	for _, c := range j.Conditions {
-		out = append(out, repair.Verdict{Type: c.Type, True: c.Status == corev1.ConditionTrue, Reason: c.Reason, Since: c.LastTransitionTime})
+		out = append(out, repair.Verdict{Type: c.Type, True: c.Status == conditions.StatusTrue, Reason: c.Reason, Since: c.LastTransitionTime})
 	}
 	r.mu.Lock()
 	r.v = out

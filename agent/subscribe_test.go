@@ -60,7 +60,7 @@ func TestEveryConsumerHearsAChangeAsASubscriber(t *testing.T) {
 	if v := a.verdicts.get(); len(v) != 1 || !v[0].True || v[0].Reason != "ListPodSandboxHung" {
 		t.Errorf("repair's verdicts %+v, want RuntimeHung True at once", v)
 	}
-	if got := conditionsServed(t, a); got.Status != corev1.ConditionTrue || got.Reason != "ListPodSandboxHung" {
+	if got := conditionsServed(t, a); got.Status != conditions.StatusTrue || got.Reason != "ListPodSandboxHung" {
 		t.Errorf("/conditions serves %+v, want RuntimeHung True at once", got)
 	}
 	clocktest.StepUntil(t, clk, 1, 100*time.Millisecond, time.Minute, "RuntimeHung True on the Node", func() bool {

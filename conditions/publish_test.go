@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/observations"
@@ -22,7 +20,7 @@ func TestEveryJudgementIsPublishedInOrder(t *testing.T) {
 	e.Observe(hung)
 	clk.Step(time.Second)
 	e.Observe(hung)
-	onNode := []conditions.Condition{{Type: conditions.TypeRuntimeHung, Status: corev1.ConditionFalse, Reason: "RuntimeResponsive"}}
+	onNode := []conditions.Condition{{Type: conditions.TypeRuntimeHung, Status: conditions.StatusFalse, Reason: "RuntimeResponsive"}}
 	e.Restore(onNode)
 	want := []conditions.Cause{conditions.CauseSubscribed, conditions.CauseObserved, conditions.CauseObserved, conditions.CauseRestored}
 	if len(heard) != len(want) {
@@ -33,13 +31,13 @@ func TestEveryJudgementIsPublishedInOrder(t *testing.T) {
 			t.Errorf("judgement %d: %+v, want %s with the one condition", i, j, want[i])
 		}
 	}
-	if c := heard[1].Changes; heard[1].Input != observations.NameCRI || len(c) != 1 || c[0].Before.Status != corev1.ConditionUnknown || c[0].After.Status != corev1.ConditionTrue {
+	if c := heard[1].Changes; heard[1].Input != observations.NameCRI || len(c) != 1 || c[0].Before.Status != conditions.StatusUnknown || c[0].After.Status != conditions.StatusTrue {
 		t.Errorf("the first observation: %+v, want cri's move from Unknown to True", heard[1])
 	}
 	if j := heard[2]; len(j.Changes) != 0 || !j.Conditions[0].LastProbeTime.Equal(clk.Now()) {
 		t.Errorf("the second observation: %+v, want no change and the probe time now", j)
 	}
-	if j := heard[3]; len(j.OnNode) != 1 || j.Conditions[0].Status != corev1.ConditionTrue {
+	if j := heard[3]; len(j.OnNode) != 1 || j.Conditions[0].Status != conditions.StatusTrue {
 		t.Errorf("the restore: %+v, want the Node's conditions and RuntimeHung kept True (this process's own evidence)", j)
 	}
 }
@@ -64,7 +62,7 @@ func TestLatestWakesOnceForManyChanges(t *testing.T) {
 		t.Fatal("woken twice for changes read once")
 	default:
 	}
-	if c := l.Conditions(); len(c) != 1 || c[0].Status != corev1.ConditionTrue {
+	if c := l.Conditions(); len(c) != 1 || c[0].Status != conditions.StatusTrue {
 		t.Fatalf("latest %+v, want RuntimeHung True", c)
 	}
 }

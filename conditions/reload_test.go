@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/conditions"
@@ -40,7 +39,7 @@ func TestReloadKeepsUnchangedAndReevaluatesChangedRules(t *testing.T) {
 	}))
 	e.Observe(observations.CRI{Containers: 20})
 	kept := condition(t, e, "Kept")
-	if kept.Status != corev1.ConditionTrue || condition(t, e, "Edited").Status != corev1.ConditionFalse {
+	if kept.Status != conditions.StatusTrue || condition(t, e, "Edited").Status != conditions.StatusFalse {
 		t.Fatalf("before the reload: %+v", e.Set().Snapshot())
 	}
 	clk.Step(time.Minute)
@@ -53,11 +52,11 @@ func TestReloadKeepsUnchangedAndReevaluatesChangedRules(t *testing.T) {
 	if got != "Kept | Edited | Added | Dropped" {
 		t.Fatalf("reload result %q", got)
 	}
-	if c := condition(t, e, "Kept"); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(kept.LastTransitionTime) {
+	if c := condition(t, e, "Kept"); c.Status != conditions.StatusTrue || !c.LastTransitionTime.Equal(kept.LastTransitionTime) {
 		t.Fatalf("unchanged rule's condition %+v, want it as before (%v)", c, kept.LastTransitionTime)
 	}
 	for _, ty := range []string{"Edited", "Added"} {
-		if c := condition(t, e, ty); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(clk.Now()) {
+		if c := condition(t, e, ty); c.Status != conditions.StatusTrue || !c.LastTransitionTime.Equal(clk.Now()) {
 			t.Fatalf("%s after the reload %+v, want True at once from the last observation", ty, c)
 		}
 	}
@@ -81,7 +80,7 @@ func TestReloadRefusesABadRuleAndKeepsRunning(t *testing.T) {
 		t.Fatalf("error %v, want the field path", err)
 	}
 	e.Observe(observations.CRI{Containers: 20})
-	if c := condition(t, e, "Kept"); c.Status != corev1.ConditionTrue {
+	if c := condition(t, e, "Kept"); c.Status != conditions.StatusTrue {
 		t.Fatalf("the running rule after a refused reload: %+v", c)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/metrics"
 )
 
@@ -90,7 +89,7 @@ func (s *Set) Snapshot() []Condition {
 }
 
 func (s *Set) export(c Condition) {
-	for _, st := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown} {
+	for _, st := range []Status{StatusTrue, StatusFalse, StatusUnknown} {
 		v := 0.0
 		if c.Status == st {
 			v = 1
@@ -109,7 +108,7 @@ func (s *Set) Retype(types map[string]Thresholds, fresh map[string]bool, now tim
 	for t := range s.trackers {
 		if _, keep := types[t]; !keep {
 			delete(s.trackers, t)
-			for _, st := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown} {
+			for _, st := range []Status{StatusTrue, StatusFalse, StatusUnknown} {
 				s.gauge.Delete(map[string]string{"condition": t, "status": strings.ToLower(string(st))})
 			}
 		}

@@ -124,9 +124,9 @@ func (e *Events) Shutdown() { e.stop() }
 
 func transitionType(before, after conditions.Condition) (string, bool) {
 	switch {
-	case after.Status == corev1.ConditionTrue && (before.Status != corev1.ConditionTrue || before.Reason != after.Reason):
+	case after.Status == conditions.StatusTrue && (before.Status != conditions.StatusTrue || before.Reason != after.Reason):
 		return corev1.EventTypeWarning, true
-	case after.Status == corev1.ConditionFalse && before.Status == corev1.ConditionTrue:
+	case after.Status == conditions.StatusFalse && before.Status == conditions.StatusTrue:
 		return corev1.EventTypeNormal, true
 	}
 	return "", false

@@ -131,7 +131,7 @@ func (r *Reporter) restore(ctx context.Context) error {
 		if len(r.shared[string(c.Type)]) > 0 {
 			continue // another writer's values, whether left to it or overwritten: not hangwatch's to carry on
 		}
-		cond := conditions.Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
+		cond := conditions.Condition{Type: string(c.Type), Status: conditions.Status(c.Status), Reason: c.Reason, Message: c.Message,
 			LastTransitionTime: c.LastTransitionTime.Time}
 		found = append(found, cond)
 		r.written[cond.Type] = cond
@@ -273,7 +273,7 @@ func (r *Reporter) wait(ctx context.Context, changed <-chan struct{}, until time
 func nodeConditions(snap []conditions.Condition, now time.Time) []corev1.NodeCondition {
 	out := make([]corev1.NodeCondition, 0, len(snap))
 	for _, c := range snap {
-		out = append(out, corev1.NodeCondition{Type: corev1.NodeConditionType(c.Type), Status: c.Status,
+		out = append(out, corev1.NodeCondition{Type: corev1.NodeConditionType(c.Type), Status: corev1.ConditionStatus(c.Status),
 			Reason: c.Reason, Message: c.Message, LastHeartbeatTime: metav1.NewTime(now),
 			LastTransitionTime: metav1.NewTime(c.LastTransitionTime)})
 	}

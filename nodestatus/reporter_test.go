@@ -155,10 +155,10 @@ func TestReporterKeepsTheStateWhileTheAPIServerFails(t *testing.T) {
 }
 
 func TestTransitionsWorthAnEvent(t *testing.T) {
-	u := conditions.Condition{Status: corev1.ConditionUnknown, Reason: conditions.ReasonNoData}
-	ok := conditions.Condition{Status: corev1.ConditionFalse, Reason: "Fine"}
-	bad := conditions.Condition{Status: corev1.ConditionTrue, Reason: "StatusHung"}
-	worse := conditions.Condition{Status: corev1.ConditionTrue, Reason: "RuntimeNotResponding"}
+	u := conditions.Condition{Status: conditions.StatusUnknown, Reason: conditions.ReasonNoData}
+	ok := conditions.Condition{Status: conditions.StatusFalse, Reason: "Fine"}
+	bad := conditions.Condition{Status: conditions.StatusTrue, Reason: "StatusHung"}
+	worse := conditions.Condition{Status: conditions.StatusTrue, Reason: "RuntimeNotResponding"}
 	for _, c := range []struct {
 		before, after conditions.Condition
 		want          string
@@ -181,8 +181,8 @@ func TestNoEventForAConditionCarriedOnUnchanged(t *testing.T) {
 	move(conditions.TypeRuntimeHung, conditions.Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
 	move(conditions.TypeKernelDeadlock, conditions.Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
 	onNode := []conditions.Condition{
-		{Type: conditions.TypeRuntimeHung, Status: corev1.ConditionTrue, Reason: "StatusHung", Message: "hung before"},
-		{Type: conditions.TypeKernelDeadlock, Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock", Message: "fine"},
+		{Type: conditions.TypeRuntimeHung, Status: conditions.StatusTrue, Reason: "StatusHung", Message: "hung before"},
+		{Type: conditions.TypeKernelDeadlock, Status: conditions.StatusFalse, Reason: "KernelHasNoDeadlock", Message: "fine"},
 	}
 	judge.Restore(onNode)
 	if got := drain(rec); got != "" {
@@ -196,7 +196,7 @@ func TestNoEventForAConditionCarriedOnUnchanged(t *testing.T) {
 	// A restart that finds a problem the Node did not have tells it.
 	e = &Events{emit: rec.emit, known: map[string]conditions.Condition{}}
 	e.Judged(conditions.Judgement{Cause: conditions.CauseRestored, Conditions: judge.set.Snapshot(),
-		OnNode: []conditions.Condition{onNode[0], {Type: conditions.TypeKernelDeadlock, Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock"}}})
+		OnNode: []conditions.Condition{onNode[0], {Type: conditions.TypeKernelDeadlock, Status: conditions.StatusFalse, Reason: "KernelHasNoDeadlock"}}})
 	if got := drain(rec); got != "Warning ContainerRuntimeTaskBlocked Node condition KernelDeadlock is now True: blocked" {
 		t.Fatalf("a change across the restart: %q", got)
 	}

@@ -71,7 +71,7 @@ func TestASharedConditionIsLeftToItsOtherWriter(t *testing.T) {
 	if err := r.restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s := judge.set.Snapshot(); s[0].Type != conditions.TypeKernelDeadlock || s[0].Status != corev1.ConditionUnknown {
+	if s := judge.set.Snapshot(); s[0].Type != conditions.TypeKernelDeadlock || s[0].Status != conditions.StatusUnknown {
 		t.Errorf("npd's KernelDeadlock was carried on as hangwatch's: %+v", s[0])
 	}
 	judge.update(conditions.TypeKernelDeadlock, t0, conditions.Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})

@@ -92,15 +92,17 @@ func judgeOrWriter(pkg string) bool {
 }
 
 // TestTheJudgeLinksNoClientGo: conditions judges and publishes; talking
-// to the API server is nodestatus's and the agent's.
+// to the API server, and its types, are nodestatus's and the agent's.
 func TestTheJudgeLinksNoClientGo(t *testing.T) {
 	deps := goList(t, `{{join .Deps "\n"}}`, module+"conditions")
 	if !slices.Contains(deps, "k8s.io/utils/clock") {
 		t.Fatalf("conditions' dependencies read without its clock: %v", deps)
 	}
 	for _, d := range deps {
-		if d == "k8s.io/client-go" || strings.HasPrefix(d, "k8s.io/client-go/") {
-			t.Errorf("conditions depends on %s: the judge links no client-go", d)
+		for _, api := range []string{"k8s.io/client-go", "k8s.io/api"} {
+			if d == api || strings.HasPrefix(d, api+"/") {
+				t.Errorf("conditions depends on %s: the judge links neither client-go nor the API's types", d)
+			}
 		}
 	}
 }
