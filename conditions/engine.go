@@ -97,7 +97,8 @@ func (e *Engine) Reads(input string) bool {
 	return false
 }
 
-// Set returns the conditions the engine owns.
+// Set returns the conditions the engine owns, to read: a change made
+// through it is not published (Restore is the engine's, and is).
 func (e *Engine) Set() *Set { return e.set }
 
 // Observe records the latest observation of one input, evaluates the
