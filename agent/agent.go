@@ -17,12 +17,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/apiclient"
-	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/internal/memlimit"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
+	"github.com/hangwatch/hangwatch/nodestatus"
 )
 
 // Options are what the agent runs with and what it talks to.
@@ -61,8 +61,8 @@ type Options struct {
 // status, Events, the node's Lease and the server's version.
 // *apiclient.Client is one.
 type APIClient interface {
-	conditions.NodeClient
-	conditions.EventSink
+	nodestatus.NodeClient
+	nodestatus.EventSink
 	leases.Client
 }
 

@@ -19,6 +19,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/internal/clocktest"
@@ -228,7 +229,7 @@ func TestAReloadChangesARuleInProcess(t *testing.T) {
 	}
 	hup := make(chan os.Signal, 1)
 	p := startInProcessWith(t, loaded, &Reload{Path: path, Load: loader.LoadBytes, Signal: hup})
-	status := func() corev1.ConditionStatus {
+	status := func() conditions.Status {
 		for _, c := range p.agent.Conditions() {
 			if c.Type == "HasNoContainers" {
 				return c.Status
@@ -236,14 +237,14 @@ func TestAReloadChangesARuleInProcess(t *testing.T) {
 		}
 		return ""
 	}
-	p.stepUntil(t, "HasNoContainers=False", func() bool { return status() == corev1.ConditionFalse })
+	p.stepUntil(t, "HasNoContainers=False", func() bool { return status() == conditions.StatusFalse })
 	write(rule("cri.containers == 0"))
-	took := p.stepUntil(t, "HasNoContainers=True after the edit", func() bool { return status() == corev1.ConditionTrue })
+	took := p.stepUntil(t, "HasNoContainers=True after the edit", func() bool { return status() == conditions.StatusTrue })
 	t.Logf("the edited rule raised its condition %v (simulated) after the write", took)
 	write(rule("cri.containres == 0")) // a misspelled field: refused, not an error at each evaluation
 	hup <- syscall.SIGHUP
 	p.stepUntil(t, "the refusal", func() bool { return strings.Contains(metricsText(t, p), "hangwatch_config_last_reload_successful 0") })
-	if status() != corev1.ConditionTrue {
+	if status() != conditions.StatusTrue {
 		t.Errorf("a refused file changed the running rule: %s", status())
 	}
 }

@@ -27,8 +27,9 @@ type Agent struct {
 	relister   *cri.Relister // nil without the PLEG emulation
 	criMetrics *cri.Metrics
 	engine     *conditions.Engine
-	conds      *conditions.Set
-	feeds      []feed // the signals, each feeding one input
+	view       *conditions.Latest // the engine's conditions, for /conditions
+	verdicts   *repairVerdicts    // the engine's conditions, for repair; nil without the link
+	feeds      []feed             // the signals, each feeding one input
 	events     *kernelEventLog
 	kernel     *kernellog.Watch // nil when the kernel log is not watched
 	api        *apiReporting    // nil when there is no API server
@@ -78,12 +79,12 @@ func (a *Agent) assemble() error {
 		holds, kernelConditions = a.kernel.RestoredHolds(), config.KernelConditionNames(a.kernel.Monitor().ConditionTypes())
 	}
 	a.engine, err = conditions.NewEngine(specs, a.o.Clock, conditions.EngineOptions{
-		Available: available, Registry: a.o.Registry, OnChange: a.api.transition, RestoredHold: holds,
+		Available: available, Registry: a.o.Registry, RestoredHold: holds,
 		Params: a.cfg.RuleParams(), KernelConditions: kernelConditions})
 	if err != nil {
 		return err
 	}
-	a.conds = a.engine.Set()
+	a.subscribe()
 	if a.api != nil && a.engine.Reads(conditions.InputLease) { // else spare the API server the reads
 		a.feeds = append(a.feeds, feed{conditions.InputLease, a.leaseWatch()})
 	}
@@ -153,7 +154,7 @@ func (a *Agent) openKernelLog() {
 		a.kernel = nil
 		return
 	}
-	a.engine.Observe(a.kernel.Input())
+	a.observe(a.kernel.Input())
 	a.health.addCheck(a.kernel.Check)
 }
 
@@ -170,8 +171,20 @@ func (a *Agent) Close() {
 	}
 }
 
+// subscribe hands what the engine judges to its consumers, all the same
+// way: the HTTP view and, with an API server, the Node's status writer
+// and its Events. Repair's view subscribes with the link
+// (newRepairLink).
+func (a *Agent) subscribe() {
+	a.view = &conditions.Latest{}
+	a.engine.Subscribe(a.view)
+	if a.api != nil {
+		a.api.subscribe(a.engine, a.o.Clock)
+	}
+}
+
 // Conditions are the agent's conditions as it holds them.
-func (a *Agent) Conditions() []conditions.Condition { return a.conds.Snapshot() }
+func (a *Agent) Conditions() []conditions.Condition { return a.view.Conditions() }
 
 // Run serves and watches until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
@@ -195,7 +208,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stop()
 	rt := a.cfg.Runtime
 	klog.InfoS("hangwatch running", "endpoint", a.o.Endpoint.Address, "endpointSource", a.o.Endpoint.Source, "listen", servers.Addrs(),
-		"period", rt.Period.Duration, "heartbeat", rt.EffectiveHeartbeat(), "timeout", a.o.Endpoint.Timeout, "kernelLog", a.kernel != nil, "pleg", a.has(conditions.InputPLEG), "node", a.api.nodeName(), "conditions", a.conds.Types())
+		"period", rt.Period.Duration, "heartbeat", rt.EffectiveHeartbeat(), "timeout", a.o.Endpoint.Timeout, "kernelLog", a.kernel != nil, "pleg", a.has(conditions.InputPLEG), "node", a.api.nodeName(), "conditions", a.view.Types())
 	var wg sync.WaitGroup
 	a.start(ctx, &wg)
 	select {
@@ -234,7 +247,7 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 		run(func(ctx context.Context) { f.src.Run(ctx, a.observe) })
 	}
 	if a.api != nil {
-		run(func(ctx context.Context) { a.api.report(ctx, a.o.Clock, a.conds) })
+		run(a.api.report)
 	}
 	if a.reloader != nil {
 		run(a.reloader.run)

@@ -11,7 +11,7 @@ import (
 // kernelEventLog keeps the most recent kernel events (the kernel rules' matches,
 // and the match that raised a condition) for /events; older ones are
 // dropped. Their kernel lines are logged here and served only on the
-// authenticated port. Events on the Node are conditions.Events, whose
+// authenticated port. Events on the Node are nodestatus.Events, whose
 // messages name the rule, never the line.
 type kernelEventLog struct {
 	mu     sync.Mutex

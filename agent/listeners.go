@@ -12,7 +12,7 @@ import (
 
 // openServers listens on --listen-address and --secure-listen-address.
 func (a *Agent) openServers() (*httpauth.Ports, error) {
-	e := endpoints{reg: a.o.Registry, conds: a.conds, events: a.events, health: a.health}
+	e := endpoints{reg: a.o.Registry, conds: a.view, events: a.events, health: a.health}
 	var secureMux http.Handler
 	if a.secure != nil {
 		secureMux = e.secureMux()

@@ -3,9 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-
+	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/internal/maintenance"
 	"github.com/hangwatch/hangwatch/repair"
 )
@@ -20,13 +21,29 @@ func (r *apiReporting) maintenance(ctx context.Context) (string, error) {
 	return maintenance.TrueOn(n), nil
 }
 
-// verdicts are the agent's conditions as repair reads them.
-func (a *Agent) verdicts() []repair.Verdict {
+// repairVerdicts are the engine's conditions as repair reads them, kept
+// as the engine publishes them (a conditions.Subscriber).
+type repairVerdicts struct {
+	mu sync.Mutex
+	v  []repair.Verdict
+}
+
+// Judged keeps the latest conditions as verdicts.
+func (r *repairVerdicts) Judged(j conditions.Judgement) {
 	var out []repair.Verdict
-	for _, c := range a.conds.Snapshot() {
-		out = append(out, repair.Verdict{Type: c.Type, True: c.Status == corev1.ConditionTrue, Reason: c.Reason, Since: c.LastTransitionTime})
+	for _, c := range j.Conditions {
+		out = append(out, repair.Verdict{Type: c.Type, True: c.Status == conditions.StatusTrue, Reason: c.Reason, Since: c.LastTransitionTime})
 	}
-	return out
+	r.mu.Lock()
+	r.v = out
+	r.mu.Unlock()
+}
+
+// get returns the latest verdicts.
+func (r *repairVerdicts) get() []repair.Verdict {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.v)
 }
 
 // logNotifier stands in for Events without an API server: the repairer

@@ -54,6 +54,8 @@ func (a *Agent) newRepairLink() {
 	if path == "" {
 		return
 	}
+	a.verdicts = &repairVerdicts{}
+	a.engine.Subscribe(a.verdicts)
 	l := &repairLink{path: path, clock: a.o.Clock, view: a.repairView, notify: logNotifier{}}
 	l.relay = repair.NewRelay(a.o.Registry, l.linked)
 	if a.api != nil {
@@ -72,7 +74,7 @@ func (a *Agent) newRepairLink() {
 // target's silence, on the agent's clock.
 func (a *Agent) repairView() repair.View {
 	what, d := a.prober.Unanswered(repair.WholeRuntimeCalls)
-	v := repair.View{Verdicts: a.verdicts(), Silences: map[repair.Target]repair.SilenceNote{repair.TargetRuntime: {What: what, For: d}}}
+	v := repair.View{Verdicts: a.verdicts.get(), Silences: map[repair.Target]repair.SilenceNote{repair.TargetRuntime: {What: what, For: d}}}
 	if a.leases != nil && a.leases.Healthz != nil {
 		v.Silences[repair.TargetKubelet] = repair.SilenceNote{What: "/healthz", For: a.leases.KubeletUnanswered()}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/leases"
+	"github.com/hangwatch/hangwatch/nodestatus"
 )
 
 // apiReporting is everything that talks to the API server: the Node's
@@ -17,8 +18,9 @@ import (
 type apiReporting struct {
 	node      string
 	client    APIClient
-	events    *conditions.Events
-	metrics   *conditions.ReporterMetrics
+	events    *nodestatus.Events
+	reporter  *nodestatus.Reporter // set by subscribe
+	metrics   *nodestatus.ReporterMetrics
 	lease     *leases.Metrics
 	heartbeat time.Duration
 	overwrite []string
@@ -34,29 +36,25 @@ func newAPIReporting(o Options, cfg *config.Configuration) (*apiReporting, error
 	if o.API != nil && o.API.Timeout > 0 {
 		timeout = o.API.Timeout
 	}
-	m := conditions.NewReporterMetrics(o.Registry)
+	m := nodestatus.NewReporterMetrics(o.Registry)
 	api := cfg.APIServer
 	return &apiReporting{node: o.Node, client: o.Client, metrics: m, lease: leases.NewMetrics(o.Registry),
 		heartbeat: api.StatusHeartbeatPeriod.Duration, overwrite: api.OverwriteShared,
-		events: conditions.NewEvents(o.Client, o.Node, m, timeout)}, nil
+		events: nodestatus.NewEvents(o.Client, o.Node, m, timeout, o.Clock)}, nil
 }
 
-// report writes the conditions to the Node, on the daemon's clock, until
-// ctx ends.
-func (a *apiReporting) report(ctx context.Context, clk clock.WithTicker, set *conditions.Set) {
-	r := conditions.NewReporter(a.client, set, conditions.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
+// subscribe makes the Node's status writer and its Events subscribers of
+// the engine; the writer runs on the daemon's clock.
+func (a *apiReporting) subscribe(engine *conditions.Engine, clk clock.WithTicker) {
+	a.reporter = nodestatus.NewReporter(a.client, engine, nodestatus.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
 		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 8 * time.Second, RejectedRetry: 30 * time.Second,
-		RequestTimeout: 10 * time.Second, OnRestore: func(onNode []conditions.Condition) { a.events.Restored(onNode, set) },
-		Overwrite: a.overwrite, OnShared: a.events.Shared}, clk, a.metrics)
-	r.Run(ctx)
+		RequestTimeout: 10 * time.Second, Overwrite: a.overwrite, OnShared: a.events.Shared}, clk, a.metrics)
+	engine.Subscribe(a.reporter)
+	engine.Subscribe(a.events)
 }
 
-// transition records a condition's change as an Event on the Node.
-func (a *apiReporting) transition(before, after conditions.Condition) {
-	if a != nil {
-		a.events.Transition(before, after)
-	}
-}
+// report writes the conditions to the Node until ctx ends.
+func (a *apiReporting) report(ctx context.Context) { a.reporter.Run(ctx) }
 
 func (a *apiReporting) shutdown() {
 	if a != nil {

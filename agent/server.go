@@ -55,7 +55,7 @@ func (l *liveness) check() error {
 // endpoints are what hangwatch serves over HTTP.
 type endpoints struct {
 	reg    metrics.KubeRegistry
-	conds  *conditions.Set
+	conds  *conditions.Latest // a subscriber of the engine
 	events *kernelEventLog
 	health *liveness
 }
@@ -100,7 +100,7 @@ func (e endpoints) healthz(w http.ResponseWriter, _ *http.Request) {
 func (e endpoints) addData(mux *http.ServeMux, lines bool) {
 	mux.Handle("/metrics", metrics.HandlerFor(e.reg, metrics.HandlerOpts{}))
 	mux.HandleFunc("/conditions", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, map[string]any{"conditions": e.conds.Snapshot()})
+		writeJSON(w, map[string]any{"conditions": e.conds.Conditions()})
 	})
 	mux.HandleFunc("/events", func(w http.ResponseWriter, _ *http.Request) {
 		events := e.events.snapshot()

@@ -23,7 +23,7 @@ func TestKernelLinesOnlyOnTheSecurePort(t *testing.T) {
 	events.add(kernellog.Event{Rule: "oom-kill", Reason: "OOMKilling", Message: "Killed process 4242 (secret)", Count: 1})
 	events.add(kernellog.Event{Rule: "runtime-task-blocked", Reason: "ContainerRuntimeTaskBlocked", Condition: "KernelDeadlock",
 		Message: "INFO: task containerd:4343 blocked for more than 120 seconds.", Count: 1})
-	e := endpoints{reg: metrics.NewKubeRegistry(), conds: conditions.NewSet(metrics.NewKubeRegistry(), clk.Now(), nil), events: events, health: newLiveness(clk, time.Minute)}
+	e := endpoints{reg: metrics.NewKubeRegistry(), conds: &conditions.Latest{}, events: events, health: newLiveness(clk, time.Minute)}
 	get := func(h http.Handler, path string) (int, string) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))

@@ -108,7 +108,10 @@ func (a *Agent) watchKubeletPuts() func(*kubeletmetrics.Snapshot) {
 	}
 }
 
-// observe hands an input to the engine.
+// observe hands an input to the engine: the one place an observation
+// crosses the agent. What the engine makes of it reaches the Node, its
+// Events, /conditions and repair through the engine's subscribers
+// (Agent.subscribe), not through here.
 func (a *Agent) observe(obs observations.Input) {
 	a.engine.Observe(obs)
 }

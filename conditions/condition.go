@@ -1,10 +1,6 @@
 package conditions
 
-import (
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-)
+import "time"
 
 // Condition types hangwatch owns by default.
 const (
@@ -14,17 +10,28 @@ const (
 	TypeKubeletUnresponsive = "KubeletUnresponsive"
 )
 
+// Status is a condition's status: the values, and so the JSON, of a
+// Node condition's (Status), without the API types.
+type Status string
+
+// The statuses of a condition (problem polarity: True means bad).
+const (
+	StatusTrue    Status = "True"
+	StatusFalse   Status = "False"
+	StatusUnknown Status = "Unknown"
+)
+
 // ReasonNoData is the reason of a condition whose inputs were not observed yet.
 const ReasonNoData = "NoDataYet"
 
 // Condition is one node condition as hangwatch holds it.
 type Condition struct {
-	Type               string                 `json:"type"`
-	Status             corev1.ConditionStatus `json:"status"`
-	Reason             string                 `json:"reason"`
-	Message            string                 `json:"message"`
-	LastTransitionTime time.Time              `json:"lastTransitionTime"`
-	LastProbeTime      time.Time              `json:"lastProbeTime"`
+	Type               string    `json:"type"`
+	Status             Status    `json:"status"`
+	Reason             string    `json:"reason"`
+	Message            string    `json:"message"`
+	LastTransitionTime time.Time `json:"lastTransitionTime"`
+	LastProbeTime      time.Time `json:"lastProbeTime"`
 }
 
 // Evaluation is what one evaluation of a rule found. Unknown means the rule
@@ -74,7 +81,7 @@ func NewTracker(condType string, th Thresholds, now time.Time) *Tracker {
 	if th.ClearAfter < 1 {
 		th.ClearAfter = 1
 	}
-	return &Tracker{thresholds: th, cond: Condition{Type: condType, Status: corev1.ConditionUnknown,
+	return &Tracker{thresholds: th, cond: Condition{Type: condType, Status: StatusUnknown,
 		Reason: ReasonNoData, Message: "hangwatch has not observed this yet", LastTransitionTime: now}}
 }
 
@@ -107,10 +114,10 @@ func (t *Tracker) Update(now time.Time, v Evaluation) bool {
 	raise := t.bad >= raiseAfter && now.Sub(t.badSince) >= t.thresholds.MinDuration
 	clear := t.good >= clearAfter && !now.Before(t.holdUntil)
 	switch {
-	case v.Bad && (status == corev1.ConditionTrue || raise):
-		status = corev1.ConditionTrue
-	case !v.Bad && ((status != corev1.ConditionTrue && !t.unsure) || clear):
-		status = corev1.ConditionFalse
+	case v.Bad && (status == StatusTrue || raise):
+		status = StatusTrue
+	case !v.Bad && ((status != StatusTrue && !t.unsure) || clear):
+		status = StatusFalse
 	default:
 		return false // not enough evidence yet to move
 	}
@@ -122,11 +129,11 @@ func (t *Tracker) Update(now time.Time, v Evaluation) bool {
 // streaks start again.
 func (t *Tracker) cannotTell(now time.Time, v Evaluation) bool {
 	t.bad, t.good, t.unsure = 0, 0, true
-	return t.set(now, corev1.ConditionUnknown, v)
+	return t.set(now, StatusUnknown, v)
 }
 
 // set moves the condition and reports whether that changed it.
-func (t *Tracker) set(now time.Time, status corev1.ConditionStatus, v Evaluation) bool {
+func (t *Tracker) set(now time.Time, status Status, v Evaluation) bool {
 	changed := status != t.cond.Status || v.Reason != t.cond.Reason || v.Message != t.cond.Message
 	if status != t.cond.Status {
 		t.cond.LastTransitionTime = now
@@ -140,7 +147,7 @@ func (t *Tracker) set(now time.Time, status corev1.ConditionStatus, v Evaluation
 // True one is held for RestoredHold from now. A condition already True
 // from this process's own evidence is kept.
 func (t *Tracker) Restore(c Condition, now time.Time) bool {
-	if c.Type != t.cond.Type || t.cond.Status == corev1.ConditionTrue || c.Status == "" {
+	if c.Type != t.cond.Type || t.cond.Status == StatusTrue || c.Status == "" {
 		return false
 	}
 	probe := t.cond.LastProbeTime
@@ -148,7 +155,7 @@ func (t *Tracker) Restore(c Condition, now time.Time) bool {
 	t.cond.LastProbeTime = probe
 	t.bad, t.good, t.unsure = 0, 0, false
 	t.holdUntil = time.Time{}
-	if c.Status == corev1.ConditionTrue && t.thresholds.RestoredHold > 0 {
+	if c.Status == StatusTrue && t.thresholds.RestoredHold > 0 {
 		t.holdUntil = now.Add(t.thresholds.RestoredHold)
 	}
 	return true

@@ -3,32 +3,30 @@ package conditions
 import (
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func TestTrackerStartsUnknownAndAppliesHysteresis(t *testing.T) {
 	tr := NewTracker("RuntimeHung", Thresholds{RaiseAfter: 2, ClearAfter: 2}, t0)
-	if c := tr.Condition(); c.Status != corev1.ConditionUnknown || c.Reason != ReasonNoData {
+	if c := tr.Condition(); c.Status != StatusUnknown || c.Reason != ReasonNoData {
 		t.Fatalf("initial = %+v, want Unknown/NoDataYet", c)
 	}
 	good := Evaluation{Reason: "Fine", Message: "fine"}
 	bad := Evaluation{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"}
 	steps := []struct {
 		v       Evaluation
-		status  corev1.ConditionStatus
+		status  Status
 		changed bool
 	}{
-		{good, corev1.ConditionFalse, true}, // from Unknown a good verdict clears at once
-		{bad, corev1.ConditionFalse, false}, // one bad is not enough
-		{bad, corev1.ConditionTrue, true},
-		{bad, corev1.ConditionTrue, false}, // same state: no change, no write
-		{good, corev1.ConditionTrue, false},
-		{bad, corev1.ConditionTrue, false}, // the good streak restarts
-		{good, corev1.ConditionTrue, false},
-		{good, corev1.ConditionFalse, true},
+		{good, StatusFalse, true}, // from Unknown a good verdict clears at once
+		{bad, StatusFalse, false}, // one bad is not enough
+		{bad, StatusTrue, true},
+		{bad, StatusTrue, false}, // same state: no change, no write
+		{good, StatusTrue, false},
+		{bad, StatusTrue, false}, // the good streak restarts
+		{good, StatusTrue, false},
+		{good, StatusFalse, true},
 	}
 	for i, s := range steps {
 		now := t0.Add(time.Duration(i+1) * time.Second)
@@ -61,25 +59,25 @@ func TestRestoredTrueIsHeldUntilItsHoldHasPassed(t *testing.T) {
 	good := Evaluation{Reason: "Fine", Message: "fine"}
 	tr := NewTracker("KernelDeadlock", Thresholds{RaiseAfter: 1, ClearAfter: 1, RestoredHold: 15 * time.Minute}, t0)
 	tr.Update(t0, good)
-	if !tr.Restore(Condition{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "TaskBlocked"}, t0) {
+	if !tr.Restore(Condition{Type: "KernelDeadlock", Status: StatusTrue, Reason: "TaskBlocked"}, t0) {
 		t.Fatal("restore refused")
 	}
-	if tr.Update(t0.Add(15*time.Minute-time.Second), good) || tr.Condition().Status != corev1.ConditionTrue {
+	if tr.Update(t0.Add(15*time.Minute-time.Second), good) || tr.Condition().Status != StatusTrue {
 		t.Fatalf("cleared within the hold: %+v", tr.Condition())
 	}
-	if !tr.Update(t0.Add(15*time.Minute), good) || tr.Condition().Status != corev1.ConditionFalse {
+	if !tr.Update(t0.Add(15*time.Minute), good) || tr.Condition().Status != StatusFalse {
 		t.Fatalf("not cleared after the hold: %+v", tr.Condition())
 	}
 
 	tr = NewTracker("KernelDeadlock", Thresholds{RaiseAfter: 1, ClearAfter: 1, RestoredHold: time.Hour}, t0)
-	tr.Restore(Condition{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "TaskBlocked"}, t0)
+	tr.Restore(Condition{Type: "KernelDeadlock", Status: StatusTrue, Reason: "TaskBlocked"}, t0)
 	tr.Update(t0.Add(time.Minute), Evaluation{Bad: true, Reason: "TaskBlocked"})
-	if !tr.Update(t0.Add(2*time.Minute), good) || tr.Condition().Status != corev1.ConditionFalse {
+	if !tr.Update(t0.Add(2*time.Minute), good) || tr.Condition().Status != StatusFalse {
 		t.Fatalf("own evidence must end the hold: %+v", tr.Condition())
 	}
 
 	tr = NewTracker("RuntimeHung", Thresholds{RaiseAfter: 1, ClearAfter: 1}, t0)
-	tr.Restore(Condition{Type: "RuntimeHung", Status: corev1.ConditionTrue, Reason: "ListPodSandboxHung"}, t0)
+	tr.Restore(Condition{Type: "RuntimeHung", Status: StatusTrue, Reason: "ListPodSandboxHung"}, t0)
 	if !tr.Update(t0.Add(time.Second), good) {
 		t.Fatal("without a hold a restored True clears by clearAfter")
 	}

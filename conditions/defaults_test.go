@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/conditions"
@@ -46,20 +45,20 @@ func TestDefaultRuntimeHungRule(t *testing.T) {
 	cases := []struct {
 		name        string
 		calls       []cri.CallResult
-		status      corev1.ConditionStatus
+		status      conditions.Status
 		reason, msg string
 	}{
-		{"all answered", []cri.CallResult{ok("Version"), ok("Status"), {Method: "Status", Class: cri.ClassSlow}}, corev1.ConditionFalse,
+		{"all answered", []cri.CallResult{ok("Version"), ok("Status"), {Method: "Status", Class: cri.ClassSlow}}, conditions.StatusFalse,
 			"RuntimeResponsive", "all probed CRI calls answered within 2s"},
-		{"one list hangs", []cri.CallResult{ok("Version"), ok("Status"), hung("ListPodSandbox", "")}, corev1.ConditionTrue,
+		{"one list hangs", []cri.CallResult{ok("Version"), ok("Status"), hung("ListPodSandbox", "")}, conditions.StatusTrue,
 			"ListPodSandboxHung", "CRI calls not answered within 2s: ListPodSandbox"},
-		{"one container hangs", []cri.CallResult{ok("Version"), hung("ContainerStatus", "0123456789abcdef")}, corev1.ConditionTrue,
+		{"one container hangs", []cri.CallResult{ok("Version"), hung("ContainerStatus", "0123456789abcdef")}, conditions.StatusTrue,
 			"ContainerStatusHung", "CRI calls not answered within 2s: ContainerStatus(0123456789abc)"},
-		{"everything hangs", []cri.CallResult{hung("Version", ""), hung("Status", ""), hung("ListContainers", "")}, corev1.ConditionTrue,
+		{"everything hangs", []cri.CallResult{hung("Version", ""), hung("Status", ""), hung("ListContainers", "")}, conditions.StatusTrue,
 			"RuntimeNotResponding", "CRI calls not answered within 2s: ListContainers, Status, Version"},
 		{"socket gone", []cri.CallResult{{Method: "Version", Class: cri.ClassUnreachable}, {Method: "Status", Class: cri.ClassUnreachable}},
-			corev1.ConditionTrue, "RuntimeUnreachable", "the container runtime's CRI socket does not accept calls"},
-		{"errors are not hangs", []cri.CallResult{ok("Version"), {Method: "ImageFsInfo", Class: cri.ClassError}}, corev1.ConditionFalse,
+			conditions.StatusTrue, "RuntimeUnreachable", "the container runtime's CRI socket does not accept calls"},
+		{"errors are not hangs", []cri.CallResult{ok("Version"), {Method: "ImageFsInfo", Class: cri.ClassError}}, conditions.StatusFalse,
 			"RuntimeResponsive", "all probed CRI calls answered within 2s"},
 	}
 	for _, tc := range cases {
@@ -96,7 +95,7 @@ func unreadable(readError string, missed int) observations.Lease {
 
 type leaseStep struct {
 	obs    observations.Lease
-	status corev1.ConditionStatus
+	status conditions.Status
 	reason string
 }
 
@@ -124,15 +123,15 @@ func slowRead(missed int) observations.Lease {
 func TestKubeletUnresponsiveIsUnknownWhileLeaseReadsFail(t *testing.T) {
 	e, _ := newDefaultEngine(t, "lease")
 	steps := []leaseStep{
-		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
-		{unreadable("forbidden", 0), corev1.ConditionUnknown, "LeaseUnreadable"},
-		{leaseObs(true, 0), corev1.ConditionUnknown, "LeaseUnreadable"}, // one good read is not enough
-		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
-		{slowRead(3), corev1.ConditionUnknown, "LeaseReadSlow"}, // not True: the read itself crawled
-		{leaseObs(true, 3), corev1.ConditionUnknown, "LeaseReadSlow"},
-		{unreadable("timeout", 4), corev1.ConditionUnknown, "LeaseUnreadable"},
-		{leaseObs(true, 3), corev1.ConditionUnknown, "LeaseUnreadable"},
-		{leaseObs(true, 3), corev1.ConditionTrue, "NodeLeaseNotRenewed"}, // two good reads agree: the kubelet is late
+		{leaseObs(true, 0), conditions.StatusFalse, "NodeLeaseRenewed"},
+		{unreadable("forbidden", 0), conditions.StatusUnknown, "LeaseUnreadable"},
+		{leaseObs(true, 0), conditions.StatusUnknown, "LeaseUnreadable"}, // one good read is not enough
+		{leaseObs(true, 0), conditions.StatusFalse, "NodeLeaseRenewed"},
+		{slowRead(3), conditions.StatusUnknown, "LeaseReadSlow"}, // not True: the read itself crawled
+		{leaseObs(true, 3), conditions.StatusUnknown, "LeaseReadSlow"},
+		{unreadable("timeout", 4), conditions.StatusUnknown, "LeaseUnreadable"},
+		{leaseObs(true, 3), conditions.StatusUnknown, "LeaseUnreadable"},
+		{leaseObs(true, 3), conditions.StatusTrue, "NodeLeaseNotRenewed"}, // two good reads agree: the kubelet is late
 	}
 	observeLease(t, e, steps)
 	e.Observe(unreadable("forbidden", 0))
@@ -145,13 +144,13 @@ func TestKubeletUnresponsiveIsUnknownWhileLeaseReadsFail(t *testing.T) {
 func TestDefaultKubeletUnresponsiveRule(t *testing.T) {
 	e, _ := newDefaultEngine(t, "lease")
 	steps := []leaseStep{
-		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
-		{leaseObs(true, 1), corev1.ConditionFalse, "NodeLeaseRenewed"},
-		{leaseObs(true, 2), corev1.ConditionTrue, "NodeLeaseNotRenewed"},
-		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
-		{leaseObs(false, 0), corev1.ConditionFalse, "NodeLeaseRenewed"}, // a kubelet just started creates it within seconds
-		{leaseObs(false, 1), corev1.ConditionFalse, "NodeLeaseRenewed"},
-		{leaseObs(false, 2), corev1.ConditionTrue, "NodeLeaseMissing"},
+		{leaseObs(true, 0), conditions.StatusFalse, "NodeLeaseRenewed"},
+		{leaseObs(true, 1), conditions.StatusFalse, "NodeLeaseRenewed"},
+		{leaseObs(true, 2), conditions.StatusTrue, "NodeLeaseNotRenewed"},
+		{leaseObs(true, 0), conditions.StatusFalse, "NodeLeaseRenewed"},
+		{leaseObs(false, 0), conditions.StatusFalse, "NodeLeaseRenewed"}, // a kubelet just started creates it within seconds
+		{leaseObs(false, 1), conditions.StatusFalse, "NodeLeaseRenewed"},
+		{leaseObs(false, 2), conditions.StatusTrue, "NodeLeaseMissing"},
 	}
 	observeLease(t, e, steps)
 	want := "the kubelet missed 2 or more renewals of its node Lease (due every 10s); " +
@@ -168,11 +167,11 @@ func TestDefaultKubeletUnresponsiveRule(t *testing.T) {
 func TestKubeletNotAnsweringComesFirst(t *testing.T) {
 	e, _ := newDefaultEngine(t, "lease")
 	observeLease(t, e, []leaseStep{
-		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
-		{silentKubelet(0, true), corev1.ConditionTrue, "KubeletNotAnswering"},
-		{silentKubelet(3, false), corev1.ConditionTrue, "KubeletNotAnswering"},
-		{leaseObs(true, 3), corev1.ConditionTrue, "NodeLeaseNotRenewed"},
-		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{leaseObs(true, 0), conditions.StatusFalse, "NodeLeaseRenewed"},
+		{silentKubelet(0, true), conditions.StatusTrue, "KubeletNotAnswering"},
+		{silentKubelet(3, false), conditions.StatusTrue, "KubeletNotAnswering"},
+		{leaseObs(true, 3), conditions.StatusTrue, "NodeLeaseNotRenewed"},
+		{leaseObs(true, 0), conditions.StatusFalse, "NodeLeaseRenewed"},
 	})
 }
 
@@ -188,12 +187,12 @@ func TestALateLeaseWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 		return o
 	}
 	observeLease(t, e, []leaseStep{
-		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
-		{lateAnswering(2), corev1.ConditionUnknown, "NodeLeaseNotRenewed"},
-		{lateAnswering(0), corev1.ConditionUnknown, "NodeLeaseNotRenewed"},       // held
-		{silentKubelet(3, true), corev1.ConditionUnknown, "NodeLeaseNotRenewed"}, // Unknown is left on the second look
-		{silentKubelet(3, true), corev1.ConditionTrue, "KubeletNotAnswering"},
-		{leaseObs(true, 0), corev1.ConditionFalse, "NodeLeaseRenewed"},
+		{leaseObs(true, 0), conditions.StatusFalse, "NodeLeaseRenewed"},
+		{lateAnswering(2), conditions.StatusUnknown, "NodeLeaseNotRenewed"},
+		{lateAnswering(0), conditions.StatusUnknown, "NodeLeaseNotRenewed"},       // held
+		{silentKubelet(3, true), conditions.StatusUnknown, "NodeLeaseNotRenewed"}, // Unknown is left on the second look
+		{silentKubelet(3, true), conditions.StatusTrue, "KubeletNotAnswering"},
+		{leaseObs(true, 0), conditions.StatusFalse, "NodeLeaseRenewed"},
 	})
 	e.Observe(lateAnswering(2))
 	if c := condition(t, e, conditions.TypeKubeletUnresponsive); !strings.Contains(c.Message, "its writes do not reach the API server") {
@@ -206,7 +205,7 @@ func TestDefaultKernelRuleFollowsTheKernelMonitor(t *testing.T) {
 	active := kernellog.ConditionState{Type: conditions.TypeKernelDeadlock, Active: true,
 		Reason: "ContainerRuntimeTaskBlocked", Message: "task containerd blocked"}
 	e.Observe(observations.Kernel{active.Type: active.Fields()})
-	if c := condition(t, e, conditions.TypeKernelDeadlock); c.Status != corev1.ConditionTrue || c.Reason != "ContainerRuntimeTaskBlocked" {
+	if c := condition(t, e, conditions.TypeKernelDeadlock); c.Status != conditions.StatusTrue || c.Reason != "ContainerRuntimeTaskBlocked" {
 		t.Fatalf("got %+v", c)
 	}
 }

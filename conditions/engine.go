@@ -16,6 +16,8 @@ import (
 // Engine turns observations into conditions through the compiled rules.
 // It is safe for concurrent use.
 type Engine struct {
+	pubMu   sync.Mutex // held while judging and publishing, so judgements go out in order
+	subs    []Subscriber
 	mu      sync.Mutex
 	clk     clock.PassiveClock
 	set     *Set
@@ -23,7 +25,6 @@ type Engine struct {
 	latest  map[string]any
 	lastErr map[string]string
 	errors  *metrics.CounterVec
-	onMove  func(before, after Condition)
 	opts    EngineOptions
 }
 
@@ -35,9 +36,6 @@ type EngineOptions struct {
 	Available []string
 	// Registry exports hangwatch_node_condition and rule errors when set.
 	Registry metrics.KubeRegistry
-	// OnChange is called, outside the engine's lock, for every change of a
-	// condition's status, reason or message.
-	OnChange func(before, after Condition)
 	// Params are the configuration's knobs the rules read as `params`.
 	Params observations.Params
 	// KernelConditions are the condition types the kernel rules raise,
@@ -55,7 +53,7 @@ func NewEngine(specs []Spec, clk clock.PassiveClock, opts EngineOptions) (*Engin
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{clk: clk, latest: map[string]any{observations.NameParams: opts.Params}, lastErr: map[string]string{}, onMove: opts.OnChange, opts: opts,
+	e := &Engine{clk: clk, latest: map[string]any{observations.NameParams: opts.Params}, lastErr: map[string]string{}, opts: opts,
 		errors: metrics.NewCounterVec(&metrics.CounterOpts{
 			Name: "hangwatch_condition_rule_errors_total", StabilityLevel: metrics.ALPHA,
 			Help: "Evaluations of a condition rule that failed (an expression error); the condition keeps its state.",
@@ -99,50 +97,49 @@ func (e *Engine) Reads(input string) bool {
 	return false
 }
 
-// Set returns the conditions the engine owns.
+// Set returns the conditions the engine owns, to read: a change made
+// through it is not published (Restore is the engine's, and is).
 func (e *Engine) Set() *Set { return e.set }
 
-// Observe records the latest observation of one input and evaluates the
-// rules that read it.
+// Observe records the latest observation of one input, evaluates the
+// rules that read it and publishes the judgement (CauseObserved).
 func (e *Engine) Observe(obs observations.Input) {
 	input := obs.InputName()
-	var moves []move
-	e.mu.Lock()
-	e.latest[input] = activation(obs)
-	now := e.clk.Now()
-	for _, r := range e.rules {
-		if slices.Contains(r.inputs, input) {
-			moves = e.apply(r, now, moves)
+	e.judge(func(now time.Time) Judgement {
+		e.latest[input] = activation(obs)
+		var changes []Change
+		for _, r := range e.rules {
+			if slices.Contains(r.inputs, input) {
+				changes = e.apply(r, now, changes)
+			}
 		}
-	}
-	e.mu.Unlock()
-	e.tell(moves)
+		return Judgement{Cause: CauseObserved, Input: input, Changes: changes}
+	})
+}
+
+// Restore carries on the conditions read back from the Node (see
+// Set.Restore), publishes them (CauseRestored, with onNode) and returns
+// the types it took.
+func (e *Engine) Restore(onNode []Condition) []string {
+	var took []string
+	e.judge(func(now time.Time) Judgement {
+		took = e.set.Restore(onNode, now)
+		return Judgement{Cause: CauseRestored, OnNode: onNode}
+	})
+	return took
 }
 
 // apply evaluates r on the latest observations and applies its verdict,
-// appending the change, if any, to moves. Called with e.mu held.
-func (e *Engine) apply(r *rule, now time.Time, moves []move) []move {
+// appending the change, if any, to changes. Called with e.mu held.
+func (e *Engine) apply(r *rule, now time.Time, changes []Change) []Change {
 	v, err := r.evaluate(e.latest, now)
 	if e.noteError(r.spec.Type, err) {
-		return moves
+		return changes
 	}
 	if before, after, changed := e.set.Update(r.spec.Type, now, v); changed {
-		moves = append(moves, move{before, after})
+		changes = append(changes, Change{Before: before, After: after})
 	}
-	return moves
-}
-
-// move is one condition's change, told outside the engine's lock.
-type move struct{ before, after Condition }
-
-// tell logs each change and hands it to OnChange.
-func (e *Engine) tell(moves []move) {
-	for _, m := range moves {
-		klog.InfoS("Condition changed", "type", m.after.Type, "status", m.after.Status, "reason", m.after.Reason, "message", m.after.Message)
-		if e.onMove != nil {
-			e.onMove(m.before, m.after)
-		}
-	}
+	return changes
 }
 
 // noteError counts and logs a failed evaluation, once per distinct error.

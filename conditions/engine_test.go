@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -19,12 +18,12 @@ func TestConditionsStartUnknownAndOnlyAvailableOnesAreOwned(t *testing.T) {
 		t.Fatalf("owned %s: KernelDeadlock must be dropped without the kernel input", got)
 	}
 	for _, c := range e.Set().Snapshot() {
-		if c.Status != corev1.ConditionUnknown || c.Reason != conditions.ReasonNoData {
+		if c.Status != conditions.StatusUnknown || c.Reason != conditions.ReasonNoData {
 			t.Fatalf("%s starts %s/%s, want Unknown", c.Type, c.Status, c.Reason)
 		}
 	}
 	e.Observe(observations.CRI{FixedMethods: 5, Timeout: "2s"})
-	if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Status != corev1.ConditionUnknown {
+	if c := condition(t, e, conditions.TypeKubeletUnresponsive); c.Status != conditions.StatusUnknown {
 		t.Fatalf("a cri observation moved %s", c.Type)
 	}
 }
@@ -40,15 +39,17 @@ func customSpec() conditions.Spec {
 func TestUserConditionWithThresholdsAndMinDuration(t *testing.T) {
 	clk := testclock.NewFakeClock(t0)
 	var moves []string
-	e, err := conditions.NewEngine([]conditions.Spec{customSpec()}, clk, conditions.EngineOptions{Available: conditions.Inputs,
-		OnChange: func(before, after conditions.Condition) {
-			moves = append(moves, string(before.Status)+">"+string(after.Status))
-		}})
+	e, err := conditions.NewEngine([]conditions.Spec{customSpec()}, clk, conditions.EngineOptions{Available: conditions.Inputs})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Subscribe(conditions.SubscriberFunc(func(j conditions.Judgement) {
+		for _, c := range j.Changes {
+			moves = append(moves, string(c.Before.Status)+">"+string(c.After.Status))
+		}
+	}))
 	many := observations.CRI{Containers: 600}
-	want := []corev1.ConditionStatus{corev1.ConditionUnknown, corev1.ConditionUnknown, corev1.ConditionUnknown, corev1.ConditionTrue}
+	want := []conditions.Status{conditions.StatusUnknown, conditions.StatusUnknown, conditions.StatusUnknown, conditions.StatusTrue}
 	for i, w := range want { // bad at 0s, 10s, 20s, 30s: the streak lasts 30s at the 4th
 		e.Observe(many)
 		if c := condition(t, e, "ContainersPiling"); c.Status != w {
@@ -57,7 +58,7 @@ func TestUserConditionWithThresholdsAndMinDuration(t *testing.T) {
 		clk.Step(10 * time.Second)
 	}
 	e.Observe(observations.CRI{Containers: 3})
-	if c := condition(t, e, "ContainersPiling"); c.Status != corev1.ConditionFalse || c.Reason != "ContainersFew" {
+	if c := condition(t, e, "ContainersPiling"); c.Status != conditions.StatusFalse || c.Reason != "ContainersFew" {
 		t.Fatalf("got %+v", c)
 	}
 	if got := strings.Join(moves, " "); got != "Unknown>True True>False" {
@@ -68,19 +69,19 @@ func TestUserConditionWithThresholdsAndMinDuration(t *testing.T) {
 func TestRestoreCarriesOnTheNodesConditions(t *testing.T) {
 	e, clk := newDefaultEngine(t, "cri")
 	ltt := t0.Add(-time.Hour)
-	took := e.Set().Restore([]conditions.Condition{{Type: conditions.TypeRuntimeHung, Status: corev1.ConditionTrue,
-		Reason: "ListPodSandboxHung", Message: "old", LastTransitionTime: ltt}, {Type: "Ready", Status: corev1.ConditionTrue}}, clk.Now())
+	took := e.Set().Restore([]conditions.Condition{{Type: conditions.TypeRuntimeHung, Status: conditions.StatusTrue,
+		Reason: "ListPodSandboxHung", Message: "old", LastTransitionTime: ltt}, {Type: "Ready", Status: conditions.StatusTrue}}, clk.Now())
 	if len(took) != 1 {
 		t.Fatalf("took %v", took)
 	}
 	healthy := observations.CRI{FixedMethods: 5, Timeout: "2s"}
 	e.Observe(healthy) // clearAfter is 2: one good cycle is not enough
-	if c := condition(t, e, conditions.TypeRuntimeHung); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(ltt) {
+	if c := condition(t, e, conditions.TypeRuntimeHung); c.Status != conditions.StatusTrue || !c.LastTransitionTime.Equal(ltt) {
 		t.Fatalf("after one good cycle: %+v", c)
 	}
 	clk.Step(time.Second)
 	e.Observe(healthy)
-	if c := condition(t, e, conditions.TypeRuntimeHung); c.Status != corev1.ConditionFalse || !c.LastTransitionTime.Equal(clk.Now()) {
+	if c := condition(t, e, conditions.TypeRuntimeHung); c.Status != conditions.StatusFalse || !c.LastTransitionTime.Equal(clk.Now()) {
 		t.Fatalf("after two good cycles: %+v", c)
 	}
 }
@@ -112,7 +113,7 @@ func TestAFailingRuleKeepsTheConditionAndDoesNotPanic(t *testing.T) {
 	}
 	e.Observe(observations.CRI{Containers: 600})
 	e.Observe(observations.CRI{Containers: 1}) // no hung call to index: an evaluation error
-	if c := condition(t, e, "ContainersPiling"); c.Status != corev1.ConditionTrue {
+	if c := condition(t, e, "ContainersPiling"); c.Status != conditions.StatusTrue {
 		t.Fatalf("got %+v", c)
 	}
 }
@@ -150,7 +151,7 @@ func TestMessagesAndReasonsAreBounded(t *testing.T) {
 	}
 	e.Observe(observations.CRI{Containers: 1, HungCalls: []string{strings.Repeat("é", 1<<19)}})
 	c := condition(t, e, "Huge")
-	if c.Status != corev1.ConditionTrue || len(c.Message) > conditions.MaxMessageBytes || !strings.HasSuffix(c.Message, "é...") {
+	if c.Status != conditions.StatusTrue || len(c.Message) > conditions.MaxMessageBytes || !strings.HasSuffix(c.Message, "é...") {
 		t.Fatalf("got %s, %d bytes ending %q", c.Status, len(c.Message), c.Message[len(c.Message)-8:])
 	}
 	if _, err := conditions.NewEngine([]conditions.Spec{{Type: "Long", Problems: []conditions.Problem{{When: "true",

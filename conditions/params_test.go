@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -52,12 +51,12 @@ func TestUnknownFiguresAreTestedWithHas(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Observe(observations.PLEG{Verdict: "Healthy"})
-	if c := conditionOf(t, e, "StaleGauge"); c.Status != corev1.ConditionFalse {
+	if c := conditionOf(t, e, "StaleGauge"); c.Status != StatusFalse {
 		t.Fatalf("without the figure: %+v", c)
 	}
 	zero := 0.0
 	e.Observe(observations.PLEG{Verdict: "Healthy", LastSeenAgeSeconds: &zero})
-	if c := conditionOf(t, e, "StaleGauge"); c.Status != corev1.ConditionTrue {
+	if c := conditionOf(t, e, "StaleGauge"); c.Status != StatusTrue {
 		t.Fatalf("with a figure of 0: %+v", c)
 	}
 }
@@ -81,17 +80,17 @@ func TestRelistSlowCountsAfterParamsSlowFor(t *testing.T) {
 	steps := []struct {
 		verdict, reason string
 		after           time.Duration
-		want            corev1.ConditionStatus
+		want            Status
 	}{
-		{"Unhealthy", ReasonRelistSlow, 0, corev1.ConditionFalse},
-		{"Unhealthy", ReasonRelistSlow, time.Minute, corev1.ConditionFalse},
-		{"Healthy", "RelistHealthy", 10 * time.Second, corev1.ConditionFalse},
-		{"Unhealthy", ReasonRelistSlow, 10 * time.Second, corev1.ConditionFalse}, // starts over
-		{"Unhealthy", ReasonRelistSlow, 119 * time.Second, corev1.ConditionFalse},
-		{"Unhealthy", ReasonRelistSlow, time.Second, corev1.ConditionTrue},
-		{"Healthy", "RelistHealthy", time.Second, corev1.ConditionTrue}, // clearAfter 2
-		{"Healthy", "RelistHealthy", time.Second, corev1.ConditionFalse},
-		{"Unhealthy", "RelistStalled", time.Second, corev1.ConditionTrue}, // never held
+		{"Unhealthy", ReasonRelistSlow, 0, StatusFalse},
+		{"Unhealthy", ReasonRelistSlow, time.Minute, StatusFalse},
+		{"Healthy", "RelistHealthy", 10 * time.Second, StatusFalse},
+		{"Unhealthy", ReasonRelistSlow, 10 * time.Second, StatusFalse}, // starts over
+		{"Unhealthy", ReasonRelistSlow, 119 * time.Second, StatusFalse},
+		{"Unhealthy", ReasonRelistSlow, time.Second, StatusTrue},
+		{"Healthy", "RelistHealthy", time.Second, StatusTrue}, // clearAfter 2
+		{"Healthy", "RelistHealthy", time.Second, StatusFalse},
+		{"Unhealthy", "RelistStalled", time.Second, StatusTrue}, // never held
 	}
 	for i, s := range steps {
 		if c := look(s.verdict, s.reason, s.after); c.Status != s.want {
@@ -114,11 +113,11 @@ func TestLeaseShareIsAParamOfTheBuiltInRule(t *testing.T) {
 			GraceSeconds: 50, MissedRenewals: int(age / 10)})
 		return conditionOf(t, e, TypeKubeletUnresponsive)
 	}
-	if c := lease(21); c.Status != corev1.ConditionFalse {
+	if c := lease(21); c.Status != StatusFalse {
 		t.Fatalf("2 missed renewals, under half the grace: %+v", c)
 	}
 	c := lease(25)
-	if c.Status != corev1.ConditionTrue || c.Reason != ReasonNodeLeaseNotRenewed ||
+	if c.Status != StatusTrue || c.Reason != ReasonNodeLeaseNotRenewed ||
 		c.Message != "the kubelet has not renewed its node Lease for 50% of the grace period; "+
 			"the node lifecycle controller marks the node Unknown 50s after the last renewal" {
 		t.Fatalf("half the grace: %+v", c)

@@ -3,6 +3,7 @@ package conditions
 import (
 	"reflect"
 	"sort"
+	"time"
 
 	"github.com/hangwatch/hangwatch/observations"
 )
@@ -24,27 +25,29 @@ type ReloadResult struct {
 // the running rules stay on any). A rule unchanged, reading params that
 // did not change, keeps its condition as it is; a new or changed rule
 // starts over and is evaluated at once from the latest observations, so it
-// need not wait for its inputs' next look.
+// need not wait for its inputs' next look. The result is published
+// (CauseReloaded).
 func (e *Engine) Reload(specs []Spec, params observations.Params) (ReloadResult, error) {
 	compiled, err := compileAll(specs, params, e.opts.KernelConditions)
 	if err != nil {
 		return ReloadResult{}, err
 	}
 	rules, types := ownedRules(compiled, e.opts)
-	e.mu.Lock()
-	paramsChanged := e.opts.Params != params
-	e.opts.Params, e.latest[observations.NameParams] = params, params
-	res, fresh := e.diffRules(rules, paramsChanged)
-	now := e.clk.Now()
-	e.set.Retype(types, fresh, now)
-	var moves []move
-	for _, r := range e.rules {
-		if fresh[r.spec.Type] {
-			moves = e.apply(r, now, moves)
+	var res ReloadResult
+	e.judge(func(now time.Time) Judgement {
+		paramsChanged := e.opts.Params != params
+		e.opts.Params, e.latest[observations.NameParams] = params, params
+		var fresh map[string]bool
+		res, fresh = e.diffRules(rules, paramsChanged)
+		e.set.Retype(types, fresh, now)
+		var changes []Change
+		for _, r := range e.rules {
+			if fresh[r.spec.Type] {
+				changes = e.apply(r, now, changes)
+			}
 		}
-	}
-	e.mu.Unlock()
-	e.tell(moves)
+		return Judgement{Cause: CauseReloaded, Changes: changes}
+	})
 	return res, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/conditions"
@@ -29,15 +28,18 @@ func TestReloadKeepsUnchangedAndReevaluatesChangedRules(t *testing.T) {
 	clk := testclock.NewFakeClock(t0)
 	var moves []string
 	e, err := conditions.NewEngine([]conditions.Spec{containersSpec("Kept", 10), containersSpec("Edited", 500), containersSpec("Dropped", 10)},
-		clk, conditions.EngineOptions{Available: conditions.Inputs, OnChange: func(before, after conditions.Condition) {
-			moves = append(moves, after.Type+":"+string(after.Status))
-		}})
+		clk, conditions.EngineOptions{Available: conditions.Inputs})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Subscribe(conditions.SubscriberFunc(func(j conditions.Judgement) {
+		for _, c := range j.Changes {
+			moves = append(moves, c.After.Type+":"+string(c.After.Status))
+		}
+	}))
 	e.Observe(observations.CRI{Containers: 20})
 	kept := condition(t, e, "Kept")
-	if kept.Status != corev1.ConditionTrue || condition(t, e, "Edited").Status != corev1.ConditionFalse {
+	if kept.Status != conditions.StatusTrue || condition(t, e, "Edited").Status != conditions.StatusFalse {
 		t.Fatalf("before the reload: %+v", e.Set().Snapshot())
 	}
 	clk.Step(time.Minute)
@@ -50,11 +52,11 @@ func TestReloadKeepsUnchangedAndReevaluatesChangedRules(t *testing.T) {
 	if got != "Kept | Edited | Added | Dropped" {
 		t.Fatalf("reload result %q", got)
 	}
-	if c := condition(t, e, "Kept"); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(kept.LastTransitionTime) {
+	if c := condition(t, e, "Kept"); c.Status != conditions.StatusTrue || !c.LastTransitionTime.Equal(kept.LastTransitionTime) {
 		t.Fatalf("unchanged rule's condition %+v, want it as before (%v)", c, kept.LastTransitionTime)
 	}
 	for _, ty := range []string{"Edited", "Added"} {
-		if c := condition(t, e, ty); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(clk.Now()) {
+		if c := condition(t, e, ty); c.Status != conditions.StatusTrue || !c.LastTransitionTime.Equal(clk.Now()) {
 			t.Fatalf("%s after the reload %+v, want True at once from the last observation", ty, c)
 		}
 	}
@@ -78,7 +80,7 @@ func TestReloadRefusesABadRuleAndKeepsRunning(t *testing.T) {
 		t.Fatalf("error %v, want the field path", err)
 	}
 	e.Observe(observations.CRI{Containers: 20})
-	if c := condition(t, e, "Kept"); c.Status != corev1.ConditionTrue {
+	if c := condition(t, e, "Kept"); c.Status != conditions.StatusTrue {
 		t.Fatalf("the running rule after a refused reload: %+v", c)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/metrics"
 )
 
@@ -15,7 +14,6 @@ type Set struct {
 	mu       sync.Mutex
 	trackers map[string]*Tracker
 	gauge    *metrics.GaugeVec
-	changed  chan struct{}
 }
 
 // NewSet starts the given condition types as Unknown and, when reg is not
@@ -24,7 +22,7 @@ func NewSet(reg metrics.KubeRegistry, now time.Time, types map[string]Thresholds
 	s := &Set{trackers: map[string]*Tracker{}, gauge: metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Name: "hangwatch_node_condition", StabilityLevel: metrics.ALPHA,
 		Help: "hangwatch's node conditions: 1 for the status (true, false, unknown) each condition has now, 0 for the others.",
-	}, []string{"condition", "status"}), changed: make(chan struct{}, 1)}
+	}, []string{"condition", "status"})}
 	if reg != nil {
 		reg.MustRegister(s.gauge)
 	}
@@ -47,7 +45,6 @@ func (s *Set) Update(condType string, now time.Time, v Evaluation) (before, afte
 	before = t.Condition()
 	if changed = t.Update(now, v); changed {
 		s.export(t.Condition())
-		s.notify()
 	}
 	return before, t.Condition(), changed
 }
@@ -64,15 +61,8 @@ func (s *Set) Restore(conds []Condition, now time.Time) []string {
 			s.export(t.Condition())
 		}
 	}
-	if len(took) > 0 {
-		s.notify()
-	}
 	return took
 }
-
-// Changed receives after any condition changed; several changes may come
-// as one receive.
-func (s *Set) Changed() <-chan struct{} { return s.changed }
 
 // Types returns the condition types the set holds, sorted.
 func (s *Set) Types() []string {
@@ -84,13 +74,6 @@ func (s *Set) Types() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func (s *Set) notify() {
-	select {
-	case s.changed <- struct{}{}:
-	default:
-	}
 }
 
 // Snapshot returns every condition, sorted by type.
@@ -106,7 +89,7 @@ func (s *Set) Snapshot() []Condition {
 }
 
 func (s *Set) export(c Condition) {
-	for _, st := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown} {
+	for _, st := range []Status{StatusTrue, StatusFalse, StatusUnknown} {
 		v := 0.0
 		if c.Status == st {
 			v = 1
@@ -125,7 +108,7 @@ func (s *Set) Retype(types map[string]Thresholds, fresh map[string]bool, now tim
 	for t := range s.trackers {
 		if _, keep := types[t]; !keep {
 			delete(s.trackers, t)
-			for _, st := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown} {
+			for _, st := range []Status{StatusTrue, StatusFalse, StatusUnknown} {
 				s.gauge.Delete(map[string]string{"condition": t, "status": strings.ToLower(string(st))})
 			}
 		}
@@ -137,5 +120,4 @@ func (s *Set) Retype(types map[string]Thresholds, fresh map[string]bool, now tim
 		s.trackers[t] = NewTracker(t, th, now)
 		s.export(s.trackers[t].Condition())
 	}
-	s.notify()
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/metrics"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -77,24 +76,24 @@ func kernelDeadlock(t *testing.T, e *conditions.Engine) conditions.Condition {
 func TestRestoredKernelDeadlockClearsAfterTheQuietWindow(t *testing.T) {
 	k, e, clk := newKernelFixture(t)
 	k.send()
-	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionFalse {
+	if c := kernelDeadlock(t, e); c.Status != conditions.StatusFalse {
 		t.Fatalf("after the lookback: %+v", c)
 	}
 	raised := kernelT0.Add(-time.Hour)
-	took := e.Set().Restore([]conditions.Condition{{Type: conditions.TypeKernelDeadlock, Status: corev1.ConditionTrue,
+	took := e.Set().Restore([]conditions.Condition{{Type: conditions.TypeKernelDeadlock, Status: conditions.StatusTrue,
 		Reason: "ContainerRuntimeTaskBlocked", Message: "task containerd:1 blocked", LastTransitionTime: raised}}, clk.Now())
 	if len(took) != 1 {
 		t.Fatalf("restore took %v", took)
 	}
 	for elapsed := time.Duration(0); elapsed < 15*time.Minute; elapsed += 10 * time.Second {
 		k.tick()
-		if c := kernelDeadlock(t, e); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(raised) {
+		if c := kernelDeadlock(t, e); c.Status != conditions.StatusTrue || !c.LastTransitionTime.Equal(raised) {
 			t.Fatalf("%v after the restore, within the quiet window: %+v", elapsed, c)
 		}
 		clk.Step(10 * time.Second)
 	}
 	k.tick()
-	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionFalse || c.Reason != "KernelHasNoDeadlock" {
+	if c := kernelDeadlock(t, e); c.Status != conditions.StatusFalse || c.Reason != "KernelHasNoDeadlock" {
 		t.Fatalf("15m after the restore: %+v, want False", c)
 	}
 }
@@ -104,18 +103,18 @@ func TestRestoredKernelDeadlockClearsAfterTheQuietWindow(t *testing.T) {
 func TestRestoredKernelDeadlockSeenAgainFollowsTheKernel(t *testing.T) {
 	k, e, clk := newKernelFixture(t)
 	k.send()
-	e.Set().Restore([]conditions.Condition{{Type: conditions.TypeKernelDeadlock, Status: corev1.ConditionTrue,
+	e.Set().Restore([]conditions.Condition{{Type: conditions.TypeKernelDeadlock, Status: conditions.StatusTrue,
 		Reason: "ContainerRuntimeTaskBlocked", Message: "old"}}, clk.Now())
 	clk.Step(10 * time.Minute)
 	k.handle(Record{Time: clk.Now(), Message: "INFO: task containerd:7 blocked for more than 120 seconds."})
 	clk.Step(14 * time.Minute) // 24m after the restore, 14m after the line
 	k.tick()
-	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionTrue {
+	if c := kernelDeadlock(t, e); c.Status != conditions.StatusTrue {
 		t.Fatalf("14m after a new line: %+v", c)
 	}
 	clk.Step(time.Minute)
 	k.tick()
-	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionFalse {
+	if c := kernelDeadlock(t, e); c.Status != conditions.StatusFalse {
 		t.Fatalf("15m after the new line: %+v", c)
 	}
 }
@@ -186,7 +185,7 @@ func TestInputBesideNewLines(t *testing.T) {
 	}
 	<-done
 	k.send()
-	if c := kernelDeadlock(t, e); c.Status != corev1.ConditionTrue {
+	if c := kernelDeadlock(t, e); c.Status != conditions.StatusTrue {
 		t.Fatalf("after the lines: %+v", c)
 	}
 }

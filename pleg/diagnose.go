@@ -30,8 +30,9 @@ type Diagnosis struct {
 // caller's probe cycles, so a frozen runtime or a hung kubelet costs no
 // extra time. It cannot wait 30 s: an emulated relist still out after
 // timeout is judged stalled, as a hung call is judged Hung after it. A
-// scraper that could not be built is reported through scrapeErr.
-func Diagnose(ctx context.Context, runtime runtimeapi.RuntimeServiceClient, sc *kubeletmetrics.Scraper, url string, scrapeErr error, timeout time.Duration) *Diagnosis {
+// scraper that could not be built is reported through scrapeErr. Both
+// are timed on clk.
+func Diagnose(ctx context.Context, runtime runtimeapi.RuntimeServiceClient, sc *kubeletmetrics.Scraper, url string, scrapeErr error, timeout time.Duration, clk clock.WithTicker) *Diagnosis {
 	d := &Diagnosis{url: url, err: scrapeErr}
 	if scrapeErr != nil {
 		return d
@@ -39,8 +40,8 @@ func Diagnose(ctx context.Context, runtime runtimeapi.RuntimeServiceClient, sc *
 	cfg := DefaultConfig()
 	cfg.EmulationStallAfter = timeout
 	cfg.SlowRelistsInARow = 1 // one relist, judged as it is seen
-	d.rel = cri.NewRelister(runtime, clock.RealClock{}, cri.KubeletRuntimeRequestTimeout)
-	d.monitor = NewMonitor(Options{Config: cfg, Scraper: sc, Window: time.Hour, Relister: d.rel}, clock.RealClock{})
+	d.rel = cri.NewRelister(runtime, clk, cri.KubeletRuntimeRequestTimeout)
+	d.monitor = NewMonitor(Options{Config: cfg, Scraper: sc, Window: time.Hour, Relister: d.rel}, clk)
 	d.done.Add(2)
 	go func() { defer d.done.Done(); d.monitor.ScrapeOnce(ctx) }()
 	go func() {

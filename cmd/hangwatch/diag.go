@@ -152,7 +152,7 @@ func (o *diagOptions) diagnosePLEG(ctx context.Context, conn *cri.Conn, node str
 	if err == nil {
 		sc, err = kubeletmetrics.ScraperFor(k.Options(), node)
 	}
-	return pleg.Diagnose(ctx, conn.Runtime, sc, k.MetricsURL, err, timeout)
+	return pleg.Diagnose(ctx, conn.Runtime, sc, k.MetricsURL, err, timeout, clock.RealClock{})
 }
 
 // checkLease reads the Lease once when there are credentials; nil without.

@@ -1,5 +1,5 @@
 // Package layering holds the test that keeps hangwatch's imports flowing
-// one way: signals -> observations -> conditions -> Node.
+// one way: signals -> observations -> conditions -> nodestatus -> Node.
 package layering
 
 import (
@@ -18,11 +18,13 @@ var (
 	signalImport = map[string][]string{"pleg": {"cri", "kubeletmetrics"}}
 )
 
-// TestImportsFlowOneWay: conditions imports no signal package; a signal
-// package imports neither conditions nor another signal package (but for
-// pleg, which reads cri and kubeletmetrics); nothing imports cmd/, only
+// TestImportsFlowOneWay: conditions imports no signal package and not
+// nodestatus, which writes what it judges; nodestatus imports no signal
+// package; a signal package imports neither conditions, nodestatus nor
+// another signal package (but for pleg, which reads cri and
+// kubeletmetrics); nothing imports cmd/, only
 // cmd/ imports agent/, only cmd/hangwatch-remedy imports remedy/manager,
-// and neither conditions nor a signal package imports config/;
+// and neither conditions, nodestatus nor a signal package imports config/;
 // observations, which the signals fill and conditions reads, imports
 // nothing of the module. Checked on each package's whole import graph,
 // tests left out.
@@ -56,24 +58,26 @@ func forbidden(pkg, dep string) string {
 		return "only hangwatch-remedy's command and its assembly import the remedy controller"
 	case pkg == "cmd/hangwatch" && top(dep) == "remedy":
 		return "the node agent does not link the cluster-side controller"
-	case top(pkg) == "remedy" && (slices.Contains(signals, top(dep)) || top(dep) == "conditions" || top(dep) == "config"):
+	case top(pkg) == "remedy" && (slices.Contains(signals, top(dep)) || judgeOrWriter(dep) || top(dep) == "config"):
 		return "the remedy controller reads Nodes, not the node agent's packages"
-	case top(pkg) == "repair" && (slices.Contains(signals, top(dep)) || top(dep) == "conditions" || top(dep) == "config"):
+	case top(pkg) == "repair" && (slices.Contains(signals, top(dep)) || judgeOrWriter(dep) || top(dep) == "config"):
 		return "repair acts on verdicts the agent hands it, not on signals, conditions or the configuration"
 	case top(dep) == "repair" && top(pkg) != "agent" && top(pkg) != "config" && !strings.HasPrefix(pkg, "cmd/hangwatch") && top(pkg) != "test":
 		return "only the agent, its configuration and the command use repair"
-	case top(dep) == "fence" && (top(pkg) == "remedy" || top(pkg) == "conditions" || slices.Contains(signals, top(pkg)) || pkg == "cmd/hangwatch-remedy"):
+	case top(dep) == "fence" && (top(pkg) == "remedy" || judgeOrWriter(pkg) || slices.Contains(signals, top(pkg)) || pkg == "cmd/hangwatch-remedy"):
 		return "only the repair process's fencer (and what assembles it) stops pods through the kernel"
 	case top(pkg) == "fence" && top(dep) != "internal":
 		return "the fence's kernel mechanics import nothing of the module but internal/"
 	case pkg == "cmd/hangwatch-remedy" && top(dep) == "repair":
 		return "the cluster-side controller does not restart anything on a node"
-	case top(dep) == "config" && (top(pkg) == "conditions" || slices.Contains(signals, top(pkg))):
-		return "the configuration is read by the agent and the command; signal packages and conditions take their own options"
-	case top(pkg) == "conditions" && slices.Contains(signals, top(dep)):
-		return "conditions reads observations, not signal packages"
-	case slices.Contains(signals, top(pkg)) && top(dep) == "conditions":
-		return "a signal package does not import the conditions it feeds"
+	case top(dep) == "config" && (judgeOrWriter(pkg) || slices.Contains(signals, top(pkg))):
+		return "the configuration is read by the agent and the command; signal packages, conditions and nodestatus take their own options"
+	case top(pkg) == "conditions" && top(dep) == "nodestatus":
+		return "the judge publishes to its subscribers; it does not know the Node's status writer"
+	case judgeOrWriter(pkg) && slices.Contains(signals, top(dep)):
+		return "conditions reads observations, and nodestatus conditions, not signal packages"
+	case slices.Contains(signals, top(pkg)) && judgeOrWriter(dep):
+		return "a signal package does not import the conditions it feeds, nor their writer"
 	case slices.Contains(signals, top(pkg)) && slices.Contains(signals, top(dep)) && top(pkg) != top(dep) &&
 		!slices.Contains(signalImport[top(pkg)], top(dep)):
 		return "signal packages do not import each other (only pleg reads cri and kubeletmetrics)"
@@ -81,21 +85,49 @@ func forbidden(pkg, dep string) string {
 	return ""
 }
 
-// moduleDeps maps each of the module's packages (path inside the module)
-// to the module's packages it depends on, directly or not.
-func moduleDeps(t *testing.T) map[string][]string {
+// judgeOrWriter: conditions judges, nodestatus writes what it judged.
+func judgeOrWriter(pkg string) bool {
+	top := strings.SplitN(pkg, "/", 2)[0]
+	return top == "conditions" || top == "nodestatus"
+}
+
+// TestTheJudgeLinksNoClientGo: conditions judges and publishes; talking
+// to the API server, and its types, are nodestatus's and the agent's.
+func TestTheJudgeLinksNoClientGo(t *testing.T) {
+	deps := goList(t, `{{join .Deps "\n"}}`, module+"conditions")
+	if !slices.Contains(deps, "k8s.io/utils/clock") {
+		t.Fatalf("conditions' dependencies read without its clock: %v", deps)
+	}
+	for _, d := range deps {
+		for _, api := range []string{"k8s.io/client-go", "k8s.io/api"} {
+			if d == api || strings.HasPrefix(d, api+"/") {
+				t.Errorf("conditions depends on %s: the judge links neither client-go nor the API's types", d)
+			}
+		}
+	}
+}
+
+// goList runs go list with format over pkgs and returns its lines.
+func goList(t *testing.T, format string, pkgs ...string) []string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command, to list imports: %v", err)
 	}
-	cmd := exec.Command(goTool, "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"...")
-	out, err := cmd.Output()
+	out, err := exec.Command(goTool, append([]string{"list", "-f", format}, pkgs...)...).Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// moduleDeps maps each of the module's packages (path inside the module)
+// to the module's packages it depends on, directly or not.
+func moduleDeps(t *testing.T) map[string][]string {
+	t.Helper()
+	lines := goList(t, `{{.ImportPath}} {{join .Deps " "}}`, module+"...")
 	deps := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range lines {
 		fields := strings.Fields(line)
 		pkg := strings.TrimPrefix(fields[0], module)
 		deps[pkg] = []string{}
@@ -137,6 +169,18 @@ func TestForbiddenNamesEachRule(t *testing.T) {
 		{"cmd/hangwatch-remedy", "remedy/manager", true},
 		{"cmd/hangwatch-remedy", "remedy", true},
 		{"agent", "remedy", false},
+		{"conditions", "nodestatus", false},
+		{"nodestatus", "conditions", true},
+		{"nodestatus", "cri", false},
+		{"nodestatus", "config", false},
+		{"nodestatus", "agent", false},
+		{"nodestatus", "fence", false},
+		{"cri", "nodestatus", false},
+		{"leases", "nodestatus", false},
+		{"repair", "nodestatus", false},
+		{"remedy", "nodestatus", false},
+		{"agent", "nodestatus", true},
+		{"test/integration", "nodestatus", true},
 	} {
 		if got := forbidden(c.pkg, c.dep) == ""; got != c.ok {
 			t.Errorf("%s -> %s allowed = %v, want %v", c.pkg, c.dep, got, c.ok)

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/nodestatus"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
@@ -135,7 +135,7 @@ func (n staticPodNode) assertNotShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := conditions.ReadWriters(node.ManagedFields)
+	w := nodestatus.ReadWriters(node.ManagedFields)
 	for _, c := range []string{"RuntimeHung", "KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy"} {
 		if len(w.Others[c]) > 0 {
 			t.Errorf("managedFields: %s written by others %v; want hangwatch alone", c, w.Others[c])

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/nodestatus"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
@@ -47,7 +47,7 @@ func TestSharedAndLeftBehindConditions(t *testing.T) {
 	write := func(manager string, cond corev1.NodeCondition) {
 		t.Helper()
 		cond.LastHeartbeatTime, cond.LastTransitionTime = now, now
-		body, err := conditions.StatusPatch([]corev1.NodeCondition{cond})
+		body, err := nodestatus.StatusPatch([]corev1.NodeCondition{cond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestSharedAndLeftBehindConditions(t *testing.T) {
 	}
 	write("node-problem-detector", corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionTrue,
 		Reason: "DockerHung", Message: "written by node-problem-detector"})
-	write(conditions.FieldManager, corev1.NodeCondition{Type: "FrequentContainerdRestart", Status: corev1.ConditionTrue,
+	write(nodestatus.FieldManager, corev1.NodeCondition{Type: "FrequentContainerdRestart", Status: corev1.ConditionTrue,
 		Reason: "FrequentContainerdRestart", Message: "left by an older config"})
 
 	args := nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s")

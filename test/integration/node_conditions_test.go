@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/nodestatus"
 )
 
 func TestFrozenRuntimeReachesTheNode(t *testing.T) {
@@ -95,7 +95,7 @@ func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
 	kc := createNode(t, cp, self)
 	createNode(t, cp, other)
 	client := harness.ClientFor(t, kc)
-	body, err := conditions.StatusPatch([]corev1.NodeCondition{{Type: "RuntimeHung", Status: corev1.ConditionFalse, Reason: "RuntimeResponsive"}})
+	body, err := nodestatus.StatusPatch([]corev1.NodeCondition{{Type: "RuntimeHung", Status: corev1.ConditionFalse, Reason: "RuntimeResponsive"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package conditions
+package nodestatus
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/conditions"
 )
 
 // managedFields as a real API server records them (nodes/status patches).
@@ -45,33 +47,35 @@ func TestReadWritersNamesTheOtherWritersOfEachType(t *testing.T) {
 	}
 }
 
-func sharingFixture(t *testing.T, overwrite []string) (*Reporter, *Set, *fake.Clientset, *[]string) {
+func sharingFixture(t *testing.T, overwrite []string) (*Reporter, *fakeJudge, *fake.Clientset, *[]string) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", ManagedFields: managedFields()},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
 			{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "DockerHung", Message: "npd's"},
 			{Type: "FrequentContainerdRestart", Status: corev1.ConditionTrue, Reason: "Old"}}}}
 	client := fake.NewClientset(node)
-	set := NewSet(nil, t0, map[string]Thresholds{TypeRuntimeHung: {}, TypeKernelDeadlock: {}})
+	clk := testclock.NewFakeClock(t0)
+	judge := newFakeJudge(clk, map[string]conditions.Thresholds{conditions.TypeRuntimeHung: {}, conditions.TypeKernelDeadlock: {}})
 	var shared []string
-	r := NewReporter(clientsetNodes{client}, set, ReporterConfig{Node: "node-a", Heartbeat: 5 * time.Minute, RequestTimeout: time.Second,
+	r := NewReporter(clientsetNodes{client}, judge, ReporterConfig{Node: "node-a", Heartbeat: 5 * time.Minute, RequestTimeout: time.Second,
 		RetryMin: time.Second, RetryMax: time.Second, Overwrite: overwrite,
 		OnShared: func(c string, m []string, o bool) {
 			shared = append(shared, c+" "+strings.Join(m, ",")+" "+map[bool]string{true: "overwrite", false: "leave"}[o])
-		}}, testclock.NewFakeClock(t0), nil)
-	return r, set, client, &shared
+		}}, clk, nil)
+	judge.subscribe(r)
+	return r, judge, client, &shared
 }
 
 func TestASharedConditionIsLeftToItsOtherWriter(t *testing.T) {
-	r, set, client, shared := sharingFixture(t, nil)
+	r, judge, client, shared := sharingFixture(t, nil)
 	ctx := context.Background()
 	if err := r.restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s := set.Snapshot(); s[0].Type != TypeKernelDeadlock || s[0].Status != corev1.ConditionUnknown {
+	if s := judge.set.Snapshot(); s[0].Type != conditions.TypeKernelDeadlock || s[0].Status != conditions.StatusUnknown {
 		t.Errorf("npd's KernelDeadlock was carried on as hangwatch's: %+v", s[0])
 	}
-	set.Update(TypeKernelDeadlock, t0, Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
-	set.Update(TypeRuntimeHung, t0, Evaluation{Reason: "RuntimeResponsive", Message: "fine"})
+	judge.update(conditions.TypeKernelDeadlock, t0, conditions.Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
+	judge.update(conditions.TypeRuntimeHung, t0, conditions.Evaluation{Reason: "RuntimeResponsive", Message: "fine"})
 	r.flush(ctx)
 	var patches []string
 	for _, a := range client.Actions() {
@@ -92,12 +96,12 @@ func TestASharedConditionIsLeftToItsOtherWriter(t *testing.T) {
 }
 
 func TestASharedConditionIsOverwrittenWhenConfigured(t *testing.T) {
-	r, set, client, shared := sharingFixture(t, []string{TypeKernelDeadlock})
+	r, judge, client, shared := sharingFixture(t, []string{conditions.TypeKernelDeadlock})
 	ctx := context.Background()
 	if err := r.restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	set.Update(TypeKernelDeadlock, t0, Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
+	judge.update(conditions.TypeKernelDeadlock, t0, conditions.Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
 	r.flush(ctx)
 	last := client.Actions()[len(client.Actions())-1]
 	if p := string(last.(interface{ GetPatch() []byte }).GetPatch()); !strings.Contains(p, "KernelDeadlock") {

@@ -1,4 +1,4 @@
-package conditions
+package nodestatus
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/hangwatch/hangwatch/conditions"
 )
 
 // getNode reads the Node with its managedFields.
@@ -32,7 +34,7 @@ func (r *Reporter) lookAgain(ctx context.Context) {
 // each set of writers, and leaves it to them unless told to overwrite it.
 func (r *Reporter) inspect(node *corev1.Node) Writers {
 	w := ReadWriters(node.ManagedFields)
-	for _, t := range r.set.Types() {
+	for _, t := range r.latest.Types() {
 		others := w.Others[t]
 		if len(others) == 0 || slices.Equal(r.shared[t], others) {
 			continue
@@ -59,7 +61,7 @@ func (r *Reporter) inspect(node *corev1.Node) Writers {
 // (a condition disabled or taken out of the config), which would otherwise
 // stay on the Node as they were forever. A failure is logged and left.
 func (r *Reporter) removeStale(ctx context.Context, w Writers) {
-	stale := w.stale(r.set.Types())
+	stale := w.stale(r.latest.Types())
 	if len(stale) == 0 {
 		return
 	}
@@ -76,8 +78,8 @@ func (r *Reporter) removeStale(ctx context.Context, w Writers) {
 
 // writable is the snapshot of the conditions hangwatch writes: the owned
 // types not left to another writer.
-func (r *Reporter) writable() []Condition {
-	snap := r.set.Snapshot()
+func (r *Reporter) writable() []conditions.Condition {
+	snap := r.latest.Conditions()
 	out := snap[:0]
 	for _, c := range snap {
 		if !r.yielded[c.Type] {

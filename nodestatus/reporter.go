@@ -1,4 +1,4 @@
-package conditions
+package nodestatus
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/conditions"
 )
 
 // ReporterConfig sets how the Node's status is written.
@@ -32,9 +34,6 @@ type ReporterConfig struct {
 	RejectedRetry time.Duration
 	// RequestTimeout bounds each request.
 	RequestTimeout time.Duration
-	// OnRestore, when set, is called once with the Node's conditions after
-	// they have been read back and carried on.
-	OnRestore func(onNode []Condition)
 	// Overwrite are the owned types hangwatch writes even when another
 	// field manager writes them too; any other such type is left to that
 	// writer (node-problem-detector's KernelDeadlock, say), not fought over.
@@ -44,16 +43,20 @@ type ReporterConfig struct {
 	OnShared func(condType string, managers []string, overwrite bool)
 }
 
-// Reporter writes the conditions of a Set to the Node's status: only the
+// Reporter writes the judge's conditions to the Node's status: only the
 // types it owns, with a strategic-merge patch keyed on type, so the
-// kubelet's conditions (Ready first of all) are never touched.
+// kubelet's conditions (Ready first of all) are never touched. It is a
+// conditions.Subscriber of the judge, keeping only the latest state: a
+// slow API server never holds the judge up, and the latest state is what
+// gets written.
 type Reporter struct {
 	cfg      ReporterConfig
 	nodes    NodeClient
-	set      *Set
+	judge    Judge
+	latest   conditions.Latest
 	clk      clock.Clock
 	metrics  *ReporterMetrics
-	written  map[string]Condition // what the Node holds, as far as hangwatch knows
+	written  map[string]conditions.Condition // what the Node holds, as far as hangwatch knows
 	lastSent time.Time
 	failures int
 	holdOff  bool                // the last patch was refused or throttled: no write before its retry, even on a change
@@ -68,11 +71,23 @@ type NodeClient interface {
 	PatchNodeStatus(ctx context.Context, name string, pt types.PatchType, body []byte, fieldManager string) (*corev1.Node, error)
 }
 
-// NewReporter returns a reporter for set; m may be nil.
-func NewReporter(nodes NodeClient, set *Set, cfg ReporterConfig, clk clock.Clock, m *ReporterMetrics) *Reporter {
-	return &Reporter{cfg: cfg, nodes: nodes, set: set, clk: clk, metrics: m, written: map[string]Condition{},
+// Judge is what the reporter asks of the judge (a *conditions.Engine):
+// to carry on the conditions read back from the Node, which it publishes
+// (conditions.CauseRestored), returning the types it took.
+type Judge interface {
+	Restore(onNode []conditions.Condition) []string
+}
+
+// NewReporter returns a reporter of judge's conditions; m may be nil. It
+// writes what it is told as a subscriber: subscribe it to the judge
+// before Run.
+func NewReporter(nodes NodeClient, judge Judge, cfg ReporterConfig, clk clock.Clock, m *ReporterMetrics) *Reporter {
+	return &Reporter{cfg: cfg, nodes: nodes, judge: judge, clk: clk, metrics: m, written: map[string]conditions.Condition{},
 		shared: map[string][]string{}, yielded: map[string]bool{}}
 }
+
+// Judged keeps the latest state for the next write.
+func (r *Reporter) Judged(j conditions.Judgement) { r.latest.Judged(j) }
 
 // Run restores the Node's conditions, then writes every change and the
 // heartbeat until ctx ends. While the API server cannot be reached the
@@ -91,7 +106,7 @@ func (r *Reporter) Run(ctx context.Context) {
 	r.failures = 0
 	for ctx.Err() == nil {
 		next := r.flush(ctx)
-		changed := r.set.Changed()
+		changed := r.latest.Wake()
 		if r.holdOff {
 			changed = nil
 		}
@@ -111,21 +126,18 @@ func (r *Reporter) restore(ctx context.Context) error {
 		return err
 	}
 	r.removeStale(ctx, r.inspect(node))
-	var found []Condition
+	var found []conditions.Condition
 	for _, c := range node.Status.Conditions {
 		if len(r.shared[string(c.Type)]) > 0 {
 			continue // another writer's values, whether left to it or overwritten: not hangwatch's to carry on
 		}
-		cond := Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
+		cond := conditions.Condition{Type: string(c.Type), Status: conditions.Status(c.Status), Reason: c.Reason, Message: c.Message,
 			LastTransitionTime: c.LastTransitionTime.Time}
 		found = append(found, cond)
 		r.written[cond.Type] = cond
 	}
-	if took := r.set.Restore(found, r.clk.Now()); len(took) > 0 {
+	if took := r.judge.Restore(found); len(took) > 0 {
 		klog.InfoS("Carrying on the Node's conditions", "node", r.cfg.Node, "types", took)
-	}
-	if r.cfg.OnRestore != nil {
-		r.cfg.OnRestore(found)
 	}
 	return nil
 }
@@ -163,7 +175,7 @@ func (r *Reporter) flush(ctx context.Context) time.Time {
 	return now.Add(r.cfg.Heartbeat)
 }
 
-func (r *Reporter) differs(snap []Condition) bool {
+func (r *Reporter) differs(snap []conditions.Condition) bool {
 	for _, c := range snap {
 		w, ok := r.written[c.Type]
 		if !ok || w.Status != c.Status || w.Reason != c.Reason || w.Message != c.Message ||
@@ -258,10 +270,10 @@ func (r *Reporter) wait(ctx context.Context, changed <-chan struct{}, until time
 }
 
 // nodeConditions renders the owned conditions for the patch.
-func nodeConditions(snap []Condition, now time.Time) []corev1.NodeCondition {
+func nodeConditions(snap []conditions.Condition, now time.Time) []corev1.NodeCondition {
 	out := make([]corev1.NodeCondition, 0, len(snap))
 	for _, c := range snap {
-		out = append(out, corev1.NodeCondition{Type: corev1.NodeConditionType(c.Type), Status: c.Status,
+		out = append(out, corev1.NodeCondition{Type: corev1.NodeConditionType(c.Type), Status: corev1.ConditionStatus(c.Status),
 			Reason: c.Reason, Message: c.Message, LastHeartbeatTime: metav1.NewTime(now),
 			LastTransitionTime: metav1.NewTime(c.LastTransitionTime)})
 	}

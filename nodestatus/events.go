@@ -1,4 +1,4 @@
-package conditions
+package nodestatus
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/conditions"
 )
 
 // EventSource names hangwatch as the reporting component of its Events.
@@ -18,37 +20,51 @@ const EventSource = "hangwatch"
 // Node (a node identity may create core/v1 Events but not events.k8s.io
 // ones). Its recorder, as client-go's, raises the count of a repeat instead
 // of creating another, rate-limits per node (a burst of 25, then one per 5
-// minutes) and retries while the API server is away.
+// minutes) and retries while the API server is away. It hears the
+// transitions as a conditions.Subscriber of the engine.
 type Events struct {
 	emit    func(eventType, reason, message string)
 	stop    func()
 	metrics *ReporterMetrics
 
 	mu       sync.Mutex
-	restored bool                 // the Node's conditions were read back
-	known    map[string]Condition // by type, the state last accounted for
+	restored bool                            // the Node's conditions were read back
+	known    map[string]conditions.Condition // by type, the state last accounted for
 }
 
-// NewEvents starts recording to the API server through sink; each request
-// is bounded by timeout.
-func NewEvents(sink EventSink, node string, m *ReporterMetrics, timeout time.Duration) *Events {
+// NewEvents starts recording to the API server through sink, on clk;
+// each request is bounded by timeout.
+func NewEvents(sink EventSink, node string, m *ReporterMetrics, timeout time.Duration, clk clock.Clock) *Events {
 	// UID is the node's name, as the kubelet does, so `kubectl describe
 	// node` lists the events.
 	ref := corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node), APIVersion: "v1"}
-	rec := newRecorder(sink, clock.RealClock{}, ref, corev1.EventSource{Component: EventSource, Host: node}, timeout)
+	rec := newRecorder(sink, clk, ref, corev1.EventSource{Component: EventSource, Host: node}, timeout)
 	go rec.run()
-	return &Events{emit: rec.record, stop: rec.shutdown, metrics: m, known: map[string]Condition{}}
+	return &Events{emit: rec.record, stop: rec.shutdown, metrics: m, known: map[string]conditions.Condition{}}
 }
 
-// Transition records a change of a condition, when it is one worth an
-// Event: any move to True, a new reason while True, and a clear from True.
-// Leaving Unknown for False at start is not news. Until the Node's
-// conditions are read back (Restored) it records nothing: a change is
-// news only against what the Node holds, so a restart that finds a
-// problem still there tells nobody again.
-func (e *Events) Transition(before, after Condition) {
+// Judged records the transitions of a judgement, and compares the
+// conditions with the Node's once they were read back and carried on
+// (conditions.CauseRestored).
+func (e *Events) Judged(j conditions.Judgement) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if j.Cause == conditions.CauseRestored {
+		e.restore(j.OnNode, j.Conditions)
+		return
+	}
+	for _, c := range j.Changes {
+		e.transition(c.Before, c.After)
+	}
+}
+
+// transition records a change of a condition, when it is one worth an
+// Event: any move to True, a new reason while True, and a clear from True.
+// Leaving Unknown for False at start is not news. Until the Node's
+// conditions are read back (restore) it records nothing: a change is
+// news only against what the Node holds, so a restart that finds a
+// problem still there tells nobody again. Called with e.mu held.
+func (e *Events) transition(before, after conditions.Condition) {
 	if !e.restored {
 		return
 	}
@@ -59,24 +75,23 @@ func (e *Events) Transition(before, after Condition) {
 	e.record(before, after)
 }
 
-// Restored compares each condition of set, once the Node's conditions
+// restore compares each condition, as it is once the Node's conditions
 // have been read back and carried on, with the Node's own: one that moved
 // in a way worth an Event gets it now, one carried on unchanged none.
-func (e *Events) Restored(onNode []Condition, set *Set) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+// Called with e.mu held.
+func (e *Events) restore(onNode, conds []conditions.Condition) {
 	e.restored = true
-	byType := map[string]Condition{}
+	byType := map[string]conditions.Condition{}
 	for _, c := range onNode {
 		byType[c.Type] = c
 	}
-	for _, c := range set.Snapshot() { // taken under e.mu: a change after it comes through Transition
+	for _, c := range conds {
 		e.known[c.Type] = c
 		e.record(byType[c.Type], c)
 	}
 }
 
-func (e *Events) record(before, after Condition) {
+func (e *Events) record(before, after conditions.Condition) {
 	eventType, ok := transitionType(before, after)
 	if !ok {
 		return
@@ -107,17 +122,17 @@ func (e *Events) Normal(reason, message string) { e.emit(corev1.EventTypeNormal,
 // Shutdown stops recording.
 func (e *Events) Shutdown() { e.stop() }
 
-func transitionType(before, after Condition) (string, bool) {
+func transitionType(before, after conditions.Condition) (string, bool) {
 	switch {
-	case after.Status == corev1.ConditionTrue && (before.Status != corev1.ConditionTrue || before.Reason != after.Reason):
+	case after.Status == conditions.StatusTrue && (before.Status != conditions.StatusTrue || before.Reason != after.Reason):
 		return corev1.EventTypeWarning, true
-	case after.Status == corev1.ConditionFalse && before.Status == corev1.ConditionTrue:
+	case after.Status == conditions.StatusFalse && before.Status == conditions.StatusTrue:
 		return corev1.EventTypeNormal, true
 	}
 	return "", false
 }
 
 // EventMessage is the text of a transition's Event.
-func EventMessage(c Condition) string {
+func EventMessage(c conditions.Condition) string {
 	return fmt.Sprintf("Node condition %s is now %s: %s", c.Type, c.Status, c.Message)
 }

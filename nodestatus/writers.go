@@ -1,10 +1,11 @@
-package conditions
+package nodestatus
 
 import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/internal/managedfields"
 )
 
@@ -48,7 +49,7 @@ func ReadWriters(entries []metav1.ManagedFieldsEntry) Writers {
 func (w Writers) stale(owned []string) []string {
 	var out []string
 	for t := range w.Ours {
-		if !slices.Contains(owned, t) && len(w.Others[t]) == 0 && !slices.Contains(KubeletConditionTypes, t) {
+		if !slices.Contains(owned, t) && len(w.Others[t]) == 0 && !slices.Contains(conditions.KubeletConditionTypes, t) {
 			out = append(out, t)
 		}
 	}

@@ -1,4 +1,4 @@
-package conditions
+package nodestatus
 
 import (
 	"context"
@@ -126,5 +126,21 @@ func TestRecorderDropsTheOldestBeyondItsQueue(t *testing.T) {
 	}
 	if len(r.queue) != eventQueueSize || r.dropped != 5 || r.queue[0].Message != strings.Repeat("x", 5) {
 		t.Errorf("queue %d, dropped %d, first %q: want the newest %d", len(r.queue), r.dropped, r.queue[0].Message, eventQueueSize)
+	}
+}
+
+// TestRecorderNamesEventsApartOnAStillClock: two Events made at the same
+// instant of the recorder's clock are two Events, not one created twice.
+func TestRecorderNamesEventsApartOnAStillClock(t *testing.T) {
+	r, sink, _ := newTestRecorder()
+	go r.run()
+	defer r.shutdown()
+	r.record(corev1.EventTypeWarning, "RuntimeHung", "hung")
+	r.record(corev1.EventTypeWarning, "RepairRefused", "refused")
+	clocktest.Await(t, "two creates", func() bool { return sink.count() == 2 })
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.events) != 2 {
+		t.Fatalf("%d Events kept, want 2 named apart", len(sink.events))
 	}
 }

@@ -1,4 +1,4 @@
-package conditions
+package nodestatus
 
 import (
 	"context"
@@ -18,13 +18,15 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/conditions"
 )
 
 type reporterFixture struct {
 	t      *testing.T
 	client *fake.Clientset
 	clk    *testclock.FakeClock
-	set    *Set
+	judge  *fakeJudge
 	r      *Reporter
 }
 
@@ -32,9 +34,10 @@ func newReporterFixture(t *testing.T, existing ...corev1.NodeCondition) *reporte
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: corev1.NodeStatus{Conditions: append(
 		[]corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}, existing...)}}
 	f := &reporterFixture{t: t, client: fake.NewClientset(node), clk: testclock.NewFakeClock(t0)}
-	f.set = NewSet(nil, t0, map[string]Thresholds{TypeRuntimeHung: {RaiseAfter: 1, ClearAfter: 2}})
-	f.r = NewReporter(clientsetNodes{f.client}, f.set, ReporterConfig{Node: "node-a", Heartbeat: 5 * time.Minute,
+	f.judge = newFakeJudge(f.clk, map[string]conditions.Thresholds{conditions.TypeRuntimeHung: {RaiseAfter: 1, ClearAfter: 2}})
+	f.r = NewReporter(clientsetNodes{f.client}, f.judge, ReporterConfig{Node: "node-a", Heartbeat: 5 * time.Minute,
 		Coalesce: 100 * time.Millisecond, RetryMin: time.Second, RetryMax: 30 * time.Second, RequestTimeout: time.Second}, f.clk, nil)
+	f.judge.subscribe(f.r)
 	return f
 }
 
@@ -72,14 +75,14 @@ func TestReporterWritesOnlyItsConditionsAndOnlyOnChange(t *testing.T) {
 	if err := f.r.restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.set.Update(TypeRuntimeHung, t0, Evaluation{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
+	f.judge.update(conditions.TypeRuntimeHung, t0, conditions.Evaluation{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
 	next := f.r.flush(ctx)
 	p := f.patches()
 	if len(p) != 1 || !strings.HasPrefix(p[0], "status ") || strings.Contains(p[0], "Ready") {
 		t.Fatalf("patches %q: want one status patch without Ready", p)
 	}
 	n := f.node()
-	if c := nodeCondition(n, TypeRuntimeHung); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "ListPodSandboxHung" {
+	if c := nodeCondition(n, conditions.TypeRuntimeHung); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "ListPodSandboxHung" {
 		t.Fatalf("node conditions %+v", n.Status.Conditions)
 	}
 	if c := nodeCondition(n, "Ready"); c == nil || c.Reason != "KubeletReady" {
@@ -89,7 +92,7 @@ func TestReporterWritesOnlyItsConditionsAndOnlyOnChange(t *testing.T) {
 		t.Fatalf("next look %v, want the heartbeat", next)
 	}
 	f.clk.Step(time.Minute)
-	f.set.Update(TypeRuntimeHung, f.clk.Now(), Evaluation{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
+	f.judge.update(conditions.TypeRuntimeHung, f.clk.Now(), conditions.Evaluation{Bad: true, Reason: "ListPodSandboxHung", Message: "hung"})
 	f.r.flush(ctx)
 	if len(f.patches()) != 1 {
 		t.Fatal("an unchanged state was written again")
@@ -99,21 +102,21 @@ func TestReporterWritesOnlyItsConditionsAndOnlyOnChange(t *testing.T) {
 	if len(f.patches()) != 2 {
 		t.Fatal("the heartbeat was not written")
 	}
-	if hb := nodeCondition(f.node(), TypeRuntimeHung).LastHeartbeatTime.Time; !hb.Equal(f.clk.Now()) {
+	if hb := nodeCondition(f.node(), conditions.TypeRuntimeHung).LastHeartbeatTime.Time; !hb.Equal(f.clk.Now()) {
 		t.Fatalf("heartbeat %v", hb)
 	}
 }
 
 func TestReporterCarriesOnTheNodesConditions(t *testing.T) {
 	ltt := metav1.NewTime(t0.Add(-time.Hour))
-	f := newReporterFixture(t, corev1.NodeCondition{Type: TypeRuntimeHung, Status: corev1.ConditionTrue,
+	f := newReporterFixture(t, corev1.NodeCondition{Type: conditions.TypeRuntimeHung, Status: corev1.ConditionTrue,
 		Reason: "RuntimeNotResponding", Message: "before the restart", LastTransitionTime: ltt})
 	if err := f.r.restore(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f.set.Update(TypeRuntimeHung, t0, Evaluation{Reason: "RuntimeResponsive", Message: "fine"}) // one good cycle of two
+	f.judge.update(conditions.TypeRuntimeHung, t0, conditions.Evaluation{Reason: "RuntimeResponsive", Message: "fine"}) // one good cycle of two
 	f.r.flush(context.Background())
-	c := nodeCondition(f.node(), TypeRuntimeHung)
+	c := nodeCondition(f.node(), conditions.TypeRuntimeHung)
 	if c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Equal(&ltt) {
 		t.Fatalf("after restart: %+v", c)
 	}
@@ -130,7 +133,7 @@ func TestReporterKeepsTheStateWhileTheAPIServerFails(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	f.set.Update(TypeRuntimeHung, t0, Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
+	f.judge.update(conditions.TypeRuntimeHung, t0, conditions.Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
 	var delays []time.Duration
 	for range 6 {
 		next := f.r.flush(ctx)
@@ -143,21 +146,21 @@ func TestReporterKeepsTheStateWhileTheAPIServerFails(t *testing.T) {
 			t.Fatalf("retry %d after %v, want within [%v, %v]", i, d, limit/2, limit)
 		}
 	}
-	f.set.Update(TypeRuntimeHung, f.clk.Now(), Evaluation{Bad: true, Reason: "RuntimeNotResponding", Message: "all hung"})
+	f.judge.update(conditions.TypeRuntimeHung, f.clk.Now(), conditions.Evaluation{Bad: true, Reason: "RuntimeNotResponding", Message: "all hung"})
 	down = false
 	f.r.flush(ctx)
-	if c := nodeCondition(f.node(), TypeRuntimeHung); c == nil || c.Reason != "RuntimeNotResponding" {
+	if c := nodeCondition(f.node(), conditions.TypeRuntimeHung); c == nil || c.Reason != "RuntimeNotResponding" {
 		t.Fatalf("the latest state was not flushed: %+v", c)
 	}
 }
 
 func TestTransitionsWorthAnEvent(t *testing.T) {
-	u := Condition{Status: corev1.ConditionUnknown, Reason: ReasonNoData}
-	ok := Condition{Status: corev1.ConditionFalse, Reason: "Fine"}
-	bad := Condition{Status: corev1.ConditionTrue, Reason: "StatusHung"}
-	worse := Condition{Status: corev1.ConditionTrue, Reason: "RuntimeNotResponding"}
+	u := conditions.Condition{Status: conditions.StatusUnknown, Reason: conditions.ReasonNoData}
+	ok := conditions.Condition{Status: conditions.StatusFalse, Reason: "Fine"}
+	bad := conditions.Condition{Status: conditions.StatusTrue, Reason: "StatusHung"}
+	worse := conditions.Condition{Status: conditions.StatusTrue, Reason: "RuntimeNotResponding"}
 	for _, c := range []struct {
-		before, after Condition
+		before, after conditions.Condition
 		want          string
 	}{{u, ok, ""}, {u, bad, "Warning"}, {ok, bad, "Warning"}, {bad, worse, "Warning"}, {bad, ok, "Normal"}, {bad, bad, ""}} {
 		got, _ := transitionType(c.before, c.after)
@@ -169,34 +172,31 @@ func TestTransitionsWorthAnEvent(t *testing.T) {
 
 func TestNoEventForAConditionCarriedOnUnchanged(t *testing.T) {
 	rec := &fakeEmitter{}
-	e := &Events{emit: rec.emit, known: map[string]Condition{}}
-	set := NewSet(nil, t0, map[string]Thresholds{TypeRuntimeHung: {RaiseAfter: 1, ClearAfter: 2}, TypeKernelDeadlock: {RaiseAfter: 1, ClearAfter: 1}})
-	move := func(condType string, v Evaluation) {
-		if before, after, changed := set.Update(condType, t0, v); changed {
-			e.Transition(before, after)
-		}
-	}
+	e := &Events{emit: rec.emit, known: map[string]conditions.Condition{}}
+	judge := newFakeJudge(testclock.NewFakeClock(t0), map[string]conditions.Thresholds{conditions.TypeRuntimeHung: {RaiseAfter: 1, ClearAfter: 2}, conditions.TypeKernelDeadlock: {RaiseAfter: 1, ClearAfter: 1}})
+	judge.subscribe(e)
+	move := func(condType string, v conditions.Evaluation) { judge.update(condType, t0, v) }
 	// Before the Node is read back: the runtime is found hung again, and
 	// the kernel is found clean.
-	move(TypeRuntimeHung, Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
-	move(TypeKernelDeadlock, Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
-	onNode := []Condition{
-		{Type: TypeRuntimeHung, Status: corev1.ConditionTrue, Reason: "StatusHung", Message: "hung before"},
-		{Type: TypeKernelDeadlock, Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock", Message: "fine"},
+	move(conditions.TypeRuntimeHung, conditions.Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
+	move(conditions.TypeKernelDeadlock, conditions.Evaluation{Reason: "KernelHasNoDeadlock", Message: "fine"})
+	onNode := []conditions.Condition{
+		{Type: conditions.TypeRuntimeHung, Status: conditions.StatusTrue, Reason: "StatusHung", Message: "hung before"},
+		{Type: conditions.TypeKernelDeadlock, Status: conditions.StatusFalse, Reason: "KernelHasNoDeadlock", Message: "fine"},
 	}
-	set.Restore(onNode, t0)
-	e.Restored(onNode, set)
+	judge.Restore(onNode)
 	if got := drain(rec); got != "" {
 		t.Fatalf("events for conditions carried on unchanged: %q", got)
 	}
-	move(TypeKernelDeadlock, Evaluation{Bad: true, Reason: "ContainerRuntimeTaskBlocked", Message: "blocked"})
+	move(conditions.TypeKernelDeadlock, conditions.Evaluation{Bad: true, Reason: "ContainerRuntimeTaskBlocked", Message: "blocked"})
 	if got := drain(rec); got != "Warning ContainerRuntimeTaskBlocked Node condition KernelDeadlock is now True: blocked" {
 		t.Fatalf("a change after the restore: %q", got)
 	}
 
 	// A restart that finds a problem the Node did not have tells it.
-	e = &Events{emit: rec.emit, known: map[string]Condition{}}
-	e.Restored([]Condition{onNode[0], {Type: TypeKernelDeadlock, Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock"}}, set)
+	e = &Events{emit: rec.emit, known: map[string]conditions.Condition{}}
+	e.Judged(conditions.Judgement{Cause: conditions.CauseRestored, Conditions: judge.set.Snapshot(),
+		OnNode: []conditions.Condition{onNode[0], {Type: conditions.TypeKernelDeadlock, Status: conditions.StatusFalse, Reason: "KernelHasNoDeadlock"}}})
 	if got := drain(rec); got != "Warning ContainerRuntimeTaskBlocked Node condition KernelDeadlock is now True: blocked" {
 		t.Fatalf("a change across the restart: %q", got)
 	}
@@ -229,7 +229,7 @@ func TestRefusedPatchIsRetriedSlowlyAndCounted(t *testing.T) {
 	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, "node-a",
 		field.ErrorList{field.Forbidden(field.NewPath("status", "conditions"), "denied by policy hangwatch-own-node")})
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "node-a", errors.New("RBAC: no patch on nodes/status"))
-	f.set.Update(TypeRuntimeHung, t0, Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
+	f.judge.update(conditions.TypeRuntimeHung, t0, conditions.Evaluation{Bad: true, Reason: "StatusHung", Message: "hung"})
 	for i, err := range []error{invalid, invalid, forbidden, forbidden} {
 		answer = err
 		next := f.r.flush(ctx)
@@ -256,7 +256,7 @@ hangwatch_node_status_patch_refusals_total{code="422"} 2
 	}
 	answer = nil
 	f.r.flush(ctx)
-	if f.r.holdOff || f.r.failures != 0 || nodeCondition(f.node(), TypeRuntimeHung).Reason != "StatusHung" {
+	if f.r.holdOff || f.r.failures != 0 || nodeCondition(f.node(), conditions.TypeRuntimeHung).Reason != "StatusHung" {
 		t.Fatalf("not recovered: holdOff %v failures %d", f.r.holdOff, f.r.failures)
 	}
 }

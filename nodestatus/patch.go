@@ -1,4 +1,4 @@
-package conditions
+package nodestatus
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hangwatch/hangwatch/conditions"
 )
 
 // StatusPatch is the strategic-merge patch of nodes/<name>/status that
@@ -18,7 +20,7 @@ func StatusPatch(conds []corev1.NodeCondition) ([]byte, error) {
 
 // patch sends the patch directly (no read first: a node identity may not
 // GET nodes/<name>/status) and returns the Node as written.
-func (r *Reporter) patch(ctx context.Context, snap []Condition, now time.Time) (*corev1.Node, error) {
+func (r *Reporter) patch(ctx context.Context, snap []conditions.Condition, now time.Time) (*corev1.Node, error) {
 	body, err := StatusPatch(nodeConditions(snap, now))
 	if err != nil {
 		return nil, fmt.Errorf("encode status patch: %w", err)

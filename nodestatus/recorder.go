@@ -1,4 +1,4 @@
-package conditions
+package nodestatus
 
 import (
 	"context"
@@ -49,6 +49,7 @@ type recorder struct {
 	refilled time.Time
 	repeats  map[string]*corev1.Event // by type, reason and message: the latest of each
 	queue    []*corev1.Event
+	lastName int64 // the nanoseconds of the last new Event's name
 	dropped  int
 	wake     chan struct{}
 	stop     chan struct{}
@@ -102,8 +103,11 @@ func (r *recorder) next(eventType, reason, message string, now time.Time) *corev
 	if len(r.repeats) >= eventRepeatsMax {
 		clear(r.repeats)
 	}
+	// Named for the time as client-go does, and distinct even when the
+	// clock has not moved since the last one (a fake clock, say).
+	r.lastName = max(now.UnixNano(), r.lastName+1)
 	t := metav1.NewTime(now)
-	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", r.ref.Name, now.UnixNano()), Namespace: metav1.NamespaceDefault},
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", r.ref.Name, r.lastName), Namespace: metav1.NamespaceDefault},
 		InvolvedObject: r.ref, Reason: reason, Message: message, Type: eventType, Count: 1,
 		FirstTimestamp: t, LastTimestamp: t, Source: r.source,
 		ReportingController: r.source.Component, ReportingInstance: r.source.Component + "-" + r.source.Host}
