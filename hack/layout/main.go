@@ -16,31 +16,36 @@ import (
 )
 
 func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "layout:", err)
+		os.Exit(1)
+	}
+}
+
+// run prints the table, or writes it into README.md with -w.
+func run() error {
 	write := flag.Bool("w", false, "write the table into README.md between its markers")
 	root := flag.String("root", ".", "the module's root")
 	flag.Parse()
 	table, err := Table(*root)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "layout:", err)
-		os.Exit(1)
+		return err
 	}
 	if !*write {
 		fmt.Print(table)
-		return
+		return nil
 	}
 	path := filepath.Join(*root, "README.md")
 	readme, err := os.ReadFile(path)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "layout:", err)
-		os.Exit(1)
+		return fmt.Errorf("read the README: %w", err)
 	}
 	out, err := Replace(string(readme), table)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "layout:", err)
-		os.Exit(1)
+		return err
 	}
 	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "layout:", err)
-		os.Exit(1)
+		return fmt.Errorf("write the README: %w", err)
 	}
+	return nil
 }
