@@ -16,6 +16,7 @@ import (
 	"github.com/hangwatch/hangwatch/internal/buildinfo"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
+	"github.com/hangwatch/hangwatch/pleg"
 )
 
 // Agent is `hangwatch run` wired together.
@@ -24,7 +25,7 @@ type Agent struct {
 	cfg        *config.Configuration
 	conn       *cri.Conn
 	prober     *cri.Prober
-	relister   *cri.Relister // nil without the PLEG emulation
+	relister   *pleg.Relister // nil without the PLEG emulation
 	criMetrics *cri.Metrics
 	engine     *conditions.Engine
 	conds      *conditions.Set

@@ -49,7 +49,7 @@ func (a *Agent) plegWatch() (*pleg.Watch, error) {
 		return nil, err
 	}
 	if f.EmulationPeriod.Duration > 0 {
-		a.relister = cri.NewRelister(a.conn.Runtime, a.o.Clock, cri.KubeletRuntimeRequestTimeout)
+		a.relister = pleg.NewRelister(a.conn.Runtime, a.o.Clock, pleg.KubeletRuntimeRequestTimeout)
 	}
 	if sc == nil && a.relister == nil {
 		return nil, nil

@@ -8,7 +8,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 )
 
@@ -19,7 +18,7 @@ import (
 // Monitor and Assess, so diag and run say the same of the same signals.
 type Diagnosis struct {
 	monitor *Monitor
-	rel     *cri.Relister
+	rel     *Relister
 	url     string
 	err     error
 	done    sync.WaitGroup
@@ -39,7 +38,7 @@ func Diagnose(ctx context.Context, runtime runtimeapi.RuntimeServiceClient, sc *
 	cfg := DefaultConfig()
 	cfg.EmulationStallAfter = timeout
 	cfg.SlowRelistsInARow = 1 // one relist, judged as it is seen
-	d.rel = cri.NewRelister(runtime, clock.RealClock{}, cri.KubeletRuntimeRequestTimeout)
+	d.rel = NewRelister(runtime, clock.RealClock{}, KubeletRuntimeRequestTimeout)
 	d.monitor = NewMonitor(Options{Config: cfg, Scraper: sc, Window: time.Hour, Relister: d.rel}, clock.RealClock{})
 	d.done.Add(2)
 	go func() { defer d.done.Done(); d.monitor.ScrapeOnce(ctx) }()
