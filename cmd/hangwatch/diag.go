@@ -17,6 +17,7 @@ import (
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/internal/cli"
+	"github.com/hangwatch/hangwatch/internal/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
@@ -108,7 +109,7 @@ func (o *diagOptions) validate(cmd *cobra.Command) error {
 }
 
 func (o *diagOptions) run(ctx context.Context, w io.Writer) error {
-	ep, err := cri.ResolveEndpoint(o.cfg.Runtime.EndpointOptions())
+	ep, err := cri.ResolveEndpoint(options.Endpoint(o.cfg.Runtime))
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	defer conn.Close()
-	p := cri.NewProber(conn.Runtime, conn.Image, o.cfg.Runtime.ProberConfig(ep), clock.RealClock{}, nil)
+	p := cri.NewProber(conn.Runtime, conn.Image, options.Prober(o.cfg.Runtime, ep), clock.RealClock{}, nil)
 	node, nodeErr := apiclient.NodeName(o.cfg.APIServer.NodeName)
 	pd := o.diagnosePLEG(ctx, conn, node, nodeErr, ep.Timeout)
 	cycles := make([]cri.Cycle, 0, o.samples)
@@ -132,7 +133,7 @@ func (o *diagOptions) run(ctx context.Context, w io.Writer) error {
 	out.Lease = o.checkLease(ctx, node, nodeErr)
 	out.PLEG = pd.Finish(ctx, o.samples)
 	if o.cfg.Repair.Enabled {
-		r := repair.Diagnose(ctx, o.cfg.Repair.Settings(), ep.Address, o.cfg.Kubelet.HealthzURL, nil)
+		r := repair.Diagnose(ctx, options.Repair(o.cfg.Repair), ep.Address, o.cfg.Kubelet.HealthzURL, nil)
 		out.Repair = &r
 	}
 	if err := writeReport(w, o.output, out); err != nil {
@@ -150,7 +151,7 @@ func (o *diagOptions) diagnosePLEG(ctx context.Context, conn *cri.Conn, node str
 	var sc *kubeletmetrics.Scraper
 	err := nodeErr
 	if err == nil {
-		sc, err = kubeletmetrics.ScraperFor(k.Options(), node)
+		sc, err = kubeletmetrics.ScraperFor(options.Kubelet(k), node)
 	}
 	return pleg.Diagnose(ctx, conn.Runtime, sc, k.MetricsURL, err, timeout)
 }
@@ -177,7 +178,7 @@ func (o *diagOptions) checkLease(ctx context.Context, node string, nodeErr error
 func (o *diagOptions) scanKernel() *kernelSection {
 	ks := &kernelSection{}
 	k := o.cfg.Kernel
-	sets, err := k.RuleSets()
+	sets, err := options.RuleSets(k)
 	if err == nil {
 		ks.Scan, err = kernellog.ScanKmsg(k.KmsgPath, k.Lookback.Duration, sets, clock.RealClock{}, maxDiagKernelMatches)
 	}

@@ -42,7 +42,6 @@ func TestImportsFlowOneWay(t *testing.T) {
 
 // forbidden says why pkg may not depend on dep, or "" when it may.
 func forbidden(pkg, dep string) string {
-	top := func(p string) string { return strings.SplitN(p, "/", 2)[0] }
 	switch {
 	case top(pkg) == "observations":
 		return "observations is the leaf the signals fill and the rules read: it imports nothing of the module"
@@ -60,8 +59,12 @@ func forbidden(pkg, dep string) string {
 		return "the remedy controller reads Nodes, not the node agent's packages"
 	case top(pkg) == "repair" && (slices.Contains(signals, top(dep)) || top(dep) == "conditions" || top(dep) == "config"):
 		return "repair acts on verdicts the agent hands it, not on signals, conditions or the configuration"
-	case top(dep) == "repair" && top(pkg) != "agent" && top(pkg) != "config" && !strings.HasPrefix(pkg, "cmd/hangwatch") && top(pkg) != "test":
-		return "only the agent, its configuration and the command use repair"
+	case top(dep) == "repair" && !assembly(pkg) && pkg != "internal/options" && top(pkg) != "config" && top(pkg) != "test":
+		return "only the assemblies, the configuration (its defaults) and the translation into repair's settings use repair"
+	case dep == "internal/options" && !assembly(pkg):
+		return "only the assemblies (agent, diag, the command) translate the configuration into each package's options"
+	case top(pkg) == "config" && (dep == "kernellog" || dep == "internal/options"):
+		return "config is the types, their checks and defaults: the kernel rules files and each package's options are the assemblies'"
 	case top(dep) == "fence" && (top(pkg) == "remedy" || top(pkg) == "conditions" || slices.Contains(signals, top(pkg)) || pkg == "cmd/hangwatch-remedy"):
 		return "only the repair process's fencer (and what assembles it) stops pods through the kernel"
 	case top(pkg) == "fence" && top(dep) != "internal":
@@ -80,6 +83,14 @@ func forbidden(pkg, dep string) string {
 	}
 	return ""
 }
+
+// assembly reports whether pkg wires the packages together: the agent,
+// diag, or a command.
+func assembly(pkg string) bool {
+	return top(pkg) == "agent" || top(pkg) == "diag" || top(pkg) == "cmd"
+}
+
+func top(p string) string { return strings.SplitN(p, "/", 2)[0] }
 
 // moduleDeps maps each of the module's packages (path inside the module)
 // to the module's packages it depends on, directly or not.
@@ -137,6 +148,15 @@ func TestForbiddenNamesEachRule(t *testing.T) {
 		{"cmd/hangwatch-remedy", "remedy/manager", true},
 		{"cmd/hangwatch-remedy", "remedy", true},
 		{"agent", "remedy", false},
+		{"agent", "internal/options", true},
+		{"cmd/hangwatch", "internal/options", true},
+		{"conditions", "internal/options", false},
+		{"pleg", "internal/options", false},
+		{"config", "internal/options", false},
+		{"config", "kernellog", false},
+		{"config", "cri", true},
+		{"internal/options", "repair", true},
+		{"cri", "repair", false},
 	} {
 		if got := forbidden(c.pkg, c.dep) == ""; got != c.ok {
 			t.Errorf("%s -> %s allowed = %v, want %v", c.pkg, c.dep, got, c.ok)
