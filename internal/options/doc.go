@@ -1,8 +1,7 @@
-// Package options translates the configuration into each package's own
-// options: the CRI endpoint and prober, the kubelet scraper, the PLEG
-// monitor, the condition rules, the kernel rules files and repair. The
-// assemblies (agent, diag and the command's repair and config checks)
-// share it, so `run`, `diag` and `config check` read a setting alike; the
-// packages it feeds never see the configuration, and config never sees
-// their options.
+// Package options builds each package's options from the configuration's
+// types, for the assemblies (agent, diag, the command's repair and config
+// checks). It covers the CRI endpoint and prober, the kubelet scraper, the
+// PLEG monitor, the condition rules, the kernel rules files and repair, so
+// `run`, `diag` and `config check` read a setting alike; the packages it
+// feeds never see the configuration, and config never sees their options.
 package options
