@@ -14,8 +14,10 @@ import (
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/httpauth"
 	"github.com/hangwatch/hangwatch/internal/buildinfo"
+	"github.com/hangwatch/hangwatch/internal/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
+	"github.com/hangwatch/hangwatch/pleg"
 )
 
 // Agent is `hangwatch run` wired together.
@@ -24,7 +26,7 @@ type Agent struct {
 	cfg        *config.Configuration
 	conn       *cri.Conn
 	prober     *cri.Prober
-	relister   *cri.Relister // nil without the PLEG emulation
+	relister   *pleg.Relister // nil without the PLEG emulation
 	criMetrics *cri.Metrics
 	engine     *conditions.Engine
 	view       *conditions.Latest // the engine's conditions, for /conditions
@@ -76,7 +78,7 @@ func (a *Agent) assemble() error {
 	var holds map[string]time.Duration
 	var kernelConditions []string
 	if a.kernel != nil {
-		holds, kernelConditions = a.kernel.RestoredHolds(), config.KernelConditionNames(a.kernel.Monitor().ConditionTypes())
+		holds, kernelConditions = a.kernel.RestoredHolds(), options.KernelConditionNames(a.kernel.Monitor().ConditionTypes())
 	}
 	a.engine, err = conditions.NewEngine(specs, a.o.Clock, conditions.EngineOptions{
 		Available: available, Registry: a.o.Registry, RestoredHold: holds,
@@ -101,13 +103,13 @@ func (a *Agent) assemble() error {
 // inputs they give. The Lease's input is available with an API server,
 // but read only when a rule reads it (assemble).
 func (a *Agent) signals() ([]conditions.Spec, error) {
-	specs := a.cfg.Specs()
+	specs := options.Specs(a.cfg)
 	var err error
 	if a.cfg.Kernel.Enabled {
 		if a.kernel, err = a.kernelWatch(); err != nil {
 			return nil, err
 		}
-		specs = a.cfg.WithKernelSpecs(specs, a.kernel.Monitor().ConditionTypes())
+		specs = options.WithKernelSpecs(a.cfg, specs, a.kernel.Monitor().ConditionTypes())
 	}
 	if a.api, err = newAPIReporting(a.o, a.cfg); err != nil {
 		return nil, err
@@ -131,7 +133,7 @@ func (a *Agent) signals() ([]conditions.Spec, error) {
 func (a *Agent) newProber() {
 	ep, rt := a.o.Endpoint, a.cfg.Runtime
 	a.criMetrics = cri.NewMetrics(a.o.Registry, func() map[string]time.Duration { return a.prober.OldestInFlight() })
-	cfg := rt.ProberConfig(ep)
+	cfg := options.Prober(rt, ep)
 	cfg.CallLifetime = rt.CallLifetime.Duration
 	cfg.AlternateKinds = true // every cycle, for as long as the node runs: half the per-object calls
 	a.prober = cri.NewProber(a.conn.Runtime, a.conn.Image, cfg, a.o.Clock, a.criMetrics)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/internal/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
@@ -111,9 +112,9 @@ func (r *configReloader) check(force bool) {
 
 // install puts a loaded file's rules in the engine.
 func (r *configReloader) install(c *config.Loaded) {
-	specs := c.Specs()
+	specs := options.Specs(c.Configuration)
 	if r.kernelTypes != nil {
-		specs = c.WithKernelSpecs(specs, r.kernelTypes)
+		specs = options.WithKernelSpecs(c.Configuration, specs, r.kernelTypes)
 	}
 	res, err := r.engine.Reload(specs, c.RuleParams())
 	if err != nil {

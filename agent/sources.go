@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
@@ -44,17 +45,17 @@ func (a *Agent) criWatch() *cri.Watch {
 // emulation are available.
 func (a *Agent) plegWatch() (*pleg.Watch, error) {
 	f := a.cfg.PLEG
-	sc, err := kubeletmetrics.ScraperFor(a.cfg.Kubelet.Options(), a.o.Node)
+	sc, err := kubeletmetrics.ScraperFor(options.Kubelet(a.cfg.Kubelet), a.o.Node)
 	if err != nil {
 		return nil, err
 	}
 	if f.EmulationPeriod.Duration > 0 {
-		a.relister = cri.NewRelister(a.conn.Runtime, a.o.Clock, cri.KubeletRuntimeRequestTimeout)
+		a.relister = pleg.NewRelister(a.conn.Runtime, a.o.Clock, pleg.KubeletRuntimeRequestTimeout)
 	}
 	if sc == nil && a.relister == nil {
 		return nil, nil
 	}
-	mon := pleg.NewMonitor(pleg.Options{Config: f.Config(), Scraper: sc, Window: f.Window.Duration, Relister: a.relister,
+	mon := pleg.NewMonitor(pleg.Options{Config: options.PLEG(f), Scraper: sc, Window: f.Window.Duration, Relister: a.relister,
 		Metrics: pleg.NewMetrics(a.o.Registry),
 		// probe the list streams only if the kubelet uses them
 		OnListStreaming: func(on bool) { a.prober.ProbeStreams(on) },
@@ -67,7 +68,7 @@ func (a *Agent) plegWatch() (*pleg.Watch, error) {
 // kernelWatch compiles the kernel rules; its events go to /events.
 func (a *Agent) kernelWatch() (*kernellog.Watch, error) {
 	k := a.cfg.Kernel
-	sets, err := k.RuleSets()
+	sets, err := options.RuleSets(k)
 	if err != nil {
 		return nil, err
 	}

@@ -3,14 +3,11 @@ package config
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/hangwatch/hangwatch/kernellog"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -53,10 +50,8 @@ func TestFlagsOverrideTheFile(t *testing.T) {
 	if strings.Join(c.Kernel.Rules, ",") != "a.json,b.json" {
 		t.Errorf("kernel rules %v", c.Kernel.Rules)
 	}
-	for _, s := range c.Specs() {
-		if s.Type == "RuntimeHung" && s.RaiseAfter != 3 {
-			t.Errorf("runtimeHung.raiseAfter from the file not applied: %d", s.RaiseAfter)
-		}
+	if n := c.RuntimeHung.RaiseAfter; n == nil || *n != 3 {
+		t.Errorf("runtimeHung.raiseAfter from the file not read: %v", n)
 	}
 	c, err = load(t, path, "--kernel-rules", "c.json", "--timeout", "4s")
 	if err != nil {
@@ -84,66 +79,6 @@ func TestProblemsNameTheSettingAsGiven(t *testing.T) {
 	}
 	if _, err := Decode([]byte("runtime:\n  period: soon\n")); err == nil || !strings.Contains(err.Error(), "runtime.period") {
 		t.Errorf("a value of the wrong type must name its field: %v", err)
-	}
-}
-
-// TestDisabledKernelConditionStaysUnwritten: a KernelDeadlock disabled in
-// the file (left to node-problem-detector) is not brought back by the
-// kernel rules that raise it.
-func TestDisabledKernelConditionStaysUnwritten(t *testing.T) {
-	c, err := load(t, writeConfig(t, "conditions:\n- type: KernelDeadlock\n  disabled: true\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kernelTypes := kernellog.DefaultRuleSet().Conditions
-	for _, s := range c.WithKernelSpecs(c.Specs(), kernelTypes) {
-		if s.Type == "KernelDeadlock" {
-			t.Fatalf("KernelDeadlock is back: %+v", s)
-		}
-	}
-	if len(kernelTypes) == 0 {
-		t.Fatal("the default kernel rules raise no condition")
-	}
-}
-
-// TestKernelRulesOfTheUsersOwnDropTheBuiltInKernelDeadlock: rules files
-// that do not raise KernelDeadlock leave hangwatch no way to decide it, so
-// its built-in rule goes; a rule naming a kernel condition they do not
-// raise is refused.
-func TestKernelRulesOfTheUsersOwnDropTheBuiltInKernelDeadlock(t *testing.T) {
-	c, err := load(t, writeConfig(t, "conditions:\n- type: OOMStorm\n  problems:\n  - when: kernel.FrequentOOM.matches > 3\n"+
-		"    reason: Storm\n  healthy: {reason: Calm}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	own := []kernellog.ConditionSpec{{Type: "FrequentOOM", Reason: "NoOOM", Message: "none"}}
-	var types []string
-	for _, s := range c.WithKernelSpecs(c.Specs(), own) {
-		types = append(types, s.Type)
-	}
-	if slices.Contains(types, "KernelDeadlock") || !slices.Contains(types, "FrequentOOM") {
-		t.Fatalf("conditions %v: want FrequentOOM and no KernelDeadlock", types)
-	}
-	if err := c.CheckRules(own); err != nil {
-		t.Fatalf("the rules as the agent runs them: %v", err)
-	}
-	if err := c.CheckRules(kernellog.DefaultRuleSet().Conditions); err == nil || !strings.Contains(err.Error(), "kernel.FrequentOOM") {
-		t.Fatalf("a rule naming a kernel condition the rules do not raise: %v", err)
-	}
-}
-
-// TestRuleFilesCannotOwnKubeletConditions: a rules file whose condition is
-// one the kubelet writes is refused wherever rules files are loaded.
-func TestRuleFilesCannotOwnKubeletConditions(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rules.json")
-	rules := `{"source":"x","conditions":[{"type":"DiskPressure","reason":"Fine","message":"ok"}],
-	 "rules":[{"type":"permanent","condition":"DiskPressure","reason":"Full","pattern":"no space"}]}`
-	if err := os.WriteFile(path, []byte(rules), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Kernel{Rules: []string{path}}.RuleSets()
-	if err == nil || !strings.Contains(err.Error(), `conditions[0].type "DiskPressure": is the kubelet's`) {
-		t.Fatalf("err = %v", err)
 	}
 }
 

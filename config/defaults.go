@@ -68,17 +68,3 @@ func (r Runtime) EffectiveHeartbeat() time.Duration {
 	}
 	return r.HeartbeatPeriod.Duration
 }
-
-// Settings are the repair settings as the repair package takes them.
-func (r Repair) Settings() repair.Settings {
-	return repair.Settings{Enabled: r.Enabled, DryRun: r.DryRun, RestartRuntimeAfter: r.RestartRuntimeAfter.Duration,
-		RestartKubeletAfter: r.RestartKubeletAfter.Duration, MaxRestartsPerHour: r.MaxRestartsPerHour,
-		RuntimeUnit: r.RuntimeUnit, RuntimeSocket: r.RuntimeSocket, KubeletUnit: r.KubeletUnit, SystemdSocket: r.SystemdSocket, StateFile: r.StateFile,
-		Fleet: repair.FleetSettings{MaxRestarts: r.FleetMaxRestarts, Window: r.FleetWindow.Duration, Namespace: r.FleetNamespace}}
-}
-
-// FenceSettings are the fence's settings as the repair package takes them.
-func (r Repair) FenceSettings() repair.FenceSettings {
-	return repair.FenceSettings{Enabled: r.Fence, DryRun: r.FenceDryRun, KillTimeout: r.FenceKillTimeout.Duration,
-		KubeletRootDir: r.KubeletRootDir, CgroupRoot: r.CgroupRoot}
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
 )
 
@@ -102,7 +103,13 @@ func validateKubelet(p *checks, k Kubelet) {
 		p.check(true, "kubelet.metricsTimeout", k.MetricsTimeout.Duration, "must be positive")
 		return
 	}
-	p.add(k.Options().Validate())
+	p.add(scraperChecks(k).Validate())
+}
+
+// scraperChecks are the kubelet settings the scraper's own checks read.
+func scraperChecks(k Kubelet) kubeletmetrics.Options {
+	return kubeletmetrics.Options{URL: k.MetricsURL, TokenFile: k.TokenFile, Kubeconfig: k.Kubeconfig,
+		CAFile: k.CAFile, InsecureSkipVerify: k.InsecureSkipTLSVerify, Timeout: k.MetricsTimeout.Duration}
 }
 
 func validatePLEG(p *checks, g PLEG, metricsPeriod time.Duration) {

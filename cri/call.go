@@ -77,7 +77,7 @@ func (p *Prober) invokeTallied(ctx context.Context, key callKey, call rpc, tally
 	}
 	class := ClassTimeout
 	if ctx.Err() != nil {
-		class = classifyError(ctx.Err())
+		class = ClassifyError(ctx.Err())
 	}
 	r := CallResult{Method: method, Object: object, Start: start,
 		Duration: p.clock.Since(start), Class: class, InFlight: true}
@@ -136,7 +136,7 @@ func (p *Prober) join(ctx context.Context, out *outstanding, method, object stri
 	now := p.clock.Now()
 	r := stillOut(method, object, now, now.Sub(out.start))
 	if ctx.Err() != nil {
-		r.Class = classifyError(ctx.Err())
+		r.Class = ClassifyError(ctx.Err())
 	}
 	return r
 }
@@ -149,7 +149,7 @@ func stillOut(method, object string, now time.Time, age time.Duration) CallResul
 func (p *Prober) classify(d time.Duration, err error) Class {
 	switch {
 	case err != nil:
-		return classifyError(err)
+		return ClassifyError(err)
 	case d > p.cfg.Timeout:
 		return ClassTimeout // answered, but only after the caller gave up
 	case d > p.cfg.SlowThreshold:

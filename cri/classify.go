@@ -38,8 +38,8 @@ func (c Class) IsFailure() bool {
 	return false
 }
 
-// classifyError maps a call's error to a class; err must not be nil.
-func classifyError(err error) Class {
+// ClassifyError maps a call's error to a class; err must not be nil.
+func ClassifyError(err error) Class {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return ClassTimeout

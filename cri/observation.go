@@ -59,3 +59,11 @@ func callName(r CallResult) string {
 	}
 	return r.Method + "(" + shortID(r.Object) + ")"
 }
+
+// shortID shortens a runtime ID the way crictl prints it.
+func shortID(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}

@@ -153,8 +153,8 @@ func TestClassifyError(t *testing.T) {
 		status.Error(codes.Internal, "x"):          ClassError,
 	}
 	for err, want := range cases {
-		if got := classifyError(err); got != want {
-			t.Errorf("classifyError(%v) = %s, want %s", err, got, want)
+		if got := ClassifyError(err); got != want {
+			t.Errorf("ClassifyError(%v) = %s, want %s", err, got, want)
 		}
 	}
 }

@@ -151,3 +151,19 @@ func streamContainers(ctx context.Context, rt runtimeapi.RuntimeServiceClient, f
 	err = receiveAll(stream, tally, func(m *runtimeapi.StreamContainersResponse) { items = append(items, m.Containers...) })
 	return items, err
 }
+
+// StreamSandboxes lists sandboxes with StreamPodSandboxes to the stream's
+// end, as the kubelet does under CRIListStreaming: the items and the bytes
+// of the largest message. An Unimplemented answer comes back as its error.
+func StreamSandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient, filter *runtimeapi.PodSandboxFilter, clk clock.PassiveClock) ([]*runtimeapi.PodSandbox, int, error) {
+	tally := newStreamTally(clk)
+	items, err := streamSandboxes(ctx, rt, filter, tally)
+	return items, int(tally.largest.Load()), err
+}
+
+// StreamContainers is StreamSandboxes for StreamContainers.
+func StreamContainers(ctx context.Context, rt runtimeapi.RuntimeServiceClient, filter *runtimeapi.ContainerFilter, clk clock.PassiveClock) ([]*runtimeapi.Container, int, error) {
+	tally := newStreamTally(clk)
+	items, err := streamContainers(ctx, rt, filter, tally)
+	return items, int(tally.largest.Load()), err
+}

@@ -29,9 +29,14 @@ func TestUnimplementedStreamsAreAskedOnce(t *testing.T) {
 	if n := f.count(MethodStreamPodSandboxes); n != 1 {
 		t.Fatalf("StreamPodSandboxes sent %d times, want once", n)
 	}
-	r := NewReport(Endpoint{}, testConfig(), []Cycle{p.Cycle(context.Background())}, nil)
-	if r.Verdict != VerdictHealthy || r.ListStreaming != StreamingUnimplemented {
-		t.Fatalf("report %s/%s (%q), want Healthy with streaming unimplemented", r.Verdict, r.ListStreaming, r.Reasons)
+	c := p.Cycle(context.Background())
+	for _, r := range c.Calls {
+		if r.Class != ClassOK {
+			t.Fatalf("cycle after the fallback: %s %s (%s), want every call ok", r.Method, r.Class, r.Err)
+		}
+	}
+	if c.Streaming != StreamingUnimplemented {
+		t.Fatalf("streaming %s, want unimplemented", c.Streaming)
 	}
 }
 

@@ -2,9 +2,6 @@ package leases
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"text/tabwriter"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -34,21 +31,6 @@ func NewReport(node string, o Observation) *Report {
 		r.SecondsLeft, r.MissedRenewals = round(o.SecondsLeft()), o.MissedRenewals()
 	}
 	return r
-}
-
-// WriteTable writes the report as diag's NODE LEASE line.
-func (r *Report) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	switch {
-	case r.Error != "":
-		fmt.Fprintf(tw, "\nNODE LEASE\tnot read: %s\n", r.Error)
-	case !r.Found:
-		fmt.Fprintf(tw, "\nNODE LEASE\t%s/%s does not exist: nothing renews it\n", Namespace, r.Node)
-	default:
-		fmt.Fprintf(tw, "\nNODE LEASE\t%s/%s renewed %.1fs ago (due every %gs, %d missed); %.1fs of the %gs grace left before the node is marked Unknown\n",
-			Namespace, r.Node, r.RenewAgeSeconds, r.RenewIntervalSeconds, r.MissedRenewals, r.SecondsLeft, r.GraceSeconds)
-	}
-	return tw.Flush()
 }
 
 // Client reads the node's Lease and the API server's version.

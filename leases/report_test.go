@@ -1,8 +1,6 @@
 package leases
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 	"time"
 )
@@ -15,28 +13,14 @@ func TestReportRoundsAsTheObservationDoes(t *testing.T) {
 	if r.RenewAgeSeconds != m.RenewAgeSeconds || r.SecondsLeft != m.SecondsLeft || r.MissedRenewals != 1 {
 		t.Fatalf("report %+v, observation %v: want the same figures", r, m)
 	}
-	var out bytes.Buffer
-	if err := r.WriteTable(&out); err != nil {
-		t.Fatal(err)
-	}
-	if want := "kube-node-lease/node-a renewed 12.3s ago (due every 10s, 1 missed); 37.7s of the 50s grace left"; !strings.Contains(out.String(), want) {
-		t.Fatalf("table %q, want %q", out.String(), want)
+	if r.RenewAgeSeconds != 12.346 || r.SecondsLeft != 37.654 || r.GraceSeconds != 50 || r.RenewIntervalSeconds != 10 {
+		t.Fatalf("report %+v: want 12.346s old, 37.654s of the 50s grace left, due every 10s", r)
 	}
 }
 
-func TestReportSaysWhatWasNotRead(t *testing.T) {
-	var out bytes.Buffer
-	if err := (&Report{Node: "node-a", Error: "forbidden"}).WriteTable(&out); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "NODE LEASE  not read: forbidden") {
-		t.Fatalf("table %q", out.String())
-	}
-	out.Reset()
-	if err := NewReport("node-a", Observation{Grace: time.Minute}).WriteTable(&out); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "kube-node-lease/node-a does not exist") {
-		t.Fatalf("table %q", out.String())
+func TestReportOfNoLease(t *testing.T) {
+	r := NewReport("node-a", Observation{Grace: time.Minute})
+	if r.Found || r.RenewTime != nil || r.GraceSeconds != 60 {
+		t.Fatalf("report %+v: want not found, with the grace", r)
 	}
 }

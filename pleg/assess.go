@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 )
 
@@ -78,7 +77,7 @@ type MetricsState struct {
 type Inputs struct {
 	Now       time.Time
 	Metrics   MetricsState
-	Emulation *cri.RelistResult // nil when off or not run yet
+	Emulation *RelistResult // nil when off or not run yet
 	// SlowRelists is how many completed emulated relists in a row, up to
 	// the latest, took SlowRelist or more.
 	SlowRelists int

@@ -36,10 +36,10 @@ func metricsAt(t *testing.T, now time.Time, age time.Duration) MetricsState {
 func TestAssess(t *testing.T) {
 	now := time.Unix(1795300600, 0)
 	cfg := DefaultConfig()
-	ok := &cri.RelistResult{Duration: 3 * time.Millisecond, Class: cri.ClassOK, Pods: 2}
-	stuck := &cri.RelistResult{Duration: 31 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox, Class: cri.ClassTimeout}
-	huge := &cri.RelistResult{Duration: time.Second, Class: cri.ClassTooLarge, Method: cri.MethodListContainers}
-	unreachable := &cri.RelistResult{Duration: time.Millisecond, Class: cri.ClassUnreachable, Method: cri.MethodListPodSandbox, Err: "connection refused"}
+	ok := &RelistResult{Duration: 3 * time.Millisecond, Class: cri.ClassOK, Pods: 2}
+	stuck := &RelistResult{Duration: 31 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox, Class: cri.ClassTimeout}
+	huge := &RelistResult{Duration: time.Second, Class: cri.ClassTooLarge, Method: cri.MethodListContainers}
+	unreachable := &RelistResult{Duration: time.Millisecond, Class: cri.ClassUnreachable, Method: cri.MethodListPodSandbox, Err: "connection refused"}
 	evented := metricsAt(t, now, 5*time.Minute)
 	evented.Evented = kubeletmetrics.EventedPLEG{On: true, Known: true, Source: "configz"}
 	// 1.37 keeps the 1 s generic relist with the Evented PLEG on: the gauge
@@ -70,10 +70,10 @@ func TestAssess(t *testing.T) {
 		{"hung scrape alone", Inputs{Now: now, Metrics: hung}, VerdictUnknown, ReasonNoSignal},
 		{"own relist could not list (no runtime socket)", Inputs{Now: now, Emulation: unreachable}, VerdictUnknown, ReasonNoSignal},
 		{"own relist could not list, gauge fresh", Inputs{Now: now, Metrics: metricsAt(t, now, time.Second), Emulation: unreachable}, VerdictHealthy, ReasonHealthy},
-		{"too large with its error", Inputs{Now: now, Emulation: &cri.RelistResult{Class: cri.ClassTooLarge, Method: cri.MethodListContainers, Err: "grpc: received message larger than max"}}, VerdictUnhealthy, ReasonTooLarge},
+		{"too large with its error", Inputs{Now: now, Emulation: &RelistResult{Class: cri.ClassTooLarge, Method: cri.MethodListContainers, Err: "grpc: received message larger than max"}}, VerdictUnhealthy, ReasonTooLarge},
 		{"too large wins", Inputs{Now: now, Metrics: metricsAt(t, now, 2*time.Minute), Emulation: huge}, VerdictUnhealthy, ReasonTooLarge},
-		{"slow own relists in a row", Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}, SlowRelists: 2}, VerdictUnhealthy, ReasonSlow},
-		{"one slow own relist (a hundred pods just started)", Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}, SlowRelists: 1}, VerdictHealthy, ReasonHealthy},
+		{"slow own relists in a row", Inputs{Now: now, Emulation: &RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}, SlowRelists: 2}, VerdictUnhealthy, ReasonSlow},
+		{"one slow own relist (a hundred pods just started)", Inputs{Now: now, Emulation: &RelistResult{Duration: 12 * time.Second, Class: cri.ClassOK}, SlowRelists: 1}, VerdictHealthy, ReasonHealthy},
 	}
 	for _, c := range cases {
 		a := Assess(cfg, c.in)
@@ -100,8 +100,8 @@ func TestAssessSlowFromRealFreezeWindow(t *testing.T) {
 
 func TestMessagesAreStable(t *testing.T) {
 	now := time.Unix(1795300600, 0)
-	a1 := Assess(DefaultConfig(), Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 31 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox}})
-	a2 := Assess(DefaultConfig(), Inputs{Now: now, Emulation: &cri.RelistResult{Duration: 95 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox}})
+	a1 := Assess(DefaultConfig(), Inputs{Now: now, Emulation: &RelistResult{Duration: 31 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox}})
+	a2 := Assess(DefaultConfig(), Inputs{Now: now, Emulation: &RelistResult{Duration: 95 * time.Second, InFlight: true, Method: cri.MethodListPodSandbox}})
 	if a1.Message != a2.Message {
 		t.Errorf("message ticks:\n%s\n%s", a1.Message, a2.Message)
 	}
@@ -138,14 +138,14 @@ func TestCountSlowRelists(t *testing.T) {
 	slow := 10 * time.Second
 	n, counted := 0, time.Time{}
 	for i, step := range []struct {
-		r    cri.RelistResult
+		r    RelistResult
 		want int
 	}{
-		{cri.RelistResult{Start: t0, Duration: 12 * time.Second}, 1},
-		{cri.RelistResult{Start: t0, Duration: 12 * time.Second}, 1}, // the same relist seen again
-		{cri.RelistResult{Start: t0.Add(time.Minute), Duration: 11 * time.Second, InFlight: true}, 1},
-		{cri.RelistResult{Start: t0.Add(time.Minute), Duration: 13 * time.Second}, 2},
-		{cri.RelistResult{Start: t0.Add(2 * time.Minute), Duration: time.Second}, 0},
+		{RelistResult{Start: t0, Duration: 12 * time.Second}, 1},
+		{RelistResult{Start: t0, Duration: 12 * time.Second}, 1}, // the same relist seen again
+		{RelistResult{Start: t0.Add(time.Minute), Duration: 11 * time.Second, InFlight: true}, 1},
+		{RelistResult{Start: t0.Add(time.Minute), Duration: 13 * time.Second}, 2},
+		{RelistResult{Start: t0.Add(2 * time.Minute), Duration: time.Second}, 0},
 	} {
 		n, counted = countSlowRelists(n, counted, step.r, slow)
 		if n != step.want {

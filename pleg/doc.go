@@ -6,7 +6,7 @@
 //     that moves during a hang (untrusted while the Evented PLEG is on);
 //   - relistDuration: the relist duration p99 over a window of scrapes;
 //   - emulation: hangwatch's own relist, the same CRI calls timed through
-//     cri.Relister, which needs no access to the kubelet at all.
+//     Relister, which needs no access to the kubelet at all.
 //
 // Assess is a pure function of what the signals last said; Monitor runs
 // the scrape and emulation loops, each with its own deadline, and hands on

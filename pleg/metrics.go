@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/component-base/metrics"
 
-	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 )
 
@@ -49,7 +48,7 @@ func (m *Metrics) observeScrape(err error) {
 	m.scrapes.WithLabelValues(result).Inc()
 }
 
-func (m *Metrics) observeRelist(r cri.RelistResult) {
+func (m *Metrics) observeRelist(r RelistResult) {
 	if m == nil {
 		return
 	}

@@ -20,7 +20,7 @@ type Options struct {
 	// Window is the span the relist p99 is taken over.
 	Window time.Duration
 	// Relister emulates the relist; nil turns the emulation off.
-	Relister *cri.Relister
+	Relister *Relister
 	// OnAssessment receives every new assessment.
 	OnAssessment func(Assessment)
 	// OnListStreaming, if set, receives the kubelet's CRIListStreaming gate
@@ -46,7 +46,7 @@ type Monitor struct {
 	publishing sync.Mutex
 	mu         sync.Mutex
 	metrics    MetricsState
-	emul       *cri.RelistResult
+	emul       *RelistResult
 	// slowRelists counts completed emulated relists in a row that were
 	// slow; counted is the start of the last one counted.
 	slowRelists int
@@ -244,7 +244,7 @@ func (m *Monitor) every(ctx context.Context, period time.Duration, f func(contex
 // countSlowRelists counts completed relists in a row that took slow or
 // more, each once (a look that joins a relist still out, or finds the same
 // one again, does not count); counted is the start of the last counted.
-func countSlowRelists(inARow int, counted time.Time, r cri.RelistResult, slow time.Duration) (int, time.Time) {
+func countSlowRelists(inARow int, counted time.Time, r RelistResult, slow time.Duration) (int, time.Time) {
 	if r.InFlight || r.Start.Equal(counted) {
 		return inARow, counted
 	}

@@ -132,7 +132,7 @@ func windowText(st kubeletmetrics.Stats) string {
 }
 
 // assessEmulationSize finds a full list that the kubelet cannot receive.
-func assessEmulationSize(e *cri.RelistResult) (finding, bool) {
+func assessEmulationSize(e *RelistResult) (finding, bool) {
 	if e == nil || (e.Class != cri.ClassTooLarge && float64(e.ListBytes) < tooLargeShare*cri.MaxMessageSize) {
 		return finding{}, false
 	}
@@ -140,7 +140,7 @@ func assessEmulationSize(e *cri.RelistResult) (finding, bool) {
 		"a full ListPodSandbox or ListContainers response is at or near the %d MiB the kubelet accepts, so its relist fails", cri.MaxMessageSize>>20)}, true
 }
 
-func assessEmulation(cfg Config, a *Assessment, e *cri.RelistResult, slowInARow int) (int, []finding) {
+func assessEmulation(cfg Config, a *Assessment, e *RelistResult, slowInARow int) (int, []finding) {
 	if e == nil {
 		a.Signals = append(a.Signals, Signal{signalEmulation, stateUnavailable, "relist emulation off or not run yet"})
 		return 0, nil
@@ -174,13 +174,13 @@ func assessEmulation(cfg Config, a *Assessment, e *cri.RelistResult, slowInARow 
 // relistCouldNotList is a finished relist whose full list failed other than
 // by timing out or by a response too large (those are judged as stalls and
 // as too large).
-func relistCouldNotList(e *cri.RelistResult) bool {
+func relistCouldNotList(e *RelistResult) bool {
 	listFailed := e.Method == cri.MethodListPodSandbox || e.Method == cri.MethodListContainers
 	judged := e.Class == cri.ClassTimeout || e.Class == cri.ClassTooLarge
 	return !e.InFlight && e.Err != "" && listFailed && !judged
 }
 
-func emulationDetail(e *cri.RelistResult) string {
+func emulationDetail(e *RelistResult) string {
 	s := fmt.Sprintf("own relist %.3fs: %d pods, %d containers, %d changed, %d calls, largest list %d bytes",
 		e.Duration.Seconds(), e.Pods, e.Containers, e.ChangedPods, e.Calls, e.ListBytes)
 	if e.Err != "" {

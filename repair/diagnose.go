@@ -2,11 +2,8 @@ package repair
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/url"
 	"strconv"
-	"text/tabwriter"
 	"time"
 )
 
@@ -69,40 +66,4 @@ func Diagnose(ctx context.Context, s Settings, criSocket, kubeletHealthzURL stri
 		rep.Targets = append(rep.Targets, tr)
 	}
 	return rep
-}
-
-// WriteTable prints the report for a person at the node.
-func (r Report) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	state := "off (repair.enabled: false)"
-	if r.Enabled {
-		state = "on"
-		if r.DryRun {
-			state = "on, dry run"
-		}
-	}
-	fmt.Fprintf(tw, "\nREPAIR\t%s\n", state)
-	fmt.Fprintln(tw, "TARGET\tUNIT\tRESTART=\tMAIN PID\tPOSSIBLE")
-	for _, t := range r.Targets {
-		possible := "yes"
-		if !t.Possible {
-			possible = "no: " + t.Why
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Target, dash(t.Unit), dash(t.Restart), dashInt(t.MainPID), possible)
-	}
-	return tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func dashInt(n int) string {
-	if n == 0 {
-		return "-"
-	}
-	return fmt.Sprint(n)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/internal/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
@@ -47,9 +48,9 @@ built-in ones merged. Exit code 0 when valid, 2 when not.`,
 				}
 			}
 			if output == "" {
-				return printValid(cmd, args[0], c.Specs())
+				return printValid(cmd, args[0], options.Specs(c.Configuration))
 			}
-			out, err := c.Effective(c.Specs())
+			out, err := c.Effective(options.Specs(c.Configuration))
 			if err != nil {
 				return err
 			}
@@ -82,7 +83,7 @@ func printValid(cmd *cobra.Command, path string, specs []conditions.Spec) error 
 // checkKernelRules loads the kernel rules files and compiles the condition
 // rules with the condition types they raise known.
 func checkKernelRules(c *config.Configuration) error {
-	sets, err := c.Kernel.RuleSets()
+	sets, err := options.RuleSets(c.Kernel)
 	if err != nil {
 		return err
 	}
@@ -90,5 +91,5 @@ func checkKernelRules(c *config.Configuration) error {
 	if err != nil {
 		return err
 	}
-	return c.CheckRules(m.ConditionTypes())
+	return options.CheckRules(c, m.ConditionTypes())
 }

@@ -2,26 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/utils/clock"
-	"sigs.k8s.io/yaml"
 
-	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/config"
-	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/diag"
 	"github.com/hangwatch/hangwatch/internal/cli"
-	"github.com/hangwatch/hangwatch/kernellog"
-	"github.com/hangwatch/hangwatch/kubeletmetrics"
-	"github.com/hangwatch/hangwatch/leases"
-	"github.com/hangwatch/hangwatch/pleg"
-	"github.com/hangwatch/hangwatch/repair"
 )
 
 type diagOptions struct {
@@ -35,25 +23,6 @@ var diagFlags = []string{"runtime-endpoint", "timeout", "crictl-config", "kubele
 	"kernel", "kmsg-path", "kernel-rules", "kernel-lookback", "kubeconfig", "node-name", "node-monitor-grace-period",
 	"kubelet-metrics-url", "kubelet-token-file", "kubelet-kubeconfig", "kubelet-ca-file", "kubelet-tls-server-name",
 	"kubelet-insecure-skip-tls-verify", "kubelet-metrics-timeout", "repair", "repair-dry-run", "runtime-unit", "kubelet-unit", "systemd-socket"}
-
-// diagOutput is the CRI report with the kernel log's matches beside it.
-type diagOutput struct {
-	cri.Report
-	Kernel *kernelSection `json:"kernel,omitempty"`
-	Lease  *leases.Report `json:"lease,omitempty"`
-	PLEG   *pleg.Report   `json:"pleg,omitempty"`
-	Repair *repair.Report `json:"repair,omitempty"`
-}
-
-// kernelSection is the kernel log part of diag: matches in the lookback
-// window, or why the log could not be read. It does not change the verdict.
-type kernelSection struct {
-	kernellog.Scan
-	Error string `json:"error,omitempty"`
-}
-
-// maxDiagKernelMatches bounds the kernel matches diag prints.
-const maxDiagKernelMatches = 20
 
 func newDiagCommand() *cobra.Command {
 	o := &diagOptions{cfg: config.Default()}
@@ -108,145 +77,15 @@ func (o *diagOptions) validate(cmd *cobra.Command) error {
 }
 
 func (o *diagOptions) run(ctx context.Context, w io.Writer) error {
-	ep, err := cri.ResolveEndpoint(o.cfg.Runtime.EndpointOptions())
+	r, err := diag.Run(ctx, diag.Options{Config: o.cfg, Samples: o.samples})
 	if err != nil {
 		return err
 	}
-	conn, err := cri.Dial(ep.Address)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	p := cri.NewProber(conn.Runtime, conn.Image, o.cfg.Runtime.ProberConfig(ep), clock.RealClock{}, nil)
-	node, nodeErr := apiclient.NodeName(o.cfg.APIServer.NodeName)
-	pd := o.diagnosePLEG(ctx, conn, node, nodeErr, ep.Timeout)
-	cycles := make([]cri.Cycle, 0, o.samples)
-	for i := 0; i < o.samples; i++ {
-		cycles = append(cycles, p.Cycle(ctx))
-	}
-	report := cri.NewReport(ep, p.Config(), cycles, p.InFlight())
-	out := diagOutput{Report: report}
-	if o.cfg.Kernel.Enabled {
-		out.Kernel = o.scanKernel()
-	}
-	out.Lease = o.checkLease(ctx, node, nodeErr)
-	out.PLEG = pd.Finish(ctx, o.samples)
-	if o.cfg.Repair.Enabled {
-		r := repair.Diagnose(ctx, o.cfg.Repair.Settings(), ep.Address, o.cfg.Kubelet.HealthzURL, nil)
-		out.Repair = &r
-	}
-	if err := writeReport(w, o.output, out); err != nil {
+	if err := diag.Write(w, o.output, r); err != nil {
 		return cli.Exit(1, fmt.Errorf("write report: %w", err))
 	}
-	if report.Verdict != cri.VerdictHealthy || out.PLEG.Verdict == pleg.VerdictUnhealthy {
+	if !r.Healthy() {
 		return cli.Exit(1, nil)
 	}
 	return nil
-}
-
-// diagnosePLEG starts the PLEG check beside the probe cycles.
-func (o *diagOptions) diagnosePLEG(ctx context.Context, conn *cri.Conn, node string, nodeErr error, timeout time.Duration) *pleg.Diagnosis {
-	k := o.cfg.Kubelet
-	var sc *kubeletmetrics.Scraper
-	err := nodeErr
-	if err == nil {
-		sc, err = kubeletmetrics.ScraperFor(k.Options(), node)
-	}
-	return pleg.Diagnose(ctx, conn.Runtime, sc, k.MetricsURL, err, timeout, clock.RealClock{})
-}
-
-// checkLease reads the Lease once when there are credentials; nil without.
-// It does not change diag's verdict.
-func (o *diagOptions) checkLease(ctx context.Context, node string, nodeErr error) *leases.Report {
-	api := o.cfg.APIServer
-	cfg, err := apiclient.RESTConfig(api.Kubeconfig, float32(api.QPS), api.Burst)
-	if cfg == nil && err == nil {
-		return nil
-	}
-	var client *apiclient.Client
-	if err = errors.Join(nodeErr, err); err == nil {
-		client, err = apiclient.New(cfg)
-	}
-	if err != nil {
-		return &leases.Report{Node: node, Error: err.Error()}
-	}
-	return leases.Check(ctx, client, node, api.NodeMonitorGracePeriod.Duration, clock.RealClock{})
-}
-
-// scanKernel reads the kernel log's lookback window through the rules.
-func (o *diagOptions) scanKernel() *kernelSection {
-	ks := &kernelSection{}
-	k := o.cfg.Kernel
-	sets, err := k.RuleSets()
-	if err == nil {
-		ks.Scan, err = kernellog.ScanKmsg(k.KmsgPath, k.Lookback.Duration, sets, clock.RealClock{}, maxDiagKernelMatches)
-	}
-	if err != nil {
-		ks.Error = err.Error()
-	}
-	return ks
-}
-
-func writeReport(w io.Writer, format string, r diagOutput) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	case "yaml":
-		data, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
-		return err
-	}
-	if err := cri.WriteTable(w, r.Report); err != nil {
-		return err
-	}
-	if r.Kernel != nil {
-		if err := writeKernelTable(w, r.Kernel); err != nil {
-			return err
-		}
-	}
-	if r.Lease != nil {
-		if err := r.Lease.WriteTable(w); err != nil {
-			return err
-		}
-	}
-	if r.PLEG != nil {
-		if err := r.PLEG.WriteTable(w); err != nil {
-			return err
-		}
-	}
-	if r.Repair != nil {
-		return r.Repair.WriteTable(w)
-	}
-	return nil
-}
-
-func writeKernelTable(w io.Writer, k *kernelSection) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if k.Error != "" {
-		fmt.Fprintf(tw, "\nKERNEL LOG\tnot read: %s\n", k.Error)
-		return tw.Flush()
-	}
-	fmt.Fprintf(tw, "\nKERNEL LOG\t%s, last %v: %s, %s (kernel findings do not change the verdict)\n",
-		k.Source, time.Duration(k.LookbackSeconds*float64(time.Second)),
-		plural(int(k.Lines), "record", "records"), plural(k.TotalMatches, "match", "matches"))
-	if len(k.Matches) > 0 {
-		fmt.Fprintln(tw, "TIME\tREASON\tTYPE\tLINE")
-	}
-	for _, m := range k.Matches {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Time.Local().Format("15:04:05"), m.Reason, m.Type, m.Line)
-	}
-	return tw.Flush()
-}
-
-// plural is "1 record" or "2 records".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/options"
 	"github.com/hangwatch/hangwatch/repair"
 )
 
@@ -52,16 +53,16 @@ func runRepair(ctx context.Context, loader *config.Loader, loaded *config.Loaded
 	if s.AgentSocket == "" {
 		return fieldError("repair.agentSocket", `""`, "must name the agent's socket (hangwatch run serves its view there)")
 	}
-	ep, err := cri.ResolveEndpoint(loaded.Runtime.EndpointOptions())
+	ep, err := cri.ResolveEndpoint(options.Endpoint(loaded.Runtime))
 	if err != nil {
 		return err
 	}
 	m, link := repair.NewMetrics(), repair.NewAgentLink(s.AgentSocket)
-	r := repair.New(repair.Options{Settings: s.Settings(), Clock: clock.RealClock{}, Verdicts: link.Verdicts,
+	r := repair.New(repair.Options{Settings: options.Repair(s), Clock: clock.RealClock{}, Verdicts: link.Verdicts,
 		Unanswered:  map[repair.Target]repair.Silence{repair.TargetRuntime: link.Silence(repair.TargetRuntime), repair.TargetKubelet: link.Silence(repair.TargetKubelet)},
 		Maintenance: link.Maintenance, Fleet: link, CRISocket: ep.Address, KubeletHealthzPort: repair.PortOf(loaded.Kubelet.HealthzURL),
 		Metrics: m, Notify: link})
-	f := repair.NewFencer(repair.FencerOptions{Settings: s.FenceSettings(), Clock: clock.RealClock{}, Verdicts: link.Verdicts,
+	f := repair.NewFencer(repair.FencerOptions{Settings: options.Fence(s), Clock: clock.RealClock{}, Verdicts: link.Verdicts,
 		Silence: link.Silence(repair.TargetRuntime), GivenUp: func() (bool, string) { return r.GivenUp(repair.TargetRuntime) },
 		Link: link, Notify: link})
 	klog.InfoS("hangwatch repair running", "agentSocket", s.AgentSocket, "endpoint", ep.Address, "enabled", s.Enabled, "dryRun", s.DryRun,
@@ -111,7 +112,7 @@ func reloadRepair(ctx context.Context, loader *config.Loader, sum [sha256.Size]b
 			klog.ErrorS(err, "Config reload refused; the running repair settings stay", "path", loader.Path)
 			continue
 		}
-		r.Update(loaded.Repair.Settings())
-		f.Update(loaded.Repair.FenceSettings())
+		r.Update(options.Repair(loaded.Repair))
+		f.Update(options.Fence(loaded.Repair))
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/internal/cli"
+	"github.com/hangwatch/hangwatch/internal/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
@@ -33,7 +34,7 @@ func newRulesCheckCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var bad []error
 			for _, path := range args {
-				rs, err := config.LoadRuleSet(path)
+				rs, err := options.LoadRuleSet(path)
 				if err == nil {
 					_, err = kernellog.NewMonitor([]*kernellog.RuleSet{rs}, clock.RealClock{}, kernellog.Options{})
 				}
@@ -78,7 +79,7 @@ line or a plain message has no facility and counts as kern.`,
 			if output != "json" {
 				return fieldError("--output", output, "must be json")
 			}
-			sets, err := cfg.Kernel.RuleSets()
+			sets, err := options.RuleSets(cfg.Kernel)
 			if err != nil {
 				return cli.Exit(1, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/internal/cli"
+	"github.com/hangwatch/hangwatch/internal/options"
 )
 
 func newRunCommand() *cobra.Command {
@@ -83,7 +84,7 @@ func runAgent(cmd *cobra.Command, loader *config.Loader, loaded *config.Loaded) 
 // agentOptions settles what the configuration leaves to the node: the CRI
 // endpoint, the node's name and the API server.
 func agentOptions(c *config.Loaded) (agent.Options, error) {
-	ep, err := cri.ResolveEndpoint(c.Runtime.EndpointOptions())
+	ep, err := cri.ResolveEndpoint(options.Endpoint(c.Runtime))
 	if err != nil {
 		return agent.Options{}, err
 	}

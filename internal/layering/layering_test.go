@@ -22,9 +22,11 @@ var (
 // nodestatus, which writes what it judges; nodestatus imports no signal
 // package; a signal package imports neither conditions, nodestatus nor
 // another signal package (but for pleg, which reads cri and
-// kubeletmetrics); nothing imports cmd/, only
-// cmd/ imports agent/, only cmd/hangwatch-remedy imports remedy/manager,
-// and neither conditions, nodestatus nor a signal package imports config/;
+// kubeletmetrics); nothing imports cmd/, only cmd/ imports the assemblies
+// agent/ and diag/, only cmd/hangwatch-remedy imports remedy/manager,
+// neither conditions, nodestatus nor a signal package imports config/, and
+// only the assemblies use internal/options, which builds each package's
+// options from config's types;
 // observations, which the signals fill and conditions reads, imports
 // nothing of the module. Checked on each package's whole import graph,
 // tests left out.
@@ -44,7 +46,6 @@ func TestImportsFlowOneWay(t *testing.T) {
 
 // forbidden says why pkg may not depend on dep, or "" when it may.
 func forbidden(pkg, dep string) string {
-	top := func(p string) string { return strings.SplitN(p, "/", 2)[0] }
 	switch {
 	case top(pkg) == "observations":
 		return "observations is the leaf the signals fill and the rules read: it imports nothing of the module"
@@ -52,6 +53,8 @@ func forbidden(pkg, dep string) string {
 		return "nothing imports the command"
 	case top(dep) == "agent" && top(pkg) != "cmd":
 		return "only the command imports the agent's assembly"
+	case top(dep) == "diag" && top(pkg) != "cmd":
+		return "only the command imports diag's assembly"
 	case dep == "remedy/manager" && pkg != "cmd/hangwatch-remedy":
 		return "only hangwatch-remedy's command imports its assembly"
 	case top(dep) == "remedy" && top(pkg) != "cmd" && top(pkg) != "remedy":
@@ -62,8 +65,12 @@ func forbidden(pkg, dep string) string {
 		return "the remedy controller reads Nodes, not the node agent's packages"
 	case top(pkg) == "repair" && (slices.Contains(signals, top(dep)) || judgeOrWriter(dep) || top(dep) == "config"):
 		return "repair acts on verdicts the agent hands it, not on signals, conditions or the configuration"
-	case top(dep) == "repair" && top(pkg) != "agent" && top(pkg) != "config" && !strings.HasPrefix(pkg, "cmd/hangwatch") && top(pkg) != "test":
-		return "only the agent, its configuration and the command use repair"
+	case top(dep) == "repair" && !assembly(pkg) && pkg != "internal/options" && top(pkg) != "config" && top(pkg) != "test":
+		return "only the assemblies, the configuration (its defaults) and the translation into repair's settings use repair"
+	case dep == "internal/options" && !assembly(pkg):
+		return "only the assemblies (agent, diag, the command) translate the configuration into each package's options"
+	case top(pkg) == "config" && (dep == "kernellog" || dep == "internal/options"):
+		return "config is the types, their checks and defaults: the kernel rules files and each package's options are the assemblies'"
 	case top(dep) == "fence" && (top(pkg) == "remedy" || judgeOrWriter(pkg) || slices.Contains(signals, top(pkg)) || pkg == "cmd/hangwatch-remedy"):
 		return "only the repair process's fencer (and what assembles it) stops pods through the kernel"
 	case top(pkg) == "fence" && top(dep) != "internal":
@@ -85,11 +92,16 @@ func forbidden(pkg, dep string) string {
 	return ""
 }
 
-// judgeOrWriter: conditions judges, nodestatus writes what it judged.
-func judgeOrWriter(pkg string) bool {
-	top := strings.SplitN(pkg, "/", 2)[0]
-	return top == "conditions" || top == "nodestatus"
+// assembly reports whether pkg wires the packages together: the agent,
+// diag, or a command.
+func assembly(pkg string) bool {
+	return top(pkg) == "agent" || top(pkg) == "diag" || top(pkg) == "cmd"
 }
+
+func top(p string) string { return strings.SplitN(p, "/", 2)[0] }
+
+// judgeOrWriter: conditions judges, nodestatus writes what it judged.
+func judgeOrWriter(pkg string) bool { return top(pkg) == "conditions" || top(pkg) == "nodestatus" }
 
 // TestTheJudgeLinksNoClientGo: conditions judges and publishes; talking
 // to the API server, and its types, are nodestatus's and the agent's.
@@ -107,6 +119,24 @@ func TestTheJudgeLinksNoClientGo(t *testing.T) {
 	}
 }
 
+// moduleDeps maps each of the module's packages (path inside the module)
+// to the module's packages it depends on, directly or not.
+func moduleDeps(t *testing.T) map[string][]string {
+	t.Helper()
+	deps := map[string][]string{}
+	for _, line := range goList(t, `{{.ImportPath}} {{join .Deps " "}}`, module+"...") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		deps[pkg] = []string{}
+		for _, d := range fields[1:] {
+			if rest, ok := strings.CutPrefix(d, module); ok {
+				deps[pkg] = append(deps[pkg], rest)
+			}
+		}
+	}
+	return deps
+}
+
 // goList runs go list with format over pkgs and returns its lines.
 func goList(t *testing.T, format string, pkgs ...string) []string {
 	t.Helper()
@@ -119,25 +149,6 @@ func goList(t *testing.T, format string, pkgs ...string) []string {
 		t.Fatalf("go list: %v", err)
 	}
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
-}
-
-// moduleDeps maps each of the module's packages (path inside the module)
-// to the module's packages it depends on, directly or not.
-func moduleDeps(t *testing.T) map[string][]string {
-	t.Helper()
-	lines := goList(t, `{{.ImportPath}} {{join .Deps " "}}`, module+"...")
-	deps := map[string][]string{}
-	for _, line := range lines {
-		fields := strings.Fields(line)
-		pkg := strings.TrimPrefix(fields[0], module)
-		deps[pkg] = []string{}
-		for _, d := range fields[1:] {
-			if rest, ok := strings.CutPrefix(d, module); ok {
-				deps[pkg] = append(deps[pkg], rest)
-			}
-		}
-	}
-	return deps
 }
 
 func TestForbiddenNamesEachRule(t *testing.T) {
@@ -169,6 +180,22 @@ func TestForbiddenNamesEachRule(t *testing.T) {
 		{"cmd/hangwatch-remedy", "remedy/manager", true},
 		{"cmd/hangwatch-remedy", "remedy", true},
 		{"agent", "remedy", false},
+		{"agent", "internal/options", true},
+		{"cmd/hangwatch", "internal/options", true},
+		{"conditions", "internal/options", false},
+		{"pleg", "internal/options", false},
+		{"config", "internal/options", false},
+		{"config", "kernellog", false},
+		{"config", "cri", true},
+		{"internal/options", "repair", true},
+		{"cri", "repair", false},
+		{"cmd/hangwatch", "diag", true},
+		{"agent", "diag", false},
+		{"diag", "agent", false},
+		{"diag", "internal/options", true},
+		{"diag", "repair", true},
+		{"diag", "remedy", false},
+		{"pleg", "diag", false},
 		{"conditions", "nodestatus", false},
 		{"nodestatus", "conditions", true},
 		{"nodestatus", "cri", false},

@@ -1,4 +1,4 @@
-package cri
+package pleg
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/hangwatch/hangwatch/cri"
 )
 
 // execute runs one relist to the end and publishes its result.
@@ -18,7 +20,7 @@ func (r *Relister) execute(run *relistRun) {
 		run.mu.Unlock()
 		close(run.done)
 	}()
-	res.Class = ClassOK
+	res.Class = cri.ClassOK
 	pods, podBytes, err := r.listSandboxes(run, nil)
 	var ctrs []*runtimeapi.Container
 	ctrBytes := 0
@@ -36,7 +38,7 @@ func (r *Relister) execute(run *relistRun) {
 	for _, key := range changed {
 		if err := r.inspectPod(run, key); err != nil {
 			res.FailedPods++
-			if res.Class == ClassOK {
+			if res.Class == cri.ClassOK {
 				res.fail(run.method, err)
 			}
 		}
@@ -44,7 +46,7 @@ func (r *Relister) execute(run *relistRun) {
 }
 
 func (res *RelistResult) fail(method string, err error) {
-	res.Method, res.Class, res.Err = method, classifyError(err), err.Error()
+	res.Method, res.Class, res.Err = method, cri.ClassifyError(err), err.Error()
 }
 
 // podKey is the pod UID label, or the sandbox ID for objects without it.
@@ -90,7 +92,7 @@ func (r *Relister) inspectPod(run *relistRun, key string) error {
 	pods, _, err := r.listSandboxes(run, sf)
 	for i := 0; err == nil && i < len(pods); i++ {
 		id := pods[i].Id
-		err = r.call(run, MethodPodSandboxStatus, func(ctx context.Context) error {
+		err = r.call(run, cri.MethodPodSandboxStatus, func(ctx context.Context) error {
 			_, err := r.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
 			return err
 		})
@@ -101,7 +103,7 @@ func (r *Relister) inspectPod(run *relistRun, key string) error {
 	}
 	for i := 0; err == nil && i < len(ctrs); i++ {
 		id := ctrs[i].Id
-		err = r.call(run, MethodContainerStatus, func(ctx context.Context) error {
+		err = r.call(run, cri.MethodContainerStatus, func(ctx context.Context) error {
 			_, err := r.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 			return err
 		})

@@ -1,4 +1,4 @@
-package cri
+package pleg
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/hangwatch/hangwatch/cri"
 )
 
 // SetListStreaming says whether the kubelet lists with the streams of its
@@ -27,10 +29,8 @@ func (r *Relister) SetListStreaming(on bool) {
 // answer received.
 func (r *Relister) listSandboxes(run *relistRun, filter *runtimeapi.PodSandboxFilter) (items []*runtimeapi.PodSandbox, bytes int, err error) {
 	if r.useStreams.Load() {
-		err = r.call(run, MethodStreamPodSandboxes, func(ctx context.Context) error {
-			tally := newStreamTally(r.clk)
-			items, err = streamSandboxes(ctx, r.rt, filter, tally)
-			bytes = int(tally.largest.Load())
+		err = r.call(run, cri.MethodStreamPodSandboxes, func(ctx context.Context) error {
+			items, bytes, err = cri.StreamSandboxes(ctx, r.rt, filter, r.clk)
 			if status.Code(err) == codes.Unimplemented {
 				r.useStreams.Store(false)
 				items, bytes, err = r.unarySandboxes(ctx, run, filter)
@@ -39,7 +39,7 @@ func (r *Relister) listSandboxes(run *relistRun, filter *runtimeapi.PodSandboxFi
 		})
 		return items, bytes, err
 	}
-	err = r.call(run, MethodListPodSandbox, func(ctx context.Context) error {
+	err = r.call(run, cri.MethodListPodSandbox, func(ctx context.Context) error {
 		items, bytes, err = r.unarySandboxes(ctx, nil, filter)
 		return err
 	})
@@ -50,7 +50,7 @@ func (r *Relister) listSandboxes(run *relistRun, filter *runtimeapi.PodSandboxFi
 // counts as a call of its own.
 func (r *Relister) unarySandboxes(ctx context.Context, run *relistRun, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, int, error) {
 	if run != nil {
-		run.enter(MethodListPodSandbox)
+		run.enter(cri.MethodListPodSandbox)
 	}
 	resp, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
 	if err != nil {
@@ -62,10 +62,8 @@ func (r *Relister) unarySandboxes(ctx context.Context, run *relistRun, filter *r
 // listContainers is listSandboxes for ListContainers.
 func (r *Relister) listContainers(run *relistRun, filter *runtimeapi.ContainerFilter) (items []*runtimeapi.Container, bytes int, err error) {
 	if r.useStreams.Load() {
-		err = r.call(run, MethodStreamContainers, func(ctx context.Context) error {
-			tally := newStreamTally(r.clk)
-			items, err = streamContainers(ctx, r.rt, filter, tally)
-			bytes = int(tally.largest.Load())
+		err = r.call(run, cri.MethodStreamContainers, func(ctx context.Context) error {
+			items, bytes, err = cri.StreamContainers(ctx, r.rt, filter, r.clk)
 			if status.Code(err) == codes.Unimplemented {
 				r.useStreams.Store(false)
 				items, bytes, err = r.unaryContainers(ctx, run, filter)
@@ -74,7 +72,7 @@ func (r *Relister) listContainers(run *relistRun, filter *runtimeapi.ContainerFi
 		})
 		return items, bytes, err
 	}
-	err = r.call(run, MethodListContainers, func(ctx context.Context) error {
+	err = r.call(run, cri.MethodListContainers, func(ctx context.Context) error {
 		items, bytes, err = r.unaryContainers(ctx, nil, filter)
 		return err
 	})
@@ -83,7 +81,7 @@ func (r *Relister) listContainers(run *relistRun, filter *runtimeapi.ContainerFi
 
 func (r *Relister) unaryContainers(ctx context.Context, run *relistRun, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, int, error) {
 	if run != nil {
-		run.enter(MethodListContainers)
+		run.enter(cri.MethodListContainers)
 	}
 	resp, err := r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
 	if err != nil {

@@ -1,22 +1,24 @@
-package pleg
+package diag
 
 import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/hangwatch/hangwatch/pleg"
 )
 
-// Report is PLEG health as `hangwatch diag` shows it: the assessment the
+// PLEGReport is PLEG health as `hangwatch diag` shows it: the assessment the
 // daemon's rules read, with where the kubelet's metrics came from, or why
 // it could not be made.
-type Report struct {
-	Assessment
+type PLEGReport struct {
+	pleg.Assessment
 	KubeletMetricsURL string `json:"kubeletMetricsURL,omitempty"`
 	Error             string `json:"error,omitempty"`
 }
 
-// WriteTable writes the report as diag's PLEG section.
-func (r *Report) WriteTable(w io.Writer) error {
+// writeTable writes the report as diag's PLEG section.
+func (r *PLEGReport) writeTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if r.Error != "" {
 		fmt.Fprintf(tw, "\nPLEG\tnot checked: %s\n", r.Error)

@@ -1,17 +1,17 @@
-package config
+package options
 
 import (
 	"slices"
 
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/kernellog"
-	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Specs returns the condition rules: the built-in ones with the file's
 // rules merged and the runtimeHung settings applied to its built-in rule.
-// The knobs the rules read as params are RuleParams.
-func (c *Configuration) Specs() []conditions.Spec {
+// The knobs the rules read as params are config's RuleParams.
+func Specs(c *config.Configuration) []conditions.Spec {
 	specs := conditions.MergeSpecs(conditions.DefaultSpecs(), c.Conditions)
 	for i := range specs {
 		if specs[i].Type != conditions.TypeRuntimeHung {
@@ -27,24 +27,18 @@ func (c *Configuration) Specs() []conditions.Spec {
 	return specs
 }
 
-// RuleParams are the knobs the rules read as params: kubeletUnresponsive.share
-// and pleg.slowFor. A rule of the file's own reads them or not, as it says.
-func (c *Configuration) RuleParams() observations.Params {
-	return observations.Params{LeaseGraceShare: c.KubeletUnresponsive.Share, PLEGSlowFor: c.PLEG.SlowFor.Duration}
-}
-
 // WithKernelSpecs adds a rule for each condition type the kernel rules
 // raise that has none, except those the file disabled: a KernelDeadlock
 // left to node-problem-detector stays unwritten. The built-in
 // KernelDeadlock rule goes when the kernel rules do not raise it (a rules
 // file of the user's own): hangwatch owns no condition it cannot decide.
-func (c *Configuration) WithKernelSpecs(specs []conditions.Spec, kernelTypes []kernellog.ConditionSpec) []conditions.Spec {
+func WithKernelSpecs(c *config.Configuration, specs []conditions.Spec, kernelTypes []kernellog.ConditionSpec) []conditions.Spec {
 	names := KernelConditionNames(kernelTypes)
-	if !slices.Contains(names, conditions.TypeKernelDeadlock) && !c.fromFile(conditions.TypeKernelDeadlock) {
+	if !slices.Contains(names, conditions.TypeKernelDeadlock) && !fromFile(c, conditions.TypeKernelDeadlock) {
 		specs = slices.DeleteFunc(slices.Clone(specs), func(s conditions.Spec) bool { return s.Type == conditions.TypeKernelDeadlock })
 	}
 	for _, k := range kernelTypes {
-		if conditions.HasSpec(specs, k.Type) || c.disabled(k.Type) {
+		if conditions.HasSpec(specs, k.Type) || disabled(c, k.Type) {
 			continue
 		}
 		specs = append(specs, conditions.KernelSpec(k.Type))
@@ -52,11 +46,11 @@ func (c *Configuration) WithKernelSpecs(specs []conditions.Spec, kernelTypes []k
 	return specs
 }
 
-func (c *Configuration) fromFile(condType string) bool {
+func fromFile(c *config.Configuration, condType string) bool {
 	return slices.ContainsFunc(c.Conditions, func(s conditions.Spec) bool { return s.Type == condType })
 }
 
-func (c *Configuration) disabled(condType string) bool {
+func disabled(c *config.Configuration, condType string) bool {
 	for _, s := range c.Conditions {
 		if s.Type == condType && s.Disabled {
 			return true
@@ -68,8 +62,8 @@ func (c *Configuration) disabled(condType string) bool {
 // CheckRules compiles the rules as the agent runs them with the kernel
 // rules' condition types known, so a rule naming a kernel condition the
 // kernel rules do not raise is refused as a misspelled field is.
-func (c *Configuration) CheckRules(kernelTypes []kernellog.ConditionSpec) error {
-	return conditions.CompileSpecs(c.WithKernelSpecs(c.Specs(), kernelTypes), c.RuleParams(), KernelConditionNames(kernelTypes))
+func CheckRules(c *config.Configuration, kernelTypes []kernellog.ConditionSpec) error {
+	return conditions.CompileSpecs(WithKernelSpecs(c, Specs(c), kernelTypes), c.RuleParams(), KernelConditionNames(kernelTypes))
 }
 
 // KernelConditionNames are the condition types of kernelTypes.

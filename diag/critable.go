@@ -1,14 +1,16 @@
-package cri
+package diag
 
 import (
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hangwatch/hangwatch/cri"
 )
 
-// WriteTable prints a report the way crictl prints tables.
-func WriteTable(w io.Writer, r Report) error {
+// writeCRITable prints the CRI report the way crictl prints tables.
+func writeCRITable(w io.Writer, r CRIReport) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "ENDPOINT\t%s (%s)\n", r.Endpoint, r.EndpointSource)
 	fmt.Fprintf(tw, "RUNTIME\t%s\n", runtimeText(r.Runtime))
@@ -35,7 +37,7 @@ func WriteTable(w io.Writer, r Report) error {
 	return tw.Flush()
 }
 
-func runtimeText(rt RuntimeInfo) string {
+func runtimeText(rt cri.RuntimeInfo) string {
 	if rt.Name == "" {
 		return "unknown (Version did not answer)"
 	}
@@ -44,7 +46,7 @@ func runtimeText(rt RuntimeInfo) string {
 
 // conditionsText lists the runtime's conditions as Type=status, marking
 // the ones the kubelet ignores as information.
-func conditionsText(conds []RuntimeCondition) string {
+func conditionsText(conds []cri.RuntimeCondition) string {
 	if len(conds) == 0 {
 		return "unknown (Status did not answer)"
 	}
@@ -61,11 +63,11 @@ func conditionsText(conds []RuntimeCondition) string {
 
 // streamingText says whether the runtime implements the list streams and,
 // if it does, how soon each stream's first message came.
-func streamingText(r Report) string {
+func streamingText(r CRIReport) string {
 	switch r.ListStreaming {
-	case StreamingUnimplemented:
+	case cri.StreamingUnimplemented:
 		return "not implemented (the kubelet's CRIListStreaming falls back to ListPodSandbox and ListContainers)"
-	case StreamingImplemented:
+	case cri.StreamingImplemented:
 		var firsts []string
 		for _, c := range r.Calls {
 			if c.FirstMessageP50Seconds != nil {

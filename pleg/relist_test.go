@@ -1,4 +1,4 @@
-package cri
+package pleg
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/internal/clocktest"
+
+	"github.com/hangwatch/hangwatch/cri"
 )
 
 func TestRelistInspectsChangedPodsOnly(t *testing.T) {
@@ -17,7 +19,7 @@ func TestRelistInspectsChangedPodsOnly(t *testing.T) {
 	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r.Close()
 	first := r.Relist(context.Background())
-	if first.Class != ClassOK || first.InFlight || first.Pods != 3 || first.ChangedPods != 3 {
+	if first.Class != cri.ClassOK || first.InFlight || first.Pods != 3 || first.ChangedPods != 3 {
 		t.Fatalf("first relist = %+v, want all 3 pods inspected", first)
 	}
 	if got := f.count("PodSandboxStatus"); got != 3 {
@@ -39,12 +41,12 @@ func TestRelistStuckIsReportedAndJoined(t *testing.T) {
 	cancel()
 	got := r.Relist(ctx)
 	clocktest.Await(t, "the stuck ListPodSandbox", func() bool { return f.count("ListPodSandbox") == 1 })
-	if !got.InFlight || got.Class != ClassTimeout {
+	if !got.InFlight || got.Class != cri.ClassTimeout {
 		t.Fatalf("stuck relist = %+v", got)
 	}
 	clk.Step(40 * time.Second)
 	again := r.Relist(ctx)
-	if !again.InFlight || again.Duration != 40*time.Second || again.Method != MethodListPodSandbox || f.count("ListPodSandbox") != 1 {
+	if !again.InFlight || again.Duration != 40*time.Second || again.Method != cri.MethodListPodSandbox || f.count("ListPodSandbox") != 1 {
 		t.Errorf("second look = %+v (ListPodSandbox sent %d times), want the same relist, 40s in", again, f.count("ListPodSandbox"))
 	}
 }
@@ -55,7 +57,7 @@ func TestRelistTooLarge(t *testing.T) {
 	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r.Close()
 	got := r.Relist(context.Background())
-	if got.Class != ClassTooLarge || got.Method != MethodListContainers || got.InFlight {
+	if got.Class != cri.ClassTooLarge || got.Method != cri.MethodListContainers || got.InFlight {
 		t.Errorf("relist = %+v, want too_large on ListContainers", got)
 	}
 }
@@ -65,11 +67,11 @@ func TestRelistFailedPodIsReinspected(t *testing.T) {
 	f.errs["PodSandboxStatus"] = status.Error(codes.Internal, "boom")
 	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r.Close()
-	if got := r.Relist(context.Background()); got.FailedPods != 2 || got.Class != ClassError {
+	if got := r.Relist(context.Background()); got.FailedPods != 2 || got.Class != cri.ClassError {
 		t.Fatalf("relist = %+v", got)
 	}
 	delete(f.errs, "PodSandboxStatus")
-	if got := r.Relist(context.Background()); got.ChangedPods != 2 || got.FailedPods != 0 || got.Class != ClassOK {
+	if got := r.Relist(context.Background()); got.ChangedPods != 2 || got.FailedPods != 0 || got.Class != cri.ClassOK {
 		t.Errorf("next relist = %+v, want the failed pods inspected again", got)
 	}
 }
@@ -84,11 +86,11 @@ func TestRelistStreamsAsTheKubeletDoes(t *testing.T) {
 	defer r.Close()
 	r.SetListStreaming(true)
 	res := r.Relist(context.Background())
-	if res.Class != ClassOK || res.Pods != 2 || res.Containers != 2 {
+	if res.Class != cri.ClassOK || res.Pods != 2 || res.Containers != 2 {
 		t.Fatalf("streamed relist = %+v, want 2 pods and 2 containers", res)
 	}
-	if f.count(MethodStreamPodSandboxes) == 0 || f.count(MethodListPodSandbox) != 0 {
-		t.Fatalf("streams %d, unary %d: want streams only", f.count(MethodStreamPodSandboxes), f.count(MethodListPodSandbox))
+	if f.count(cri.MethodStreamPodSandboxes) == 0 || f.count(cri.MethodListPodSandbox) != 0 {
+		t.Fatalf("streams %d, unary %d: want streams only", f.count(cri.MethodStreamPodSandboxes), f.count(cri.MethodListPodSandbox))
 	}
 
 	old := newFakeRuntime(2, 2) // containerd before 2.4
@@ -96,11 +98,11 @@ func TestRelistStreamsAsTheKubeletDoes(t *testing.T) {
 	defer r2.Close()
 	r2.SetListStreaming(true)
 	for i := 0; i < 2; i++ {
-		if res := r2.Relist(context.Background()); res.Class != ClassOK || res.Pods != 2 {
+		if res := r2.Relist(context.Background()); res.Class != cri.ClassOK || res.Pods != 2 {
 			t.Fatalf("relist %d on a runtime without streams = %+v, want ok through the fallback", i+1, res)
 		}
 	}
-	if n := old.count(MethodStreamPodSandboxes); n != 1 {
+	if n := old.count(cri.MethodStreamPodSandboxes); n != 1 {
 		t.Fatalf("StreamPodSandboxes sent %d times, want once before falling back for good", n)
 	}
 }
@@ -110,7 +112,7 @@ func TestRelistStreamsAsTheKubeletDoes(t *testing.T) {
 func TestRelistStuckOnAStreamNamesIt(t *testing.T) {
 	f := newFakeRuntime(1, 1)
 	f.streams = true
-	f.hang[MethodStreamContainers] = true
+	f.hang[cri.MethodStreamContainers] = true
 	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r.Close()
 	r.SetListStreaming(true)
@@ -118,6 +120,6 @@ func TestRelistStuckOnAStreamNamesIt(t *testing.T) {
 	cancel()
 	clocktest.Await(t, "a relist in flight on the stream", func() bool {
 		got := r.Relist(ctx)
-		return got.InFlight && got.Method == MethodStreamContainers
+		return got.InFlight && got.Method == cri.MethodStreamContainers
 	})
 }

@@ -1,4 +1,4 @@
-package cri
+package pleg
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/cri"
 )
 
 // KubeletRuntimeRequestTimeout is the kubelet's default
@@ -35,7 +37,7 @@ type RelistResult struct {
 	// ListBytes is the larger of the two full-list responses; the kubelet
 	// fails its relist when one passes MaxMessageSize.
 	ListBytes int
-	Class     Class
+	Class     cri.Class
 	Err       string
 }
 
@@ -122,7 +124,7 @@ func (run *relistRun) progress() RelistResult {
 	run.mu.Lock()
 	defer run.mu.Unlock()
 	return RelistResult{Start: run.start, Duration: run.clk.Since(run.start), InFlight: true,
-		Method: run.method, Calls: run.calls, Class: ClassTimeout}
+		Method: run.method, Calls: run.calls, Class: cri.ClassTimeout}
 }
 
 // call runs one CRI call of the relist under the kubelet's timeout.

@@ -1,4 +1,4 @@
-package config
+package options
 
 import (
 	"errors"
@@ -6,12 +6,13 @@ import (
 	"slices"
 
 	"github.com/hangwatch/hangwatch/conditions"
+	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
-// RuleSets loads the kernel rules files, or the built-in rules when none
-// is given.
-func (k Kernel) RuleSets() ([]*kernellog.RuleSet, error) {
+// RuleSets loads the kernel section's rules files, or the built-in rules
+// when none is given.
+func RuleSets(k config.Kernel) ([]*kernellog.RuleSet, error) {
 	if len(k.Rules) == 0 {
 		return []*kernellog.RuleSet{kernellog.DefaultRuleSet()}, nil
 	}
