@@ -1,4 +1,4 @@
-package criproxy
+package criproxy_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
@@ -19,7 +20,7 @@ import (
 // released, and a ContainerStatus fault holds one container only.
 func TestProxyForwardsAndHangs(t *testing.T) {
 	c := harness.StartContainerdT(t, 1, 2)
-	p, err := Start(filepath.Join(t.TempDir(), "proxy.sock"), c.Socket)
+	p, err := criproxy.Start(filepath.Join(t.TempDir(), "proxy.sock"), c.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestProxyForwardsAndHangs(t *testing.T) {
 		t.Fatalf("ListContainers through the proxy: %v, %d containers", err, len(list.GetContainers()))
 	}
 
-	release := p.Inject(Fault{Method: "ListPodSandbox"})
+	release := p.Inject(criproxy.Fault{Method: "ListPodSandbox"})
 	err = call(time.Second, func(ctx context.Context) error {
 		_, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 		return err
@@ -77,7 +78,7 @@ func TestProxyForwardsAndHangs(t *testing.T) {
 	}
 
 	one, other := list.Containers[0].Id, list.Containers[1].Id
-	defer p.Inject(Fault{Method: "ContainerStatus", ID: one})()
+	defer p.Inject(criproxy.Fault{Method: "ContainerStatus", ID: one})()
 	if err := call(5*time.Second, func(ctx context.Context) error {
 		_, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: other})
 		return err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -102,5 +103,17 @@ func (s *StuckDir) waitRequest(ctx context.Context, first *process) error {
 		return fmt.Errorf("first mkdir exited before its request reached FUSE: %s", first.logTail(5))
 	case <-ctx.Done():
 		return fmt.Errorf("no Mkdir request on %s: %w", s.mnt, ctx.Err())
+	}
+}
+
+// requireFUSE skips a test that needs root and /dev/fuse when either is
+// missing.
+func RequireFUSE(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("StuckDir needs root (it mounts FUSE with mount(2)); run as root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skipf("StuckDir needs /dev/fuse: %v", err)
 	}
 }

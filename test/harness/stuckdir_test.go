@@ -4,25 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
-
-// requireFUSE skips a test that needs root and /dev/fuse when either is
-// missing.
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("StuckDir needs root (it mounts FUSE with mount(2)); run as root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skipf("StuckDir needs /dev/fuse: %v", err)
-	}
-}
 
 func TestStuckDirProcStateParsesAfterLastParen(t *testing.T) {
 	for stat, want := range map[string]byte{
@@ -50,7 +35,7 @@ func TestStuckDirProcStateParsesAfterLastParen(t *testing.T) {
 }
 
 func TestStuckDirHoldsAProcessInD(t *testing.T) {
-	requireFUSE(t)
+	RequireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -95,7 +80,7 @@ func TestStuckDirHoldsAProcessInD(t *testing.T) {
 }
 
 func TestStuckDirAbortEndsTheHold(t *testing.T) {
-	requireFUSE(t)
+	RequireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := NewStuckDir(ctx)
@@ -145,71 +130,6 @@ func assertNoFuseFD(t *testing.T, pid int) {
 	for _, e := range entries {
 		if target, _ := os.Readlink(dir + "/" + e.Name()); target == "/dev/fuse" {
 			t.Errorf("process %d holds /dev/fuse as fd %s", pid, e.Name())
-		}
-	}
-}
-
-// TestStuckDirHungTaskReported lowers the kernel's hung-task timeout to 3 s
-// for a few seconds: any task then blocked that long is reported, and a
-// containerd caught in a slow fsync would raise KernelDeadlock in tests
-// running beside it. So it runs only in the e2e suite (go test -tags e2e,
-// hack/e2e.sh --ladder).
-func TestStuckDirHungTaskReported(t *testing.T) {
-	RequireSuite(t, SuiteE2E, "changes the kernel's hung-task timeout for the whole machine")
-	requireFUSE(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	kmsg, err := os.Open("/dev/kmsg")
-	if err != nil {
-		t.Skipf("no kernel log: %v", err)
-	}
-	defer func() { _ = kmsg.Close() }()
-	if _, err := kmsg.Seek(0, io.SeekEnd); err != nil {
-		t.Fatalf("seek /dev/kmsg to its end: %v", err)
-	}
-	restore, err := SetHungTaskTimeout(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer restore()
-	s, err := NewStuckDir(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release()
-	pid, err := s.HoldInD(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	want := fmt.Sprintf("task mkdir:%d blocked for more than 3 seconds", pid)
-	line, err := waitKmsg(ctx, kmsg, want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%v after D: %s", time.Since(start), line)
-}
-
-// waitKmsg reads kernel log records from f until one contains want, or
-// ctx ends.
-func waitKmsg(ctx context.Context, f *os.File, want string) (string, error) {
-	if deadline, ok := ctx.Deadline(); ok {
-		if err := f.SetReadDeadline(deadline); err != nil {
-			return "", fmt.Errorf("deadline on /dev/kmsg: %w", err)
-		}
-	}
-	buf := make([]byte, 16<<10) // a read returns one whole record
-	for {
-		n, err := f.Read(buf)
-		if errors.Is(err, syscall.EPIPE) {
-			continue // records overwritten before we read them
-		}
-		if err != nil {
-			return "", fmt.Errorf("no %q in the kernel log: %w", want, err)
-		}
-		if rec := string(buf[:n]); strings.Contains(rec, want) {
-			_, msg, _ := strings.Cut(rec, ";")
-			return strings.TrimSpace(msg), nil
 		}
 	}
 }

@@ -22,12 +22,12 @@ import (
 // component's condition, not a label, an annotation or an address.
 func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T) {
 	harness.Parallel(t)
-	cp := controlPlane(t)
+	cp := harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	node := uniqueNode("vap-fields")
-	createNode(t, cp, node)
+	node := harness.UniqueNode("vap-fields")
+	harness.CreateNode(t, cp, node)
 	// A foreign condition and an address, as node-problem-detector and the
 	// kubelet would have written them.
 	adminPatch(ctx, t, cp.Admin, node, `{"status":{"addresses":[{"type":"InternalIP","address":"10.1.2.3"}],`+
@@ -68,7 +68,7 @@ func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T
 	if n.Labels["hangwatch.io/owned"] != "" || n.Annotations["hangwatch.io/note"] != "" || n.Status.Addresses[0].Address != "10.1.2.3" {
 		t.Errorf("a denied change landed: labels %v, annotations %v, addresses %v", n.Labels, n.Annotations, n.Status.Addresses)
 	}
-	if c := nodeCond(t, cp, node, "Ready"); c == nil || c.Status != "True" {
+	if c := harness.NodeCond(t, cp, node, "Ready"); c == nil || c.Status != "True" {
 		t.Errorf("Ready after the denied patch: %+v", c)
 	}
 	// hangwatch's own patch, and its own condition raised, are admitted.
@@ -79,7 +79,7 @@ func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T
 	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(own), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatalf("raising KernelDeadlock: %v", err)
 	}
-	if c := nodeCond(t, cp, node, "KernelDeadlock"); c == nil || c.Status != "True" {
+	if c := harness.NodeCond(t, cp, node, "KernelDeadlock"); c == nil || c.Status != "True" {
 		t.Errorf("KernelDeadlock after hangwatch's patch: %+v", c)
 	}
 }

@@ -24,13 +24,13 @@ import (
 // another node and for a token bound to no pod.
 func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
 	harness.Parallel(t)
-	cp := controlPlane(t)
+	cp := harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	own, other := uniqueNode("vap-own"), uniqueNode("vap-other")
-	createNode(t, cp, own)
-	createNode(t, cp, other)
+	own, other := harness.UniqueNode("vap-own"), harness.UniqueNode("vap-other")
+	harness.CreateNode(t, cp, own)
+	harness.CreateNode(t, cp, other)
 	bound := cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, own))
 	unbound := cp.Token(t, "kube-system", "hangwatch", nil)
 	client := cp.TokenClient(t, bound)
@@ -48,7 +48,7 @@ func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
 	if err := patchCondition(ctx, client, own); err != nil {
 		t.Fatalf("patching its own node's status: %v", err)
 	}
-	if c := nodeCond(t, cp, own, "RuntimeHung"); c == nil || c.Reason != "RuntimeResponsive" {
+	if c := harness.NodeCond(t, cp, own, "RuntimeHung"); c == nil || c.Reason != "RuntimeResponsive" {
 		t.Errorf("own node's RuntimeHung after the patch: %+v", c)
 	}
 	if err := recordEvent(ctx, client, own); err != nil {

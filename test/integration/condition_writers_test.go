@@ -25,12 +25,12 @@ import (
 // writes, may.
 func TestOnlyHangwatchWritesItsConditions(t *testing.T) {
 	harness.Parallel(t)
-	cp := controlPlane(t)
+	cp := harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "base"))
-	node := uniqueNode("writers")
-	kc := createNode(t, cp, node)
+	node := harness.UniqueNode("writers")
+	kc := harness.CreateNode(t, cp, node)
 	other := statusWriter(ctx, t, cp)
 	var err error
 	_, _ = harness.Poll(ctx, time.Minute, "the policy to refuse another writer's RuntimeHung", func() bool {
@@ -53,7 +53,7 @@ func TestOnlyHangwatchWritesItsConditions(t *testing.T) {
 // status, and nothing else.
 func statusWriter(ctx context.Context, t *testing.T, cp *harness.ControlPlane) kubernetes.Interface {
 	t.Helper()
-	name := uniqueNode("status-writer")
+	name := harness.UniqueNode("status-writer")
 	rbac := cp.Admin.RbacV1()
 	_, err := cp.Admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err == nil {

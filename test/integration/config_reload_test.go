@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,29 +68,6 @@ conditions:
 `
 }
 
-type reloadCondition struct {
-	Type, Status, Reason string
-	LastTransitionTime   time.Time
-}
-
-func (d *daemon) reloadCond(t *testing.T, condType string) reloadCondition {
-	t.Helper()
-	body, err := d.get("/conditions")
-	if err != nil {
-		return reloadCondition{}
-	}
-	var out struct{ Conditions []reloadCondition }
-	if err := json.Unmarshal([]byte(body), &out); err != nil {
-		t.Fatalf("/conditions is not JSON: %v: %s", err, body)
-	}
-	for _, c := range out.Conditions {
-		if c.Type == condType {
-			return c
-		}
-	}
-	return reloadCondition{}
-}
-
 // TestConfigReloadChangesARuleWithoutARestart edits a rule on a running
 // hangwatch through a ConfigMap-style symlink swap: the edited rule raises
 // its condition within a second of the swap, in the same process, and the
@@ -100,53 +76,53 @@ func (d *daemon) reloadCond(t *testing.T, condType string) reloadCondition {
 // reloads the file as it is.
 func TestConfigReloadChangesARuleWithoutARestart(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := sharedContainerd(t)
+	c := harness.SharedContainerd(t)
 	m := newConfigMapDir(t, containersConfig("cri.containers > 1000000"))
-	d := startDaemon(t, c.Endpoint, "--config", m.path(), "--kernel=false")
-	pid := d.cmd.Process.Pid
+	d := harness.StartDaemon(t, c.Endpoint, "--config", m.path(), "--kernel=false")
+	pid := d.Cmd.Process.Pid
 	harness.Eventually(t, 30*time.Second, "ContainersPresent False and RuntimeHung False", func() bool {
-		return d.reloadCond(t, "ContainersPresent").Status == "False" && d.reloadCond(t, "RuntimeHung").Status == "False"
+		return d.ReloadCond(t, "ContainersPresent").Status == "False" && d.ReloadCond(t, "RuntimeHung").Status == "False"
 	}, harness.UnlessExited(d))
-	hung := d.reloadCond(t, "RuntimeHung")
+	hung := d.ReloadCond(t, "RuntimeHung")
 
 	m.update(t, containersConfig("cri.containers > 0"))
 	swapped := time.Now()
 	harness.Eventually(t, 5*time.Second, "the edited rule to raise ContainersPresent", func() bool {
-		return d.reloadCond(t, "ContainersPresent").Status == "True"
+		return d.ReloadCond(t, "ContainersPresent").Status == "True"
 	}, harness.UnlessExited(d))
 	took := time.Since(swapped)
-	measure(t, "config_reload_rule_raised_after_swap", took)
+	harness.Measure(t, "config_reload_rule_raised_after_swap", took)
 	if took > time.Second { // goal: one 500ms poll and the evaluation; measured 0.50s. The wait above bounds it at 5s
 		t.Logf("the edited rule raised its condition %v after the swap: over the 1s goal", took)
 	}
-	if after := d.reloadCond(t, "RuntimeHung"); after.Status != hung.Status || !after.LastTransitionTime.Equal(hung.LastTransitionTime) {
+	if after := d.ReloadCond(t, "RuntimeHung"); after.Status != hung.Status || !after.LastTransitionTime.Equal(hung.LastTransitionTime) {
 		t.Errorf("RuntimeHung %+v after the reload, want it kept as %+v", after, hung)
 	}
 
 	m.update(t, containersConfig("cri.containers >"))
 	harness.Eventually(t, 5*time.Second, "the bad file to be refused", func() bool {
-		metrics, err := d.get("/metrics")
-		return err == nil && metricValue(metrics, "hangwatch_config_last_reload_successful") == 0
+		metrics, err := d.Get("/metrics")
+		return err == nil && harness.MetricValue(metrics, "hangwatch_config_last_reload_successful") == 0
 	}, harness.UnlessExited(d))
-	if got := d.reloadCond(t, "ContainersPresent"); got.Status != "True" {
+	if got := d.ReloadCond(t, "ContainersPresent"); got.Status != "True" {
 		t.Errorf("ContainersPresent %+v after a refused reload, want the running rule's True", got)
 	}
 
 	m.update(t, containersConfig("cri.containers > 1000000"))
 	harness.Eventually(t, 5*time.Second, "the fixed file to load and clear ContainersPresent", func() bool {
-		metrics, err := d.get("/metrics")
-		return err == nil && metricValue(metrics, "hangwatch_config_last_reload_successful") == 1 &&
-			d.reloadCond(t, "ContainersPresent").Status == "False"
+		metrics, err := d.Get("/metrics")
+		return err == nil && harness.MetricValue(metrics, "hangwatch_config_last_reload_successful") == 1 &&
+			d.ReloadCond(t, "ContainersPresent").Status == "False"
 	}, harness.UnlessExited(d))
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 5*time.Second, "SIGHUP's reload in the log", func() bool {
-		logText, _ := os.ReadFile(d.logPath)
+		logText, _ := os.ReadFile(d.LogPath)
 		return strings.Count(string(logText), "Reloaded the config file's condition rules") >= 3 &&
 			strings.Contains(string(logText), "SIGHUP: reloading the config file")
 	}, harness.UnlessExited(d))
-	if d.cmd.Process.Pid != pid || d.reloadCond(t, "ContainersPresent").Status != "False" {
-		t.Errorf("after SIGHUP: pid %d (was %d), ContainersPresent %+v", d.cmd.Process.Pid, pid, d.reloadCond(t, "ContainersPresent"))
+	if d.Cmd.Process.Pid != pid || d.ReloadCond(t, "ContainersPresent").Status != "False" {
+		t.Errorf("after SIGHUP: pid %d (was %d), ContainersPresent %+v", d.Cmd.Process.Pid, pid, d.ReloadCond(t, "ContainersPresent"))
 	}
 }

@@ -35,7 +35,7 @@ func TestDiagOnEachContainerd2(t *testing.T) {
 	for _, tc := range []struct {
 		c         *harness.Containerd
 		streaming string
-	}{{sharedContainerd(t), "unimplemented"}, {c24, "implemented"}} {
+	}{{harness.SharedContainerd(t), "unimplemented"}, {c24, "implemented"}} {
 		r, code, _ := runDiag(t, tc.c.Endpoint, "--samples", "3")
 		t.Logf("containerd %s: %s (exit %d), list streams %s, conditions %+v", r.Runtime.Version, r.Verdict, code, r.ListStreaming, r.RuntimeConditions)
 		if r.Verdict != "Healthy" || code != 0 {
@@ -71,7 +71,7 @@ func TestKubeletListsWithStreamsWhenGated(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	cp := controlPlane(t)
+	cp := harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := harness.StartContainerdFrom(ctx, up)
@@ -84,7 +84,7 @@ func TestKubeletListsWithStreamsWhenGated(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	k, err := harness.StartKubeletWithGates(ctx, cp, c, proxy.Endpoint, uniqueNode("streams"), "CRIListStreaming=true")
+	k, err := harness.StartKubeletWithGates(ctx, cp, c, proxy.Endpoint, harness.UniqueNode("streams"), "CRIListStreaming=true")
 	if err != nil {
 		t.Fatal(err)
 	}

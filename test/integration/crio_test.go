@@ -45,33 +45,33 @@ func TestCRIO(t *testing.T) {
 	c := startCRIO(t, pods, perPod)
 	t.Run("diag", func(t *testing.T) { checkCRIODiag(t, c, pods, pods*perPod) })
 	const period, timeout = time.Second, time.Second
-	d := startDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", timeout.String())
-	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
+	d := harness.StartDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", timeout.String())
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 	// no kubelet here: PLEGUnhealthy comes from hangwatch's own relist of
 	// CRI-O's sandboxes and containers
 	harness.Eventually(t, 30*time.Second, "PLEGUnhealthy False from the relist emulation", func() bool {
-		s, r, _ := d.condition(t, "PLEGUnhealthy")
+		s, r, _ := d.Condition(t, "PLEGUnhealthy")
 		return s == "False" && r == "RelistHealthy"
 	}, harness.UnlessExited(d))
 	t.Run("freeze", func(t *testing.T) {
-		thaw := freeze(t, c)
+		thaw := harness.Freeze(t, c)
 		frozeAt := time.Now()
-		harness.Eventually(t, period+timeout+generousSlack+10*time.Second, "RuntimeHung True", func() bool { return d.runtimeHung(t) == "True" }, harness.UnlessExited(d))
-		measure(t, "crio_runtimehung_raised_after_freeze", time.Since(frozeAt))
-		_, reason, _ := d.condition(t, "RuntimeHung")
+		harness.Eventually(t, period+timeout+harness.GenerousSlack+10*time.Second, "RuntimeHung True", func() bool { return d.RuntimeHung(t) == "True" }, harness.UnlessExited(d))
+		harness.Measure(t, "crio_runtimehung_raised_after_freeze", time.Since(frozeAt))
+		_, reason, _ := d.Condition(t, "RuntimeHung")
 		t.Logf("CRI-O %s frozen: RuntimeHung True, %s, after %v", c.Bin.Version, reason, time.Since(frozeAt).Round(time.Millisecond))
 		thaw()
 		thawedAt := time.Now()
-		harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
-		measure(t, "crio_runtimehung_cleared_after_thaw", time.Since(thawedAt))
+		harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
+		harness.Measure(t, "crio_runtimehung_cleared_after_thaw", time.Since(thawedAt))
 	})
 	before := runningIDs(t, c.Runtime())
 	for _, rc := range restartCases[:2] {
 		t.Run(rc.name, func(t *testing.T) {
-			unreachable, recovered := restartRuntime(t, crioRestarter{c}, rc, func() (string, string) { s, r, _ := d.condition(t, "RuntimeHung"); return s, r })
-			measure(t, "crio_restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
-			measure(t, "crio_restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
-			if recovered > 2*period+generousSlack {
+			unreachable, recovered := restartRuntime(t, crioRestarter{c}, rc, func() (string, string) { s, r, _ := d.Condition(t, "RuntimeHung"); return s, r })
+			harness.Measure(t, "crio_restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
+			harness.Measure(t, "crio_restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
+			if recovered > 2*period+harness.GenerousSlack {
 				t.Errorf("RuntimeHung False %v after the socket answered, want within two periods (%v) plus slack", recovered, 2*period)
 			}
 			after := runningIDs(t, c.Runtime())
@@ -116,7 +116,7 @@ func runningIDs(t *testing.T, rt runtimeapi.RuntimeServiceClient) map[string]boo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	list, err := rt.ListContainers(ctx, runningContainers())
+	list, err := rt.ListContainers(ctx, harness.RunningContainers())
 	if err != nil {
 		t.Fatal(err)
 	}

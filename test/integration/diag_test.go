@@ -47,8 +47,8 @@ type diagJSON struct {
 // and wall time.
 func runDiag(t *testing.T, endpoint string, extra ...string) (diagJSON, int, time.Duration) {
 	t.Helper()
-	args := append([]string{"diag", "-r", endpoint, "-t", probeTimeout.String(), "-o", "json"}, extra...)
-	cmd := exec.Command(hangwatchBin, args...)
+	args := append([]string{"diag", "-r", endpoint, "-t", harness.ProbeTimeout.String(), "-o", "json"}, extra...)
+	cmd := exec.Command(harness.HangwatchBin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -70,14 +70,14 @@ func runDiag(t *testing.T, endpoint string, extra ...string) (diagJSON, int, tim
 
 func TestDiagHealthyRuntime(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := sharedContainerd(t)
+	c := harness.SharedContainerd(t)
 	r, code, elapsed := runDiag(t, c.Endpoint, "--samples", "3")
-	measure(t, "diag_healthy_3_samples", elapsed)
+	harness.Measure(t, "diag_healthy_3_samples", elapsed)
 	if code != 0 || r.Verdict != "Healthy" {
 		t.Fatalf("exit %d verdict %s (%v), want 0 Healthy", code, r.Verdict, r.Reasons)
 	}
-	if r.Sandboxes != sharedPods || r.Containers != sharedCtrs {
-		t.Fatalf("counts = %d sandboxes, %d containers; want %d, %d", r.Sandboxes, r.Containers, sharedPods, sharedCtrs)
+	if r.Sandboxes != harness.SharedPods || r.Containers != harness.SharedCtrs {
+		t.Fatalf("counts = %d sandboxes, %d containers; want %d, %d", r.Sandboxes, r.Containers, harness.SharedPods, harness.SharedCtrs)
 	}
 	if r.Runtime.Name != "containerd" || r.Runtime.Version == "" || r.Endpoint != c.Endpoint {
 		t.Fatalf("runtime %+v endpoint %s", r.Runtime, r.Endpoint)
@@ -101,15 +101,15 @@ func TestDiagHealthyRuntime(t *testing.T) {
 
 func TestDiagFrozenRuntimeIsHung(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := sharedContainerd(t)
-	freeze(t, c)
+	c := harness.SharedContainerd(t)
+	harness.Freeze(t, c)
 	r, code, elapsed := runDiag(t, c.Endpoint)
-	measure(t, "diag_frozen_verdict", elapsed)
+	harness.Measure(t, "diag_frozen_verdict", elapsed)
 	if code != 1 || r.Verdict != "Hung" {
 		t.Fatalf("exit %d verdict %s (%v), want 1 Hung", code, r.Verdict, r.Reasons)
 	}
-	if elapsed > probeTimeout+generousSlack {
-		t.Fatalf("diag took %v against a frozen runtime, want about %v", elapsed, probeTimeout+time.Second)
+	if elapsed > harness.ProbeTimeout+harness.GenerousSlack {
+		t.Fatalf("diag took %v against a frozen runtime, want about %v", elapsed, harness.ProbeTimeout+time.Second)
 	}
 	for _, call := range r.Calls {
 		if call.Timeouts != 1 {

@@ -22,7 +22,7 @@ import (
 // image's default user, read-only root file system.
 func TestImageRunsAsAContainer(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := sharedContainerd(t)
+	c := harness.SharedContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	tarPath := filepath.Join(t.TempDir(), "hangwatch-image.tar")

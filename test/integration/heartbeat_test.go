@@ -19,7 +19,7 @@ import (
 // load, RuntimeHung must clear within two heartbeat periods.
 func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	c := ownContainerd(t)
+	c := harness.OwnContainerd(t)
 	dir, err := os.MkdirTemp("", "hwhb")
 	if err != nil {
 		t.Fatal(err)
@@ -30,25 +30,25 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	d := startDaemon(t, proxy.Endpoint, "--kernel=false", "--pleg-emulation-period", "0")
-	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" }, harness.UnlessExited(d))
+	d := harness.StartDaemon(t, proxy.Endpoint, "--kernel=false", "--pleg-emulation-period", "0")
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _, _ := d.Condition(t, "RuntimeHung"); return st == "False" }, harness.UnlessExited(d))
 
 	slow := proxy.Inject(criproxy.Fault{Method: "ListPodSandbox", Delay: 1500 * time.Millisecond})
 	defer slow()
 	slowUntil := time.Now().Add(time.Minute)
 	harness.Eventually(t, 2*time.Minute, "a minute of slow ListPodSandbox", func() bool {
-		if st, reason, _ := d.condition(t, "RuntimeHung"); st != "False" {
+		if st, reason, _ := d.Condition(t, "RuntimeHung"); st != "False" {
 			t.Fatalf("slow calls raised RuntimeHung (%s); slow is not hung", reason)
 		}
 		return time.Now().After(slowUntil)
 	}, harness.UnlessExited(d))
 
-	thaw := freeze(t, c)
+	thaw := harness.Freeze(t, c)
 	frozen := time.Now()
-	harness.Eventually(t, 30*time.Second, "RuntimeHung True after the freeze", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "True" }, harness.UnlessExited(d))
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True after the freeze", func() bool { st, _, _ := d.Condition(t, "RuntimeHung"); return st == "True" }, harness.UnlessExited(d))
 	raised := time.Since(frozen)
-	_, reason, msg := d.condition(t, "RuntimeHung")
-	measure(t, "runtime_hung_after_freeze_following_slowness", raised)
+	_, reason, msg := d.Condition(t, "RuntimeHung")
+	harness.Measure(t, "runtime_hung_after_freeze_following_slowness", raised)
 	t.Logf("RuntimeHung %s: %s", reason, msg)
 	if raised > 10*time.Second {
 		t.Errorf("a freeze after a minute of slow calls took %v to raise RuntimeHung; goal 5s (bound 10s on shared machines)", raised)
@@ -59,8 +59,8 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	defer stop()
 	thaw()
 	thawed := time.Now()
-	harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _, _ := d.condition(t, "RuntimeHung"); return st == "False" }, harness.UnlessExited(d))
-	measure(t, "runtime_hung_cleared_after_thaw_under_cpu_load", time.Since(thawed))
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _, _ := d.Condition(t, "RuntimeHung"); return st == "False" }, harness.UnlessExited(d))
+	harness.Measure(t, "runtime_hung_cleared_after_thaw_under_cpu_load", time.Since(thawed))
 	if cleared := time.Since(thawed); cleared > 15*time.Second {
 		t.Errorf("cleared %v after the thaw under load; goal two heartbeat periods (5s), bound 15s", cleared)
 	}

@@ -21,42 +21,42 @@ import (
 // rule's quiet window (clearAfter, 20 s here) has passed since the restart.
 func TestRestartCarriesKernelDeadlockOnAndClearsIt(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
-	c, cp := sharedContainerd(t), controlPlane(t)
-	node := uniqueNode("hw-restore")
-	kc := createNode(t, cp, node)
+	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
+	node := harness.UniqueNode("hw-restore")
+	kc := harness.CreateNode(t, cp, node)
 	pid := 1000000 + rand.Intn(8000000)
 	const quiet = 20 * time.Second
-	args := nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s",
+	args := harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s",
 		"--kernel-rules", quietRulesFile(t, pid, quiet))
-	d := startDaemon(t, c.Endpoint, args...)
-	waitNode(t, cp, d, 30*time.Second, node, "KernelDeadlock", status(corev1.ConditionFalse))
+	d := harness.StartDaemon(t, c.Endpoint, args...)
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "KernelDeadlock", harness.CondStatus(corev1.ConditionFalse))
 
 	writeKmsg(t, fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", pid))
-	raised := waitNode(t, cp, d, 30*time.Second, node, "KernelDeadlock", status(corev1.ConditionTrue))
+	raised := harness.WaitNode(t, cp, d, 30*time.Second, node, "KernelDeadlock", harness.CondStatus(corev1.ConditionTrue))
 	harness.Eventually(t, 30*time.Second, "the Warning Event", func() bool { return len(deadlockWarnings(t, cp, node)) == 1 }, harness.UnlessExited(d))
-	d.stop(t)
+	d.Stop(t)
 
 	// --kernel-lookback 0s (nodeArgs): the restarted hangwatch does not read
 	// the line again; only the Node says KernelDeadlock is True.
-	restarted := startDaemon(t, c.Endpoint, args...)
+	restarted := harness.StartDaemon(t, c.Endpoint, args...)
 	restartedAt := time.Now()
 	harness.Eventually(t, 30*time.Second, "KernelDeadlock True restored from the Node", func() bool {
-		st, _, _ := restarted.condition(t, "KernelDeadlock")
+		st, _, _ := restarted.Condition(t, "KernelDeadlock")
 		return st == "True"
 	}, harness.UnlessExited(restarted))
-	waitNode(t, cp, restarted, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
-	if k := nodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue ||
+	harness.WaitNode(t, cp, restarted, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	if k := harness.NodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue ||
 		!k.LastTransitionTime.Equal(&raised.LastTransitionTime) {
 		t.Errorf("KernelDeadlock after the restart: %+v, want True since %v", k, raised.LastTransitionTime)
 	}
-	waitNode(t, cp, restarted, quiet+30*time.Second, node, "KernelDeadlock", status(corev1.ConditionFalse))
+	harness.WaitNode(t, cp, restarted, quiet+30*time.Second, node, "KernelDeadlock", harness.CondStatus(corev1.ConditionFalse))
 	cleared := time.Since(restartedAt)
-	measure(t, "kernel_deadlock_restored_cleared_after_restart", cleared)
+	harness.Measure(t, "kernel_deadlock_restored_cleared_after_restart", cleared)
 	if cleared < quiet-2*time.Second {
 		t.Errorf("the restored KernelDeadlock cleared %v after the restart, before its %v quiet window", cleared, quiet)
 	}
 	harness.Eventually(t, 30*time.Second, "the Normal Event for the clear", func() bool {
-		return hasEvent(nodeEvents(t, cp, node), corev1.EventTypeNormal, "KernelHasNoDeadlock")
+		return harness.HasEvent(harness.NodeEvents(t, cp, node), corev1.EventTypeNormal, "KernelHasNoDeadlock")
 	}, harness.UnlessExited(restarted))
 	if w := deadlockWarnings(t, cp, node); len(w) != 1 || w[0].Count > 1 {
 		t.Errorf("Warning Events for KernelDeadlock after the restart: %d objects (first counted %d), want the one from before it",
@@ -85,7 +85,7 @@ func quietRulesFile(t *testing.T, pid int, quiet time.Duration) string {
 func deadlockWarnings(t *testing.T, cp *harness.ControlPlane, node string) []corev1.Event {
 	t.Helper()
 	var out []corev1.Event
-	for _, e := range nodeEvents(t, cp, node) {
+	for _, e := range harness.NodeEvents(t, cp, node) {
 		if e.Type == corev1.EventTypeWarning && e.Reason == "ContainerRuntimeTaskBlocked" {
 			out = append(out, e)
 		}

@@ -25,7 +25,7 @@ import (
 func TestKmsgRingOverrun(t *testing.T) {
 	harness.Parallel(t, harness.LaneKmsg)
 	harness.RequireRealParts(t)
-	allowKmsgWrites(t)
+	harness.AllowKmsgWrites(t)
 	size, err := unix.Klogctl(unix.SYSLOG_ACTION_SIZE_BUFFER, nil)
 	if err != nil || size <= 0 {
 		t.Fatalf("ring buffer size: %d, %v", size, err)

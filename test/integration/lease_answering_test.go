@@ -27,43 +27,43 @@ import (
 // its first minute and the kubelet's restart delay.
 func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 	harness.Parallel(t)
-	n := startKubeletNode(t)
-	kc, err := n.cp.NodeKubeconfig(n.k.Node)
+	n := harness.StartKubeletNode(t)
+	kc, err := n.CP.NodeKubeconfig(n.K.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowKubeletMetrics(t, n.cp, n.k.Node)
+	allowKubeletMetrics(t, n.CP, n.K.Node)
 	config := filepath.Join(t.TempDir(), "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\n"+
 		"kubelet:\n  healthzURL: %s\n  metricsURL: %s\n  kubeconfig: %s\n  caFile: %s\n"+
 		"repair:\n  enabled: true\n  systemdSocket: %s\n",
-		n.k.HealthzURL(), n.k.MetricsURL(), kc, n.k.ServingCert, filepath.Join(t.TempDir(), "no-systemd"))
+		n.K.HealthzURL(), n.K.MetricsURL(), kc, n.K.ServingCert, filepath.Join(t.TempDir(), "no-systemd"))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startRepairing(t, n.c.Where().Endpoint, nodeArgs(kc, n.k.Node, "--config", config)...)
+	d := harness.StartRepairing(t, n.C.Where().Endpoint, harness.NodeArgs(kc, n.K.Node, "--config", config)...)
 	started := time.Now()
-	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
+	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.Condition(t, "KubeletUnresponsive"); return st == "False" })
 
-	refuseLeaseRenewals(t, n.cp, n.k.Node)
+	refuseLeaseRenewals(t, n.CP, n.K.Node)
 	refused := time.Now()
 	harness.Eventually(t, 2*time.Minute, "KubeletUnresponsive Unknown (NodeLeaseNotRenewed)", func() bool {
-		st, reason, _ := d.condition(t, "KubeletUnresponsive")
+		st, reason, _ := d.Condition(t, "KubeletUnresponsive")
 		return st == "Unknown" && reason == "NodeLeaseNotRenewed"
 	})
-	measure(t, "lease_refused_unknown_after_refusal", time.Since(refused))
-	if log, err := os.ReadFile(d.logPath); err != nil || !strings.Contains(string(log), "The kubelet's PUTs to the API server are failing") {
+	harness.Measure(t, "lease_refused_unknown_after_refusal", time.Since(refused))
+	if log, err := os.ReadFile(d.LogPath); err != nil || !strings.Contains(string(log), "The kubelet's PUTs to the API server are failing") {
 		t.Errorf("seen without the kubelet's metrics' nudge (the idle read is 5 min away): %v", err)
 	}
-	pid := n.k.PID()
+	pid := n.K.PID()
 	harness.Eventually(t, 2*time.Minute, "the kubelet's restart wait and delay to pass, twice", func() bool {
 		return time.Since(started) > 4*repair.DefaultRestartKubeletAfter
 	})
-	st, reason, msg := d.condition(t, "KubeletUnresponsive")
+	st, reason, msg := d.Condition(t, "KubeletUnresponsive")
 	if st != "Unknown" || reason != "NodeLeaseNotRenewed" || !strings.Contains(msg, "the kubelet answers on the node") {
 		t.Errorf("KubeletUnresponsive %s %s %q, want Unknown NodeLeaseNotRenewed saying the kubelet answers", st, reason, msg)
 	}
-	text, err := d.get("/metrics")
+	text, err := d.Get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +72,8 @@ func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 			t.Errorf("repair acted on a kubelet that answers: %s", line)
 		}
 	}
-	if n.k.PID() != pid {
-		t.Errorf("the kubelet's process changed: %d, then %d", pid, n.k.PID())
+	if n.K.PID() != pid {
+		t.Errorf("the kubelet's process changed: %d, then %d", pid, n.K.PID())
 	}
 }
 

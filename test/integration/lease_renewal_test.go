@@ -18,17 +18,17 @@ const noKubeletProbe = "--kubelet-healthz-url="
 
 func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	harness.Parallel(t)
-	c, cp := ownContainerd(t), controlPlane(t)
+	c, cp := harness.OwnContainerd(t), harness.SharedControlPlane(t)
 	const renewEvery, grace = 10 * time.Second, 50 * time.Second // the kubelet's and controller's defaults
-	node := uniqueNode("hw-lease")
-	kc := createNode(t, cp, node)
+	node := harness.UniqueNode("hw-lease")
+	kc := harness.CreateNode(t, cp, node)
 	stop := make(chan struct{})
-	lastRenew := renewLease(t, harness.ClientFor(t, kc), node, renewEvery, stop)
-	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--lease-period", "1s", noKubeletProbe)...)
-	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", status(corev1.ConditionFalse))
+	lastRenew := harness.RenewLease(t, harness.ClientFor(t, kc), node, renewEvery, stop)
+	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--lease-period", "1s", noKubeletProbe)...)
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondStatus(corev1.ConditionFalse))
 	watched := time.Now()
 	harness.Eventually(t, 2*renewEvery, "a renewal while watched", func() bool { return lastRenew().After(watched) }, harness.UnlessExited(d))
-	if c := nodeCond(t, cp, node, "KubeletUnresponsive"); c.Status != corev1.ConditionFalse {
+	if c := harness.NodeCond(t, cp, node, "KubeletUnresponsive"); c.Status != corev1.ConditionFalse {
 		t.Fatalf("KubeletUnresponsive %s while the Lease is renewed", c.Status)
 	}
 
@@ -36,10 +36,10 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 
 	close(stop)
 	stoppedAfter := lastRenew()
-	raised := waitNode(t, cp, d, grace, node, "KubeletUnresponsive", status(corev1.ConditionTrue))
+	raised := harness.WaitNode(t, cp, d, grace, node, "KubeletUnresponsive", harness.CondStatus(corev1.ConditionTrue))
 	age := time.Since(stoppedAfter)
-	measure(t, "kubelet_unresponsive_after_last_renewal", age)
-	measure(t, "kubelet_unresponsive_lead_before_grace", grace-age)
+	harness.Measure(t, "kubelet_unresponsive_after_last_renewal", age)
+	harness.Measure(t, "kubelet_unresponsive_lead_before_grace", grace-age)
 	if age < 2*renewEvery || age > grace-20*time.Second {
 		t.Errorf("raised %v after the last renewal, want after two missed renewals (%v) and at least 20s before the %v grace",
 			age, 2*renewEvery, grace)
@@ -47,11 +47,11 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	if raised.Reason != "NodeLeaseNotRenewed" {
 		t.Errorf("reason %s", raised.Reason)
 	}
-	text, err := d.get("/metrics")
+	text, err := d.Get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := metricValue(text, "hangwatch_lease_renew_age_seconds"); v < 2*renewEvery.Seconds() {
+	if v := harness.MetricValue(text, "hangwatch_lease_renew_age_seconds"); v < 2*renewEvery.Seconds() {
 		t.Errorf("hangwatch_lease_renew_age_seconds = %v", v)
 	}
 }
@@ -60,7 +60,7 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 // shows the renew interval and the grace the API server's version implies.
 func checkDiagLease(t *testing.T, endpoint, kubeconfig, node string) {
 	t.Helper()
-	out, err := exec.Command(hangwatchBin, "diag", "-r", endpoint, "--kernel=false", "--kubeconfig", kubeconfig,
+	out, err := exec.Command(harness.HangwatchBin, "diag", "-r", endpoint, "--kernel=false", "--kubeconfig", kubeconfig,
 		"--node-name", node, "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("diag: %v\n%s", err, out)

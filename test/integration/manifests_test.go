@@ -1,15 +1,10 @@
 package integration
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
 )
@@ -49,11 +44,11 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // validation against the real kube-apiserver.
 func TestManifestsDryRunServer(t *testing.T) {
 	harness.Parallel(t)
-	cp := controlPlane(t)
+	cp := harness.SharedControlPlane(t)
 	cp.Kubectl(t, "apply", "-f", filepath.Join("testdata", "monitoring-crds.yaml"))
 	cp.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/prometheusrules.monitoring.coreos.com", "crd/podmonitors.monitoring.coreos.com")
-	ensureDefaultServiceAccount(t, cp, "kube-system") // no controller manager makes it here
+	harness.EnsureDefaultServiceAccount(t, cp, "kube-system") // no controller manager makes it here
 	files, overlays := manifestFiles(t)
 	if len(files) < 8 || len(overlays) != 5 {
 		t.Fatalf("found %d manifests and %d overlays; the walk no longer matches the layout", len(files), len(overlays))
@@ -96,13 +91,4 @@ func renderHelmChart(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func ensureDefaultServiceAccount(t *testing.T, cp *harness.ControlPlane, ns string) {
-	t.Helper()
-	_, err := cp.Admin.CoreV1().ServiceAccounts(ns).Create(context.Background(),
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 }

@@ -21,7 +21,7 @@ import (
 // from their creation; a label applied once starts it here.
 func createTrackedNode(t *testing.T, cp *harness.ControlPlane, name string) string {
 	t.Helper()
-	kc := createNode(t, cp, name)
+	kc := harness.CreateNode(t, cp, name)
 	body := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"` + name + `","labels":{"hangwatch.io/test":"tracked"}}}`
 	n, err := cp.Admin.CoreV1().Nodes().Patch(context.Background(), name, types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: "test"})
 	if err != nil {
@@ -40,8 +40,8 @@ func createTrackedNode(t *testing.T, cp *harness.ControlPlane, name string) stri
 // removed on start.
 func TestSharedAndLeftBehindConditions(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := sharedContainerd(t), controlPlane(t)
-	node := uniqueNode("hw-shared")
+	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
+	node := harness.UniqueNode("hw-shared")
 	kc := createTrackedNode(t, cp, node)
 	now := metav1.Now()
 	write := func(manager string, cond corev1.NodeCondition) {
@@ -61,35 +61,35 @@ func TestSharedAndLeftBehindConditions(t *testing.T) {
 	write(nodestatus.FieldManager, corev1.NodeCondition{Type: "FrequentContainerdRestart", Status: corev1.ConditionTrue,
 		Reason: "FrequentContainerdRestart", Message: "left by an older config"})
 
-	args := nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s")
-	d := startDaemon(t, c.Endpoint, args...)
-	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
+	args := harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s")
+	d := harness.StartDaemon(t, c.Endpoint, args...)
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
 	harness.Eventually(t, 30*time.Second, "FrequentContainerdRestart removed", func() bool {
-		return nodeCond(t, cp, node, "FrequentContainerdRestart") == nil
+		return harness.NodeCond(t, cp, node, "FrequentContainerdRestart") == nil
 	}, harness.UnlessExited(d))
-	if k := nodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue || k.Reason != "DockerHung" {
+	if k := harness.NodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue || k.Reason != "DockerHung" {
 		t.Errorf("KernelDeadlock %+v: want node-problem-detector's, untouched", k)
 	}
-	text, err := d.get("/metrics")
+	text, err := d.Get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := metricValue(text, `hangwatch_node_condition_shared{condition="KernelDeadlock",manager="node-problem-detector"}`); v != 1 {
+	if v := harness.MetricValue(text, `hangwatch_node_condition_shared{condition="KernelDeadlock",manager="node-problem-detector"}`); v != 1 {
 		t.Errorf("hangwatch_node_condition_shared for KernelDeadlock = %v, want 1", v)
 	}
-	if v := metricValue(text, `hangwatch_node_condition_shared{condition="RuntimeHung",manager="node-problem-detector"}`); v > 0 {
+	if v := harness.MetricValue(text, `hangwatch_node_condition_shared{condition="RuntimeHung",manager="node-problem-detector"}`); v > 0 {
 		t.Errorf("RuntimeHung reported shared: %v", v)
 	}
 	harness.Eventually(t, 30*time.Second, "the ConditionSharedWithAnotherWriter Event", func() bool {
-		for _, e := range nodeEvents(t, cp, node) {
+		for _, e := range harness.NodeEvents(t, cp, node) {
 			if e.Reason == "ConditionSharedWithAnotherWriter" && strings.Contains(e.Message, "KernelDeadlock is also written by node-problem-detector") {
 				return e.Count == 1
 			}
 		}
 		return false
 	}, harness.UnlessExited(d))
-	d.stop(t)
+	d.Stop(t)
 
-	over := startDaemon(t, c.Endpoint, append(args, "--overwrite-shared-conditions", "KernelDeadlock")...)
-	waitNode(t, cp, over, 30*time.Second, node, "KernelDeadlock", status(corev1.ConditionFalse))
+	over := harness.StartDaemon(t, c.Endpoint, append(args, "--overwrite-shared-conditions", "KernelDeadlock")...)
+	harness.WaitNode(t, cp, over, 30*time.Second, node, "KernelDeadlock", harness.CondStatus(corev1.ConditionFalse))
 }

@@ -19,33 +19,33 @@ import (
 
 func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := sharedContainerd(t), controlPlane(t)
+	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
 	const period, timeout = time.Second, time.Second
-	node := uniqueNode("hw-freeze")
-	kc := createNode(t, cp, node)
-	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", period.String(),
+	node := harness.UniqueNode("hw-freeze")
+	kc := harness.CreateNode(t, cp, node)
+	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", period.String(),
 		"-t", timeout.String(), "--max-period", "2s")...)
-	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
-	if c := nodeCond(t, cp, node, "KubeletUnresponsive"); c != nil {
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	if c := harness.NodeCond(t, cp, node, "KubeletUnresponsive"); c != nil {
 		t.Errorf("a condition the config file disabled was written: %+v", c)
 	}
 
-	thaw := freeze(t, c)
+	thaw := harness.Freeze(t, c)
 	frozeAt := time.Now()
-	harness.Eventually(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.runtimeHung(t) == "True" }, harness.UnlessExited(d))
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.RuntimeHung(t) == "True" }, harness.UnlessExited(d))
 	decided := time.Now()
-	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionTrue))
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue))
 	onNode := time.Now()
-	measure(t, "node_runtimehung_true_after_freeze", onNode.Sub(frozeAt))
-	measure(t, "node_condition_written_after_change", onNode.Sub(decided))
-	if limit := period + timeout + time.Second; onNode.Sub(frozeAt) > limit+generousSlack {
+	harness.Measure(t, "node_runtimehung_true_after_freeze", onNode.Sub(frozeAt))
+	harness.Measure(t, "node_condition_written_after_change", onNode.Sub(decided))
+	if limit := period + timeout + time.Second; onNode.Sub(frozeAt) > limit+harness.GenerousSlack {
 		t.Errorf("RuntimeHung reached the Node %v after the freeze, want within %v (+slack)", onNode.Sub(frozeAt), limit)
 	}
 	if onNode.Sub(decided) > time.Second {
 		t.Errorf("the Node got the change %v after hangwatch made it, want under a second", onNode.Sub(decided))
 	}
 	harness.Eventually(t, 30*time.Second, "a Warning Event", func() bool {
-		for _, e := range nodeEvents(t, cp, node) {
+		for _, e := range harness.NodeEvents(t, cp, node) {
 			if e.Type == corev1.EventTypeWarning && strings.HasSuffix(e.Reason, "Hung") || e.Reason == "RuntimeNotResponding" {
 				return true
 			}
@@ -59,10 +59,10 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 
 	thaw()
 	thawedAt := time.Now()
-	waitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
-	measure(t, "node_runtimehung_false_after_thaw", time.Since(thawedAt))
+	harness.WaitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	harness.Measure(t, "node_runtimehung_false_after_thaw", time.Since(thawedAt))
 	harness.Eventually(t, 30*time.Second, "a Normal Event for the clear", func() bool {
-		return hasEvent(nodeEvents(t, cp, node), corev1.EventTypeNormal, "RuntimeResponsive")
+		return harness.HasEvent(harness.NodeEvents(t, cp, node), corev1.EventTypeNormal, "RuntimeResponsive")
 	}, harness.UnlessExited(d))
 	events := cp.Kubectl(t, "get", "events", "--field-selector", "involvedObject.name="+node)
 	if !strings.Contains(events, "RuntimeResponsive") || !strings.Contains(events, "Warning") {
@@ -72,28 +72,19 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range kubeletConditions() {
-		if got := findCond(n, want.Type); got == nil || !equality.Semantic.DeepEqual(*got, want) {
+	for _, want := range harness.KubeletConditions() {
+		if got := harness.FindCond(n, want.Type); got == nil || !equality.Semantic.DeepEqual(*got, want) {
 			t.Errorf("the kubelet's %s changed: %+v, want %+v", want.Type, got, want)
 		}
 	}
 }
 
-func findCond(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == t {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
 	harness.Parallel(t)
-	cp := controlPlane(t)
-	self, other := uniqueNode("hw-self"), uniqueNode("hw-other")
-	kc := createNode(t, cp, self)
-	createNode(t, cp, other)
+	cp := harness.SharedControlPlane(t)
+	self, other := harness.UniqueNode("hw-self"), harness.UniqueNode("hw-other")
+	kc := harness.CreateNode(t, cp, self)
+	harness.CreateNode(t, cp, other)
 	client := harness.ClientFor(t, kc)
 	body, err := nodestatus.StatusPatch([]corev1.NodeCondition{{Type: "RuntimeHung", Status: corev1.ConditionFalse, Reason: "RuntimeResponsive"}})
 	if err != nil {
@@ -107,50 +98,50 @@ func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `is not allowed to modify node "`+other+`"`) {
 		t.Fatalf("patching another node: %v, want Forbidden by NodeRestriction", err)
 	}
-	if c := nodeCond(t, cp, other, "RuntimeHung"); c != nil {
+	if c := harness.NodeCond(t, cp, other, "RuntimeHung"); c != nil {
 		t.Fatalf("the other node got %+v", c)
 	}
 }
 
 func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := sharedContainerd(t), controlPlane(t)
-	node := uniqueNode("hw-restart")
-	kc := createNode(t, cp, node)
-	args := nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")
-	first := startDaemon(t, c.Endpoint, args...)
-	waitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
-	thaw := freeze(t, c)
-	raised := waitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionTrue))
-	first.stop(t)
+	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
+	node := harness.UniqueNode("hw-restart")
+	kc := harness.CreateNode(t, cp, node)
+	args := harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")
+	first := harness.StartDaemon(t, c.Endpoint, args...)
+	harness.WaitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	thaw := harness.Freeze(t, c)
+	raised := harness.WaitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue))
+	first.Stop(t)
 	thaw()
 
 	// The runtime answers again, but one good cycle is not enough to clear
 	// (--runtime-hung-clear-after 4): the restarted hangwatch must carry on
 	// True, with the same transition time, before it clears.
-	second := startDaemon(t, c.Endpoint, append(args, "--runtime-hung-clear-after", "4")...)
+	second := harness.StartDaemon(t, c.Endpoint, append(args, "--runtime-hung-clear-after", "4")...)
 	harness.Eventually(t, 30*time.Second, "the restarted hangwatch's first status write", func() bool {
-		text, err := second.get("/metrics")
-		return err == nil && metricValue(text, `hangwatch_node_status_patches_total{result="success"}`) >= 1
+		text, err := second.Get("/metrics")
+		return err == nil && harness.MetricValue(text, `hangwatch_node_status_patches_total{result="success"}`) >= 1
 	}, harness.UnlessExited(second))
-	refreshed := nodeCond(t, cp, node, "RuntimeHung")
+	refreshed := harness.NodeCond(t, cp, node, "RuntimeHung")
 	if refreshed == nil || refreshed.Status != corev1.ConditionTrue || !refreshed.LastTransitionTime.Equal(&raised.LastTransitionTime) {
 		t.Fatalf("after the restart the Node shows %+v, want True since %v", refreshed, raised.LastTransitionTime)
 	}
-	waitNode(t, cp, second, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
+	harness.WaitNode(t, cp, second, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
 }
 
 func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := sharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test stops its API server
-	node := uniqueNode("hw-apidown")
-	kc := createNode(t, cp, node)
-	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")...)
-	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionFalse))
+	c, cp := harness.SharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test stops its API server
+	node := harness.UniqueNode("hw-apidown")
+	kc := harness.CreateNode(t, cp, node)
+	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")...)
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
 
 	cp.StopAPIServer()
-	thaw := freeze(t, c)
-	harness.Eventually(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.runtimeHung(t) == "True" }, harness.UnlessExited(d))
+	thaw := harness.Freeze(t, c)
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.RuntimeHung(t) == "True" }, harness.UnlessExited(d))
 	defer thaw() // stays frozen until the end: the state to flush is True
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -158,12 +149,12 @@ func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
 		t.Fatalf("restart kube-apiserver: %v", err)
 	}
 	back := time.Now()
-	waitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", status(corev1.ConditionTrue))
-	measure(t, "node_flushed_after_apiserver_return", time.Since(back))
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue))
+	harness.Measure(t, "node_flushed_after_apiserver_return", time.Since(back))
 	if took := time.Since(back); took > 10*time.Second {
 		t.Errorf("the state reached the Node %v after the API server returned, want within the 8s retry cap", took)
 	}
-	if !d.running() {
+	if !d.Running() {
 		t.Fatalf("%v exited while the API server was down", d)
 	}
 }

@@ -22,11 +22,11 @@ import (
 // kubeletmetrics/testdata/kubelet-<minor>-evented-on.prom.
 func TestEventedPLEGGenerations(t *testing.T) {
 	harness.Parallel(t)
-	cp := controlPlane(t)
+	cp := harness.SharedControlPlane(t)
 	c := harness.StartContainerdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	k, err := harness.StartKubeletWithGates(ctx, cp, c, c.Endpoint, uniqueNode("evented"), "EventedPLEG=true")
+	k, err := harness.StartKubeletWithGates(ctx, cp, c, c.Endpoint, harness.UniqueNode("evented"), "EventedPLEG=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestEventedPLEGGenerations(t *testing.T) {
 	}
 	if os.Getenv("HANGWATCH_CAPTURE") == "1" {
 		minor := strings.Join(strings.Split(strings.TrimPrefix(kubelet, "v"), ".")[:2], ".")
-		body := httpGet(t, k.ReadOnlyMetricsURL())
+		body := harness.HTTPGet(t, k.ReadOnlyMetricsURL())
 		path := filepath.Join(harness.ModuleRoot(), "kubeletmetrics", "testdata", "kubelet-"+minor+"-evented-on.prom")
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)

@@ -14,19 +14,8 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// plegDaemon runs hangwatch against the kubelet node with its metrics
-// (ServiceAccount token with nodes/metrics) and the relist emulation.
-func plegDaemon(t *testing.T, n kubeletNode, extra ...string) *daemon {
-	t.Helper()
-	token := harness.TokenFile(t, n.cp.ServiceAccountToken(t, "hw-pleg-"+n.k.Node, getNodesMetrics))
-	args := []string{"--kernel=false", "--period", "2s",
-		"--kubelet-metrics-url", n.k.MetricsURL(), "--kubelet-ca-file", n.k.ServingCert, "--kubelet-tls-server-name", n.k.Node,
-		"--kubelet-token-file", token, "--kubelet-metrics-period", "5s", "--pleg-emulation-period", "2s"}
-	return startDaemon(t, n.c.Where().Endpoint, append(args, extra...)...)
-}
-
 // waitRunningSandboxes waits until the kubelet's pods have n ready sandboxes.
-func waitRunningSandboxes(t *testing.T, d *daemon, c harness.NodeRuntime, n int) {
+func waitRunningSandboxes(t *testing.T, d *harness.Daemon, c harness.NodeRuntime, n int) {
 	t.Helper()
 	harness.Eventually(t, 90*time.Second, fmt.Sprintf("%d ready sandboxes", n), func() bool {
 		resp, err := c.Runtime().ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{
@@ -49,30 +38,30 @@ func TestFrozenRuntimeRaisesPLEGUnhealthyFromKubeletMetricsAlone(t *testing.T) {
 }
 
 func frozenPLEG(t *testing.T, wantReason string, limit time.Duration, extra ...string) {
-	n := startKubeletNode(t)
+	n := harness.StartKubeletNode(t)
 	for i := 0; i < 2; i++ {
-		if err := n.k.StaticPod(fmt.Sprintf("web-%d", i)); err != nil {
+		if err := n.K.StaticPod(fmt.Sprintf("web-%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d := plegDaemon(t, n, extra...)
-	waitRunningSandboxes(t, d, n.c, 2)
-	harness.Eventually(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
+	d := harness.PLEGDaemon(t, n, extra...)
+	waitRunningSandboxes(t, d, n.C, 2)
+	harness.Eventually(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.Condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
 	if len(extra) == 0 {
-		captureKubeletMetrics(t, n.k)
+		captureKubeletMetrics(t, n.K)
 	}
 
-	thaw := freeze(t, n.c)
+	thaw := harness.Freeze(t, n.C)
 	start := time.Now()
 	var reason, msg string
 	harness.Eventually(t, limit, "PLEGUnhealthy=True", func() bool {
 		var s string
-		s, reason, msg = d.condition(t, "PLEGUnhealthy")
+		s, reason, msg = d.Condition(t, "PLEGUnhealthy")
 		return s == "True"
 	}, harness.UnlessExited(d))
 	lead := time.Since(start)
-	ready, readyMsg := n.k.Ready(t.Context(), n.cp)
-	measure(t, "freeze -> PLEGUnhealthy=True", lead)
+	ready, readyMsg := n.K.Ready(t.Context(), n.CP)
+	harness.Measure(t, "freeze -> PLEGUnhealthy=True", lead)
 	t.Logf("reason %s: %s; kubelet's Ready=%v (%s)", reason, msg, ready, readyMsg)
 	if reason != wantReason {
 		t.Errorf("reason %s, want %s", reason, wantReason)
@@ -80,14 +69,14 @@ func frozenPLEG(t *testing.T, wantReason string, limit time.Duration, extra ...s
 	if !ready {
 		t.Errorf("the kubelet already reported NotReady (%s): hangwatch was not early", readyMsg)
 	}
-	metrics, _ := d.get("/metrics")
+	metrics, _ := d.Get("/metrics")
 	t.Logf("scrapes during the freeze: ok %v, timeout %v",
-		metricValue(metrics, `hangwatch_kubelet_metrics_scrapes_total{result="ok"}`), metricValue(metrics, `hangwatch_kubelet_metrics_scrapes_total{result="timeout"}`))
+		harness.MetricValue(metrics, `hangwatch_kubelet_metrics_scrapes_total{result="ok"}`), harness.MetricValue(metrics, `hangwatch_kubelet_metrics_scrapes_total{result="timeout"}`))
 
 	thaw()
 	start = time.Now()
-	harness.Eventually(t, 90*time.Second, "PLEGUnhealthy=False after the thaw", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
-	measure(t, "thaw -> PLEGUnhealthy=False", time.Since(start))
+	harness.Eventually(t, 90*time.Second, "PLEGUnhealthy=False after the thaw", func() bool { s, _, _ := d.Condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
+	harness.Measure(t, "thaw -> PLEGUnhealthy=False", time.Since(start))
 }
 
 // captureKubeletMetrics writes the kubelet's /metrics to kubeletmetrics
@@ -112,38 +101,10 @@ func captureKubeletMetrics(t *testing.T, k *harness.Kubelet) {
 	t.Logf("captured %d bytes of kubelet metrics to %s", len(body), path)
 }
 
-// churnDuration is how long the pod churn test runs: 60s in the test
-// command, 10 minutes in the benchmarks (go test -tags bench).
-func churnDuration(t *testing.T) time.Duration {
-	t.Helper()
-	if harness.InSuite(harness.SuiteBench) {
-		return 10 * time.Minute
-	}
-	return time.Minute
-}
-
+// TestHealthyNodeWithPodChurnStaysPLEGHealthy churns pods for a minute on
+// a healthy node (harness.PodChurnStaysPLEGHealthy); test/bench churns
+// for 10.
 func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	n := startKubeletNode(t)
-	d := plegDaemon(t, n)
-	harness.Eventually(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
-	churn, checks := &podChurn{k: n.k}, 0
-	nextPod := time.Now()
-	var s, reason, msg string
-	harness.Throughout(t, churnDuration(t), "PLEGUnhealthy=False on a healthy node with pod churn", func() bool {
-		if time.Now().After(nextPod) {
-			churn.step(t)
-			nextPod = time.Now().Add(3 * time.Second)
-		}
-		s, reason, msg = d.condition(t, "PLEGUnhealthy")
-		checks++
-		return s == "False"
-	}, harness.Every(500*time.Millisecond), harness.UnlessExited(d), harness.Explaining(func() string {
-		return fmt.Sprintf("PLEGUnhealthy=%s (%s: %s) after %d pods created, %d deleted", s, reason, msg, churn.created, churn.deleted)
-	}))
-	metrics, _ := d.get("/metrics")
-	t.Logf("%v of churn: %d pods created, %d deleted, %d checks, PLEGUnhealthy False throughout; emulated relists ok %v, last %.4fs; scrapes ok %v; kubelet relist p99 %v s",
-		churnDuration(t), churn.created, churn.deleted, checks, metricValue(metrics, `hangwatch_pleg_emulated_relists_total{result="ok"}`),
-		metricValue(metrics, "hangwatch_pleg_emulated_relist_seconds"), metricValue(metrics, `hangwatch_kubelet_metrics_scrapes_total{result="ok"}`),
-		metricValue(metrics, "hangwatch_pleg_relist_p99_seconds"))
+	harness.PodChurnStaysPLEGHealthy(t, time.Minute)
 }

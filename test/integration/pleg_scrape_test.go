@@ -31,7 +31,7 @@ func badKubelets(t *testing.T) map[string]string {
 
 func TestDiagExplainsBadKubeletScrapes(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := sharedContainerd(t)
+	c := harness.SharedContainerd(t)
 	want := map[string]string{"hang": "did not answer in time", "garbage": "line 3", "401": "401"}
 	for name, url := range badKubelets(t) {
 		r, _, elapsed := runDiag(t, c.Endpoint, "--kubelet-metrics-url", url, "--kubelet-metrics-timeout", "2s")
@@ -43,7 +43,7 @@ func TestDiagExplainsBadKubeletScrapes(t *testing.T) {
 		if r.PLEG.Verdict != "Healthy" || r.PLEG.signal("emulation").State != "ok" {
 			t.Errorf("%s: the emulation should still judge the PLEG: %+v", name, r.PLEG)
 		}
-		if elapsed > 2*probeTimeout+generousSlack {
+		if elapsed > 2*harness.ProbeTimeout+harness.GenerousSlack {
 			t.Errorf("%s: diag took %v", name, elapsed)
 		}
 	}
@@ -51,21 +51,21 @@ func TestDiagExplainsBadKubeletScrapes(t *testing.T) {
 
 func TestHungKubeletScrapeDoesNotStallTheProbes(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := sharedContainerd(t)
-	d := startDaemon(t, c.Endpoint, "--kernel=false", "--period", "1s", "--kubelet-metrics-url", badKubelets(t)["hang"],
+	c := harness.SharedContainerd(t)
+	d := harness.StartDaemon(t, c.Endpoint, "--kernel=false", "--period", "1s", "--kubelet-metrics-url", badKubelets(t)["hang"],
 		"--kubelet-metrics-timeout", "3s", "--kubelet-metrics-period", "1s", "--pleg-emulation-period", "1s")
 	start := time.Now()
 	harness.Eventually(t, 30*time.Second, "5 probe cycles, several emulated relists and a timed-out scrape", func() bool {
-		m, err := d.get("/metrics")
-		return err == nil && metricValue(m, `hangwatch_cri_probes_total{method="Version",result="ok"}`) >= 5 &&
-			metricValue(m, `hangwatch_pleg_emulated_relists_total{result="ok"}`) >= 5 &&
-			metricValue(m, `hangwatch_kubelet_metrics_scrapes_total{result="timeout"}`) >= 1
+		m, err := d.Get("/metrics")
+		return err == nil && harness.MetricValue(m, `hangwatch_cri_probes_total{method="Version",result="ok"}`) >= 5 &&
+			harness.MetricValue(m, `hangwatch_pleg_emulated_relists_total{result="ok"}`) >= 5 &&
+			harness.MetricValue(m, `hangwatch_kubelet_metrics_scrapes_total{result="timeout"}`) >= 1
 	}, harness.UnlessExited(d))
 	t.Logf("5 probe cycles and 5 emulated relists in %v while every scrape hung", time.Since(start).Round(time.Millisecond))
-	if s, reason, _ := d.condition(t, "PLEGUnhealthy"); s != "False" {
+	if s, reason, _ := d.Condition(t, "PLEGUnhealthy"); s != "False" {
 		t.Errorf("PLEGUnhealthy=%s (%s): a hung scrape alone must not raise it", s, reason)
 	}
-	if s, _, _ := d.condition(t, "RuntimeHung"); s != "False" {
+	if s, _, _ := d.Condition(t, "RuntimeHung"); s != "False" {
 		t.Errorf("RuntimeHung=%s", s)
 	}
 }

@@ -21,12 +21,12 @@ import (
 // table. Values (times, counts, paths) may differ; the shape may not.
 func TestReadmeDiagSamplesMatchTheBinary(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := sharedContainerd(t)
+	c := harness.SharedContainerd(t)
 	readme := readReadme(t)
 	healthy := diagText(t, c.Endpoint, "--samples", "5")
 	checkSample(t, "healthy", readmeBlockAfter(t, readme, "Healthy runtime"), healthy)
 	keys := diagJSONKeys(t, c.Endpoint)
-	thaw := freeze(t, c)
+	thaw := harness.Freeze(t, c)
 	frozen := diagText(t, c.Endpoint)
 	keys = append(keys, diagJSONKeys(t, c.Endpoint)...)
 	thaw()
@@ -79,8 +79,8 @@ func readmeSection(t *testing.T, readme, from, to string) string {
 
 func diagText(t *testing.T, endpoint string, extra ...string) string {
 	t.Helper()
-	args := append([]string{"diag", "-r", endpoint, "-t", probeTimeout.String()}, extra...)
-	out, err := exec.Command(hangwatchBin, args...).Output()
+	args := append([]string{"diag", "-r", endpoint, "-t", harness.ProbeTimeout.String()}, extra...)
+	out, err := exec.Command(harness.HangwatchBin, args...).Output()
 	var exitErr *exec.ExitError
 	if err != nil && (!errors.As(err, &exitErr) || exitErr.ExitCode() != 1) {
 		t.Fatalf("diag %v: %v\n%s", args, err, out)

@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,145 +15,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/hangwatch/hangwatch/remedy"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
-
-var (
-	remedyOnce sync.Once
-	remedyBin  string
-	remedyErr  error
-	// remedyKubeconfig is remedyIdentity's, made once for the package.
-	remedyKubeconfig struct {
-		once sync.Once
-		path string
-	}
-)
-
-// remedyBinary builds hangwatch-remedy once for the package.
-func remedyBinary(t *testing.T) string {
-	t.Helper()
-	remedyOnce.Do(func() {
-		remedyBin = filepath.Join(workDir, "hangwatch-remedy")
-		build := exec.Command("go", "build", "-o", remedyBin, "./cmd/hangwatch-remedy")
-		build.Dir = harness.ModuleRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			remedyErr = fmt.Errorf("build hangwatch-remedy: %w\n%s", err, out)
-		}
-	})
-	if remedyErr != nil {
-		t.Fatal(remedyErr)
-	}
-	return remedyBin
-}
-
-// remedyIdentity applies the remedy overlay's ServiceAccount, RBAC and
-// admission policy, and returns a kubeconfig that authenticates as that
-// ServiceAccount, so the test runs with the permissions the manifests give.
-func remedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
-	t.Helper()
-	if cp != controlPlane(t) { // a control plane of the test's own
-		return applyRemedyIdentity(t, cp)
-	}
-	remedyKubeconfig.once.Do(func() { remedyKubeconfig.path = applyRemedyIdentity(t, cp) })
-	if remedyKubeconfig.path == "" {
-		t.Fatal("the remedy identity could not be set up (an earlier test says why)")
-	}
-	return remedyKubeconfig.path
-}
-
-func applyRemedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
-	t.Helper()
-	dir := filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy")
-	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
-		cp.Kubectl(t, "apply", "-f", filepath.Join(dir, f))
-	}
-	kc, err := cp.Kubeconfig("hangwatch-remedy", "system:serviceaccount:kube-system:hangwatch-remedy",
-		"system:serviceaccounts", "system:serviceaccounts:kube-system")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitPolicyEnforced(t, cp, harness.ClientFor(t, kc))
-	return kc
-}
-
-// waitPolicyEnforced waits until the API server enforces the admission
-// policy just applied: a label change by the remedy identity on a probe
-// Node is denied.
-func waitPolicyEnforced(t *testing.T, cp *harness.ControlPlane, cs kubernetes.Interface) {
-	t.Helper()
-	ctx := context.Background()
-	probe := uniqueNode("remedy-policy-probe")
-	if _, err := cp.Admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: probe}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cp.Admin.CoreV1().Nodes().Delete(ctx, probe, metav1.DeleteOptions{}) }()
-	var last error
-	try := 0
-	took := harness.Eventually(t, time.Minute, "the remedy admission policy to be enforced", func() bool {
-		try++ // a new value each time: a patch that changes nothing is allowed
-		_, last = cs.CoreV1().Nodes().Patch(ctx, probe, types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{"probe":"%d"}}}`, try), metav1.PatchOptions{})
-		return last != nil && strings.Contains(last.Error(), "hangwatch-remedy may")
-	}, harness.Every(100*time.Millisecond), harness.Explaining(func() string { return fmt.Sprintf("last: %v", last) }))
-	t.Logf("the remedy admission policy was enforced %v after it was applied", took.Round(100*time.Millisecond))
-}
-
-// remedyProc is one hangwatch-remedy replica, a harness.Watched.
-type remedyProc struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
-	metrics string
-	log     string
-}
-
-// startRemedy starts a replica with the Lease kube-system/<lease>; only
-// "hangwatch-remedy" is one the manifests' Role lets it take.
-func startRemedy(t *testing.T, kubeconfig, policy, lease string) *remedyProc {
-	t.Helper()
-	addr := harness.FreeAddr(t)
-	logf, err := os.Create(filepath.Join(t.TempDir(), "remedy.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &remedyProc{done: make(chan struct{}), metrics: "http://" + addr + "/metrics", log: logf.Name()}
-	p.cmd = exec.Command(remedyBinary(t), "run", "--kubeconfig", kubeconfig, "--config", policy, "--listen-address", addr,
-		"--namespace", "kube-system", "--leader-elect-lease-name", lease, "--leader-elect-lease-duration", "4s",
-		"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms", "-v", "2")
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		<-p.done
-		if t.Failed() {
-			data, _ := os.ReadFile(p.log)
-			t.Logf("hangwatch-remedy log (pid %d):\n%s", p.cmd.Process.Pid, data)
-		}
-	})
-	return p
-}
-
-// Exited is closed once the replica has exited.
-func (p *remedyProc) Exited() <-chan struct{} { return p.done }
-
-// String names the replica by its PID.
-func (p *remedyProc) String() string {
-	return fmt.Sprintf("hangwatch-remedy (pid %d)", p.cmd.Process.Pid)
-}
-
-func (p *remedyProc) metric(series string) float64 {
-	resp, err := http.Get(p.metrics)
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return metricValue(string(body), series)
-}
 
 // fleet is the test's Nodes, labelled so the policy selects only them.
 type fleet struct {
@@ -174,7 +35,7 @@ func newFleet(t *testing.T, cp *harness.ControlPlane, n int) *fleet {
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	f := &fleet{cp: cp, label: uniqueNode("remedy")}
+	f := &fleet{cp: cp, label: harness.UniqueNode("remedy")}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-n%02d", f.label, i)
 		_, err := cp.Admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{
@@ -197,22 +58,9 @@ func (f *fleet) set(t *testing.T, i int, status corev1.ConditionStatus, beat tim
 // write writes condType on node i as manager, with the writer's times.
 func (f *fleet) write(t *testing.T, i int, condType, manager string, status corev1.ConditionStatus, transition, beat time.Time) {
 	t.Helper()
-	if err := writeCondition(context.Background(), f.cp.Admin, f.names[i], condType, manager, status, transition, beat); err != nil {
+	if err := harness.WriteCondition(context.Background(), f.cp.Admin, f.names[i], condType, manager, status, transition, beat); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// writeCondition writes condType on the Node name as its writer manager
-// does (a status patch under that field manager), with the writer's times.
-func writeCondition(ctx context.Context, cs kubernetes.Interface, name, condType, manager string, status corev1.ConditionStatus, transition, beat time.Time) error {
-	cond := corev1.NodeCondition{Type: corev1.NodeConditionType(condType), Status: status, Reason: "VersionHung", Message: "set by the test",
-		LastTransitionTime: metav1.NewTime(transition.Truncate(time.Second)), LastHeartbeatTime: metav1.NewTime(beat.Truncate(time.Second))}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{cond}}})
-	if err != nil {
-		return err
-	}
-	_, err = cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: manager}, "status")
-	return err
 }
 
 // tainted lists the nodes (by index) with the controller's taint.
@@ -255,24 +103,6 @@ func (f *fleet) events(t *testing.T, i int, reason string) int32 {
 	return n
 }
 
-func writePolicy(t *testing.T, path, label, extra string) {
-	t.Helper()
-	body := fmt.Sprintf(`apiVersion: hangwatch.io/v1alpha1
-kind: RemedyConfiguration
-nodeSelector: hangwatch.io/remedy-test=%s
-conditions:
-- type: RuntimeHung
-  taintAfter: 0s
-  clearAfter: 2s
-%s`, label, extra)
-	if err := os.WriteFile(path+".tmp", []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func (f *fleet) annotate(t *testing.T, i int, key, value string) {
 	t.Helper()
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
@@ -291,33 +121,33 @@ func sameInts(a []int, b ...int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 // a node that recovers is untainted after clearAfter.
 func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := controlPlane(t)
-	kc := remedyIdentity(t, cp)
+	cp := harness.SharedControlPlane(t)
+	kc := harness.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 20)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	guards := "maxUnhealthy: 5\nmaxActionsPerMinute: 3\n"
-	writePolicy(t, policy, f.label, guards)
+	harness.WritePolicy(t, policy, f.label, guards)
 	f.annotate(t, 7, remedy.OptOutAnnotation, "disabled")
 	for _, i := range []int{0, 1, 2, 3, 4, 5, 7} {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
 	}
 	f.set(t, 6, corev1.ConditionTrue, time.Now().Add(-time.Hour)) // hangwatch gone from it: stale
-	p := startRemedy(t, kc, policy, "hangwatch-remedy")
+	p := harness.StartRemedy(t, kc, policy, "hangwatch-remedy")
 
 	harness.Eventually(t, time.Minute, "maxUnhealthy to hold the taints back (an Event)", func() bool { return f.events(t, 0, "RemedyHeldBack") > 0 })
 	if got := f.tainted(t); len(got) != 0 {
 		t.Fatalf("7 of 20 sick with maxUnhealthy 5: tainted %v", got)
 	}
-	if v := p.metric(`hangwatch_remedy_guard_active{guard="maxUnhealthy"}`); v != 1 {
+	if v := p.Metric(`hangwatch_remedy_guard_active{guard="maxUnhealthy"}`); v != 1 {
 		t.Errorf("guard gauge %v, want 1", v)
 	}
 
 	f.set(t, 4, corev1.ConditionFalse, time.Now())
 	f.set(t, 5, corev1.ConditionFalse, time.Now()) // 5 sick: 0-3 and the opted-out 7
 	took := harness.Eventually(t, 30*time.Second, "3 taints", func() bool { return len(f.tainted(t)) == 3 })
-	measure(t, "remedy_first_taints_after_guard_released", took)
+	harness.Measure(t, "remedy_first_taints_after_guard_released", took)
 	fourth := harness.Eventually(t, 90*time.Second, "the 4th taint", func() bool { return len(f.tainted(t)) == 4 })
-	measure(t, "remedy_fourth_taint_after_the_third", fourth)
+	harness.Measure(t, "remedy_fourth_taint_after_the_third", fourth)
 	if fourth < 45*time.Second {
 		t.Errorf("the 4th taint came %v after the 3rd; 3 a minute allows no 4th within a minute of the first", fourth)
 	}
@@ -328,17 +158,17 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 		t.Errorf("opted-out node: %d taint Events", n)
 	}
 
-	writePolicy(t, policy, f.label, guards+"paused: true\n")
-	harness.Eventually(t, 30*time.Second, "the paused policy to load", func() bool { return logHas(p.log, `"Reloaded the policy"`) })
+	harness.WritePolicy(t, policy, f.label, guards+"paused: true\n")
+	harness.Eventually(t, 30*time.Second, "the paused policy to load", func() bool { return logHas(p.Log, `"Reloaded the policy"`) })
 	f.set(t, 8, corev1.ConditionTrue, time.Now())
 	harness.Eventually(t, 30*time.Second, "the pause to hold n08's taint", func() bool {
-		return p.metric(`hangwatch_remedy_guard_active{guard="paused"}`) == 1
+		return p.Metric(`hangwatch_remedy_guard_active{guard="paused"}`) == 1
 	})
 	if got := f.tainted(t); !sameInts(got, 0, 1, 2, 3) {
 		t.Fatalf("paused: tainted %v", got)
 	}
 
-	writePolicy(t, policy, f.label, "maxUnhealthy: 6\nmaxActionsPerMinute: 60\n")
+	harness.WritePolicy(t, policy, f.label, "maxUnhealthy: 6\nmaxActionsPerMinute: 60\n")
 	harness.Eventually(t, 30*time.Second, "n08 tainted once unpaused", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3, 8) })
 	f.set(t, 0, corev1.ConditionFalse, time.Now())
 	healed := time.Now()
@@ -353,7 +183,7 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 // identity and finds the fleet as the controller left it.
 func checkStatusTable(t *testing.T, kubeconfig, policy string, f *fleet) {
 	t.Helper()
-	out, err := exec.Command(remedyBinary(t), "status", "--kubeconfig", kubeconfig, "--config", policy, "-o", "json").Output()
+	out, err := exec.Command(harness.RemedyBinary(t), "status", "--kubeconfig", kubeconfig, "--config", policy, "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("status: %v", err)
 	}
@@ -382,22 +212,22 @@ func checkStatusTable(t *testing.T, kubeconfig, policy string, f *fleet) {
 // and the new leader acts on what comes next.
 func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := controlPlane(t)
-	kc := remedyIdentity(t, cp)
+	cp := harness.SharedControlPlane(t)
+	kc := harness.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 6)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 60\n")
+	harness.WritePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 60\n")
 	first, second := startPair(t, kc, policy)
 	for i := 0; i < 4; i++ {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
 	}
 	harness.Eventually(t, 30*time.Second, "a first taint", func() bool { return len(f.tainted(t)) > 0 })
-	if err := first.cmd.Process.Kill(); err != nil {
+	if err := first.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	harness.Eventually(t, 30*time.Second, "the second replica to lead", func() bool { return second.metric("hangwatch_remedy_leader") == 1 })
-	measure(t, "remedy_leader_takeover_after_kill", time.Since(killed))
+	harness.Eventually(t, 30*time.Second, "the second replica to lead", func() bool { return second.Metric("hangwatch_remedy_leader") == 1 })
+	harness.Measure(t, "remedy_leader_takeover_after_kill", time.Since(killed))
 	harness.Eventually(t, 30*time.Second, "all 4 tainted", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3) })
 	for i := 0; i < 4; i++ {
 		if n := f.events(t, i, "RemedyTainted"); n > 1 {
@@ -411,12 +241,12 @@ func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
 // startPair starts two replicas on the Lease kube-system/hangwatch-remedy
 // (the only one their Role lets them take): the first leads, the second
 // serves as the standby.
-func startPair(t *testing.T, kubeconfig, policy string) (first, second *remedyProc) {
+func startPair(t *testing.T, kubeconfig, policy string) (first, second *harness.Remedy) {
 	t.Helper()
-	first = startRemedy(t, kubeconfig, policy, "hangwatch-remedy")
-	harness.Eventually(t, 30*time.Second, "the first replica to lead", func() bool { return first.metric("hangwatch_remedy_leader") == 1 })
-	second = startRemedy(t, kubeconfig, policy, "hangwatch-remedy")
-	harness.Eventually(t, 30*time.Second, "the second replica to serve", func() bool { return second.metric("hangwatch_remedy_leader") == 0 })
+	first = harness.StartRemedy(t, kubeconfig, policy, "hangwatch-remedy")
+	harness.Eventually(t, 30*time.Second, "the first replica to lead", func() bool { return first.Metric("hangwatch_remedy_leader") == 1 })
+	second = harness.StartRemedy(t, kubeconfig, policy, "hangwatch-remedy")
+	harness.Eventually(t, 30*time.Second, "the second replica to serve", func() bool { return second.Metric("hangwatch_remedy_leader") == 0 })
 	return first, second
 }
 
@@ -424,8 +254,8 @@ func startPair(t *testing.T, kubeconfig, policy string) (first, second *remedyPr
 // remedy ServiceAccount add and remove its taint, and nothing else.
 func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := controlPlane(t)
-	kc := remedyIdentity(t, cp)
+	cp := harness.SharedControlPlane(t)
+	kc := harness.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 1)
 	cs := harness.ClientFor(t, kc)
 	ctx := context.Background()

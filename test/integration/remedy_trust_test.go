@@ -51,7 +51,7 @@ func (h *heartbeats) beat(t *testing.T, f *fleet, i int, skew time.Duration) tim
 			case <-tick.C:
 			}
 			// a failed write is a missed heartbeat, as on a real node
-			_ = writeCondition(context.Background(), f.cp.Admin, f.names[i], "RuntimeHung", "hangwatch", corev1.ConditionTrue,
+			_ = harness.WriteCondition(context.Background(), f.cp.Admin, f.names[i], "RuntimeHung", "hangwatch", corev1.ConditionTrue,
 				first.Add(skew), time.Now().Add(skew))
 		}
 	}()
@@ -70,8 +70,8 @@ func (h *heartbeats) halt() {
 // node-problem-detector's KernelDeadlock is left alone by default.
 func TestRemedyTimesConditionsOnItsOwnClock(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := controlPlane(t)
-	kc := remedyIdentity(t, cp)
+	cp := harness.SharedControlPlane(t)
+	kc := harness.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 4)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	body := fmt.Sprintf(`apiVersion: hangwatch.io/v1alpha1
@@ -94,8 +94,8 @@ conditions:
 	// 2: an hour ahead, its writer dead (one write, never again)
 	f.write(t, 2, "RuntimeHung", "hangwatch", corev1.ConditionTrue, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
 	f.write(t, 3, "KernelDeadlock", "node-problem-detector", corev1.ConditionTrue, time.Now(), time.Now())
-	p := startRemedy(t, kc, policy, "hangwatch-remedy")
-	harness.Eventually(t, 30*time.Second, "the replica to lead", func() bool { return p.metric("hangwatch_remedy_leader") == 1 })
+	p := harness.StartRemedy(t, kc, policy, "hangwatch-remedy")
+	harness.Eventually(t, 30*time.Second, "the replica to lead", func() bool { return p.Metric("hangwatch_remedy_leader") == 1 })
 	h := &heartbeats{stop: make(chan struct{})}
 	defer h.halt()
 	start := []time.Time{h.beat(t, f, 0, -10*time.Minute), h.beat(t, f, 1, time.Hour)}
@@ -114,8 +114,8 @@ conditions:
 		return seen[0][1] > 0 && seen[1][1] > 0
 	})
 	for i, s := range seen {
-		measure(t, fmt.Sprintf("remedy_skewed_node_%d_taint", i), s[0])
-		measure(t, fmt.Sprintf("remedy_skewed_node_%d_evict", i), s[1])
+		harness.Measure(t, fmt.Sprintf("remedy_skewed_node_%d_taint", i), s[0])
+		harness.Measure(t, fmt.Sprintf("remedy_skewed_node_%d_evict", i), s[1])
 		if s[0] < 3*time.Second || s[1] < 8*time.Second {
 			t.Errorf("node %d (skewed): tainted %v and drained %v after it turned True; taintAfter 3s, evictAfter 8s", i, s[0], s[1])
 		}
@@ -189,9 +189,9 @@ func (l *liveOrFrozen) List() ([]*corev1.Node, error) {
 // neither drained nor tainted again.
 func TestRemedyEvictsOnlyWhatAControllerRecreates(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := controlPlane(t)
-	kc := remedyIdentity(t, cp)
-	ensureDefaultServiceAccount(t, cp, "default")
+	cp := harness.SharedControlPlane(t)
+	kc := harness.RemedyIdentity(t, cp)
+	harness.EnsureDefaultServiceAccount(t, cp, "default")
 	f := newFleet(t, cp, 2)
 	for i := range f.names {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
@@ -246,7 +246,7 @@ func checkLeftAloneInStatus(t *testing.T, kc string, f *fleet, pods map[string]s
 	if err := os.WriteFile(policy, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(remedyBinary(t), "status", "--kubeconfig", kc, "--config", policy, "-o", "json").Output()
+	out, err := exec.Command(harness.RemedyBinary(t), "status", "--kubeconfig", kc, "--config", policy, "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("status: %v", err)
 	}
@@ -349,21 +349,21 @@ func findEvent(rec *record.FakeRecorder, reason string) string {
 // more within the minute, then goes on.
 func TestRemedyLeaderKilledMidBurstKeepsTheBudget(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := controlPlane(t)
-	kc := remedyIdentity(t, cp)
+	cp := harness.SharedControlPlane(t)
+	kc := harness.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 8)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 3\n")
+	harness.WritePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 3\n")
 	first, second := startPair(t, kc, policy)
 	for i := range f.names {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
 	}
 	harness.Eventually(t, 30*time.Second, "3 taints", func() bool { return len(f.tainted(t)) == 3 })
 	burst := time.Now()
-	if err := first.cmd.Process.Kill(); err != nil {
+	if err := first.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 30*time.Second, "the second replica to lead", func() bool { return second.metric("hangwatch_remedy_leader") == 1 })
+	harness.Eventually(t, 30*time.Second, "the second replica to lead", func() bool { return second.Metric("hangwatch_remedy_leader") == 1 })
 	var tainted []int
 	harness.Throughout(t, 55*time.Second-time.Since(burst), "at most 3 nodes tainted in the minute of the burst (maxActionsPerMinute 3)", func() bool {
 		tainted = f.tainted(t)
@@ -371,5 +371,5 @@ func TestRemedyLeaderKilledMidBurstKeepsTheBudget(t *testing.T) {
 	}, harness.Every(500*time.Millisecond), harness.UnlessExited(second),
 		harness.Explaining(func() string { return fmt.Sprint("tainted: ", tainted) }))
 	took := harness.Eventually(t, 90*time.Second, "the new leader to go on", func() bool { return len(f.tainted(t)) > 3 })
-	measure(t, "remedy_new_leader_next_taint_after_the_burst", 55*time.Second+took)
+	harness.Measure(t, "remedy_new_leader_next_taint_after_the_burst", 55*time.Second+took)
 }

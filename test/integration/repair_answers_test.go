@@ -24,7 +24,7 @@ type answersRig struct {
 	proxy  *criproxy.Proxy
 	config string
 	state  string
-	d      *daemon
+	d      *harness.Daemon
 }
 
 const answersWait = 5 * time.Second
@@ -33,7 +33,7 @@ func startAnswersRig(t *testing.T) *answersRig {
 	t.Helper()
 	r := &answersRig{}
 	r.c, r.sd = harness.StartContainerdUnderSystemdT(t, 1, 1)
-	dir := socketDir(t)
+	dir := harness.SocketDir(t)
 	var err error
 	if r.proxy, err = criproxy.Start(filepath.Join(dir, "cri.sock"), r.c.Socket); err != nil {
 		t.Fatal(err)
@@ -47,15 +47,15 @@ func startAnswersRig(t *testing.T) *answersRig {
 		t.Fatal(err)
 	}
 	r.d = r.startHangwatch(t)
-	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return r.d.runtimeHung(t) == "False" }, harness.UnlessExited(r.d))
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return r.d.RuntimeHung(t) == "False" }, harness.UnlessExited(r.d))
 	return r
 }
 
 // startHangwatch starts hangwatch on the rig's config and state file; it
 // answers on its port when this returns.
-func (r *answersRig) startHangwatch(t *testing.T) *daemon {
+func (r *answersRig) startHangwatch(t *testing.T) *harness.Daemon {
 	t.Helper()
-	return startRepairing(t, r.proxy.Endpoint, "--config", r.config, "--repair-state-file", r.state)
+	return harness.StartRepairing(t, r.proxy.Endpoint, "--config", r.config, "--repair-state-file", r.state)
 }
 
 func (r *answersRig) mainPID(t *testing.T) int { return containerdMainPID(t, r.sd) }
@@ -67,7 +67,7 @@ func (r *answersRig) noRepairFor(t *testing.T, d time.Duration, pid int) bool {
 	t.Helper()
 	hung, why := false, ""
 	harness.Throughout(t, d, "no repair", func() bool {
-		hung = hung || r.d.runtimeHung(t) == "True"
+		hung = hung || r.d.RuntimeHung(t) == "True"
 		for _, o := range repair.Outcomes {
 			if n := runtimeRepairs(r.d, o); n > 0 {
 				why = fmt.Sprintf("repair decided %s (%v) for a runtime that answers", o, n)
@@ -118,7 +118,7 @@ func (r *answersRig) operatorRestart(t *testing.T) {
 	if err := r.sd.StopUnit(ctx, harness.ContainerdUnit); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 30*time.Second, "RuntimeHung True (RuntimeUnreachable)", func() bool { return r.d.runtimeHung(t) == "True" })
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True (RuntimeUnreachable)", func() bool { return r.d.RuntimeHung(t) == "True" })
 	stopped := time.Now()
 	harness.Eventually(t, time.Minute, "40s stopped", func() bool { return time.Since(stopped) > 40*time.Second })
 	release := r.proxy.Inject(criproxy.Fault{Method: "ListPodSandbox", Delay: 2500 * time.Millisecond})
@@ -132,7 +132,7 @@ func (r *answersRig) operatorRestart(t *testing.T) {
 	})
 	r.noRepairFor(t, 20*time.Second, pid)
 	release()
-	harness.Eventually(t, time.Minute, "RuntimeHung False", func() bool { return r.d.runtimeHung(t) == "False" })
+	harness.Eventually(t, time.Minute, "RuntimeHung False", func() bool { return r.d.RuntimeHung(t) == "False" })
 	t.Logf("containerd stopped 40s and started again with slow first answers: no repair")
 }
 
@@ -152,7 +152,7 @@ func (r *answersRig) budgetSurvivesRestarts(t *testing.T) {
 		}, harness.UnlessExited(r.d))
 		restarts += runtimeRepairs(r.d, repair.OutcomeRestarted)
 		spent += runtimeRepairs(r.d, repair.OutcomeBudgetSpent)
-		r.d.stop(t)
+		r.d.Stop(t)
 	}
 	if restarts != repair.DefaultMaxRestartsPerHour || spent != 2 {
 		t.Errorf("5 hangwatch starts: %v restarts, %v budget-spent; want %d and 2", restarts, spent, repair.DefaultMaxRestartsPerHour)

@@ -29,7 +29,7 @@ type repairRig struct {
 	c      *harness.Containerd
 	sd     *harness.Systemd
 	proxy  *criproxy.Proxy
-	d      *daemon
+	d      *harness.Daemon
 	cp     *harness.ControlPlane
 	node   string
 	config string
@@ -49,11 +49,11 @@ func startRepairRig(t *testing.T) *repairRig {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stuck := holdFirstMkdir(t, ctx) // before systemd: its mount namespace copies the FUSE mount
-	r := &repairRig{stuck: stuck, cp: controlPlane(t), node: uniqueNode("hw-repair")}
+	r := &repairRig{stuck: stuck, cp: harness.SharedControlPlane(t), node: harness.UniqueNode("hw-repair")}
 	r.c, r.sd = harness.StartContainerdUnderSystemdT(t, 1, 2)
-	r.dir = socketDir(t)
+	r.dir = harness.SocketDir(t)
 	r.stuckSocket = filepath.Join(r.dir, "stuck.sock")
-	r.startUnit(t, ctx, stuckUnit, fmt.Sprintf("%s -listen %s -stuck-dir %s", unitmainBin, r.stuckSocket, stuck.MkdirTarget()))
+	r.startUnit(t, ctx, stuckUnit, fmt.Sprintf("%s -listen %s -stuck-dir %s", harness.UnitmainBin, r.stuckSocket, stuck.MkdirTarget()))
 	pid, err := r.sd.MainPID(ctx, stuckUnit)
 	if err == nil {
 		err = waitThreadInD(ctx, pid)
@@ -67,8 +67,8 @@ func startRepairRig(t *testing.T) *repairRig {
 	t.Cleanup(r.proxy.Stop)
 	r.config = filepath.Join(r.dir, "hangwatch.yaml")
 	r.writeConfig(t, "runtimeUnit: "+stuckUnit, "runtimeSocket: "+r.stuckSocket)
-	kc := createNode(t, r.cp, r.node)
-	r.d = startRepairing(t, r.proxy.Endpoint, nodeArgs(kc, r.node, "--config", r.config)...)
+	kc := harness.CreateNode(t, r.cp, r.node)
+	r.d = harness.StartRepairing(t, r.proxy.Endpoint, harness.NodeArgs(kc, r.node, "--config", r.config)...)
 	return r
 }
 
@@ -95,18 +95,6 @@ func waitThreadInD(ctx context.Context, pid int) error {
 		return err
 	}
 	return pollErr
-}
-
-// socketDir is a temp dir short enough for sockets (sun_path's 108
-// bytes), which t.TempDir, named after the test, may not be.
-func socketDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "hwrp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
 }
 
 // holdFirstMkdir mounts the never-answering FUSE directory and starts the
@@ -163,7 +151,7 @@ func (r *repairRig) reload(t *testing.T, repairLines ...string) {
 
 func (r *repairRig) logCount(t *testing.T, s string) int {
 	t.Helper()
-	data, err := os.ReadFile(r.d.logPath)
+	data, err := os.ReadFile(r.d.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,12 +163,12 @@ func (r *repairRig) repairs(outcome string) float64 { return runtimeRepairs(r.d,
 
 // runtimeRepairs reads d's hangwatch_repairs_total for the runtime and
 // outcome; -1 when /metrics does not answer.
-func runtimeRepairs(d *daemon, outcome string) float64 {
-	text, err := d.get("/metrics")
+func runtimeRepairs(d *harness.Daemon, outcome string) float64 {
+	text, err := d.Get("/metrics")
 	if err != nil {
 		return -1
 	}
-	return metricValue(text, fmt.Sprintf(`hangwatch_repairs_total{outcome="%s",target="runtime"}`, outcome))
+	return harness.MetricValue(text, fmt.Sprintf(`hangwatch_repairs_total{outcome="%s",target="runtime"}`, outcome))
 }
 
 func (r *repairRig) waitRepairs(t *testing.T, limit time.Duration, outcome string, want float64) {
@@ -208,7 +196,7 @@ func (r *repairRig) waitEvent(t *testing.T, eventType, reason string) corev1.Eve
 	t.Helper()
 	var found corev1.Event
 	harness.Eventually(t, 30*time.Second, "a "+eventType+" "+reason+" Event on the Node", func() bool {
-		for _, e := range nodeEvents(t, r.cp, r.node) {
+		for _, e := range harness.NodeEvents(t, r.cp, r.node) {
 			if e.Type == eventType && e.Reason == reason {
 				found = e
 				return true
@@ -221,7 +209,7 @@ func (r *repairRig) waitEvent(t *testing.T, eventType, reason string) corev1.Eve
 }
 
 func (r *repairRig) runtimeHung(t *testing.T) (string, string) {
-	st, reason, _ := r.d.condition(t, "RuntimeHung")
+	st, reason, _ := r.d.Condition(t, "RuntimeHung")
 	return st, reason
 }
 
@@ -266,7 +254,7 @@ func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 	r.checkDiagnosis(t)
 
 	pid0 := r.mainPID(t)
-	thaw := freeze(t, r.c)
+	thaw := harness.Freeze(t, r.c)
 	r.waitRepairs(t, time.Minute, repair.OutcomeImpossible, 1)
 	if e := r.waitEvent(t, corev1.EventTypeWarning, "RepairImpossible"); !strings.Contains(e.Message, "thread") {
 		t.Errorf("RepairImpossible says %q; want the thread in D named", e.Message)
@@ -296,7 +284,7 @@ func (r *repairRig) refusesAWrapper(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sock := filepath.Join(r.dir, "wrapped.sock")
-	r.startUnit(t, ctx, "wrapper.service", fmt.Sprintf("/bin/sh -c '%s -listen %s; exit 0'", unitmainBin, sock))
+	r.startUnit(t, ctx, "wrapper.service", fmt.Sprintf("/bin/sh -c '%s -listen %s; exit 0'", harness.UnitmainBin, sock))
 	shell, err := r.sd.MainPID(ctx, "wrapper.service")
 	if err != nil {
 		t.Fatal(err)
@@ -319,12 +307,12 @@ func (r *repairRig) refusesAWrapper(t *testing.T) {
 // process), and the Event says so.
 func (r *repairRig) standsAsideForMaintenance(t *testing.T) {
 	t.Helper()
-	setNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionTrue)
+	harness.SetNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionTrue)
 	r.waitRepairs(t, time.Minute, repair.OutcomeStoodAside, 1)
 	if e := r.waitEvent(t, corev1.EventTypeWarning, "RepairStoodAside"); !strings.Contains(e.Message, "DrainInProgress") {
 		t.Errorf("RepairStoodAside says %q; want DrainInProgress named", e.Message)
 	}
-	setNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionFalse)
+	harness.SetNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionFalse)
 }
 
 // releaseStuck ends the uninterruptible sleep (well before the kernel's
@@ -369,10 +357,10 @@ func (r *repairRig) restartCures(t *testing.T, pid0 int) {
 	if len(before) != 2 {
 		t.Fatalf("%d containers running before the freeze, want 2", len(before))
 	}
-	freeze(t, r.c)
+	harness.Freeze(t, r.c)
 	frozen := time.Now()
 	harness.Eventually(t, 30*time.Second, "RuntimeHung True", func() bool { st, _ := r.runtimeHung(t); return st == "True" })
-	measure(t, "repair_runtimehung_true_after_freeze", time.Since(frozen))
+	harness.Measure(t, "repair_runtimehung_true_after_freeze", time.Since(frozen))
 	var pid int
 	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -382,9 +370,9 @@ func (r *repairRig) restartCures(t *testing.T, pid0 int) {
 		pid, _ = r.sd.MainPID(ctx, harness.ContainerdUnit)
 		return pid != 0 && pid != pid0
 	})
-	measure(t, "repair_restarted_after_freeze", time.Since(frozen))
+	harness.Measure(t, "repair_restarted_after_freeze", time.Since(frozen))
 	harness.Eventually(t, time.Minute, "RuntimeHung False after the restart", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
-	measure(t, "repair_runtimehung_false_after_freeze", time.Since(frozen))
+	harness.Measure(t, "repair_runtimehung_false_after_freeze", time.Since(frozen))
 	if got := r.repairs(repair.OutcomeRestarted); got != 1 {
 		t.Errorf("restarted = %v, want 1", got)
 	}
@@ -410,11 +398,11 @@ func (r *repairRig) budgetStops(t *testing.T) {
 	r.waitRepairs(t, 2*time.Minute, repair.OutcomeRestarted, 2)
 	r.waitRepairs(t, 2*time.Minute, repair.OutcomeBudgetSpent, 1)
 	r.waitEvent(t, corev1.EventTypeWarning, "RepairBudgetSpent")
-	text, err := r.d.get("/metrics")
+	text, err := r.d.Get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left := metricValue(text, `hangwatch_repair_budget_remaining{target="runtime"}`); left != 0 {
+	if left := harness.MetricValue(text, `hangwatch_repair_budget_remaining{target="runtime"}`); left != 0 {
 		t.Errorf("budget remaining = %v, want 0", left)
 	}
 	if got := r.repairs(repair.OutcomeRestarted); got != 2 {

@@ -41,7 +41,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCRIORepairDiagnosis(t, ctx, c)
-	dir := socketDir(t)
+	dir := harness.SocketDir(t)
 	proxy, err := criproxy.Start(filepath.Join(dir, "cri.sock"), c.Socket)
 	if err != nil {
 		t.Fatal(err)
@@ -53,22 +53,22 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startRepairing(t, proxy.Endpoint, "--config", config)
-	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
+	d := harness.StartRepairing(t, proxy.Endpoint, "--config", config)
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 	before, pid0, conmons := runningIDs(t, c.Runtime()), c.PID(), len(harness.ProcessesNaming("conmon", c.Dir))
 
 	release := proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
 	defer release()
 	held := time.Now()
-	harness.Eventually(t, 30*time.Second, "RuntimeHung True", func() bool { return d.runtimeHung(t) == "True" }, harness.UnlessExited(d))
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True", func() bool { return d.RuntimeHung(t) == "True" }, harness.UnlessExited(d))
 	restarted := func() bool { return runtimeRepairs(d, repair.OutcomeRestarted) >= 1 }
 	harness.Eventually(t, 3*time.Minute, "hangwatch to restart crio.service (once 3 waits old)", restarted, harness.UnlessExited(d))
-	measure(t, "crio_repair_restart_after_hang", time.Since(held))
+	harness.Measure(t, "crio_repair_restart_after_hang", time.Since(held))
 	var pid int
 	harness.Eventually(t, time.Minute, "systemd to start CRI-O again", func() bool { pid = c.PID(); return pid != 0 && pid != pid0 })
-	measure(t, "crio_repair_new_main_pid_after_hang", time.Since(held))
+	harness.Measure(t, "crio_repair_new_main_pid_after_hang", time.Since(held))
 	release()
-	harness.Eventually(t, time.Minute, "RuntimeHung False after the restart", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
+	harness.Eventually(t, time.Minute, "RuntimeHung False after the restart", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 	after := runningIDs(t, c.Runtime())
 	for id := range before {
 		if !after[id] {

@@ -27,7 +27,7 @@ import (
 // The ServiceAccount may not create a Lease of another name.
 func TestTheFleetBoundHoldsOnARealAPIServer(t *testing.T) {
 	harness.Parallel(t)
-	cp := controlPlane(t)
+	cp := harness.SharedControlPlane(t)
 	cp.Kubectl(t, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "repair", "rbac-fleet.yaml"))
 	fs := repair.FleetSettings{MaxRestarts: 5, Window: 10 * time.Minute, Namespace: "kube-system"}
 	t.Cleanup(func() {

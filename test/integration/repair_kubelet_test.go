@@ -29,7 +29,7 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp) // the node lifecycle controller: Unknown 50 s after the last renewal
 	c, sd := harness.StartContainerdUnderSystemdT(t, 0, 0)
-	node := uniqueNode("hw-kubelet-repair")
+	node := harness.UniqueNode("hw-kubelet-repair")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k, err := harness.StartKubeletUnderSystemd(ctx, cp, c, node)
@@ -47,10 +47,10 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startRepairing(t, c.Endpoint, nodeArgs(kc, node, "--config", config)...)
+	d := harness.StartRepairing(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", config)...)
 	started := time.Now()
-	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
-	readyBefore := nodeReady(t, cp, node)
+	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.Condition(t, "KubeletUnresponsive"); return st == "False" })
+	readyBefore := harness.NodeReady(t, cp, node)
 	// a kubelet under 3 waits old (30 s) is not restarted: it may be one
 	// an operator has just started
 	harness.Eventually(t, time.Minute, "the kubelet to be nearly 3 waits old", func() bool {
@@ -65,43 +65,31 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	frozen := time.Now()
 	t.Cleanup(func() { _ = k.Thaw() })
 	harness.Eventually(t, 30*time.Second, "KubeletUnresponsive True (KubeletNotAnswering)", func() bool {
-		st, reason, _ := d.condition(t, "KubeletUnresponsive")
+		st, reason, _ := d.Condition(t, "KubeletUnresponsive")
 		return st == "True" && reason == repair.ReasonKubeletSilent
 	})
-	measure(t, "repair_kubelet_unresponsive_after_freeze", time.Since(frozen))
+	harness.Measure(t, "repair_kubelet_unresponsive_after_freeze", time.Since(frozen))
 	harness.Eventually(t, time.Minute, "systemd to start a new kubelet", func() bool { pid := k.PID(); return pid != 0 && pid != pid0 })
-	measure(t, "repair_kubelet_restarted_after_freeze", time.Since(frozen))
+	harness.Measure(t, "repair_kubelet_restarted_after_freeze", time.Since(frozen))
 	harness.Eventually(t, time.Minute, "the Lease renewed by the new kubelet", func() bool { return leaseRenewTime(t, cp, node).After(renewed0) })
-	measure(t, "repair_kubelet_lease_renewed_after_freeze", time.Since(frozen))
-	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.condition(t, "KubeletUnresponsive"); return st == "False" })
-	measure(t, "repair_kubelet_unresponsive_false_after_freeze", time.Since(frozen))
+	harness.Measure(t, "repair_kubelet_lease_renewed_after_freeze", time.Since(frozen))
+	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.Condition(t, "KubeletUnresponsive"); return st == "False" })
+	harness.Measure(t, "repair_kubelet_unresponsive_false_after_freeze", time.Since(frozen))
 
-	if after := nodeReady(t, cp, node); after.Status != corev1.ConditionTrue || !after.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
+	if after := harness.NodeReady(t, cp, node); after.Status != corev1.ConditionTrue || !after.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
 		t.Errorf("the node's Ready moved during the freeze: %s since %v (was %s since %v)", after.Status, after.LastTransitionTime,
 			readyBefore.Status, readyBefore.LastTransitionTime)
 	}
-	text, err := d.get("/metrics")
+	text, err := d.Get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := metricValue(text, `hangwatch_repairs_total{outcome="restarted",target="kubelet"}`); got != 1 {
+	if got := harness.MetricValue(text, `hangwatch_repairs_total{outcome="restarted",target="kubelet"}`); got != 1 {
 		t.Errorf("kubelet restarts = %v, want 1", got)
 	}
 	harness.Eventually(t, 30*time.Second, "a KubeletRestarted Event", func() bool {
-		return hasEvent(nodeEvents(t, cp, node), corev1.EventTypeNormal, "KubeletRestarted")
+		return harness.HasEvent(harness.NodeEvents(t, cp, node), corev1.EventTypeNormal, "KubeletRestarted")
 	})
-}
-
-func nodeReady(t *testing.T, cp *harness.ControlPlane, node string) corev1.NodeCondition {
-	t.Helper()
-	n, err := cp.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := findCond(n, corev1.NodeReady); c != nil {
-		return *c
-	}
-	return corev1.NodeCondition{}
 }
 
 func leaseRenewTime(t *testing.T, cp *harness.ControlPlane, node string) time.Time {

@@ -31,14 +31,14 @@ func TestRunSurvivesRuntimeRestarts(t *testing.T) {
 	harness.Parallel(t)
 	c := harness.StartContainerdT(t, 2, 1)
 	const period = time.Second
-	d := startDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", "1s")
-	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
+	d := harness.StartDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", "1s")
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.Condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
 	for _, rc := range restartCases {
 		t.Run(rc.name, func(t *testing.T) {
-			unreachable, recovered := restartNodeRuntime(t, c, rc, func() (string, string) { s, r, _ := d.condition(t, "RuntimeHung"); return s, r })
-			measure(t, "restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
-			measure(t, "restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
-			if recovered > 2*period+generousSlack {
+			unreachable, recovered := restartNodeRuntime(t, c, rc, func() (string, string) { s, r, _ := d.Condition(t, "RuntimeHung"); return s, r })
+			harness.Measure(t, "restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
+			harness.Measure(t, "restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
+			if recovered > 2*period+harness.GenerousSlack {
 				t.Errorf("RuntimeHung False %v after the socket answered, want within two periods (%v) plus slack", recovered, 2*period)
 			}
 		})
@@ -141,23 +141,23 @@ func metricName(s string) string {
 // the socket file mounted, it kept dialing the dead one.)
 func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
 	harness.Parallel(t, harness.LaneKmsg)
-	n := startStaticPodNode(t)
-	n.waitHealthy(t)
+	n := harness.StartStaticPodNode(t)
+	n.WaitHealthy(t)
 	// The bound: a heartbeat (2.5 s in the shipped config) that answers
 	// wakes a full cycle at once, well within these two old periods.
 	const period = 10 * time.Second
 	for _, rc := range restartCases {
 		t.Run(rc.name, func(t *testing.T) {
-			unreachable, recovered := restartNodeRuntime(t, n.c, rc, func() (string, string) {
-				c := nodeCond(t, n.cp, n.k.Node, "RuntimeHung")
+			unreachable, recovered := restartNodeRuntime(t, n.C, rc, func() (string, string) {
+				c := harness.NodeCond(t, n.CP, n.K.Node, "RuntimeHung")
 				if c == nil {
 					return "", ""
 				}
 				return string(c.Status), c.Reason
 			})
-			measure(t, "e2e_restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
-			measure(t, "e2e_restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
-			if recovered > 2*period+generousSlack {
+			harness.Measure(t, "e2e_restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
+			harness.Measure(t, "e2e_restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
+			if recovered > 2*period+harness.GenerousSlack {
 				t.Errorf("RuntimeHung False on the Node %v after the socket answered, want within two periods (%v) plus slack", recovered, 2*period)
 			}
 		})

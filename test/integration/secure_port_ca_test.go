@@ -28,18 +28,18 @@ import (
 // is refused by its own TLS check.
 func TestSecurePortServesTheChartsCertificate(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := sharedContainerd(t), controlPlane(t)
+	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	node := uniqueNode("hw-secure-ca")
-	createNode(t, cp, node)
+	node := harness.UniqueNode("hw-secure-ca")
+	harness.CreateNode(t, cp, node)
 	kc := cp.TokenKubeconfig(t, cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, node)))
 	cert := chartServingCert(t)
 	secure := harness.FreeAddr(t)
-	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure,
+	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--secure-listen-address", secure,
 		"--tls-cert-file", cert.certFile, "--tls-private-key-file", cert.keyFile)...)
-	scraper := applyScraperIdentity(t, cp)
+	scraper := harness.ApplyScraperIdentity(t, cp)
 	url := "https://" + secure + "/metrics"
 
 	code, body, err := verifiedGet(url, scraper, cert.ca, cert.serverName)
@@ -48,16 +48,16 @@ func TestSecurePortServesTheChartsCertificate(t *testing.T) {
 	}
 	t.Logf("GET /metrics as the PodMonitor, TLS verified as %s: %d", cert.serverName, code)
 	if code != http.StatusOK || !strings.Contains(body, "hangwatch_node_condition") {
-		t.Errorf("GET /metrics as the PodMonitor: %d, want 200 with hangwatch's metrics:\n%s", code, firstLine(body))
+		t.Errorf("GET /metrics as the PodMonitor: %d, want 200 with hangwatch's metrics:\n%s", code, harness.FirstLine(body))
 	}
 	if _, _, err := verifiedGet(url, scraper, cert.ca, "hangwatch.elsewhere.svc"); err == nil ||
 		!strings.Contains(err.Error(), "certificate") {
 		t.Errorf("a client asking for another name was not refused by the certificate check: %v", err)
 	}
 	harness.Eventually(t, 30*time.Second, "RuntimeHung written as the ServiceAccount", func() bool {
-		return nodeCond(t, cp, node, "RuntimeHung") != nil
+		return harness.NodeCond(t, cp, node, "RuntimeHung") != nil
 	}, harness.UnlessExited(d))
-	d.stop(t)
+	d.Stop(t)
 }
 
 type servingCert struct {

@@ -32,19 +32,19 @@ var reviewRate, reviewBurst = int(httpauth.DefaultBudget.Rate), httpauth.Default
 // address and 64 that sent one 401 request each do not stop a scrape.
 func TestSecurePortFlood(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := sharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test counts requests at the API server
-	node := uniqueNode("hw-secure-flood")
-	kc := createNode(t, cp, node)
+	c, cp := harness.SharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test counts requests at the API server
+	node := harness.UniqueNode("hw-secure-flood")
+	kc := harness.CreateNode(t, cp, node)
 	secure := harness.FreeAddr(t)
-	d := startDaemon(t, c.Endpoint, nodeArgs(kc, node, "--config", noLeaseConfig(t), "--secure-listen-address", secure)...)
+	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--secure-listen-address", secure)...)
 	base := "https://" + secure
-	scraper := applyScraperIdentity(t, cp)
-	if code, body := secureGet(t, base+"/metrics", scraper); code != http.StatusOK {
-		t.Fatalf("the scraper before the flood: %d %s", code, firstLine(body))
+	scraper := harness.ApplyScraperIdentity(t, cp)
+	if code, body := harness.SecureGet(t, base+"/metrics", scraper); code != http.StatusOK {
+		t.Fatalf("the scraper before the flood: %d %s", code, harness.FirstLine(body))
 	}
 
-	reviewsBefore := apiRequests(t, cp, "POST", "tokenreviews", "")
-	accessBefore := apiRequests(t, cp, "POST", "subjectaccessreviews", "")
+	reviewsBefore := harness.APIRequests(t, cp, "POST", "tokenreviews", "")
+	accessBefore := harness.APIRequests(t, cp, "POST", "subjectaccessreviews", "")
 	stop := make(chan struct{})
 	scrapes := make(chan scrapeLog, 1)
 	go func() { scrapes <- scrapePeriodically(base+"/metrics", scraper, 200*time.Millisecond, stop) }()
@@ -53,10 +53,10 @@ func TestSecurePortFlood(t *testing.T) {
 	elapsed := time.Since(start)
 	close(stop)
 	s := <-scrapes
-	reviews := apiRequests(t, cp, "POST", "tokenreviews", "") - reviewsBefore
-	access := apiRequests(t, cp, "POST", "subjectaccessreviews", "") - accessBefore
+	reviews := harness.APIRequests(t, cp, "POST", "tokenreviews", "") - reviewsBefore
+	access := harness.APIRequests(t, cp, "POST", "subjectaccessreviews", "") - accessBefore
 
-	measure(t, "secure_flood_duration", elapsed)
+	harness.Measure(t, "secure_flood_duration", elapsed)
 	measurements.Record(t, "secure_flood_requests", float64(f.sent), "requests")
 	measurements.Record(t, "secure_flood_requests_per_second", float64(f.sent)/elapsed.Seconds(), "requests/s")
 	measurements.Record(t, "secure_flood_answered_401", float64(f.unauthorized), "requests")
@@ -80,8 +80,8 @@ func TestSecurePortFlood(t *testing.T) {
 	if f.throttled == 0 || f.unauthorized == 0 || f.other != 0 {
 		t.Errorf("flood answers: 401 %d, 429 %d, other %d; want both 401s (within the budget) and 429s, nothing else", f.unauthorized, f.throttled, f.other)
 	}
-	_, text := secureGet(t, base+"/metrics", scraper)
-	if got := metricValue(text, `hangwatch_secure_requests_total{result="throttled"}`); int(got) != f.throttled {
+	_, text := harness.SecureGet(t, base+"/metrics", scraper)
+	if got := harness.MetricValue(text, `hangwatch_secure_requests_total{result="throttled"}`); int(got) != f.throttled {
 		t.Errorf("hangwatch counted %v throttled requests, the flood got %d 429s", got, f.throttled)
 	}
 	holdUp(t, d, secure, scraper)
@@ -90,7 +90,7 @@ func TestSecurePortFlood(t *testing.T) {
 // holdUp opens 64 silent connections from 127.0.0.2 and 64 from 127.0.0.3
 // that each sent one request without a token, then scrapes with a new
 // connection from 127.0.0.1.
-func holdUp(t *testing.T, d *daemon, addr, token string) {
+func holdUp(t *testing.T, d *harness.Daemon, addr, token string) {
 	t.Helper()
 	silent := dialMany(t, "127.0.0.2", addr, 64)
 	refused := dialMany(t, "127.0.0.3", addr, 64)
@@ -102,7 +102,7 @@ func holdUp(t *testing.T, d *daemon, addr, token string) {
 	start := time.Now()
 	code, err := getFrom("127.0.0.1", "https://"+addr+"/metrics", token, false)
 	took := time.Since(start)
-	measure(t, "secure_holdup_scrape", took)
+	harness.Measure(t, "secure_holdup_scrape", took)
 	if err != nil || code != http.StatusOK || took > 3*time.Second {
 		t.Errorf("a scrape beside 128 held connections: %d %v after %v, want 200 within 3 s", code, err, took)
 	}
@@ -112,7 +112,7 @@ func holdUp(t *testing.T, d *daemon, addr, token string) {
 	if openSilent > 8 || openRefused != 0 {
 		t.Errorf("kept %d silent connections from one address (at most 8) and %d after a 401 (none)", openSilent, openRefused)
 	}
-	if _, err := d.get("/healthz"); err != nil {
+	if _, err := d.Get("/healthz"); err != nil {
 		t.Errorf("hangwatch after the hold-up: %v", err)
 	}
 }

@@ -131,22 +131,22 @@ func (f *faultIdentity) refuseAsInvalid(t *testing.T) (remove func()) {
 // cause is fixed.
 func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	c, cp := ownContainerd(t), controlPlane(t)
-	node := uniqueNode("hw-faults")
-	nodeKC := createNode(t, cp, node)
+	c, cp := harness.OwnContainerd(t), harness.SharedControlPlane(t)
+	node := harness.UniqueNode("hw-faults")
+	nodeKC := harness.CreateNode(t, cp, node)
 	stop := make(chan struct{})
 	defer close(stop)
-	renewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
+	harness.RenewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
 	f := newFaultIdentity(t, cp, node)
-	d := startDaemon(t, c.Endpoint, nodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
-	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
+	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
 
 	// The Lease read refused (403): Unknown, then False after good reads.
 	f.grant(t, false, true)
 	harness.Eventually(t, 30*time.Second, "the Lease read refused", func() bool { return !f.leaseReadable() }, harness.UnlessExited(d))
-	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionUnknown, "LeaseUnreadable"))
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionUnknown, "LeaseUnreadable"))
 	f.grant(t, true, true)
-	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
 
 	// The status patch refused by RBAC (403), then by admission (422),
 	// each with the Lease read refused too, so KubeletUnresponsive changes
@@ -166,7 +166,7 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 		f.grant(t, false, true)
 		return remove
 	})
-	logText, _ := os.ReadFile(d.logPath)
+	logText, _ := os.ReadFile(d.LogPath)
 	if n := strings.Count(string(logText), "The API server refused the Node's conditions; retrying slowly"); n != 2 {
 		t.Errorf("the refusals were logged %d times, want once for each answer (403, 422)", n)
 	}
@@ -175,30 +175,30 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 // checkRefusal makes the next status write fail with code, checks it is
 // counted and not retried in a hot loop, then gives the patch right back
 // and waits for the write to land, and for the Lease read to clear it.
-func (f *faultIdentity) checkRefusal(t *testing.T, d *daemon, code string, refuse func() (restorePatch func())) {
+func (f *faultIdentity) checkRefusal(t *testing.T, d *harness.Daemon, code string, refuse func() (restorePatch func())) {
 	t.Helper()
 	series := `hangwatch_node_status_patch_refusals_total{code="` + code + `"}`
 	restorePatch := refuse()
 	var first float64
 	harness.Eventually(t, 60*time.Second, "a refusal counted with code "+code, func() bool {
-		text, err := d.get("/metrics")
-		first = metricValue(text, series)
+		text, err := d.Get("/metrics")
+		first = harness.MetricValue(text, series)
 		return err == nil && first >= 1
 	}, harness.UnlessExited(d))
 	refusedAt := time.Now()
 	// Watch for 10 s: a hot loop would send hundreds; the slow retry (every
 	// 15-30 s) sends at most one more.
 	harness.Eventually(t, 15*time.Second, "10 s of refusals", func() bool { return time.Since(refusedAt) >= 10*time.Second }, harness.UnlessExited(d))
-	text, _ := d.get("/metrics")
-	if n := metricValue(text, series); n > first+1 {
+	text, _ := d.Get("/metrics")
+	if n := harness.MetricValue(text, series); n > first+1 {
 		t.Errorf("%v refusals with code %s in 10 s after the first; want at most one slow retry", n-first, code)
 	}
 	restorePatch()
 	fixed := time.Now()
-	waitNode(t, f.cp, d, 60*time.Second, f.node, "KubeletUnresponsive", condIs(corev1.ConditionUnknown, "LeaseUnreadable"))
-	measure(t, "refused_"+code+"_written_after_the_fix", time.Since(fixed))
+	harness.WaitNode(t, f.cp, d, 60*time.Second, f.node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionUnknown, "LeaseUnreadable"))
+	harness.Measure(t, "refused_"+code+"_written_after_the_fix", time.Since(fixed))
 	f.grant(t, true, true)
-	waitNode(t, f.cp, d, 30*time.Second, f.node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
+	harness.WaitNode(t, f.cp, d, 30*time.Second, f.node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
 }
 
 // admitOtherConditionWriters takes away the base's condition-writers policy

@@ -118,17 +118,17 @@ func selfSignedLoopbackCert(t *testing.T) (tls.Certificate, []byte) {
 // lets it.
 func TestStatusPatchThrottled(t *testing.T) {
 	harness.Parallel(t)
-	c, cp := ownContainerd(t), controlPlane(t)
-	node := uniqueNode("hw-throttle")
-	nodeKC := createNode(t, cp, node)
+	c, cp := harness.OwnContainerd(t), harness.SharedControlPlane(t)
+	node := harness.UniqueNode("hw-throttle")
+	nodeKC := harness.CreateNode(t, cp, node)
 	stop := make(chan struct{})
 	defer close(stop)
-	renewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
+	harness.RenewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
 	f := newFaultIdentity(t, cp, node)
 	wh := startThrottlingWebhook(t)
 	wh.register(t, f)
-	d := startDaemon(t, c.Endpoint, nodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
-	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
+	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
 	if wh.reviews.Load() == 0 {
 		t.Fatal("the webhook saw no review: it does not stand in hangwatch's way")
 	}
@@ -136,8 +136,8 @@ func TestStatusPatchThrottled(t *testing.T) {
 	wh.throttle.Store(true)
 	f.grant(t, false, true) // the Lease read refused: KubeletUnresponsive goes Unknown, and hangwatch writes
 	harness.Eventually(t, 30*time.Second, "a throttled patch", func() bool {
-		text, err := d.get("/metrics")
-		return err == nil && metricValue(text, `hangwatch_node_status_patches_total{result="error"}`) >= 1
+		text, err := d.Get("/metrics")
+		return err == nil && harness.MetricValue(text, `hangwatch_node_status_patches_total{result="error"}`) >= 1
 	}, harness.UnlessExited(d))
 	from, start := wh.reviews.Load(), time.Now()
 	harness.Eventually(t, 20*time.Second, "15 s of throttling", func() bool { return time.Since(start) >= 15*time.Second }, harness.UnlessExited(d))
@@ -146,14 +146,14 @@ func TestStatusPatchThrottled(t *testing.T) {
 	if reviews > 12 { // at most one attempt per Retry-After (2 s), client-go's own retries included
 		t.Errorf("%d reviews in 15 s of 429 with Retry-After 2 s: hangwatch does not wait it out", reviews)
 	}
-	if c := nodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
+	if c := harness.NodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
 		t.Fatalf("a throttled patch landed: %+v", c)
 	}
 
 	wh.throttle.Store(false)
 	released := time.Now()
-	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionUnknown, "LeaseUnreadable"))
-	measure(t, "throttled_written_after_release", time.Since(released))
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionUnknown, "LeaseUnreadable"))
+	harness.Measure(t, "throttled_written_after_release", time.Since(released))
 	f.grant(t, true, true)
-	waitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", condIs(corev1.ConditionFalse, ""))
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
 }

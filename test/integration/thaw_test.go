@@ -23,23 +23,23 @@ const thawBound = 3*time.Second + 2*time.Second
 func TestAThawIsSeenWithin3sWhicheverCallCaughtTheFreeze(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
 	c := harness.StartContainerdT(t, 1, 1)
-	d := startDaemon(t, c.Endpoint)
-	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
+	d := harness.StartDaemon(t, c.Endpoint)
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 	took := map[string][]time.Duration{}
 	for round := range 6 {
 		// a different point of the 5 s cycle each round
 		harness.Window(t, time.Duration(round)*900*time.Millisecond, "the round's offset", harness.UnlessExited(d))
-		thaw := freeze(t, c)
+		thaw := harness.Freeze(t, c)
 		var reason string
 		harness.Eventually(t, 30*time.Second, "RuntimeHung True", func() bool {
-			st, r, _ := d.condition(t, "RuntimeHung")
+			st, r, _ := d.Condition(t, "RuntimeHung")
 			reason = r
 			return st == "True"
 		}, harness.UnlessExited(d))
 		harness.Window(t, 2*time.Second, "2s frozen after RuntimeHung", harness.UnlessExited(d))
 		thaw()
 		thawed := time.Now()
-		harness.Eventually(t, 30*time.Second, "RuntimeHung False after the thaw", func() bool { return d.runtimeHung(t) == "False" }, harness.UnlessExited(d))
+		harness.Eventually(t, 30*time.Second, "RuntimeHung False after the thaw", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 		cleared := time.Since(thawed)
 		took[reason] = append(took[reason], cleared)
 		t.Logf("round %d: caught by %s, False %v after the thaw", round+1, reason, cleared.Round(time.Millisecond))
@@ -52,7 +52,7 @@ func TestAThawIsSeenWithin3sWhicheverCallCaughtTheFreeze(t *testing.T) {
 		all = append(all, ds...)
 		t.Logf("caught by %s: %d rounds, median %v", reason, len(ds), median(ds))
 	}
-	measure(t, "thaw_runtimehung_false_median_of_6", median(all))
+	harness.Measure(t, "thaw_runtimehung_false_median_of_6", median(all))
 	t.Logf("%s", fmt.Sprint(took))
 }
 

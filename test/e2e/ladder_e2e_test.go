@@ -1,6 +1,4 @@
-//go:build e2e
-
-package integration
+package e2e
 
 import (
 	"context"
@@ -31,7 +29,7 @@ type ladder struct {
 	c       *harness.Containerd
 	sd      *harness.Systemd
 	proxy   *criproxy.Proxy
-	d       *daemon
+	d       *harness.Daemon
 	a, b    string
 	started time.Time // hangwatch on A
 }
@@ -43,20 +41,20 @@ func startLadder(t *testing.T) *ladder {
 	harness.StartControllerManagerT(t, l.cp, append(twoNodeControllers, "statefulset-controller", "daemonset-controller")...)
 	harness.StartSchedulerT(t, l.cp)
 	for _, ns := range []string{"kube-system", "default"} {
-		ensureDefaultServiceAccount(t, l.cp, ns)
+		harness.EnsureDefaultServiceAccount(t, l.cp, ns)
 	}
 	l.c, l.sd = harness.StartContainerdUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	k, err := harness.StartKubeletUnderSystemd(ctx, l.cp, l.c, uniqueNode("ladder-a"))
+	k, err := harness.StartKubeletUnderSystemd(ctx, l.cp, l.c, harness.UniqueNode("ladder-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Stop)
 	l.a = k.Node
-	l.b = harness.StartKubeletT(t, l.cp, harness.StartContainerdT(t, 0, 0), uniqueNode("ladder-b")).Node
+	l.b = harness.StartKubeletT(t, l.cp, harness.StartContainerdT(t, 0, 0), harness.UniqueNode("ladder-b")).Node
 	l.startHangwatch(t, k)
-	startRemedy(t, remedyIdentity(t, l.cp), filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
+	harness.StartRemedy(t, harness.RemedyIdentity(t, l.cp), filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("at the failure:\n%s\n%s", l.cp.KubectlLog("get", "nodes,deploy,sts,ds,pods,pdb", "-A", "-o", "wide"),
@@ -70,7 +68,7 @@ func startLadder(t *testing.T) *ladder {
 // settings, as its identity, through the fault proxy.
 func (l *ladder) startHangwatch(t *testing.T, k *harness.Kubelet) {
 	t.Helper()
-	dir := socketDir(t)
+	dir := harness.SocketDir(t)
 	var err error
 	if l.proxy, err = criproxy.Start(filepath.Join(dir, "cri.sock"), l.c.Socket); err != nil {
 		t.Fatal(err)
@@ -86,7 +84,7 @@ func (l *ladder) startHangwatch(t *testing.T, k *harness.Kubelet) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.d = startRepairing(t, l.proxy.Endpoint, nodeArgs(kc, l.a, "--config", config)...)
+	l.d = harness.StartRepairing(t, l.proxy.Endpoint, harness.NodeArgs(kc, l.a, "--config", config)...)
 	l.started = time.Now()
 }
 
@@ -99,14 +97,14 @@ func (l *ladder) workloads(t *testing.T) {
 	labels := map[string]string{"app": "db"}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, Spec: appsv1.StatefulSetSpec{
 		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: pauseTemplate(labels, map[string]string{"kubernetes.io/hostname": l.a})}}
+		Template: harness.PauseTemplate(labels, map[string]string{"kubernetes.io/hostname": l.a})}}
 	ctx := context.Background()
 	if _, err := l.cp.Admin.AppsV1().StatefulSets("default").Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	labels = map[string]string{"app": "agent"}
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"}, Spec: appsv1.DaemonSetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pauseTemplate(labels, nil)}}
+		Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: harness.PauseTemplate(labels, nil)}}
 	if _, err := l.cp.Admin.AppsV1().DaemonSets("default").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +118,7 @@ func (l *ladder) workloads(t *testing.T) {
 func (l *ladder) running(t *testing.T) map[string]int {
 	on := map[string]int{}
 	for _, p := range l.pods(t) {
-		if running(p) {
+		if harness.PodRunning(p) {
 			on[p.Spec.NodeName]++
 		}
 	}
@@ -153,7 +151,7 @@ func (l *ladder) podsOn(t *testing.T, node string) map[string]string {
 }
 
 func (l *ladder) runtimeHungOnA(t *testing.T, want corev1.ConditionStatus) func() bool {
-	return func() bool { c := nodeCond(t, l.cp, l.a, "RuntimeHung"); return c != nil && c.Status == want }
+	return func() bool { c := harness.NodeCond(t, l.cp, l.a, "RuntimeHung"); return c != nil && c.Status == want }
 }
 
 func (l *ladder) waitRuntimeOldEnough(t *testing.T) {
@@ -173,22 +171,22 @@ func TestTwoNodeLadder(t *testing.T) {
 	l := startLadder(t)
 	l.workloads(t)
 	l.waitRuntimeOldEnough(t)
-	before, ready := l.podsOn(t, l.a), nodeReady(t, l.cp, l.a)
+	before, ready := l.podsOn(t, l.a), harness.NodeReady(t, l.cp, l.a)
 	pid0, err := l.sd.MainPID(context.Background(), harness.ContainerdUnit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	freeze(t, l.c)
+	harness.Freeze(t, l.c)
 	frozen := time.Now()
 	harness.Eventually(t, time.Minute, "RuntimeHung True on A", l.runtimeHungOnA(t, corev1.ConditionTrue))
-	measure(t, "e2e_ladder_runtime_hung_after_freeze", time.Since(frozen))
+	harness.Measure(t, "e2e_ladder_runtime_hung_after_freeze", time.Since(frozen))
 	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd on A", func() bool {
 		pid, err := l.sd.MainPID(context.Background(), harness.ContainerdUnit)
 		return err == nil && pid != 0 && pid != pid0
 	})
-	measure(t, "e2e_ladder_restarted_after_freeze", time.Since(frozen))
+	harness.Measure(t, "e2e_ladder_restarted_after_freeze", time.Since(frozen))
 	harness.Eventually(t, time.Minute, "RuntimeHung False on A", l.runtimeHungOnA(t, corev1.ConditionFalse))
-	measure(t, "e2e_ladder_runtime_hung_false_after_freeze", time.Since(frozen))
+	harness.Measure(t, "e2e_ladder_runtime_hung_false_after_freeze", time.Since(frozen))
 	// past the time hangwatch-remedy's evictAfter (45 s from its first
 	// sight) would have evicted A's web pod
 	harness.Eventually(t, 2*time.Minute, "the eviction's time to pass", func() bool { return time.Since(frozen) > 75*time.Second })
@@ -197,7 +195,7 @@ func TestTwoNodeLadder(t *testing.T) {
 		t.Errorf("A's pods changed over the freeze and the restart:\nbefore %v\nafter  %v", before, after)
 	}
 	t.Logf("A's pods, kept: %v", after)
-	if r := nodeReady(t, l.cp, l.a); r.Status != corev1.ConditionTrue || !r.LastTransitionTime.Equal(&ready.LastTransitionTime) {
+	if r := harness.NodeReady(t, l.cp, l.a); r.Status != corev1.ConditionTrue || !r.LastTransitionTime.Equal(&ready.LastTransitionTime) {
 		t.Errorf("A's Ready moved: %s since %v (was %s since %v)", r.Status, r.LastTransitionTime, ready.Status, ready.LastTransitionTime)
 	}
 }
@@ -212,10 +210,10 @@ func TestTwoNodeLadderNotCured(t *testing.T) {
 	l.waitRuntimeOldEnough(t)
 	release := l.proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
 	defer release()
-	freeze(t, l.c)
+	harness.Freeze(t, l.c)
 	frozen := time.Now()
 	harness.Eventually(t, time.Minute, "RuntimeHung True on A", l.runtimeHungOnA(t, corev1.ConditionTrue))
-	measure(t, "e2e_ladder_notcured_runtime_hung_after_freeze", time.Since(frozen))
+	harness.Measure(t, "e2e_ladder_notcured_runtime_hung_after_freeze", time.Since(frozen))
 	harness.Eventually(t, 3*time.Minute, "A's web pod evicted", func() bool {
 		for _, p := range webPods(t, l.cp) {
 			if p.Spec.NodeName == l.a && p.DeletionTimestamp != nil {
@@ -224,33 +222,33 @@ func TestTwoNodeLadderNotCured(t *testing.T) {
 		}
 		return false
 	})
-	measure(t, "e2e_ladder_notcured_eviction_after_freeze", time.Since(frozen))
+	harness.Measure(t, "e2e_ladder_notcured_eviction_after_freeze", time.Since(frozen))
 	harness.Eventually(t, 2*time.Minute, "two web pods Running on B", func() bool {
 		n := 0
 		for _, p := range webPods(t, l.cp) {
-			if running(p) && p.Spec.NodeName == l.b {
+			if harness.PodRunning(p) && p.Spec.NodeName == l.b {
 				n++
 			}
 		}
 		return n == 2
 	})
 	replaced := time.Since(frozen)
-	measure(t, "e2e_ladder_notcured_replacement_running_after_freeze", replaced)
+	harness.Measure(t, "e2e_ladder_notcured_replacement_running_after_freeze", replaced)
 	repairs := func(outcome string) float64 {
-		text, err := l.d.get("/metrics")
+		text, err := l.d.Get("/metrics")
 		if err != nil {
 			return -1
 		}
-		return metricValue(text, fmt.Sprintf(`hangwatch_repairs_total{outcome="%s",target="runtime"}`, outcome))
+		return harness.MetricValue(text, fmt.Sprintf(`hangwatch_repairs_total{outcome="%s",target="runtime"}`, outcome))
 	}
 	// eviction comes on time whatever repair is doing: the replacement
 	// runs on B while repair is still trying (issue 37 saw it wait for the
 	// budget, at 93.6 s)
-	if spent := repairs(repair.OutcomeBudgetSpent); spent != 0 || replaced > 60*time.Second+generousSlack {
+	if spent := repairs(repair.OutcomeBudgetSpent); spent != 0 || replaced > 60*time.Second+harness.GenerousSlack {
 		t.Errorf("the replacement Running on B %v after the freeze, repair's budget spent %v times by then; want within 60s, before the budget is spent", replaced, spent)
 	}
 	harness.Eventually(t, 5*time.Minute, "repair's budget spent on A", func() bool { return repairs(repair.OutcomeBudgetSpent) == 1 })
-	measure(t, "e2e_ladder_notcured_budget_spent_after_freeze", time.Since(frozen))
+	harness.Measure(t, "e2e_ladder_notcured_budget_spent_after_freeze", time.Since(frozen))
 	if got := repairs(repair.OutcomeRestarted); got != repair.DefaultMaxRestartsPerHour {
 		t.Errorf("restarts = %v, want the budget, %d", got, repair.DefaultMaxRestartsPerHour)
 	}

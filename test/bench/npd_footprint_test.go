@@ -1,6 +1,4 @@
-//go:build bench
-
-package integration
+package bench
 
 import (
 	"net"
@@ -27,7 +25,7 @@ import (
 // builds (its kernel-monitor.json beside it).
 func TestFootprintBesideNPD(t *testing.T) {
 	npd := npdUnderTest(t)
-	c := sharedContainerd(t)
+	c := harness.SharedContainerd(t)
 	hw := leanHangwatch(t)
 	warmUp, window := footprintWindows(t)
 	var rows []footprintRow
@@ -117,12 +115,12 @@ func startStandalonePair(t *testing.T, endpoint, hw string, npd npdBinary) (hwPr
 // identity; it returns once each has written its conditions.
 func startReportingPair(t *testing.T, endpoint, hw string, npd npdBinary) (hwProc, npdProc *benchProc) {
 	t.Helper()
-	cp := controlPlane(t)
-	node := uniqueNode("hw-npd")
-	kc := createNode(t, cp, node)
+	cp := harness.SharedControlPlane(t)
+	node := harness.UniqueNode("hw-npd")
+	kc := harness.CreateNode(t, cp, node)
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	renewLease(t, harness.ClientFor(t, kc), node, 10*time.Second, stop)
+	harness.RenewLease(t, harness.ClientFor(t, kc), node, 10*time.Second, stop)
 
 	addr := harness.FreeAddr(t)
 	hwProc = startBenchProc(t, "hangwatch", hw, "run", "-r", endpoint, "--listen-address", addr,
@@ -138,10 +136,10 @@ func startReportingPair(t *testing.T, endpoint, hw string, npd npdBinary) (hwPro
 		proc *benchProc
 		cond string
 	}{{hwProc, "RuntimeHung"}, {npdProc, "KernelDeadlock"}} {
-		harness.Eventually(t, time.Minute, "Node "+node+" "+p.cond, func() bool { return nodeCond(t, cp, node, p.cond) != nil },
+		harness.Eventually(t, time.Minute, "Node "+node+" "+p.cond, func() bool { return harness.NodeCond(t, cp, node, p.cond) != nil },
 			harness.UnlessExited(p.proc))
 	}
-	if c := nodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
+	if c := harness.NodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
 		t.Errorf("KubeletUnresponsive %+v while the Lease is renewed", c)
 	}
 	return hwProc, npdProc

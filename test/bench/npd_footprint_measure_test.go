@@ -1,6 +1,4 @@
-//go:build bench
-
-package integration
+package bench
 
 import (
 	"fmt"

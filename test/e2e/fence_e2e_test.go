@@ -1,11 +1,7 @@
-//go:build e2e
-
-package integration
+package e2e
 
 import (
-	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,35 +26,35 @@ import (
 // False for clearAfter, no fenced container runs on A again, and A takes
 // new pods.
 func TestFenceMovesAStatefulSetPod(t *testing.T) {
-	fc := startFenceCluster(t, fenceOptions{})
-	statefulSet(t, fc.cp, "web", fc.a)
-	old := fc.runningOn(t, 2*time.Minute, "web-0", fc.a)
-	thaw := freeze(t, fc.nodes[fc.a].c)
+	fc := harness.StartFenceCluster(t, harness.FenceOptions{})
+	harness.StatefulSet(t, fc.CP, "web", fc.A)
+	old := fc.RunningOn(t, 2*time.Minute, "web-0", fc.A)
+	thaw := harness.Freeze(t, fc.Nodes[fc.A].C)
 	frozen := time.Now()
 	harness.Eventually(t, 2*time.Minute, "A attests the fence", func() bool {
-		_, ok, _ := fencing.AttestationOf(fc.nodeObject(t, fc.a))
+		_, ok, _ := fencing.AttestationOf(fc.NodeObject(t, fc.A))
 		return ok
 	})
-	measure(t, "e2e_fence_attested_after_freeze", time.Since(frozen))
-	att, _, err := fencing.AttestationOf(fc.nodeObject(t, fc.a))
+	harness.Measure(t, "e2e_fence_attested_after_freeze", time.Since(frozen))
+	att, _, err := fencing.AttestationOf(fc.NodeObject(t, fc.A))
 	if err != nil || !att.Fenced() || len(att.Pods) != 1 || att.Pods[0] != string(old.UID) {
 		t.Fatalf("attestation %+v (%v), want web-0 (%s) fenced", att, err, old.UID)
 	}
-	moved := fc.runningOn(t, 2*time.Minute, "web-0", fc.b)
-	measure(t, "e2e_fence_sts_running_elsewhere_after_freeze", time.Since(frozen))
-	harness.Eventually(t, time.Minute, "hangwatch's out-of-service taint on A", func() bool { return fc.outOfService(t, fc.a) })
-	measure(t, "e2e_fence_out_of_service_after_freeze", time.Since(frozen))
-	t.Logf("web-0 was %s on A, is %s on B; Events on A: %s", old.UID, moved.UID, fc.fenceEvents(t, fc.a))
+	moved := fc.RunningOn(t, 2*time.Minute, "web-0", fc.B)
+	harness.Measure(t, "e2e_fence_sts_running_elsewhere_after_freeze", time.Since(frozen))
+	harness.Eventually(t, time.Minute, "hangwatch's out-of-service taint on A", func() bool { return fc.OutOfService(t, fc.A) })
+	harness.Measure(t, "e2e_fence_out_of_service_after_freeze", time.Since(frozen))
+	t.Logf("web-0 was %s on A, is %s on B; Events on A: %s", old.UID, moved.UID, fc.FenceEvents(t, fc.A))
 
 	thaw()
 	thawed := time.Now()
-	harness.Eventually(t, 4*time.Minute, "A unfenced", func() bool { return !fc.outOfService(t, fc.a) })
-	measure(t, "e2e_fence_unfenced_after_thaw", time.Since(thawed))
-	if n := fc.nodeObject(t, fc.a); len(n.Annotations[fencing.RequestAnnotation]+n.Annotations[fencing.AttestedAnnotation]) != 0 {
+	harness.Eventually(t, 4*time.Minute, "A unfenced", func() bool { return !fc.OutOfService(t, fc.A) })
+	harness.Measure(t, "e2e_fence_unfenced_after_thaw", time.Since(thawed))
+	if n := fc.NodeObject(t, fc.A); len(n.Annotations[fencing.RequestAnnotation]+n.Annotations[fencing.AttestedAnnotation]) != 0 {
 		t.Errorf("the fence's annotations stay on A after it is unfenced: %v", n.Annotations)
 	}
-	fc.noFencedContainerRuns(t, fc.a, string(old.UID))
-	fc.takesNewPods(t, fc.a)
+	fc.NoFencedContainerRuns(t, fc.A, string(old.UID))
+	fc.TakesNewPods(t, fc.A)
 }
 
 // TestFenceBaseline is the same freeze on Kubernetes' own path (no
@@ -66,18 +62,18 @@ func TestFenceMovesAStatefulSetPod(t *testing.T) {
 // with a ReadWriteOnce volume): where each pod is 10 minutes after the
 // freeze.
 func TestFenceBaseline(t *testing.T) {
-	fc := startFenceCluster(t, fenceOptions{noRemedy: true, csi: true})
-	statefulSet(t, fc.cp, "web", fc.a)
-	writerStatefulSet(t, fc.cp, "db", fc.a)
-	old := map[string]*corev1.Pod{"web": fc.runningOn(t, 3*time.Minute, "web-0", fc.a), "db": fc.runningOn(t, 3*time.Minute, "db-0", fc.a)}
-	freeze(t, fc.nodes[fc.a].c)
+	fc := harness.StartFenceCluster(t, harness.FenceOptions{NoRemedy: true, CSI: true})
+	harness.StatefulSet(t, fc.CP, "web", fc.A)
+	writerStatefulSet(t, fc.CP, "db", fc.A)
+	old := map[string]*corev1.Pod{"web": fc.RunningOn(t, 3*time.Minute, "web-0", fc.A), "db": fc.RunningOn(t, 3*time.Minute, "db-0", fc.A)}
+	harness.Freeze(t, fc.Nodes[fc.A].C)
 	frozen := time.Now()
-	harness.Eventually(t, 4*time.Minute, "A NotReady", func() bool { return nodeReady(t, fc.cp, fc.a).Status != corev1.ConditionTrue })
-	measure(t, "e2e_fence_baseline_not_ready_after_freeze", time.Since(frozen))
+	harness.Eventually(t, 4*time.Minute, "A NotReady", func() bool { return harness.NodeReady(t, fc.CP, fc.A).Status != corev1.ConditionTrue })
+	harness.Measure(t, "e2e_fence_baseline_not_ready_after_freeze", time.Since(frozen))
 	harness.Window(t, 10*time.Minute-time.Since(frozen), "10 minutes from the freeze")
 	for _, name := range []string{"web", "db"} {
-		p := fc.pod(t, name+"-0")
-		where := name + "-0: " + describePod(p)
+		p := fc.Pod(t, name+"-0")
+		where := name + "-0: " + harness.DescribePod(p)
 		if p != nil && p.UID == old[name].UID {
 			where = "the same " + name + "-0 on A, " + string(p.Status.Phase)
 			if p.DeletionTimestamp != nil {
@@ -85,41 +81,10 @@ func TestFenceBaseline(t *testing.T) {
 			}
 		}
 		measurements.Duration(t, "e2e_fence_baseline_window_"+name, time.Since(frozen), where)
-		if p != nil && p.Spec.NodeName == fc.b && running(*p) {
+		if p != nil && p.Spec.NodeName == fc.B && harness.PodRunning(*p) {
 			t.Errorf("%s-0 moved to B without the fence: %s", name, where)
 		}
 	}
-}
-
-// noFencedContainerRuns: the runtime of node, thawed, runs no container of
-// the fenced pod uid.
-func (fc *fenceCluster) noFencedContainerRuns(t *testing.T, node, uid string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := fc.nodes[node].c.Runtime().ListContainers(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range resp.Containers {
-		if c.Labels["io.kubernetes.pod.uid"] == uid && c.State.String() == "CONTAINER_RUNNING" {
-			t.Errorf("fenced pod %s's container %s runs again on %s", uid, c.Id, node)
-		}
-	}
-}
-
-// takesNewPods: a pod bound to node runs there.
-func (fc *fenceCluster) takesNewPods(t *testing.T, node string) {
-	t.Helper()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "after-fence", Namespace: "default"}, Spec: pauseTemplate(nil, nil).Spec}
-	p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
-	if _, err := fc.cp.Admin.CoreV1().Pods("default").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, 2*time.Minute, "a new pod Running on "+node, func() bool {
-		got, err := fc.cp.Admin.CoreV1().Pods("default").Get(context.Background(), "after-fence", metav1.GetOptions{})
-		return err == nil && running(*got)
-	})
 }
 
 // TestFenceMovesAStatefulSetPodWithItsVolume: web-0 has a ReadWriteOnce
@@ -131,28 +96,28 @@ func (fc *fenceCluster) takesNewPods(t *testing.T, node string) {
 // the old pod is written after the attestation, and the volume was
 // unstaged from A before it was staged on B.
 func TestFenceMovesAStatefulSetPodWithItsVolume(t *testing.T) {
-	fc := startFenceCluster(t, fenceOptions{csi: true})
-	writerStatefulSet(t, fc.cp, "web", fc.a)
-	old := fc.runningOn(t, 3*time.Minute, "web-0", fc.a)
-	log := fc.volumeFile(t, "web-0", "log")
+	fc := harness.StartFenceCluster(t, harness.FenceOptions{CSI: true})
+	writerStatefulSet(t, fc.CP, "web", fc.A)
+	old := fc.RunningOn(t, 3*time.Minute, "web-0", fc.A)
+	log := fc.VolumeFile(t, "web-0", "log")
 	harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(linesOf(t, log, string(old.UID))) > 3 })
-	freeze(t, fc.nodes[fc.a].c)
+	harness.Freeze(t, fc.Nodes[fc.A].C)
 	frozen := time.Now()
-	harness.Eventually(t, 2*time.Minute, "A attests the fence", fc.attested(t, fc.a))
+	harness.Eventually(t, 2*time.Minute, "A attests the fence", fc.Attested(t, fc.A))
 	attested := time.Now()
-	measure(t, "e2e_fence_rwo_attested_after_freeze", attested.Sub(frozen))
-	if att, _, err := fencing.AttestationOf(fc.nodeObject(t, fc.a)); err != nil || !att.Fenced() {
+	harness.Measure(t, "e2e_fence_rwo_attested_after_freeze", attested.Sub(frozen))
+	if att, _, err := fencing.AttestationOf(fc.NodeObject(t, fc.A)); err != nil || !att.Fenced() {
 		t.Fatalf("A's attestation %+v (%v): want fenced", att, err)
 	}
-	moved := fc.runningOn(t, 3*time.Minute, "web-0", fc.b)
-	measure(t, "e2e_fence_rwo_running_elsewhere_after_freeze", time.Since(frozen))
+	moved := fc.RunningOn(t, 3*time.Minute, "web-0", fc.B)
+	harness.Measure(t, "e2e_fence_rwo_running_elsewhere_after_freeze", time.Since(frozen))
 	harness.Eventually(t, time.Minute, "the new web-0 writing on the volume", func() bool { return len(linesOf(t, log, string(moved.UID))) > 3 })
 	for _, l := range linesOf(t, log, string(old.UID)) {
 		if l.at.After(attested) {
 			t.Errorf("the fenced web-0 wrote %q %v after the attestation was seen", l.text, l.at.Sub(attested))
 		}
 	}
-	unstaged, staged := lastCall(fc.csi.Calls(fc.a), "NodeUnstageVolume"), lastCall(fc.csi.Calls(fc.b), "NodeStageVolume")
+	unstaged, staged := lastCall(fc.CSI.Calls(fc.A), "NodeUnstageVolume"), lastCall(fc.CSI.Calls(fc.B), "NodeStageVolume")
 	if unstaged.End.IsZero() || staged.Time.IsZero() || !unstaged.End.Before(staged.Time) {
 		t.Errorf("A's unstage %+v, B's stage %+v: want the unstage done before the stage", unstaged, staged)
 	}
@@ -164,7 +129,7 @@ func TestFenceMovesAStatefulSetPodWithItsVolume(t *testing.T) {
 // /data/log (test/pause's writer).
 func writerStatefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer string) {
 	t.Helper()
-	statefulSetWith(t, cp, name, prefer, func(s *appsv1.StatefulSet) {
+	harness.StatefulSetWith(t, cp, name, prefer, func(s *appsv1.StatefulSet) {
 		c := &s.Spec.Template.Spec.Containers[0]
 		c.Env = []corev1.EnvVar{{Name: "WRITE_TO", Value: "/data/log"},
 			{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}}
@@ -174,20 +139,6 @@ func writerStatefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer stri
 				StorageClassName: ptr.To(harness.CSIStorageClass),
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}}
 	})
-}
-
-// volumeFile is the host path of file on the volume of pod's claim "data".
-func (fc *fenceCluster) volumeFile(t *testing.T, pod, file string) string {
-	t.Helper()
-	pvc, err := fc.cp.Admin.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data-"+pod, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv, err := fc.cp.Admin.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil || pv.Spec.CSI == nil {
-		t.Fatalf("the claim's volume: %v %v", pv, err)
-	}
-	return filepath.Join(fc.csi.DataDir, pv.Spec.CSI.VolumeHandle, file)
 }
 
 // writtenLine is one line of test/pause's writer.

@@ -1,6 +1,4 @@
-//go:build bench
-
-package integration
+package bench
 
 import (
 	"context"
@@ -118,7 +116,7 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 	defer logFile.Close()
 	// sh joins the cgroup, then becomes hangwatch: every page it touches is charged there.
 	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(cg.dir, "cgroup.procs"),
-		hangwatchBin, "run", "-r", endpoint, "--listen-address", addr, "--period", "1s", "--kernel-lookback", "0s")
+		harness.HangwatchBin, "run", "-r", endpoint, "--listen-address", addr, "--period", "1s", "--kernel-lookback", "0s")
 	if !c.emulation {
 		cmd.Args = append(cmd.Args, "--pleg-emulation-period", "0")
 	}
@@ -130,13 +128,13 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := watchDaemon(cmd, addr, logFile.Name())
+	d := harness.WatchDaemon(cmd, addr, logFile.Name())
 	r := cgroupRun{goLimit: "?"}
 	// A run that neither gets there nor dies within 60 s is measured as it is.
 	_, _ = harness.Poll(context.Background(), 60*time.Second, "8 cycles with the whole answer", func() bool {
-		return d.largeAnswersSeen(answerBytes, c.emulation, &r)
+		return largeAnswersSeen(d, answerBytes, c.emulation, &r)
 	}, harness.Every(250*time.Millisecond), harness.UnlessExited(d))
-	exited := !d.running()
+	exited := !d.Running()
 	mem, _ := harness.ReadProcMemory(cmd.Process.Pid) // zero once it is gone
 	r.rssPeakKiB = int(mem.Peak)
 	r.cgroupPeak = cg.readInt(t, "memory.max_usage_in_bytes")
@@ -144,7 +142,7 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-d.Exited()
 	}
-	exitErr := d.exitErr
+	exitErr := d.ExitErr
 	var ee *exec.ExitError
 	if errors.As(exitErr, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
@@ -152,7 +150,7 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 		}
 	}
 	if exited && !r.oomKilled {
-		log, _ := os.ReadFile(d.logPath)
+		log, _ := os.ReadFile(d.LogPath)
 		t.Fatalf("hangwatch exited (%v), not OOM-killed:\n%s", exitErr, log)
 	}
 	return r
@@ -161,23 +159,23 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 // largeAnswersSeen scrapes /metrics into r and tells whether hangwatch
 // has answered 8 cycles with the whole answer and, with the emulation,
 // relisted twice.
-func (d *daemon) largeAnswersSeen(answerBytes int, emulation bool, r *cgroupRun) bool {
-	text, err := d.get("/metrics")
+func largeAnswersSeen(d *harness.Daemon, answerBytes int, emulation bool, r *cgroupRun) bool {
+	text, err := d.Get("/metrics")
 	if err != nil {
 		return false
 	}
-	if v := metricValue(text, "hangwatch_go_memory_limit_bytes"); v >= 0 {
+	if v := harness.MetricValue(text, "hangwatch_go_memory_limit_bytes"); v >= 0 {
 		r.goLimit = "none"
 		if v < 1<<62 {
 			r.goLimit = fmt.Sprintf("%.1fMiB", v/(1<<20))
 		}
 	}
-	r.cycles = metricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="ok"}`) +
-		max(metricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="slow"}`), 0)
-	size := metricValue(text, `hangwatch_cri_response_size_bytes{method="ListContainers"}`)
+	r.cycles = harness.MetricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="ok"}`) +
+		max(harness.MetricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="slow"}`), 0)
+	size := harness.MetricValue(text, `hangwatch_cri_response_size_bytes{method="ListContainers"}`)
 	r.relists = 0
 	for _, result := range []string{"ok", "slow", "too_large"} { // each decoded the whole list
-		r.relists += max(metricValue(text, `hangwatch_pleg_emulated_relists_total{result="`+result+`"}`), 0)
+		r.relists += max(harness.MetricValue(text, `hangwatch_pleg_emulated_relists_total{result="`+result+`"}`), 0)
 	}
 	return size >= float64(answerBytes) && r.cycles >= 8 && (!emulation || r.relists >= 2)
 }

@@ -1,6 +1,4 @@
-//go:build bench
-
-package cri_test
+package bench
 
 import (
 	"context"
@@ -12,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,3 +180,9 @@ func readMemory() (objects, mapped, goal int64) {
 }
 
 func mib64(b int64) float64 { return float64(b) / (1 << 20) }
+
+// callCounter is the prober's observer: it counts the completed calls.
+type callCounter struct{ calls atomic.Int64 }
+
+func (c *callCounter) ObserveProbe(cri.CallResult)      {}
+func (c *callCounter) ObserveCompletion(cri.CallResult) { c.calls.Add(1) }

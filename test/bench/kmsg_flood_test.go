@@ -1,4 +1,4 @@
-package integration
+package bench
 
 import (
 	"fmt"
@@ -10,20 +10,6 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
-
-// allowKmsgWrites lifts the kernel's rate limit on writes to /dev/kmsg for
-// the test (kernel.printk_devkmsg), restoring it after.
-func allowKmsgWrites(t *testing.T) {
-	const knob = "/proc/sys/kernel/printk_devkmsg"
-	old, err := os.ReadFile(knob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(knob, []byte("on\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.WriteFile(knob, old, 0o644) })
-}
 
 // floodKmsg writes OOM-kill lines at rate per second for d; it returns how
 // many it wrote.
@@ -55,14 +41,12 @@ func floodKmsg(t *testing.T, rate int, d time.Duration) int {
 // 100k lines/s and measures hangwatch's CPU and memory. It is part of the
 // benchmarks (go test -tags bench, hack/bench.sh), not of every test run.
 func TestKmsgFloodFootprint(t *testing.T) {
-	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
-	harness.RequireSuite(t, harness.SuiteBench, "floods /dev/kmsg at 100k lines/s for its footprint")
-	c := sharedContainerd(t)
-	allowKmsgWrites(t)
+	c := harness.SharedContainerd(t)
+	harness.AllowKmsgWrites(t)
 	// The flood is written to /dev/kmsg (facility user): the rules opt in
 	// to it, so every line goes through the matcher as a kernel line would.
-	d := startDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rules", userFacilityRules(t))
-	pid := d.cmd.Process.Pid
+	d := harness.StartDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rules", harness.UserFacilityRules(t))
+	pid := d.Cmd.Process.Pid
 	cpu0, mem0 := harness.ProcUsage(t, pid)
 	rss0 := int(mem0.RSS)
 	start := time.Now()
@@ -71,13 +55,13 @@ func TestKmsgFloodFootprint(t *testing.T) {
 	cpu1, mem1 := harness.ProcUsage(t, pid)
 	rss1, hwm := int(mem1.RSS), int(mem1.Peak)
 	cores := (cpu1 - cpu0).Seconds() / wall.Seconds()
-	text, err := d.get("/metrics")
+	text, err := d.Get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := metricValue(text, "hangwatch_kernel_lines_read_total")
-	lost := metricValue(text, "hangwatch_kernel_records_lost_total")
-	events, _ := d.get("/events")
+	read := harness.MetricValue(text, "hangwatch_kernel_lines_read_total")
+	lost := harness.MetricValue(text, "hangwatch_kernel_records_lost_total")
+	events, _ := d.Get("/events")
 	measurements.Record(t, "flood_lines_written_per_second", float64(written)/wall.Seconds(), "lines/s")
 	measurements.Record(t, "flood_hangwatch_cores", cores, "cores")
 	measurements.Record(t, "flood_rss_before_kib", float64(rss0), "KiB")

@@ -1,6 +1,4 @@
-//go:build e2e
-
-package integration
+package e2e
 
 import (
 	"context"
@@ -31,7 +29,7 @@ var twoNodeControllers = []string{"deployment-controller", "replicaset-controlle
 // kube-scheduler.
 type twoNodes struct {
 	cp   *harness.ControlPlane
-	a, b staticPodNode
+	a, b harness.StaticPodNode
 }
 
 func startTwoNodes(t *testing.T) *twoNodes {
@@ -41,56 +39,56 @@ func startTwoNodes(t *testing.T) *twoNodes {
 	harness.StartControllerManagerT(t, cp, twoNodeControllers...)
 	harness.StartSchedulerT(t, cp)
 	for _, ns := range []string{"kube-system", "default"} {
-		ensureDefaultServiceAccount(t, cp, ns)
+		harness.EnsureDefaultServiceAccount(t, cp, ns)
 	}
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	tn := &twoNodes{cp: cp}
 	tn.a = startMember(t, cp, 0)
 	tn.b = startMember(t, cp, 100) // hangwatch's host ports moved by 100: both share this machine's network
-	tn.a.waitHealthy(t)
-	tn.b.waitHealthy(t)
+	tn.a.WaitHealthy(t)
+	tn.b.WaitHealthy(t)
 	return tn
 }
 
 // startMember is one node of the two: containerd, the kubelet talking to
 // it directly, and hangwatch's static pod on ports 9764+offset, 9765+offset.
-func startMember(t *testing.T, cp *harness.ControlPlane, offset int) staticPodNode {
+func startMember(t *testing.T, cp *harness.ControlPlane, offset int) harness.StaticPodNode {
 	t.Helper()
 	c := harness.StartContainerdT(t, 0, 0)
-	n := kubeletNode{cp: cp, c: c, k: harness.StartKubeletT(t, cp, c, uniqueNode("two"))}
-	image := hangwatchImageTar(t) // built once, before the import's deadline starts
+	n := harness.KubeletNode{CP: cp, C: c, K: harness.StartKubeletT(t, cp, c, harness.UniqueNode("two"))}
+	image := harness.HangwatchImageTar(t) // built once, before the import's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := c.ImportImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}
 	configDir := t.TempDir()
-	writeStaticPodConfig(t, configDir, n.k)
+	harness.WriteStaticPodConfig(t, configDir, n.K)
 	if offset != 0 {
 		movePorts(t, configDir, n, offset)
 	} else {
-		writeStaticPod(t, n, configDir)
+		harness.WriteStaticPod(t, n, configDir)
 	}
-	return staticPodNode{kubeletNode: n, podName: "hangwatch-" + n.k.Node, scrapeToken: applyScraperIdentity(t, cp)}
+	return harness.StaticPodNode{KubeletNode: n, PodName: "hangwatch-" + n.K.Node, ScrapeToken: harness.ApplyScraperIdentity(t, cp)}
 }
 
 // movePorts moves hangwatch's two ports in its config and static pod.
-func movePorts(t *testing.T, configDir string, n kubeletNode, offset int) {
+func movePorts(t *testing.T, configDir string, n harness.KubeletNode, offset int) {
 	t.Helper()
 	var cfg map[string]any
-	readYAML(t, filepath.Join(configDir, "config.yaml"), &cfg)
+	harness.ReadYAML(t, filepath.Join(configDir, "config.yaml"), &cfg)
 	server := cfg["server"].(map[string]any)
 	server["listenAddress"] = "127.0.0.1:" + strconv.Itoa(9764+offset)
 	server["secureListenAddress"] = "0.0.0.0:" + strconv.Itoa(9765+offset)
-	writeYAML(t, filepath.Join(configDir, "config.yaml"), cfg)
-	writeStaticPod(t, n, configDir)
-	path := filepath.Join(n.k.StaticPodDir, "hangwatch.yaml")
+	harness.WriteYAML(t, filepath.Join(configDir, "config.yaml"), cfg)
+	harness.WriteStaticPod(t, n, configDir)
+	path := filepath.Join(n.K.StaticPodDir, "hangwatch.yaml")
 	var pod corev1.Pod
-	readYAML(t, path, &pod)
+	harness.ReadYAML(t, path, &pod)
 	c := &pod.Spec.Containers[0]
 	c.Ports[0].ContainerPort = int32(9765 + offset)
 	c.LivenessProbe.HTTPGet.Port = intstr.FromInt32(int32(9764 + offset))
-	writeYAML(t, path, pod)
+	harness.WriteYAML(t, path, pod)
 }
 
 // webDeployment is two pause replicas spread over the nodes, with a
@@ -163,8 +161,8 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	tn := startTwoNodes(t)
 	name := map[bool]string{true: "remedy", false: "baseline"}[withRemedy]
 	if withRemedy {
-		kc := remedyIdentity(t, tn.cp)
-		startRemedy(t, kc, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
+		kc := harness.RemedyIdentity(t, tn.cp)
+		harness.StartRemedy(t, kc, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
 	}
 	webDeployment(t, tn.cp)
 	t.Cleanup(func() {
@@ -173,25 +171,25 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 				tn.cp.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"))
 		}
 	})
-	a, b := tn.a.k.Node, tn.b.k.Node
+	a, b := tn.a.K.Node, tn.b.K.Node
 	harness.Eventually(t, 90*time.Second, "one web pod Running on each node", func() bool {
 		on := map[string]int{}
 		for _, p := range webPods(t, tn.cp) {
-			if running(p) {
+			if harness.PodRunning(p) {
 				on[p.Spec.NodeName]++
 			}
 		}
 		return on[a] == 1 && on[b] == 1
 	})
-	thaw := freeze(t, tn.a.c)
+	thaw := harness.Freeze(t, tn.a.C)
 	frozen := time.Now()
-	hung := tn.a.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionTrue, ""))
-	measure(t, "e2e_two_node_"+name+"_runtime_hung_after_freeze", hung.Sub(frozen))
+	hung := tn.a.WaitNodeCond(t, time.Minute, "RuntimeHung", harness.CondIs(corev1.ConditionTrue, ""))
+	harness.Measure(t, "e2e_two_node_"+name+"_runtime_hung_after_freeze", hung.Sub(frozen))
 	key := remedy.TaintKey("RuntimeHung")
 	limit := 90 * time.Second
 	if withRemedy {
 		harness.Eventually(t, time.Minute, "the taint on A", func() bool { return hasTaint(t, tn.cp, a, key) })
-		measure(t, "e2e_two_node_remedy_taint_after_freeze", time.Since(frozen))
+		harness.Measure(t, "e2e_two_node_remedy_taint_after_freeze", time.Since(frozen))
 	} else {
 		limit = 10 * time.Minute
 	}
@@ -203,18 +201,18 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 		}
 		return false
 	})
-	measure(t, "e2e_two_node_"+name+"_eviction_after_freeze", time.Since(frozen))
+	harness.Measure(t, "e2e_two_node_"+name+"_eviction_after_freeze", time.Since(frozen))
 	harness.Eventually(t, 2*time.Minute, "two web pods Running on B", func() bool {
 		n := 0
 		for _, p := range webPods(t, tn.cp) {
-			if running(p) && p.Spec.NodeName == b {
+			if harness.PodRunning(p) && p.Spec.NodeName == b {
 				n++
 			}
 		}
 		return n == 2
 	})
 	replaced := time.Since(frozen)
-	measure(t, "e2e_two_node_"+name+"_replacement_running_after_freeze", replaced)
+	harness.Measure(t, "e2e_two_node_"+name+"_replacement_running_after_freeze", replaced)
 	for _, p := range webPods(t, tn.cp) {
 		if p.CreationTimestamp.After(frozen) && p.Spec.NodeName == a {
 			t.Errorf("pod %s, created %v after the freeze, was scheduled to the frozen node", p.Name, p.CreationTimestamp.Sub(frozen))
@@ -226,7 +224,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	}
 	thaw()
 	thawed := time.Now()
-	tn.a.waitNodeCond(t, time.Minute, "RuntimeHung", condIs(corev1.ConditionFalse, ""))
+	tn.a.WaitNodeCond(t, time.Minute, "RuntimeHung", harness.CondIs(corev1.ConditionFalse, ""))
 	harness.Eventually(t, 3*time.Minute, "the taint gone from A", func() bool { return !hasTaint(t, tn.cp, a, key) })
-	measure(t, "e2e_two_node_remedy_untaint_after_thaw", time.Since(thawed))
+	harness.Measure(t, "e2e_two_node_remedy_untaint_after_thaw", time.Since(thawed))
 }

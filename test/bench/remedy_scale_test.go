@@ -1,6 +1,4 @@
-//go:build bench
-
-package integration
+package bench
 
 import (
 	"context"
@@ -53,12 +51,12 @@ const (
 // while nothing changes. A benchmark: the figures are logged, not bounded.
 func TestRemedyScaleBenchmark(t *testing.T) {
 	n := remedyScale(t)
-	cp := controlPlane(t)
-	kc := remedyIdentity(t, cp)
+	cp := harness.SharedControlPlane(t)
+	kc := harness.RemedyIdentity(t, cp)
 	admin := unthrottledAdmin(t, cp)
 	ctx := context.Background()
 
-	label := uniqueNode("remedy-scale")
+	label := harness.UniqueNode("remedy-scale")
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-n%05d", label, i)
@@ -75,7 +73,7 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("creating %d Nodes: %v", n, err)
 	}
-	measure(t, "remedy_scale_setup", time.Since(began))
+	harness.Measure(t, "remedy_scale_setup", time.Since(began))
 	checkScaleNode(t, admin, names[0])
 
 	sick := map[string]bool{}
@@ -104,27 +102,27 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	}
 
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicy(t, policy, label, "maxUnhealthy: 2%\nmaxActionsPerMinute: 100\n")
+	harness.WritePolicy(t, policy, label, "maxUnhealthy: 2%\nmaxActionsPerMinute: 100\n")
 	before, err := cp.Metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	remedyBinary(t) // built before the clock starts (startRemedy builds it on first use)
+	harness.RemedyBinary(t) // built before the clock starts (startRemedy builds it on first use)
 	started := time.Now()
-	p := startRemedy(t, kc, policy, "hangwatch-remedy")
-	pid := p.cmd.Process.Pid
+	p := harness.StartRemedy(t, kc, policy, "hangwatch-remedy")
+	pid := p.Cmd.Process.Pid
 	t.Logf("%d Nodes (%d with RuntimeHung True); hangwatch-remedy started at %s, pid %d", n, len(sick), started.Format("15:04:05.000000"), pid)
-	defer logLeadership(t, p.log)
+	defer logLeadership(t, p.Log)
 
-	healthz := strings.TrimSuffix(p.metrics, "/metrics") + "/healthz"
+	healthz := strings.TrimSuffix(p.Metrics, "/metrics") + "/healthz"
 	synced := harness.Eventually(t, 10*time.Minute, "the controller's node cache to sync", func() bool { return httpOK(healthz) })
-	measure(t, "remedy_scale_cache_synced", synced)
-	harness.Eventually(t, time.Minute, "the controller to lead", func() bool { return p.metric("hangwatch_remedy_leader") == 1 })
-	measure(t, "remedy_scale_leading", time.Since(started))
+	harness.Measure(t, "remedy_scale_cache_synced", synced)
+	harness.Eventually(t, time.Minute, "the controller to lead", func() bool { return p.Metric("hangwatch_remedy_leader") == 1 })
+	harness.Measure(t, "remedy_scale_leading", time.Since(started))
 	harness.Eventually(t, 10*time.Minute, "a first taint", func() bool { return taints.count() > 0 })
-	measure(t, "remedy_scale_first_taint", taints.first().Sub(started))
+	harness.Measure(t, "remedy_scale_first_taint", taints.first().Sub(started))
 	harness.Eventually(t, 10*time.Minute, fmt.Sprintf("all %d sick Nodes tainted", len(sick)), func() bool { return taints.all(sick) })
-	measure(t, "remedy_scale_all_sick_tainted", taints.last().Sub(started))
+	harness.Measure(t, "remedy_scale_all_sick_tainted", taints.last().Sub(started))
 	after, err := cp.Metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -142,26 +140,26 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	}
 	written := time.Now()
 	harness.Eventually(t, 2*time.Minute, "the flipped Node tainted", func() bool { return !taints.when(flip).IsZero() })
-	measure(t, "remedy_scale_reaction", taints.when(flip).Sub(written))
+	harness.Measure(t, "remedy_scale_reaction", taints.when(flip).Sub(written))
 	done := `hangwatch_remedy_actions_total{action="taint",condition="RuntimeHung",result="done"}`
-	if got := p.metric(done); got != float64(len(sick)+1) {
+	if got := p.Metric(done); got != float64(len(sick)+1) {
 		t.Errorf("%s %v, want %d", done, got, len(sick)+1)
 	}
 
 	// The steady window: nothing changes, only the controller runs.
 	harness.Window(t, 5*time.Second, "the Event broadcaster's last writes to land before the window", harness.UnlessExited(p))
-	remedyBefore := scrape(p.metrics)
+	remedyBefore := scrape(p.Metrics)
 	cpuBefore, _ := harness.ProcUsage(t, pid)
 	steady := apiserverRequests(t, cp, scaleQuietWindow, p)
 	cpuAfter, mem := harness.ProcUsage(t, pid)
 	rssKiB, hwmKiB := mem.RSS, mem.Peak
-	remedyAfter := scrape(p.metrics)
+	remedyAfter := scrape(p.Metrics)
 	measurements.Record(t, "remedy_scale_steady_requests_per_second", steady.remedyRate(), "requests/s",
 		fmt.Sprintf("the controller's identity, over %v", steady.window.Round(100*time.Millisecond)), "by flow schema: "+steady.flowSchemas())
 	measurements.Record(t, "remedy_scale_steady_apiserver_requests_per_second", steady.resourceRate(), "requests/s",
 		"nodes, pods, leases and events, every client", steady.resources())
-	if len(seriesOf(remedyAfter, "rest_client_requests_total")) > 0 {
-		t.Logf("the controller's own rest_client_requests_total grew by %s", seriesGrowth(remedyBefore, remedyAfter, "rest_client_requests_total"))
+	if len(harness.SeriesOf(remedyAfter, "rest_client_requests_total")) > 0 {
+		t.Logf("the controller's own rest_client_requests_total grew by %s", harness.SeriesGrowth(remedyBefore, remedyAfter, "rest_client_requests_total"))
 	} else {
 		t.Logf("the controller's /metrics has no rest_client_requests_total: its requests are counted on the API server")
 	}
@@ -178,13 +176,13 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 // policy that lets the controller act (maxUnhealthy 30%) with a budget of
 // 10 actions a minute: the Nodes it reads fresh stay within the budget,
 // and it keeps its lead.
-func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernetes.Interface, p *remedyProc, policy, label string, names []string) {
+func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernetes.Interface, p *harness.Remedy, policy, label string, names []string) {
 	t.Helper()
 	ctx := context.Background()
-	reloads := strings.Count(mustReadString(t, p.log), "Reloaded the policy")
-	writePolicy(t, policy, label, "maxUnhealthy: 30%\nmaxActionsPerMinute: 10\n")
+	reloads := strings.Count(mustReadString(t, p.Log), "Reloaded the policy")
+	harness.WritePolicy(t, policy, label, "maxUnhealthy: 30%\nmaxActionsPerMinute: 10\n")
 	harness.Eventually(t, time.Minute, "the controller to reload its policy", func() bool {
-		return strings.Count(mustReadString(t, p.log), "Reloaded the policy") > reloads
+		return strings.Count(mustReadString(t, p.Log), "Reloaded the policy") > reloads
 	}, harness.UnlessExited(p))
 	var sick []string
 	for i := 2; i < len(names); i += 5 {
@@ -195,9 +193,9 @@ func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernete
 	}); err != nil {
 		t.Fatalf("writing RuntimeHung True on %d Nodes: %v", len(sick), err)
 	}
-	cpuBefore, _ := harness.ProcUsage(t, p.cmd.Process.Pid)
+	cpuBefore, _ := harness.ProcUsage(t, p.Cmd.Process.Pid)
 	window := apiserverRequests(t, cp, scaleQuietWindow, p)
-	cpuAfter, _ := harness.ProcUsage(t, p.cmd.Process.Pid)
+	cpuAfter, _ := harness.ProcUsage(t, p.Cmd.Process.Pid)
 	gets := window.byResource["GET nodes"] // apiserver_request_total's verbs are upper-case
 	measurements.Record(t, "remedy_scale_transition_node_gets", gets, "GETs",
 		fmt.Sprintf("%d of %d Nodes sick, maxActionsPerMinute 10, over %v", len(sick), len(names), window.window.Round(100*time.Millisecond)))
@@ -208,7 +206,7 @@ func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernete
 	if limit := 10 * (window.window.Minutes() + 1); gets > limit {
 		t.Errorf("%v fresh Node GETs in %v with a budget of 10 a minute, want at most %v", gets, window.window, limit)
 	}
-	if p.metric("hangwatch_remedy_leader") != 1 || strings.Contains(mustReadString(t, p.log), "lost the lead") {
+	if p.Metric("hangwatch_remedy_leader") != 1 || strings.Contains(mustReadString(t, p.Log), "lost the lead") {
 		t.Error("the controller lost its lead during the fleet-wide transition")
 	}
 }
@@ -316,7 +314,7 @@ func checkScaleNode(t *testing.T, cs kubernetes.Interface, name string) {
 // status patch under its field manager, heartbeat now.
 func writeRuntimeHung(ctx context.Context, cs kubernetes.Interface, name string, status corev1.ConditionStatus) error {
 	now := time.Now()
-	return writeCondition(ctx, cs, name, "RuntimeHung", remedy.DefaultWriter, status, now, now)
+	return harness.WriteCondition(ctx, cs, name, "RuntimeHung", remedy.DefaultWriter, status, now, now)
 }
 
 // inParallel runs do(0..n-1) on workers goroutines; the first error stops

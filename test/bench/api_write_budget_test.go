@@ -1,0 +1,14 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// TestWriteBudget is test/integration's TestWriteBudget over 5 minutes of
+// steady state at a 30 s heartbeat (harness.WriteBudget).
+func TestWriteBudget(t *testing.T) {
+	harness.WriteBudget(t, 5*time.Minute, 30*time.Second)
+}

@@ -1,0 +1,271 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Daemon is a `hangwatch run` process started by a test. It is a
+// harness.Watched: a wait given harness.UnlessExited(d) ends when it dies.
+type Daemon struct {
+	Base    string
+	Cmd     *exec.Cmd
+	Done    chan struct{}
+	ExitErr error // set before done is closed
+	LogPath string
+	Log     *os.File
+	// repair is `hangwatch repair` beside it (startRepairing); nil: none.
+	Repair *Companion
+}
+
+// Companion is a process started beside hangwatch and stopped with it.
+type Companion struct {
+	Cmd  *exec.Cmd
+	Done chan struct{}
+}
+
+// WatchDaemon makes the daemon of cmd, started, serving on addr: its
+// exit closes Exited.
+func WatchDaemon(cmd *exec.Cmd, addr, logPath string) *Daemon {
+	d := &Daemon{Base: "http://" + addr, Cmd: cmd, Done: make(chan struct{}), LogPath: logPath}
+	go func() { d.ExitErr = cmd.Wait(); close(d.Done) }()
+	return d
+}
+
+func StartDaemon(t *testing.T, endpoint string, args ...string) *Daemon {
+	t.Helper()
+	addr := FreeAddr(t)
+	// O_APPEND: `hangwatch repair` (startRepairing) writes to it too
+	log, err := os.OpenFile(filepath.Join(t.TempDir(), "hangwatch.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append([]string{"run", "-r", endpoint, "--listen-address", addr}, args...)
+	if !slices.Contains(args, "--repair-state-file") { // never the node's own /var/lib/hangwatch
+		all = append(all, "--repair-state-file", filepath.Join(t.TempDir(), "repair-budget.json"))
+	}
+	cmd := exec.Command(HangwatchBin, all...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := WatchDaemon(cmd, addr, log.Name())
+	d.Log = log
+	t.Cleanup(func() {
+		_ = d.Cmd.Process.Kill()
+		<-d.Done
+		if t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			t.Logf("hangwatch log:\n%s", data)
+		}
+	})
+	Eventually(t, 30*time.Second, "/healthz to answer", func() bool {
+		_, err := d.Get("/healthz")
+		return err == nil
+	}, UnlessExited(d))
+	return d
+}
+
+// Exited is closed once hangwatch has exited.
+func (d *Daemon) Exited() <-chan struct{} { return d.Done }
+
+// String names hangwatch and, once it has exited, how it ended.
+func (d *Daemon) String() string {
+	select {
+	case <-d.Done:
+		return fmt.Sprintf("hangwatch (%v)", d.ExitErr)
+	default:
+		return "hangwatch"
+	}
+}
+
+// Running tells whether hangwatch has not exited.
+func (d *Daemon) Running() bool {
+	select {
+	case <-d.Done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop sends SIGTERM and waits for a clean exit, of the repair process
+// beside it first.
+func (d *Daemon) Stop(t *testing.T) {
+	t.Helper()
+	if d.Repair != nil {
+		d.Repair.Stop(t)
+	}
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 30*time.Second, "hangwatch to stop after SIGTERM", func() bool { return !d.Running() })
+	if d.ExitErr != nil {
+		t.Errorf("hangwatch exited with %v after SIGTERM, want 0", d.ExitErr)
+	}
+}
+
+func (d *Daemon) Get(path string) (string, error) {
+	resp, err := http.Get(d.Base + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return string(body), err
+}
+
+// Condition reads condType from hangwatch's /conditions; all empty when
+// it is not there or /conditions does not answer.
+func (d *Daemon) Condition(t *testing.T, condType string) (status, reason, message string) {
+	t.Helper()
+	body, err := d.Get("/conditions")
+	if err != nil {
+		return "", "", ""
+	}
+	var out struct {
+		Conditions []struct{ Type, Status, Reason, Message string } `json:"conditions"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatalf("/conditions is not JSON: %v: %s", err, body)
+	}
+	for _, c := range out.Conditions {
+		if c.Type == condType {
+			return c.Status, c.Reason, c.Message
+		}
+	}
+	return "", "", ""
+}
+
+// RuntimeHung is the status of RuntimeHung in /conditions.
+func (d *Daemon) RuntimeHung(t *testing.T) string {
+	t.Helper()
+	status, _, _ := d.Condition(t, "RuntimeHung")
+	return status
+}
+
+// StartRepairing starts hangwatch serving the repair link and, beside it,
+// `hangwatch repair` on the same flags: the privileged half of repair in
+// a process of its own, as the repair overlay runs it. Both write to
+// hangwatch's log. It returns once the repair process has read the
+// agent's view.
+func StartRepairing(t *testing.T, endpoint string, args ...string) *Daemon {
+	t.Helper()
+	if !slices.Contains(args, "--repair-state-file") { // never the node's own /var/lib/hangwatch
+		args = append(args, "--repair-state-file", filepath.Join(t.TempDir(), "repair-budget.json"))
+	}
+	args = append(args, "--repair-socket", filepath.Join(SocketDir(t), "repair.sock"))
+	d := StartDaemon(t, endpoint, args...)
+	cmd := exec.Command(HangwatchBin, append([]string{"repair", "-r", endpoint}, args...)...)
+	cmd.Stdout, cmd.Stderr = d.Log, d.Log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &Companion{Cmd: cmd, Done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(c.Done) }()
+	d.Repair = c
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.Done })
+	Eventually(t, 30*time.Second, "hangwatch repair to read the agent's view", func() bool {
+		text, err := d.Get("/metrics")
+		return err == nil && strings.Contains(text, "hangwatch_repair_linked 1")
+	}, UnlessExited(d), UnlessExited(c))
+	ListensOnNothing(t, cmd.Process.Pid)
+	return d
+}
+
+// ListensOnNothing checks that no socket pid holds listens: no TCP port
+// and no Unix socket (the repair process only dials the agent).
+func ListensOnNothing(t *testing.T, pid int) {
+	t.Helper()
+	held := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(target, "socket:[") {
+			held[strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")] = true
+		}
+	}
+	for _, table := range []struct {
+		path               string
+		stateCol, inodeCol int
+		listening          string
+	}{{"/proc/net/tcp", 3, 9, "0A"}, {"/proc/net/tcp6", 3, 9, "0A"}, {"/proc/net/unix", 3, 6, "00010000"}} {
+		raw, err := os.ReadFile(table.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(raw), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > table.inodeCol && f[table.stateCol] == table.listening && held[f[table.inodeCol]] {
+				t.Errorf("hangwatch repair (PID %d) listens: %s", pid, line)
+			}
+		}
+	}
+}
+
+// Exited is closed once the process has exited.
+func (c *Companion) Exited() <-chan struct{} { return c.Done }
+
+func (c *Companion) String() string { return "hangwatch repair" }
+
+// Stop sends SIGTERM and waits for it to exit.
+func (c *Companion) Stop(t *testing.T) {
+	t.Helper()
+	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 30*time.Second, "hangwatch repair to stop after SIGTERM", func() bool {
+		select {
+		case <-c.Done:
+			return true
+		default:
+			return false
+		}
+	})
+}
+
+func (d *Daemon) ReloadCond(t *testing.T, condType string) ReloadCondition {
+	t.Helper()
+	body, err := d.Get("/conditions")
+	if err != nil {
+		return ReloadCondition{}
+	}
+	var out struct{ Conditions []ReloadCondition }
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatalf("/conditions is not JSON: %v: %s", err, body)
+	}
+	for _, c := range out.Conditions {
+		if c.Type == condType {
+			return c
+		}
+	}
+	return ReloadCondition{}
+}
+
+// StillFalse fails if condType leaves False within d (a read after the
+// skip counter moved: a match would have raised it by then).
+func (d *Daemon) StillFalse(t *testing.T, condType string, within time.Duration) {
+	t.Helper()
+	var reason, msg string
+	Throughout(t, within, condType+" False", func() bool {
+		var st string
+		st, reason, msg = d.Condition(t, condType)
+		return st == "False"
+	}, Every(100*time.Millisecond), UnlessExited(d),
+		Explaining(func() string { return reason + ": " + msg }))
+}

@@ -1,5 +1,0 @@
-//go:build e2e
-
-package harness
-
-const e2eTag = true

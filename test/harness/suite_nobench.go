@@ -1,5 +1,0 @@
-//go:build !bench
-
-package harness
-
-const benchTag = false

@@ -1,0 +1,88 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"github.com/hangwatch/hangwatch/test/measurements"
+	corev1 "k8s.io/api/core/v1"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// APIRequests sums the API server's apiserver_request_total over the
+// series of one verb, resource and subresource (all codes).
+func APIRequests(t *testing.T, cp *ControlPlane, verb, resource, subresource string) int {
+	t.Helper()
+	text, err := cp.Metrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^apiserver_request_total\{([^}]*)\} (\S+)$`)
+	total := 0.0
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		labels := m[1]
+		if strings.Contains(labels, `verb="`+verb+`"`) && strings.Contains(labels, `resource="`+resource+`"`) &&
+			strings.Contains(labels, `subresource="`+subresource+`"`) {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			total += v
+		}
+	}
+	return int(total)
+}
+
+type WriteCount struct{ Patches, Events int }
+
+func Writes(t *testing.T, cp *ControlPlane) WriteCount {
+	return WriteCount{Patches: APIRequests(t, cp, "PATCH", "nodes", "status"),
+		Events: APIRequests(t, cp, "POST", "events", "") + APIRequests(t, cp, "PATCH", "events", "")}
+}
+
+// WriteBudget is TestWriteBudget's scenario: it counts, at the API
+// server, what hangwatch writes in steady for heartbeat (one status patch
+// per heartbeat however often it probes), then for a transition (one patch
+// and one Event). The correctness suite runs 25 s at a 10 s heartbeat, the
+// benchmarks 5 minutes at 30 s.
+func WriteBudget(t *testing.T, steady, heartbeat time.Duration) {
+	t.Helper()
+	c, cp := OwnContainerd(t), StartControlPlaneT(t) // its own: the test counts requests at the API server
+	node := UniqueNode("hw-writes")
+	kc := CreateNode(t, cp, node)
+	d := StartDaemon(t, c.Endpoint, NodeArgs(kc, node, "--config", NoLeaseConfig(t), "--period", "1s", "-t", "1s",
+		"--max-period", "2s", "--status-heartbeat-period", heartbeat.String())...)
+	for _, cond := range []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock"} { // the first patches all landed
+		WaitNode(t, cp, d, 30*time.Second, node, cond, CondStatus(corev1.ConditionFalse))
+	}
+	before := Writes(t, cp)
+	start := time.Now()
+	Eventually(t, steady+time.Minute, "the steady window", func() bool { return time.Since(start) >= steady }, UnlessExited(d))
+	after := Writes(t, cp)
+	patches := after.Patches - before.Patches
+	cycles := int(steady / time.Second)
+	window := fmt.Sprintf("in %v, heartbeat %v, %d probe cycles", steady, heartbeat, cycles)
+	measurements.Record(t, "steady_status_patches", float64(patches), "patches", window)
+	measurements.Record(t, "steady_events", float64(after.Events-before.Events), "events", window)
+	measurements.Record(t, "steady_writes_per_hour_at_5m_heartbeat", float64(patches)/steady.Hours()*heartbeat.Hours()/(5*time.Minute).Hours(), "writes/h")
+	if want := int(steady / heartbeat); patches < want-1 || patches > want+1 || after.Events != before.Events {
+		t.Errorf("steady state: %d patches and %d events in %v, want %d±1 heartbeat patches and no event",
+			patches, after.Events-before.Events, steady, want)
+	}
+
+	thaw := Freeze(t, c)
+	WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", CondStatus(corev1.ConditionTrue))
+	Eventually(t, 30*time.Second, "the transition's Event", func() bool { return Writes(t, cp).Events > after.Events }, UnlessExited(d))
+	raise := Writes(t, cp)
+	thaw()
+	WaitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", CondStatus(corev1.ConditionFalse))
+	Eventually(t, 30*time.Second, "the clear's Event", func() bool { return Writes(t, cp).Events > raise.Events }, UnlessExited(d))
+	clear := Writes(t, cp)
+	measurements.Record(t, "transition_raise_patches", float64(raise.Patches-after.Patches), "patches")
+	measurements.Record(t, "transition_raise_events", float64(raise.Events-after.Events), "events")
+	measurements.Record(t, "transition_clear_patches", float64(clear.Patches-raise.Patches), "patches")
+	measurements.Record(t, "transition_clear_events", float64(clear.Events-raise.Events), "events")
+	if n := raise.Patches - after.Patches; n < 1 || n > 2 {
+		t.Errorf("raising took %d patches, want 1 (2 if a heartbeat fell due)", n)
+	}
+}
