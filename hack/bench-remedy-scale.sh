@@ -24,11 +24,11 @@ machine="$(machine_text), control plane $KUBE_VERSION (etcd $(etcd --version 2>/
 # (manifests/overlays/remedy/deployment.yaml); it inherits the test's environment
 gomemlimit=$(awk '/name: GOMEMLIMIT/{getline; print $2}' manifests/overlays/remedy/deployment.yaml)
 export GOMEMLIMIT=$gomemlimit
-cmd="GOMEMLIMIT=$gomemlimit HANGWATCH_REMEDY_SCALE=$nodes go test -tags bench -count 1 -timeout 60m -v -run TestRemedyScaleBenchmark ./test/integration/"
+cmd="GOMEMLIMIT=$gomemlimit HANGWATCH_REMEDY_SCALE=$nodes HANGWATCH_SUITE=bench go test -count 1 -timeout 60m -v -run TestRemedyScaleBenchmark ./test/bench/"
 measured=$(measurements_file bench-remedy-scale)
 log "running: $cmd"
 rc=0
-HANGWATCH_MEASUREMENTS=$measured HANGWATCH_REMEDY_SCALE=$nodes go test -tags bench -count 1 -timeout 60m -v -run TestRemedyScaleBenchmark ./test/integration/ 2>&1 \
+HANGWATCH_MEASUREMENTS=$measured HANGWATCH_REMEDY_SCALE=$nodes HANGWATCH_SUITE=bench go test -count 1 -timeout 60m -v -run TestRemedyScaleBenchmark ./test/bench/ 2>&1 \
   | tee "$log" | { grep -E 'MEASURE|rest_client|^(---|ok|FAIL)' || true; } || rc=$?
 if ! grep -q -- '--- PASS: TestRemedyScaleBenchmark' "$log"; then
   log "the benchmark did not pass (log: $log); BENCHMARKS.md left as it was"

@@ -20,10 +20,10 @@ if [ "${1:-}" = "--hang-after-slowness" ]; then
   export HANGWATCH_MEASUREMENTS
   HANGWATCH_MEASUREMENTS=$(measurements_file hang-after-slowness)
   log_file="$HANGWATCH_CACHE/bench-hang-after-slowness.log"
-  cmd="go test -tags bench -timeout 30m -v -run TestHangAfterSlownessMeasured ./test/integration/; HANGWATCH_E2E_HEALTHY=5m go test -tags e2e -timeout 30m -v -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/"
+  cmd="HANGWATCH_SUITE=bench go test -timeout 30m -v -run TestHangAfterSlownessMeasured ./test/bench/; HANGWATCH_E2E_HEALTHY=5m HANGWATCH_SUITE=e2e go test -timeout 30m -v -run TestStaticPodHealthyNodeRaisesNothing ./test/e2e/"
   rc=0
-  { go test -tags bench -timeout 30m -v -run TestHangAfterSlownessMeasured ./test/integration/ &&
-    HANGWATCH_E2E_HEALTHY=5m go test -tags e2e -timeout 30m -v -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/; } \
+  { HANGWATCH_SUITE=bench go test -timeout 30m -v -run TestHangAfterSlownessMeasured ./test/bench/ &&
+    HANGWATCH_E2E_HEALTHY=5m HANGWATCH_SUITE=e2e go test -timeout 30m -v -run TestStaticPodHealthyNodeRaisesNothing ./test/e2e/; } \
     > "$log_file" 2>&1 || rc=$?
   grep -E 'MEASURE|^(---|ok|FAIL)' "$log_file" || true
   publish_section hang-after-slowness "## A hang after a spell of slowness (issue 31)" "$log_file" "$rc" "$HANGWATCH_MEASUREMENTS" \
@@ -56,21 +56,21 @@ echo
 echo "\$ go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | grep MEASURE"
 go test -count 3 -v -run 'TestDiag|TestRun|TestKernel' ./test/integration/ | grep MEASURE | sed 's/^ *//'
 echo
-echo "\$ go test -tags bench -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE"
-go test -tags bench -count 3 -v -run TestKmsgFloodFootprint ./test/integration/ | grep MEASURE | sed 's/^ *//'
+echo "\$ HANGWATCH_SUITE=bench go test -count 3 -v -run TestKmsgFloodFootprint ./test/bench/ | grep MEASURE"
+HANGWATCH_SUITE=bench go test -count 3 -v -run TestKmsgFloodFootprint ./test/bench/ | grep MEASURE | sed 's/^ *//'
 echo
-echo "\$ HANGWATCH_NPD_BIN=$HANGWATCH_NPD_BIN go test -tags bench -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | grep -E 'MEASURE|^ *\\|'"
-go test -tags bench -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/integration/ | tee "$HANGWATCH_CACHE/bench-footprint.log" | grep -E 'MEASURE|^ *\|' | sed 's/^ *//'
+echo "\$ HANGWATCH_NPD_BIN=$HANGWATCH_NPD_BIN HANGWATCH_SUITE=bench go test -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/bench/ | grep -E 'MEASURE|^ *\\|'"
+HANGWATCH_SUITE=bench go test -count 1 -v -timeout 20m -run TestFootprintBesideNPD ./test/bench/ | tee "$HANGWATCH_CACHE/bench-footprint.log" | grep -E 'MEASURE|^ *\|' | sed 's/^ *//'
 echo
-echo "\$ HANGWATCH_E2E_HEALTHY=5m go test -tags e2e -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/ | grep -E 'MEASURE e2e_(footprint|cri)'"
-HANGWATCH_E2E_HEALTHY=5m go test -tags e2e -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/integration/ | tee "$HANGWATCH_CACHE/bench-healthy.log" | grep -E 'MEASURE e2e_(footprint|cri)' | sed 's/^ *//'
+echo "\$ HANGWATCH_E2E_HEALTHY=5m HANGWATCH_SUITE=e2e go test -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/e2e/ | grep -E 'MEASURE e2e_(footprint|cri)'"
+HANGWATCH_E2E_HEALTHY=5m HANGWATCH_SUITE=e2e go test -count 1 -v -timeout 30m -run TestStaticPodHealthyNodeRaisesNothing ./test/e2e/ | tee "$HANGWATCH_CACHE/bench-healthy.log" | grep -E 'MEASURE e2e_(footprint|cri)' | sed 's/^ *//'
 ./hack/footprint-table.sh "$HANGWATCH_MEASUREMENTS" "$(machine_text), containerd $CONTAINERD_VERSION, Kubernetes $KUBE_VERSION"
 echo
 echo "\$ go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE"
 go test -count 3 -v -run 'TestFrozenRuntimeReachesTheNode|TestAPIServerRestart|TestLeaseNotRenewed' ./test/integration/ | grep MEASURE | sed 's/^ *//'
 echo
-echo "\$ go test -tags bench -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE"
-go test -tags bench -count 1 -v -run TestWriteBudget ./test/integration/ | grep MEASURE | sed 's/^ *//'
+echo "\$ HANGWATCH_SUITE=bench go test -count 1 -v -run TestWriteBudget ./test/bench/ | grep MEASURE"
+HANGWATCH_SUITE=bench go test -count 1 -v -run TestWriteBudget ./test/bench/ | grep MEASURE | sed 's/^ *//'
 
 go_bench go test -run '^$' -bench 'BenchmarkParse|BenchmarkWindow|BenchmarkParseAtTheBounds' -benchtime 200x -count 3 ./kubeletmetrics/
 go_bench go test -run '^$' -bench PassAtRest -benchtime 30x -count 3 ./remedy/
@@ -81,8 +81,8 @@ go test -run '^$' -fuzz FuzzParse -fuzztime 2m ./kubeletmetrics/ 2>&1 | tail -3
 echo "\$ go test -count 3 -v -run TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady ./test/integration/ | grep -E 'MEASURE|Ready='"
 go test -count 3 -v -run TestFrozenRuntimeRaisesPLEGUnhealthyWhileKubeletReady ./test/integration/ | grep -E 'MEASURE|Ready=' | sed 's/^ *//'
 
-echo "\$ go test -tags bench -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/integration/ | grep churn"
-go test -tags bench -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/integration/ | grep churn | sed 's/^ *//'
+echo "\$ HANGWATCH_SUITE=bench go test -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/bench/ | grep churn"
+HANGWATCH_SUITE=bench go test -timeout 20m -v -run TestHealthyNodeWithPodChurnStaysPLEGHealthy ./test/bench/ | grep churn | sed 's/^ *//'
 
 echo
 echo "every measurement recorded (median of the runs), from $HANGWATCH_MEASUREMENTS:"

@@ -11,8 +11,8 @@ run_budget() {
   local log=$HANGWATCH_CACHE/e2e-budget.log rc=0 steady=${BUDGET:-10m} machine measured
   machine="$(machine_text), containerd $CONTAINERD_VERSION, kubelet and control plane $KUBE_VERSION"
   measured=$(measurements_file e2e-budget)
-  local frozen="go test -tags e2e -count 3 -timeout 60m -v -run 'TestStaticPodKubeletFrozen\$' ./test/integration/"
-  local budget="HANGWATCH_E2E_BUDGET=$steady go test -tags e2e -count 1 -timeout 60m -v -run 'TestAPIRequestBudget\$' ./test/integration/"
+  local frozen="HANGWATCH_SUITE=e2e go test -count 3 -timeout 60m -v -run 'TestStaticPodKubeletFrozen\$' ./test/e2e/"
+  local budget="HANGWATCH_E2E_BUDGET=$steady HANGWATCH_SUITE=e2e go test -count 1 -timeout 60m -v -run 'TestAPIRequestBudget\$' ./test/e2e/"
   local flood="go test -count 1 -timeout 20m -v -run 'TestSecurePortFlood\$' ./test/integration/"
   : > "$log"
   for cmd in "$frozen" "$budget" "$flood"; do

@@ -12,11 +12,11 @@ run_fence() {
   local machine
   machine="$(machine_text), containerd $CONTAINERD_VERSION, kubelets (pod cgroups, cgroupfs) and control plane $KUBE_VERSION"
   local measured; measured=$(measurements_file e2e-fence)
-  local cmd="go test -tags e2e -count $runs -timeout 60m -v -run 'TestFenceMovesAStatefulSetPod(WithItsVolume)?$' ./test/integration/"
-  local base="go test -tags e2e -count 1 -timeout 30m -v -run 'TestFenceBaseline' ./test/integration/"
+  local cmd="HANGWATCH_SUITE=e2e go test -count $runs -timeout 60m -v -run 'TestFenceMovesAStatefulSetPod(WithItsVolume)?$' ./test/e2e/"
+  local base="HANGWATCH_SUITE=e2e go test -count 1 -timeout 30m -v -run 'TestFenceBaseline' ./test/e2e/"
   log "running: $cmd; then $base"
-  { HANGWATCH_MEASUREMENTS=$measured go test -tags e2e -count "$runs" -timeout 60m -v -run 'TestFenceMovesAStatefulSetPod(WithItsVolume)?$' ./test/integration/ &&
-    HANGWATCH_MEASUREMENTS=$measured go test -tags e2e -count 1 -timeout 30m -v -run 'TestFenceBaseline' ./test/integration/; } 2>&1 \
+  { HANGWATCH_MEASUREMENTS=$measured HANGWATCH_SUITE=e2e go test -count "$runs" -timeout 60m -v -run 'TestFenceMovesAStatefulSetPod(WithItsVolume)?$' ./test/e2e/ &&
+    HANGWATCH_MEASUREMENTS=$measured HANGWATCH_SUITE=e2e go test -count 1 -timeout 30m -v -run 'TestFenceBaseline' ./test/e2e/; } 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|web-0 was' || true; } || rc=$?
   publish_section fence "## The fence on two nodes: a StatefulSet pod elsewhere without a reboot (issue 39)" "$log" "$rc" "$measured" \
     -var "machine=$machine" -var "command=$cmd" -var "baseline=$base"

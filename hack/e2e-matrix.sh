@@ -22,8 +22,8 @@ matrix_row() {
   local measured; measured=$(measurements_file "e2e-matrix-$k-$c${gates:+-${gates//[=,]/-}}")
   HANGWATCH_E2E_RUNTIME=$runtime HANGWATCH_KUBELET_BIN="$HANGWATCH_CACHE/kube-$k/kubelet" HANGWATCH_KUBELET_FEATURE_GATES="$gates" \
     HANGWATCH_E2E_HEALTHY=$healthy HANGWATCH_E2E_PODS=30 HANGWATCH_MEASUREMENTS=$measured \
-    go test -tags e2e -count 1 -timeout 40m -v -run 'TestStaticPodBeatsNotReady$|TestStaticPodListPodSandboxHang$|TestStaticPodHealthyNodeRaisesNothing$' \
-    ./test/integration/ >"$log" 2>&1 || rc=$?
+    HANGWATCH_SUITE=e2e go test -p 1 -count 1 -timeout 40m -v -run 'TestStaticPodBeatsNotReady$|TestStaticPodListPodSandboxHang$|TestStaticPodHealthyNodeRaisesNothing$' \
+    ./test/integration/ ./test/e2e/ >"$log" 2>&1 || rc=$?
   # what is not a measurement: whether the healthy run passed, the tests that failed
   local healthy_failure="" fails row
   if ! grep -q -- '--- PASS: TestStaticPodHealthyNodeRaisesNothing' "$log"; then

@@ -6,10 +6,10 @@ run_remedy() {
   local log=$HANGWATCH_CACHE/e2e-remedy.log rc=0
   local machine
   machine="$(machine_text), containerd $CONTAINERD_VERSION, kubelets and control plane $KUBE_VERSION"
-  local cmd="go test -tags e2e -count 1 -timeout 40m -v -run 'TestTwoNodeFreeze' ./test/integration/"
+  local cmd="HANGWATCH_SUITE=e2e go test -count 1 -timeout 40m -v -run 'TestTwoNodeFreeze' ./test/e2e/"
   local measured; measured=$(measurements_file e2e-remedy)
   log "running: $cmd"
-  HANGWATCH_MEASUREMENTS=$measured go test -tags e2e -count 1 -timeout 40m -v -run 'TestTwoNodeFreeze' ./test/integration/ 2>&1 \
+  HANGWATCH_MEASUREMENTS=$measured HANGWATCH_SUITE=e2e go test -count 1 -timeout 40m -v -run 'TestTwoNodeFreeze' ./test/e2e/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)' || true; } || rc=$?
   publish_section remedy "## Early recovery: hangwatch-remedy on two nodes (issue 19)" "$log" "$rc" "$measured" \
     -var "machine=$machine" -var "command=$cmd"

@@ -25,10 +25,10 @@ run_ladder() {
   local log=$HANGWATCH_CACHE/e2e-ladder.log rc=0
   local machine
   machine="$(machine_text), containerd $CONTAINERD_VERSION under systemd $(/lib/systemd/systemd --version 2>/dev/null | awk 'NR==1{print $2}'), kubelets and control plane $KUBE_VERSION"
-  local cmd="go test -tags e2e -count 1 -timeout 40m -v -run 'TestTwoNodeLadder' ./test/integration/"
+  local cmd="HANGWATCH_SUITE=e2e go test -count 1 -timeout 40m -v -run 'TestTwoNodeLadder' ./test/e2e/"
   local measured; measured=$(measurements_file e2e-ladder)
   log "running: $cmd"
-  HANGWATCH_MEASUREMENTS=$measured go test -tags e2e -count 1 -timeout 40m -v -run 'TestTwoNodeLadder' ./test/integration/ 2>&1 \
+  HANGWATCH_MEASUREMENTS=$measured HANGWATCH_SUITE=e2e go test -count 1 -timeout 40m -v -run 'TestTwoNodeLadder' ./test/e2e/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|kept:' || true; } || rc=$?
   publish_section ladder "## The recovery ladder on two nodes: taint, restart, evict (issue 27)" "$log" "$rc" "$measured" \
     -var "machine=$machine" -var "command=$cmd"

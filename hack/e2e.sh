@@ -48,7 +48,8 @@
 # built alone (kubelets may be up to three minors older than the API server).
 # E2E_RUN=<go test -run pattern> runs only some scenarios and adds their
 # figures to the last full run's before the table is written again.
-# Every mode runs go test -tags e2e (docs/testing.md: the e2e suite) and
+# Every mode runs go test on the e2e suite, test/e2e, with HANGWATCH_SUITE=e2e
+# (docs/testing.md; --repair and --api-budget correctness tests too), and
 # renders its table with hack/benchtable from the measurements the tests
 # recorded ($HANGWATCH_CACHE/<mode>.jsonl).
 source "$(dirname "$0")/lib.sh"
@@ -125,7 +126,7 @@ healthy=${1:-10m}
 log=$HANGWATCH_CACHE/e2e.log
 machine="$(machine_text), containerd $CONTAINERD_VERSION, kubelet $kubelet_version, control plane $KUBE_VERSION"
 run=${E2E_RUN:-TestStaticPod}
-cmd="HANGWATCH_E2E_HEALTHY=$healthy go test -tags e2e -count 1 -timeout 90m -v -run '$run' ./test/integration/"
+cmd="HANGWATCH_E2E_HEALTHY=$healthy HANGWATCH_SUITE=e2e go test -p 1 -count 1 -timeout 90m -v -run '$run' ./test/integration/ ./test/e2e/"
 log "running: $cmd"
 tee_args=()
 measured=$HANGWATCH_CACHE/e2e.jsonl
@@ -138,11 +139,11 @@ fi
 # measure): BENCHMARKS.md is then left as it was, and the script exits
 # with go test's status.
 go_rc=0
-HANGWATCH_MEASUREMENTS=$measured HANGWATCH_E2E_HEALTHY=$healthy go test -tags e2e -count 1 -timeout 90m -v -run "$run" ./test/integration/ 2>&1 \
+HANGWATCH_MEASUREMENTS=$measured HANGWATCH_E2E_HEALTHY=$healthy HANGWATCH_SUITE=e2e go test -p 1 -count 1 -timeout 90m -v -run "$run" ./test/integration/ ./test/e2e/ 2>&1 \
   | tee "${tee_args[@]}" "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|kubelet:|hangwatch:' || true; } || go_rc=$?
 rc=0
 publish_section e2e "## End to end: the static pod against the kubelet and the controller" "$log" "$go_rc" "$measured" \
   -var "machine=$machine" -var "script=./hack/e2e.sh $kubelet_version $CONTAINERD_VERSION $healthy" \
-  -var "command=HANGWATCH_E2E_HEALTHY=$healthy go test -tags e2e -count 1 -timeout 90m -v -run TestStaticPod ./test/integration/" \
+  -var "command=HANGWATCH_E2E_HEALTHY=$healthy HANGWATCH_SUITE=e2e go test -p 1 -count 1 -timeout 90m -v -run TestStaticPod ./test/integration/ ./test/e2e/" \
   -var "containerd=$CONTAINERD_VERSION" -var "containerd_upgrade=$CONTAINERD_UPGRADE_VERSION" -var "healthy=$healthy" || rc=$?
 exit "$rc"

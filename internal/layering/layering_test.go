@@ -166,6 +166,8 @@ func TestForbiddenNamesEachRule(t *testing.T) {
 		{"pleg", "kernellog", false},
 		{"conditions", "agent", false},
 		{"test/integration", "cmd/hangwatch", false},
+		{"test/e2e", "cmd/hangwatch", false},
+		{"test/harness", "repair", true},
 		{"cri/sub", "cri", true},
 		{"repair", "conditions", false},
 		{"repair", "cri", false},

@@ -31,14 +31,14 @@ const (
 	daemonGoLimit     = shippedLimitBytes / 100 * 80
 )
 
-// TestListContainersAnswerMemory (a benchmark: go test -tags bench) runs
+// TestListContainersAnswerMemory (a benchmark) runs
 // probe cycles against a CRI runtime (fakecri) whose ListContainers answer
 // is about 4, 8, 12 and 16 MiB (the kubelet's and hangwatch's limit), and
 // logs per size what the answer takes decoded and the Go heap's peak while
 // cycles run, with GOGC 50 as the daemon, without and with the memory
 // limit it sets under 128Mi. fakecri runs in this process: its encoded
 // answers are in the baseline, and the figures over it are the client's.
-// TestLargeCRIAnswerWithin128Mi (test/integration) measures the daemon.
+// TestLargeCRIAnswerWithin128Mi measures the daemon.
 func TestListContainersAnswerMemory(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(daemonGCPercent))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))

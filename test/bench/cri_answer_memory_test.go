@@ -19,7 +19,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
-// TestLargeCRIAnswerWithin128Mi (a benchmark: go test -tags bench; root and
+// TestLargeCRIAnswerWithin128Mi (a benchmark; root and
 // cgroup v1) runs the hangwatch binary in a memory cgroup limited to
 // 128Mi, as the shipped manifests limit it, against a runtime (fakecri)
 // whose ListContainers answers 4, 8, 12 and 16 MiB (the kubelet's and

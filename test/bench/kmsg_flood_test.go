@@ -39,7 +39,7 @@ func floodKmsg(t *testing.T, rate int, d time.Duration) int {
 
 // TestKmsgFloodFootprint floods the real /dev/kmsg with OOM-kill lines at
 // 100k lines/s and measures hangwatch's CPU and memory. It is part of the
-// benchmarks (go test -tags bench, hack/bench.sh), not of every test run.
+// benchmarks (test/bench, hack/bench.sh), not of every test run.
 func TestKmsgFloodFootprint(t *testing.T) {
 	c := harness.SharedContainerd(t)
 	harness.AllowKmsgWrites(t)

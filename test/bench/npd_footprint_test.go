@@ -20,7 +20,7 @@ import (
 // side over the same window and compares their memory and CPU: first
 // standalone (the same containerd, the same /dev/kmsg, no API server),
 // then both reporting to the same kube-apiserver for the same Node as its
-// node identity. It is a benchmark (go test -tags bench, hack/bench.sh),
+// node identity. It is a benchmark (test/bench, hack/bench.sh),
 // with HANGWATCH_NPD_BIN pointing at the binary hack/lib.sh's ensure_npd
 // builds (its kernel-monitor.json beside it).
 func TestFootprintBesideNPD(t *testing.T) {

@@ -43,7 +43,7 @@ const (
 // TestRemedyScaleBenchmark runs hangwatch-remedy, with the permissions its
 // manifests give, against one kube-apiserver holding N Nodes the size of
 // real ones (HANGWATCH_REMEDY_SCALE=N, 5000 by default; a benchmark: go
-// test -tags bench, hack/bench-remedy-scale.sh): 1% of them with
+// test/bench, hack/bench-remedy-scale.sh): 1% of them with
 // RuntimeHung True as hangwatch writes it. It records (package
 // measurements) how long the controller takes to its first taint
 // and to the last of the sick nodes, how fast it reacts to one more on a

@@ -21,9 +21,9 @@ import (
 // (facility user) raises nothing. It changes the hung-task timeout for the
 // whole machine for a few seconds (a containerd of a test beside it caught
 // in a slow fsync would be reported), so, as TestStuckDirHungTaskReported,
-// it runs only in the e2e suite:
+// it is in the e2e suite:
 //
-//	go test -tags e2e -run TestKernelDeadlockFromTheKernelsOwnLine ./test/integration/
+//	HANGWATCH_SUITE=e2e go test -run TestKernelDeadlockFromTheKernelsOwnLine ./test/e2e/
 func TestKernelDeadlockFromTheKernelsOwnLine(t *testing.T) {
 	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
 		t.Skipf("needs root and /dev/fuse (harness.StuckDir): euid %d, %v", os.Geteuid(), err)
