@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -71,3 +72,13 @@ func (p *process) stop(grace time.Duration) {
 
 // logTail returns the last lines of the process's log.
 func (p *process) logTail(n int) string { return fileTail(p.name, p.log, n) }
+
+// fileTail returns the last n lines of the log at path, headed by name.
+func fileTail(name, path string, n int) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return name + " log:\n" + strings.Join(lines, "\n")
+}
