@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -520,26 +519,28 @@ func apiserverRequests(t *testing.T, cp *harness.ControlPlane, window time.Durat
 
 func requestsBetween(before, after string, window time.Duration) requestCounts {
 	c := requestCounts{window: window, byResource: map[string]float64{}, byFlowSchema: map[string]float64{}}
-	was := labelledSamples(before, "apiserver_request_total")
-	for key, v := range labelledSamples(after, "apiserver_request_total") {
-		l := parseLabels(key)
-		switch l["resource"] {
-		case "nodes", "pods", "leases", "events":
-		default:
-			continue
-		}
-		what := l["verb"] + " " + l["resource"]
-		if l["subresource"] != "" {
-			what += "/" + l["subresource"]
-		}
-		if d := v - was[key]; d > 0 {
-			c.byResource[what] += d
-		}
-	}
-	was = labelledSamples(before, "apiserver_flowcontrol_dispatched_requests_total")
-	for key, v := range labelledSamples(after, "apiserver_flowcontrol_dispatched_requests_total") {
-		if d := v - was[key]; d > 0 {
-			c.byFlowSchema[parseLabels(key)["flow_schema"]] += d
+	was := harness.SeriesOf(before, "apiserver_request_total")
+	wasFS := harness.SeriesOf(before, "apiserver_flowcontrol_dispatched_requests_total")
+	for _, smp := range harness.Scrape(after) {
+		l := smp.Labels
+		switch smp.Name {
+		case "apiserver_request_total":
+			switch l["resource"] {
+			case "nodes", "pods", "leases", "events":
+			default:
+				continue
+			}
+			what := l["verb"] + " " + l["resource"]
+			if l["subresource"] != "" {
+				what += "/" + l["subresource"]
+			}
+			if d := smp.Value - was[smp.String()]; d > 0 {
+				c.byResource[what] += d
+			}
+		case "apiserver_flowcontrol_dispatched_requests_total":
+			if d := smp.Value - wasFS[smp.String()]; d > 0 {
+				c.byFlowSchema[l["flow_schema"]] += d
+			}
 		}
 	}
 	return c
@@ -588,37 +589,6 @@ func joinCounts(m map[string]float64) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
-}
-
-// labelledSamples maps each sample of a metric, by its label set as
-// written, to its value.
-func labelledSamples(text, name string) map[string]float64 {
-	out := map[string]float64{}
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			continue
-		}
-		out[line[len(name)+1:end]] = v
-	}
-	return out
-}
-
-var labelRE = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
-
-func parseLabels(set string) map[string]string {
-	out := map[string]string{}
-	for _, m := range labelRE.FindAllStringSubmatch(set, -1) {
-		out[m[1]] = m[2]
-	}
-	return out
 }
 
 // httpOK: a GET of url answers 200.

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"github.com/hangwatch/hangwatch/test/measurements"
 	corev1 "k8s.io/api/core/v1"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -20,14 +17,11 @@ func APIRequests(t *testing.T, cp *ControlPlane, verb, resource, subresource str
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`(?m)^apiserver_request_total\{([^}]*)\} (\S+)$`)
 	total := 0.0
-	for _, m := range re.FindAllStringSubmatch(text, -1) {
-		labels := m[1]
-		if strings.Contains(labels, `verb="`+verb+`"`) && strings.Contains(labels, `resource="`+resource+`"`) &&
-			strings.Contains(labels, `subresource="`+subresource+`"`) {
-			v, _ := strconv.ParseFloat(m[2], 64)
-			total += v
+	for _, s := range Scrape(text) {
+		if s.Name == "apiserver_request_total" && s.Labels["verb"] == verb && s.Labels["resource"] == resource &&
+			s.Labels["subresource"] == subresource {
+			total += s.Value
 		}
 	}
 	return int(total)
