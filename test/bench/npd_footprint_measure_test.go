@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -79,13 +78,8 @@ const scrapeEvery = 15
 // scrape reads the process's metrics once.
 func (p *benchProc) scrape(t *testing.T) {
 	t.Helper()
-	resp, err := http.Get(p.metricsURL)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", p.name, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape %s: %s, %v", p.name, resp.Status, err)
+	if code, _, err := harness.Get(p.metricsURL); err != nil || code != http.StatusOK {
+		t.Fatalf("scrape %s: %d, %v", p.name, code, err)
 	}
 }
 

@@ -222,11 +222,7 @@ func (p *benchProc) String() string { return p.name }
 func (p *benchProc) waitReady(t *testing.T, url string) {
 	t.Helper()
 	harness.Eventually(t, time.Minute, p.name+": "+url+" to answer 200", func() bool {
-		resp, err := http.Get(url) //nolint:noctx // a loopback readiness probe
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		code, _, err := harness.Get(url)
+		return err == nil && code == http.StatusOK
 	}, harness.UnlessExited(p))
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -593,36 +592,17 @@ func joinCounts(m map[string]float64) string {
 
 // httpOK: a GET of url answers 200.
 func httpOK(url string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode == http.StatusOK
+	code, _, err := harness.Get(url, harness.Timeout(5*time.Second))
+	return err == nil && code == http.StatusOK
 }
 
 // scrape reads a /metrics text; empty when it cannot.
 func scrape(url string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	_, body, err := harness.Get(url, harness.Timeout(10*time.Second))
 	if err != nil {
 		return ""
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return string(body)
+	return body
 }
 
 // logLeadership logs the controller's lines up to its taking the lead, to

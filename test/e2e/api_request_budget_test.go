@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -252,16 +251,9 @@ func mean(v []float64) float64 {
 // secureGetQuiet is secureGet for a goroutine: a failure comes back as
 // code 0 and the error's text.
 func secureGetQuiet(url, token string) (int, string) {
-	req, err := http.NewRequest(http.MethodGet, url, nil) //nolint:noctx // bounded by the client's timeout
+	code, body, err := harness.Get(url, harness.Token(token), harness.Client(harness.SecureClient))
 	if err != nil {
 		return 0, err.Error()
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := harness.SecureClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return code, body
 }

@@ -3,7 +3,6 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -115,17 +114,13 @@ func (d *Daemon) Stop(t *testing.T) {
 	}
 }
 
+// Get asks hangwatch's path; an error unless it answers 200.
 func (d *Daemon) Get(path string) (string, error) {
-	resp, err := http.Get(d.Base + path)
-	if err != nil {
-		return "", err
+	code, body, err := Get(d.Base + path)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d: %s", path, code, body)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
-	}
-	return string(body), err
+	return body, err
 }
 
 // Condition reads condType from hangwatch's /conditions; all empty when

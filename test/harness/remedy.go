@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,14 +91,13 @@ func (p *Remedy) String() string {
 	return fmt.Sprintf("hangwatch-remedy (pid %d)", p.Cmd.Process.Pid)
 }
 
+// Metric reads one series of the replica's /metrics; -1 when absent.
 func (p *Remedy) Metric(series string) float64 {
-	resp, err := http.Get(p.Metrics)
+	_, body, err := Get(p.Metrics)
 	if err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return MetricValue(string(body), series)
+	return MetricValue(body, series)
 }
 
 // WriteCondition writes condType on the Node name as its writer manager

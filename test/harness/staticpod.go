@@ -63,7 +63,7 @@ type StaticPodNode struct {
 // (9765 on the host network) as the PodMonitor does.
 func (n StaticPodNode) HangwatchMetrics(t *testing.T) string {
 	t.Helper()
-	code, body := SecureGet(t, "https://127.0.0.1:9765/metrics", n.ScrapeToken)
+	code, body := MustGet(t, "https://127.0.0.1:9765/metrics", Token(n.ScrapeToken), Client(SecureClient))
 	if code != http.StatusOK {
 		t.Fatalf("GET /metrics on the secure port as the PodMonitor's ServiceAccount: %d %s", code, body)
 	}
@@ -342,7 +342,7 @@ func (n StaticPodNode) StopContainer(t *testing.T, id string) {
 func (n StaticPodNode) FootprintSample(t *testing.T, pid int) Footprint {
 	t.Helper()
 	hw := n.HangwatchMetrics(t)
-	kl := HTTPGet(t, n.K.ReadOnlyMetricsURL())
+	_, kl := MustGet(t, n.K.ReadOnlyMetricsURL())
 	cpu, mem := ReadFootprint(t, pid)
 	return Footprint{At: time.Now(), Cpu: cpu, Rss: mem,
 		HangwatchCalls: SumSeries(hw, "hangwatch_cri_probes_total") + 2*SumSeries(hw, "hangwatch_pleg_emulated_relists_total"),

@@ -54,7 +54,7 @@ func TestEventedPLEGGenerations(t *testing.T) {
 	}
 	if os.Getenv("HANGWATCH_CAPTURE") == "1" {
 		minor := strings.Join(strings.Split(strings.TrimPrefix(kubelet, "v"), ".")[:2], ".")
-		body := harness.HTTPGet(t, k.ReadOnlyMetricsURL())
+		_, body := harness.MustGet(t, k.ReadOnlyMetricsURL())
 		path := filepath.Join(harness.ModuleRoot(), "kubeletmetrics", "testdata", "kubelet-"+minor+"-evented-on.prom")
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,17 +83,9 @@ func captureKubeletMetrics(t *testing.T, k *harness.Kubelet) {
 	if os.Getenv("HANGWATCH_CAPTURE") != "1" {
 		return
 	}
-	resp, err := http.Get(k.ReadOnlyMetricsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, body := harness.MustGet(t, k.ReadOnlyMetricsURL())
 	path := filepath.Join(harness.ModuleRoot(), "kubeletmetrics", "testdata", "kubelet-1.34-harness.prom")
-	if err := os.WriteFile(path, body, 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("captured %d bytes of kubelet metrics to %s", len(body), path)

@@ -39,7 +39,7 @@ func TestSecurePortFlood(t *testing.T) {
 	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--secure-listen-address", secure)...)
 	base := "https://" + secure
 	scraper := harness.ApplyScraperIdentity(t, cp)
-	if code, body := harness.SecureGet(t, base+"/metrics", scraper); code != http.StatusOK {
+	if code, body := harness.MustGet(t, base+"/metrics", harness.Token(scraper), harness.Client(harness.SecureClient)); code != http.StatusOK {
 		t.Fatalf("the scraper before the flood: %d %s", code, harness.FirstLine(body))
 	}
 
@@ -80,7 +80,7 @@ func TestSecurePortFlood(t *testing.T) {
 	if f.throttled == 0 || f.unauthorized == 0 || f.other != 0 {
 		t.Errorf("flood answers: 401 %d, 429 %d, other %d; want both 401s (within the budget) and 429s, nothing else", f.unauthorized, f.throttled, f.other)
 	}
-	_, text := harness.SecureGet(t, base+"/metrics", scraper)
+	_, text := harness.MustGet(t, base+"/metrics", harness.Token(scraper), harness.Client(harness.SecureClient))
 	if got := harness.MetricValue(text, `hangwatch_secure_requests_total{result="throttled"}`); int(got) != f.throttled {
 		t.Errorf("hangwatch counted %v throttled requests, the flood got %d 429s", got, f.throttled)
 	}

@@ -40,7 +40,7 @@ func TestSecurePort(t *testing.T) {
 		{"the PodMonitor's ServiceAccount", scraper, "/events", http.StatusForbidden},
 		{"the PodMonitor's ServiceAccount", scraper, "/metrics", http.StatusOK},
 	} {
-		code, body := harness.SecureGet(t, base+c.path, c.token)
+		code, body := harness.MustGet(t, base+c.path, harness.Token(c.token), harness.Client(harness.SecureClient))
 		t.Logf("GET %s as %s: %d %s", c.path, c.who, code, harness.FirstLine(body))
 		if code != c.code {
 			t.Errorf("GET %s as %s: %d, want %d: %s", c.path, c.who, code, c.code, body)
@@ -56,10 +56,10 @@ func TestSecurePort(t *testing.T) {
 	line := fmt.Sprintf("Memory cgroup out of memory: Killed process %d (hw-secure) total-vm:262144kB, anon-rss:256512kB, file-rss:1024kB, shmem-rss:0kB, UID:0 pgtables:560kB oom_score_adj:999", 4000+time.Now().Nanosecond()%1000)
 	writeKmsg(t, line)
 	harness.Eventually(t, 10*time.Second, "the kernel line on the secure /events", func() bool {
-		code, body := harness.SecureGet(t, base+"/events", reader)
+		code, body := harness.MustGet(t, base+"/events", harness.Token(reader), harness.Client(harness.SecureClient))
 		return code == http.StatusOK && strings.Contains(body, line)
 	}, harness.UnlessExited(d))
-	_, text := harness.SecureGet(t, base+"/metrics", scraper)
+	_, text := harness.MustGet(t, base+"/metrics", harness.Token(scraper), harness.Client(harness.SecureClient))
 	counts := harness.SeriesOf(text, "hangwatch_secure_requests_total")
 	t.Logf("hangwatch_secure_requests_total: %v", counts)
 	for _, r := range []string{"allowed", "unauthenticated", "forbidden"} {
