@@ -128,7 +128,7 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := harness.WatchDaemon(cmd, addr, logFile.Name())
+	d := &harness.Daemon{Proc: harness.WatchProc("hangwatch", cmd, logFile.Name()), Base: "http://" + addr}
 	r := cgroupRun{goLimit: "?"}
 	// A run that neither gets there nor dies within 60 s is measured as it is.
 	_, _ = harness.Poll(context.Background(), 60*time.Second, "8 cycles with the whole answer", func() bool {

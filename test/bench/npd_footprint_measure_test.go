@@ -79,7 +79,7 @@ const scrapeEvery = 15
 func (p *benchProc) scrape(t *testing.T) {
 	t.Helper()
 	if code, _, err := harness.Get(p.metricsURL); err != nil || code != http.StatusOK {
-		t.Fatalf("scrape %s: %d, %v", p.name, code, err)
+		t.Fatalf("scrape %s: %d, %v", p.Name, code, err)
 	}
 }
 
@@ -89,7 +89,7 @@ func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]pro
 	t.Helper()
 	out := make([]procWindow, len(procs))
 	for i, p := range procs {
-		out[i].cpu, _ = harness.ProcUsage(t, p.pid())
+		out[i].cpu, _ = harness.ProcUsage(t, p.PID())
 	}
 	start := time.Now()
 	watched := make([]harness.Watched, len(procs))
@@ -105,9 +105,9 @@ func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]pro
 		}
 		n++
 		for i, p := range procs {
-			m, err := harness.ReadProcMemory(p.pid())
+			m, err := harness.ReadProcMemory(p.PID())
 			if err != nil {
-				t.Fatalf("%s stopped during the window: %v", p.name, err)
+				t.Fatalf("%s stopped during the window: %v", p.Name, err)
 			}
 			out[i].samples = append(out[i].samples, m)
 		}
@@ -115,7 +115,7 @@ func sampleWindow(t *testing.T, procs []*benchProc, window time.Duration) ([]pro
 	}, harness.Every(time.Second), harness.UnlessExited(watched...))
 	wall := time.Since(start)
 	for i, p := range procs {
-		cpu, _ := harness.ProcUsage(t, p.pid())
+		cpu, _ := harness.ProcUsage(t, p.PID())
 		out[i].cpu = cpu - out[i].cpu
 	}
 	return out, wall
@@ -167,7 +167,7 @@ func rowOf(t *testing.T, setup string, p *benchProc, w procWindow, wall time.Dur
 		t.Fatal(err)
 	}
 	cpu := w.cpu
-	return footprintRow{setup: setup, process: p.name, binaryBytes: fi.Size(), cachedPages: p.cachedPages, samples: len(w.samples),
+	return footprintRow{setup: setup, process: p.Name, binaryBytes: fi.Size(), cachedPages: p.cachedPages, samples: len(w.samples),
 		vmRSS:      statOf(w.samples, func(m harness.ProcMemory) uint64 { return m.RSS }),
 		anon:       statOf(w.samples, func(m harness.ProcMemory) uint64 { return m.Anon }),
 		file:       statOf(w.samples, func(m harness.ProcMemory) uint64 { return m.File }),

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -157,14 +156,12 @@ func (n npdBinary) args(t *testing.T, node, promAddr string) []string {
 		"--prometheus-address=" + host, "--prometheus-port=" + port}
 }
 
-// benchProc is a process the benchmark started, stopped by PID when the
-// test ends.
+// benchProc is a process the benchmark started (a harness.Proc).
 type benchProc struct {
-	name, bin, log string
+	*harness.Proc
+	bin string
 	// metricsURL is its Prometheus endpoint, scraped during the window.
 	metricsURL string
-	cmd        *exec.Cmd
-	exited     chan struct{}
 	// cachedPages is how many of the binary's pages were in the page
 	// cache just before the start, after dropping them.
 	cachedPages int
@@ -172,56 +169,22 @@ type benchProc struct {
 
 // startBenchProc drops bin's pages from the page cache (a just-linked
 // binary's are all there, and the faults of a warm start map more of them)
-// and starts it with its output in a log file.
+// and starts it with its output in a log file; when the test ends it gets
+// SIGTERM, then SIGKILL after 10 s.
 func startBenchProc(t *testing.T, name, bin string, args ...string) *benchProc {
 	t.Helper()
 	cached, err := dropPageCache(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &benchProc{name: name, bin: bin, log: filepath.Join(t.TempDir(), name+".log"), exited: make(chan struct{}), cachedPages: cached}
-	log, err := os.Create(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = log, log
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = p.cmd.Wait(); _ = log.Close(); close(p.exited) }()
-	t.Cleanup(func() { p.stop(t) })
-	return p
+	p := harness.StartProc(t, name, harness.ProcOptions{Grace: 10 * time.Second, DieWithTest: true}, bin, args...)
+	return &benchProc{Proc: p, bin: bin, cachedPages: cached}
 }
-
-func (p *benchProc) pid() int { return p.cmd.Process.Pid }
-
-// stop sends SIGTERM, then SIGKILL after 10s, to the process's PID.
-func (p *benchProc) stop(t *testing.T) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	if t.Failed() {
-		data, _ := os.ReadFile(p.log)
-		t.Logf("%s log:\n%s", p.name, data)
-	}
-}
-
-// Exited is closed once the process has exited.
-func (p *benchProc) Exited() <-chan struct{} { return p.exited }
-
-// String names the process.
-func (p *benchProc) String() string { return p.name }
 
 // waitReady waits until url answers 200.
 func (p *benchProc) waitReady(t *testing.T, url string) {
 	t.Helper()
-	harness.Eventually(t, time.Minute, p.name+": "+url+" to answer 200", func() bool {
+	harness.Eventually(t, time.Minute, p.Name+": "+url+" to answer 200", func() bool {
 		code, _, err := harness.Get(url)
 		return err == nil && code == http.StatusOK
 	}, harness.UnlessExited(p))

@@ -110,7 +110,7 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	p := harness.StartRemedy(t, kc, policy, "hangwatch-remedy")
 	pid := p.Cmd.Process.Pid
 	t.Logf("%d Nodes (%d with RuntimeHung True); hangwatch-remedy started at %s, pid %d", n, len(sick), started.Format("15:04:05.000000"), pid)
-	defer logLeadership(t, p.Log)
+	defer logLeadership(t, p.LogPath)
 
 	healthz := strings.TrimSuffix(p.Metrics, "/metrics") + "/healthz"
 	synced := harness.Eventually(t, 10*time.Minute, "the controller's node cache to sync", func() bool { return httpOK(healthz) })
@@ -177,10 +177,10 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernetes.Interface, p *harness.Remedy, policy, label string, names []string) {
 	t.Helper()
 	ctx := context.Background()
-	reloads := strings.Count(mustReadString(t, p.Log), "Reloaded the policy")
+	reloads := strings.Count(mustReadString(t, p.LogPath), "Reloaded the policy")
 	harness.WritePolicy(t, policy, label, "maxUnhealthy: 30%\nmaxActionsPerMinute: 10\n")
 	harness.Eventually(t, time.Minute, "the controller to reload its policy", func() bool {
-		return strings.Count(mustReadString(t, p.Log), "Reloaded the policy") > reloads
+		return strings.Count(mustReadString(t, p.LogPath), "Reloaded the policy") > reloads
 	}, harness.UnlessExited(p))
 	var sick []string
 	for i := 2; i < len(names); i += 5 {
@@ -204,7 +204,7 @@ func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernete
 	if limit := 10 * (window.window.Minutes() + 1); gets > limit {
 		t.Errorf("%v fresh Node GETs in %v with a budget of 10 a minute, want at most %v", gets, window.window, limit)
 	}
-	if p.Metric("hangwatch_remedy_leader") != 1 || strings.Contains(mustReadString(t, p.Log), "lost the lead") {
+	if p.Metric("hangwatch_remedy_leader") != 1 || strings.Contains(mustReadString(t, p.LogPath), "lost the lead") {
 		t.Error("the controller lost its lead during the fleet-wide transition")
 	}
 }

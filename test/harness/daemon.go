@@ -5,69 +5,40 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
 
-// Daemon is a `hangwatch run` process started by a test. It is a
-// harness.Watched: a wait given harness.UnlessExited(d) ends when it dies.
+// Daemon is a `hangwatch run` process started by a test (a Proc) and
+// where it serves.
 type Daemon struct {
-	Base    string
-	Cmd     *exec.Cmd
-	Done    chan struct{}
-	ExitErr error // set before done is closed
-	LogPath string
-	Log     *os.File
-	// repair is `hangwatch repair` beside it (startRepairing); nil: none.
-	Repair *Companion
+	*Proc
+	Base string
+	// Log is its log file, which `hangwatch repair` beside it writes too.
+	Log *os.File
+	// Repair is `hangwatch repair` beside it (StartRepairing); nil: none.
+	Repair *Proc
 }
 
-// Companion is a process started beside hangwatch and stopped with it.
-type Companion struct {
-	Cmd  *exec.Cmd
-	Done chan struct{}
-}
-
-// WatchDaemon makes the daemon of cmd, started, serving on addr: its
-// exit closes Exited.
-func WatchDaemon(cmd *exec.Cmd, addr, logPath string) *Daemon {
-	d := &Daemon{Base: "http://" + addr, Cmd: cmd, Done: make(chan struct{}), LogPath: logPath}
-	go func() { d.ExitErr = cmd.Wait(); close(d.Done) }()
-	return d
-}
-
+// StartDaemon starts `hangwatch run` on the runtime endpoint with args and
+// waits for its /healthz.
 func StartDaemon(t *testing.T, endpoint string, args ...string) *Daemon {
 	t.Helper()
 	addr := FreeAddr(t)
-	// O_APPEND: `hangwatch repair` (startRepairing) writes to it too
+	// O_APPEND: `hangwatch repair` (StartRepairing) writes to it too
 	log, err := os.OpenFile(filepath.Join(t.TempDir(), "hangwatch.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = log.Close() })
 	all := append([]string{"run", "-r", endpoint, "--listen-address", addr}, args...)
 	if !slices.Contains(args, "--repair-state-file") { // never the node's own /var/lib/hangwatch
 		all = append(all, "--repair-state-file", filepath.Join(t.TempDir(), "repair-budget.json"))
 	}
-	cmd := exec.Command(HangwatchBin, all...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := WatchDaemon(cmd, addr, log.Name())
-	d.Log = log
-	t.Cleanup(func() {
-		_ = d.Cmd.Process.Kill()
-		<-d.Done
-		if t.Failed() {
-			data, _ := os.ReadFile(log.Name())
-			t.Logf("hangwatch log:\n%s", data)
-		}
-	})
+	d := &Daemon{Proc: StartProc(t, "hangwatch", ProcOptions{Log: log}, HangwatchBin, all...), Base: "http://" + addr, Log: log}
 	Eventually(t, 30*time.Second, "/healthz to answer", func() bool {
 		_, err := d.Get("/healthz")
 		return err == nil
@@ -75,40 +46,14 @@ func StartDaemon(t *testing.T, endpoint string, args ...string) *Daemon {
 	return d
 }
 
-// Exited is closed once hangwatch has exited.
-func (d *Daemon) Exited() <-chan struct{} { return d.Done }
-
-// String names hangwatch and, once it has exited, how it ended.
-func (d *Daemon) String() string {
-	select {
-	case <-d.Done:
-		return fmt.Sprintf("hangwatch (%v)", d.ExitErr)
-	default:
-		return "hangwatch"
-	}
-}
-
-// Running tells whether hangwatch has not exited.
-func (d *Daemon) Running() bool {
-	select {
-	case <-d.Done:
-		return false
-	default:
-		return true
-	}
-}
-
 // Stop sends SIGTERM and waits for a clean exit, of the repair process
 // beside it first.
 func (d *Daemon) Stop(t *testing.T) {
 	t.Helper()
 	if d.Repair != nil {
-		d.Repair.Stop(t)
+		d.Repair.Terminate(t)
 	}
-	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	Eventually(t, 30*time.Second, "hangwatch to stop after SIGTERM", func() bool { return !d.Running() })
+	d.Terminate(t)
 	if d.ExitErr != nil {
 		t.Errorf("hangwatch exited with %v after SIGTERM, want 0", d.ExitErr)
 	}
@@ -164,20 +109,13 @@ func StartRepairing(t *testing.T, endpoint string, args ...string) *Daemon {
 	}
 	args = append(args, "--repair-socket", filepath.Join(SocketDir(t), "repair.sock"))
 	d := StartDaemon(t, endpoint, args...)
-	cmd := exec.Command(HangwatchBin, append([]string{"repair", "-r", endpoint}, args...)...)
-	cmd.Stdout, cmd.Stderr = d.Log, d.Log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &Companion{Cmd: cmd, Done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(c.Done) }()
+	c := StartProc(t, "hangwatch repair", ProcOptions{Log: d.Log, LogShownElsewhere: true}, HangwatchBin, append([]string{"repair", "-r", endpoint}, args...)...)
 	d.Repair = c
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.Done })
 	Eventually(t, 30*time.Second, "hangwatch repair to read the agent's view", func() bool {
 		text, err := d.Get("/metrics")
 		return err == nil && strings.Contains(text, "hangwatch_repair_linked 1")
 	}, UnlessExited(d), UnlessExited(c))
-	ListensOnNothing(t, cmd.Process.Pid)
+	ListensOnNothing(t, c.PID())
 	return d
 }
 
@@ -211,27 +149,6 @@ func ListensOnNothing(t *testing.T, pid int) {
 			}
 		}
 	}
-}
-
-// Exited is closed once the process has exited.
-func (c *Companion) Exited() <-chan struct{} { return c.Done }
-
-func (c *Companion) String() string { return "hangwatch repair" }
-
-// Stop sends SIGTERM and waits for it to exit.
-func (c *Companion) Stop(t *testing.T) {
-	t.Helper()
-	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	Eventually(t, 30*time.Second, "hangwatch repair to stop after SIGTERM", func() bool {
-		select {
-		case <-c.Done:
-			return true
-		default:
-			return false
-		}
-	})
 }
 
 func (d *Daemon) ReloadCond(t *testing.T, condType string) ReloadCondition {

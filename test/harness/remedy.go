@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,12 +45,10 @@ func RemedyBinary(t *testing.T) string {
 	return remedyBin
 }
 
-// Remedy is one hangwatch-remedy replica, a harness.Watched.
+// Remedy is one hangwatch-remedy replica (a Proc) and its /metrics.
 type Remedy struct {
-	Cmd     *exec.Cmd
-	Done    chan struct{}
+	*Proc
 	Metrics string
-	Log     string
 }
 
 // StartRemedy starts a replica with the Lease kube-system/<lease>; only
@@ -59,36 +56,10 @@ type Remedy struct {
 func StartRemedy(t *testing.T, kubeconfig, policy, lease string) *Remedy {
 	t.Helper()
 	addr := FreeAddr(t)
-	logf, err := os.Create(filepath.Join(t.TempDir(), "remedy.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Remedy{Done: make(chan struct{}), Metrics: "http://" + addr + "/metrics", Log: logf.Name()}
-	p.Cmd = exec.Command(RemedyBinary(t), "run", "--kubeconfig", kubeconfig, "--config", policy, "--listen-address", addr,
-		"--namespace", "kube-system", "--leader-elect-lease-name", lease, "--leader-elect-lease-duration", "4s",
-		"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms", "-v", "2")
-	p.Cmd.Stdout, p.Cmd.Stderr = logf, logf
-	if err := p.Cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.Cmd.Wait(); close(p.Done) }()
-	t.Cleanup(func() {
-		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-		<-p.Done
-		if t.Failed() {
-			data, _ := os.ReadFile(p.Log)
-			t.Logf("hangwatch-remedy log (pid %d):\n%s", p.Cmd.Process.Pid, data)
-		}
-	})
-	return p
-}
-
-// Exited is closed once the replica has exited.
-func (p *Remedy) Exited() <-chan struct{} { return p.Done }
-
-// String names the replica by its PID.
-func (p *Remedy) String() string {
-	return fmt.Sprintf("hangwatch-remedy (pid %d)", p.Cmd.Process.Pid)
+	p := StartProc(t, "hangwatch-remedy", ProcOptions{Grace: time.Minute}, RemedyBinary(t), "run", "--kubeconfig", kubeconfig,
+		"--config", policy, "--listen-address", addr, "--namespace", "kube-system", "--leader-elect-lease-name", lease,
+		"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms", "-v", "2")
+	return &Remedy{Proc: p, Metrics: "http://" + addr + "/metrics"}
 }
 
 // Metric reads one series of the replica's /metrics; -1 when absent.

@@ -1,10 +1,7 @@
 package integration
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -48,22 +45,15 @@ type diagJSON struct {
 func runDiag(t *testing.T, endpoint string, extra ...string) (diagJSON, int, time.Duration) {
 	t.Helper()
 	args := append([]string{"diag", "-r", endpoint, "-t", harness.ProbeTimeout.String(), "-o", "json"}, extra...)
-	cmd := exec.Command(harness.HangwatchBin, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
+	stdout, stderr, code, err := harness.Run(harness.HangwatchBin, args...)
 	elapsed := time.Since(start)
-	code := 0
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		code = exitErr.ExitCode()
-	} else if err != nil {
+	if err != nil {
 		t.Fatalf("run diag: %v", err)
 	}
 	var r diagJSON
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		t.Fatalf("diag output is not JSON: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("diag output is not JSON: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	return r, code, elapsed
 }

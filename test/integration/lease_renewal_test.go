@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -60,10 +59,10 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 // shows the renew interval and the grace the API server's version implies.
 func checkDiagLease(t *testing.T, endpoint, kubeconfig, node string) {
 	t.Helper()
-	out, err := exec.Command(harness.HangwatchBin, "diag", "-r", endpoint, "--kernel=false", "--kubeconfig", kubeconfig,
-		"--node-name", node, "-o", "json").Output()
-	if err != nil {
-		t.Fatalf("diag: %v\n%s", err, out)
+	out, stderr, code, err := harness.Run(harness.HangwatchBin, "diag", "-r", endpoint, "--kernel=false", "--kubeconfig", kubeconfig,
+		"--node-name", node, "-o", "json")
+	if err != nil || code != 0 {
+		t.Fatalf("diag: exit %d, %v\n%s%s", code, err, out, stderr)
 	}
 	var r struct {
 		Lease struct {
@@ -74,7 +73,7 @@ func checkDiagLease(t *testing.T, endpoint, kubeconfig, node string) {
 			SecondsLeft          float64 `json:"secondsLeft"`
 		} `json:"lease"`
 	}
-	if err := json.Unmarshal(out, &r); err != nil {
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("diag -o json: %v\n%s", err, out)
 	}
 	l := r.Lease

@@ -2,9 +2,7 @@ package integration
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -80,12 +78,11 @@ func readmeSection(t *testing.T, readme, from, to string) string {
 func diagText(t *testing.T, endpoint string, extra ...string) string {
 	t.Helper()
 	args := append([]string{"diag", "-r", endpoint, "-t", harness.ProbeTimeout.String()}, extra...)
-	out, err := exec.Command(harness.HangwatchBin, args...).Output()
-	var exitErr *exec.ExitError
-	if err != nil && (!errors.As(err, &exitErr) || exitErr.ExitCode() != 1) {
-		t.Fatalf("diag %v: %v\n%s", args, err, out)
+	out, stderr, code, err := harness.Run(harness.HangwatchBin, args...)
+	if err != nil || (code != 0 && code != 1) {
+		t.Fatalf("diag %v: exit %d, %v\n%s%s", args, code, err, out, stderr)
 	}
-	return string(out)
+	return out
 }
 
 // labelRe is a line's label: capitals and spaces up to a double space or a

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,7 +158,7 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 	}
 
 	harness.WritePolicy(t, policy, f.label, guards+"paused: true\n")
-	harness.Eventually(t, 30*time.Second, "the paused policy to load", func() bool { return logHas(p.Log, `"Reloaded the policy"`) })
+	harness.Eventually(t, 30*time.Second, "the paused policy to load", func() bool { return logHas(p.LogPath, `"Reloaded the policy"`) })
 	f.set(t, 8, corev1.ConditionTrue, time.Now())
 	harness.Eventually(t, 30*time.Second, "the pause to hold n08's taint", func() bool {
 		return p.Metric(`hangwatch_remedy_guard_active{guard="paused"}`) == 1
@@ -183,9 +182,9 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 // identity and finds the fleet as the controller left it.
 func checkStatusTable(t *testing.T, kubeconfig, policy string, f *fleet) {
 	t.Helper()
-	out, err := exec.Command(harness.RemedyBinary(t), "status", "--kubeconfig", kubeconfig, "--config", policy, "-o", "json").Output()
-	if err != nil {
-		t.Fatalf("status: %v", err)
+	out, stderr, code, err := harness.Run(harness.RemedyBinary(t), "status", "--kubeconfig", kubeconfig, "--config", policy, "-o", "json")
+	if err != nil || code != 0 {
+		t.Fatalf("status: exit %d, %v\n%s", code, err, stderr)
 	}
 	var status struct {
 		Matching int `json:"matching"`
@@ -193,7 +192,7 @@ func checkStatusTable(t *testing.T, kubeconfig, policy string, f *fleet) {
 			Node, Condition, State string
 		} `json:"rows"`
 	}
-	if err := json.Unmarshal(out, &status); err != nil {
+	if err := json.Unmarshal([]byte(out), &status); err != nil {
 		t.Fatalf("status -o json: %v\n%s", err, out)
 	}
 	states := map[string]string{}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -246,14 +245,14 @@ func checkLeftAloneInStatus(t *testing.T, kc string, f *fleet, pods map[string]s
 	if err := os.WriteFile(policy, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(harness.RemedyBinary(t), "status", "--kubeconfig", kc, "--config", policy, "-o", "json").Output()
-	if err != nil {
-		t.Fatalf("status: %v", err)
+	out, stderr, code, err := harness.Run(harness.RemedyBinary(t), "status", "--kubeconfig", kc, "--config", policy, "-o", "json")
+	if err != nil || code != 0 {
+		t.Fatalf("status: exit %d, %v\n%s", code, err, stderr)
 	}
 	var status struct {
 		LeftAlone map[string][]remedy.LeftPod `json:"leftAlone"`
 	}
-	if err := json.Unmarshal(out, &status); err != nil {
+	if err := json.Unmarshal([]byte(out), &status); err != nil {
 		t.Fatalf("status -o json: %v\n%s", err, out)
 	}
 	got := map[string]bool{}
