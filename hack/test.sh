@@ -29,7 +29,7 @@ finish() {
   return 0
 }
 run_scope test finish
-log "expected on 2 cores: 25-55 min from an empty cache (containerd, CRI-O, the Kubernetes binaries, promtool, helm and golangci-lint are built once), about 20-25 min after"
+log "expected on 2 cores: about 30-40 min from an empty cache (containerd, CRI-O, the Kubernetes binaries, the CSI sidecars, promtool, helm and golangci-lint are built once), about 10-15 min after"
 APT_PACKAGES+=(qemu-user)   # runs the arm64 image's binary (TestImageRunsAsAContainer)
 step "Debian packages" ensure_packages
 step "Go toolchain" ensure_go
