@@ -463,7 +463,7 @@ end_run_scope() {
   if [ -n "$RUN_SCOPE_CHILD" ] && kill -0 "$RUN_SCOPE_CHILD" 2>/dev/null; then
     kill -TERM "$RUN_SCOPE_CHILD" 2>/dev/null
     for ((i = 0; i < 900; i++)); do   # the demo's cleanup takes seconds; 90 at most
-      kill -0 "$RUN_SCOPE_CHILD" 2>/dev/null || break
+      run_scope_alive "$RUN_SCOPE_CHILD" || break   # not kill -0: a zombie answers it
       sleep 0.1
     done
     kill -KILL "$RUN_SCOPE_CHILD" 2>/dev/null
@@ -535,7 +535,10 @@ run_scope_pids() {
   local dir=$1 pat roots
   # a regular expression for DIR that its grep's own command line does not match
   pat="[${dir:0:1}]$(sed 's/[][\.*^$+?(){}|]/\\&/g' <<<"${dir:1}")"
-  roots=$( { grep -lazE -- "$pat(/|\$)" /proc/[0-9]*/cmdline; grep -lazxE -- "TMPDIR=$pat" /proc/[0-9]*/environ; } 2>/dev/null | cut -d/ -f3 | sort -u | tr '\n' ' ')
+  # bounded: reading a process's cmdline or environment waits on its memory map,
+  # which a process stuck in the kernel may hold
+  roots=$( { timeout -s KILL 10 grep -lazE -- "$pat(/|\$)" /proc/[0-9]*/cmdline
+    timeout -s KILL 10 grep -lazxE -- "TMPDIR=$pat" /proc/[0-9]*/environ; } 2>/dev/null | cut -d/ -f3 | sort -u | tr '\n' ' ')
   [ -n "${roots// /}" ] || return 0
   ps -e -o pid= -o ppid= | awk -v roots="$roots" -v self="$$" '
     { kids[$2] = kids[$2] " " $1 }

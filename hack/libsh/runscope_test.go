@@ -114,9 +114,11 @@ func TestRunScopeCleansUpWhateverHappensToItsOutput(t *testing.T) {
 			var werr error
 			select {
 			case werr = <-done:
-			case <-time.After(30 * time.Second):
+			case <-time.After(time.Minute):
+				ps, _ := exec.Command("ps", "-e", "-o", "pid,pgid,stat,wchan:32,args").CombinedOutput()
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				t.Fatalf("the script did not end 30s after %s", tc.name)
+				t.Fatalf("the script (group %d) did not end a minute after %s; the processes:\n%s\nits cleanup's log:\n%s", cmd.Process.Pid,
+					tc.name, ps, readFile(t, filepath.Join(state, "libsh-cleanup.log")))
 			}
 			if rc := cmd.ProcessState.ExitCode(); rc != tc.wantRC {
 				t.Errorf("the script ended with %v (exit %d), want exit %d: end_run_scope's own exit", werr, rc, tc.wantRC)

@@ -25,6 +25,10 @@ const (
 	// LaneRemedyBudget is hangwatch-remedy's Lease and action budget on
 	// the package's shared API server.
 	LaneRemedyBudget Lane = "hangwatch-remedy's Leases on the shared API server"
+	// LaneAdmissionPolicies is the shipped ValidatingAdmissionPolicies on
+	// the shared API server: a test that applies them, or removes them,
+	// changes what every writer there may do.
+	LaneAdmissionPolicies Lane = "the shipped admission policies on the shared API server"
 )
 
 // DefaultParallel is how many tests of a package that hold no lane run at
@@ -153,6 +157,8 @@ func laneName(l Lane) string {
 		return "LaneKmsg"
 	case LaneRemedyBudget:
 		return "LaneRemedyBudget"
+	case LaneAdmissionPolicies:
+		return "LaneAdmissionPolicies"
 	}
 	return string(l)
 }

@@ -21,7 +21,7 @@ import (
 // change its own condition types and nothing else: not Ready, not another
 // component's condition, not a label, an annotation or an address.
 func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.LaneAdmissionPolicies)
 	cp := harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

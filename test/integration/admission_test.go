@@ -23,7 +23,7 @@ import (
 // that node's status and record Events about it, and rejects the same for
 // another node and for a token bound to no pod.
 func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.LaneAdmissionPolicies)
 	cp := harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -24,7 +24,7 @@ import (
 // own conditions; the node's own identity, as hangwatch's static pod
 // writes, may.
 func TestOnlyHangwatchWritesItsConditions(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.LaneAdmissionPolicies)
 	cp := harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -24,7 +24,7 @@ import (
 // nothing else: not another Node's attestation, not the request, not a
 // label, not another node's pod.
 func TestFenceAdmissionOnTheNode(t *testing.T) {
-	harness.Parallel(t)
+	harness.Parallel(t, harness.LaneAdmissionPolicies)
 	cp := harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -78,7 +78,7 @@ func TestFenceAdmissionOnTheNode(t *testing.T) {
 // node.kubernetes.io/out-of-service=hangwatch-fenced:NoExecute only while
 // the attestation answers the request on the Node's current boot.
 func TestFenceAdmissionForRemedy(t *testing.T) {
-	harness.Parallel(t, harness.LaneRemedyBudget)
+	harness.Parallel(t, harness.LaneAdmissionPolicies, harness.LaneRemedyBudget)
 	cp := harness.SharedControlPlane(t)
 	cs := harness.ClientFor(t, harness.RemedyIdentity(t, cp))
 	f := newFleet(t, cp, 1)

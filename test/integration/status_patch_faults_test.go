@@ -131,7 +131,7 @@ func (f *faultIdentity) refuseAsInvalid(t *testing.T) (remove func()) {
 // cause is fixed.
 func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	c, cp := harness.OwnContainerd(t), harness.SharedControlPlane(t)
+	c, cp := harness.OwnContainerd(t), harness.StartControlPlaneT(t) // its own: no other test's admission policy refuses its identity
 	node := harness.UniqueNode("hw-faults")
 	nodeKC := harness.CreateNode(t, cp, node)
 	stop := make(chan struct{})

@@ -118,7 +118,7 @@ func selfSignedLoopbackCert(t *testing.T) (tls.Certificate, []byte) {
 // lets it.
 func TestStatusPatchThrottled(t *testing.T) {
 	harness.Parallel(t)
-	c, cp := harness.OwnContainerd(t), harness.SharedControlPlane(t)
+	c, cp := harness.OwnContainerd(t), harness.StartControlPlaneT(t) // its own: no other test's admission policy refuses its identity
 	node := harness.UniqueNode("hw-throttle")
 	nodeKC := harness.CreateNode(t, cp, node)
 	stop := make(chan struct{})
