@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/internal/clocktest"
+	"github.com/hangwatch/hangwatch/internal/critest"
 )
 
 // TestCyclesLeaveVersionToTheHeartbeat runs the shipped periods (cycles
@@ -15,7 +16,7 @@ import (
 // and the cycle's own calls instead of 12 beats and a Version more. The
 // list beat takes every other turn: the calls are those of Version alone.
 func TestCyclesLeaveVersionToTheHeartbeat(t *testing.T) {
-	f := newFakeRuntime(1, 1)
+	f := critest.New(1, 1)
 	cfg := testConfig()
 	cfg.SampleSize, cfg.AlternateKinds = 1, true
 	p, clk, _ := newTestProber(f, cfg)
@@ -45,14 +46,14 @@ func TestCyclesLeaveVersionToTheHeartbeat(t *testing.T) {
 		clk.Step(500 * time.Millisecond)
 	}
 	clocktest.Await(t, "both loops waiting", sleepingLoops(p, clk, 2))
-	versions, cycled := f.count(MethodVersion), f.count(MethodStatus)
-	sent := versions + f.count(MethodListPodSandbox) - cycled // each cycle lists once
+	versions, cycled := f.Count(MethodVersion), f.Count(MethodStatus)
+	sent := versions + f.Count(MethodListPodSandbox) - cycled // each cycle lists once
 	// 1 + 120 beats at 2.5s, less one a cycle (10 of them after the first),
 	// Version and the list beat in turn.
 	if sent < 110 || sent > 111 || versions < sent/2 || versions > sent/2+1 {
 		t.Errorf("%d beats (%d Version) in 5 minutes beside 30s cycles, want 110 or 111 (11 beats a cycle), half of them Version", sent, versions)
 	}
-	t.Logf("Version %d, Status %d, ListPodSandbox %d in 5 min", versions, cycled, f.count(MethodListPodSandbox))
+	t.Logf("Version %d, Status %d, ListPodSandbox %d in 5 min", versions, cycled, f.Count(MethodListPodSandbox))
 }
 
 func TestCoveredFor(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/internal/clocktest"
+	"github.com/hangwatch/hangwatch/internal/critest"
 )
 
 func nextBeat(t *testing.T, beats <-chan Beat, clk *clocktesting.FakeClock, step time.Duration) Beat {
@@ -32,7 +33,7 @@ func nextBeat(t *testing.T, beats <-chan Beat, clk *clocktesting.FakeClock, step
 // right after a beat: the next beat, the list beat, reports its call hung
 // one period and one timeout later, 4.5s with the shipped 2.5s and 2s.
 func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
-	f := newFakeRuntime(1, 1)
+	f := critest.New(1, 1)
 	p, clk, _ := newTestProber(f, testConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -41,9 +42,7 @@ func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
 	if b := <-beats; b.Call.Class != ClassOK || b.Call.Method != MethodVersion {
 		t.Fatalf("first beat %+v, want Version ok", b.Call)
 	}
-	f.mu.Lock()
-	f.hang[MethodVersion], f.hang[MethodListPodSandbox] = true, true
-	f.mu.Unlock()
+	f.Hang(MethodVersion, MethodListPodSandbox)
 	frozen := clk.Now()
 	clocktest.Await(t, "the beat's wait", sleepingLoops(p, clk, 1))
 	clk.Step(2500 * time.Millisecond)
@@ -57,11 +56,11 @@ func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
 	// The list beat keeps the turn while its call hangs; still out, later
 	// beats report it and never send a second list call. (The call reaches
 	// the fake on a goroutine of its own, maybe after it was reported.)
-	clocktest.Await(t, "the list call in the fake", func() bool { return f.count(MethodListPodSandbox) >= 1 })
+	clocktest.Await(t, "the list call in the fake", func() bool { return f.Count(MethodListPodSandbox) >= 1 })
 	for range 2 {
 		b = nextBeat(t, beats, clk, 500*time.Millisecond)
-		if b.Call.Method != MethodListPodSandbox || b.Call.Class != ClassTimeout || f.count(MethodListPodSandbox) != 1 {
-			t.Errorf("next beat %+v after %d list calls; want the same list call still out", b.Call, f.count(MethodListPodSandbox))
+		if b.Call.Method != MethodListPodSandbox || b.Call.Class != ClassTimeout || f.Count(MethodListPodSandbox) != 1 {
+			t.Errorf("next beat %+v after %d list calls; want the same list call still out", b.Call, f.Count(MethodListPodSandbox))
 		}
 	}
 }
@@ -70,7 +69,7 @@ func TestHeartbeatSeesAFreezeWithinAPeriodAndATimeout(t *testing.T) {
 // hangs while Version answers is seen by the list beat within two periods
 // and a timeout, and the view of the last cycle says ListPodSandbox hung.
 func TestTheListBeatSeesAWedgedListPathWhileVersionAnswers(t *testing.T) {
-	f := newFakeRuntime(1, 1)
+	f := critest.New(1, 1)
 	p, clk, _ := newTestProber(f, testConfig())
 	cycle := p.Cycle(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -78,9 +77,7 @@ func TestTheListBeatSeesAWedgedListPathWhileVersionAnswers(t *testing.T) {
 	beats := make(chan Beat, 16)
 	go p.Heartbeat(ctx, 2500*time.Millisecond, func(b Beat) { beats <- b })
 	<-beats
-	f.mu.Lock()
-	f.hang[MethodListPodSandbox] = true
-	f.mu.Unlock()
+	f.Hang(MethodListPodSandbox)
 	wedged := clk.Now()
 	var b Beat
 	for b.Call.Class != ClassTimeout {
@@ -99,9 +96,10 @@ func TestTheListBeatSeesAWedgedListPathWhileVersionAnswers(t *testing.T) {
 // TestHeartbeatRecoveryWakesTheCycles: a beat that answers after failing
 // ones of its kind is Recovered and starts the next full cycle at once.
 func TestHeartbeatRecoveryWakesTheCycles(t *testing.T) {
-	f := newFakeRuntime(1, 1)
+	f := critest.New(1, 1)
 	refused := status.Error(codes.Unavailable, "connection refused")
-	f.errs[MethodVersion], f.errs[MethodListPodSandbox] = refused, refused
+	f.Fail(MethodVersion, refused)
+	f.Fail(MethodListPodSandbox, refused)
 	p, clk, _ := newTestProber(f, testConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -118,10 +116,8 @@ func TestHeartbeatRecoveryWakesTheCycles(t *testing.T) {
 	if b := <-beats; b.Call.Method != MethodListPodSandbox || b.Call.Class != ClassUnreachable {
 		t.Fatalf("second beat %+v, want the list beat unreachable", b)
 	}
-	f.mu.Lock()
-	delete(f.errs, MethodVersion)
-	delete(f.errs, MethodListPodSandbox)
-	f.mu.Unlock()
+	f.Fail(MethodVersion, nil)
+	f.Fail(MethodListPodSandbox, nil)
 	clocktest.Await(t, "both waits", sleepingLoops(p, clk, 2))
 	clk.Step(time.Second)
 	if b := <-beats; !b.Recovered {
@@ -195,8 +191,8 @@ func TestARefusedBeatMakesTheRuntimeUnreachable(t *testing.T) {
 // TestAHungCallThatAnswersWakesTheCycles: once a call reported hung
 // answers, Run looks again at once instead of after its back-off.
 func TestAHungCallThatAnswersWakesTheCycles(t *testing.T) {
-	f := newFakeRuntime(1, 1)
-	f.hang[MethodListPodSandbox] = true
+	f := critest.New(1, 1)
+	f.Hang(MethodListPodSandbox)
 	cfg := testConfig()
 	p, clk, obs := newTestProber(f, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -209,7 +205,7 @@ func TestAHungCallThatAnswersWakesTheCycles(t *testing.T) {
 	if c := <-cycles; findCall(t, c, MethodListPodSandbox).Class != ClassTimeout {
 		t.Fatalf("first cycle %+v, want ListPodSandbox hung", c.Calls)
 	}
-	f.releaseHung()
+	f.ReleaseHung()
 	select {
 	case c := <-cycles:
 		if findCall(t, c, MethodListPodSandbox).Class == ClassTimeout {
@@ -224,8 +220,8 @@ func TestAHungCallThatAnswersWakesTheCycles(t *testing.T) {
 // while a cycle's is out, a few milliseconds old, is not a hang: it waits
 // for that call's answer, up to the timeout from when it was sent.
 func TestASecondCallerWaitsForTheCallAlreadyOut(t *testing.T) {
-	f := newFakeRuntime(1, 1)
-	f.hang[MethodVersion] = true
+	f := critest.New(1, 1)
+	f.Hang(MethodVersion)
 	p, clk, _ := newTestProber(f, testConfig())
 	version := func(ctx context.Context) (proto.Message, error) {
 		return f.Version(ctx, &runtimeapi.VersionRequest{})
@@ -236,15 +232,13 @@ func TestASecondCallerWaitsForTheCallAlreadyOut(t *testing.T) {
 	clk.Step(500 * time.Millisecond)
 	go func() { second <- p.invoke(context.Background(), MethodVersion, "", version) }()
 	clocktest.Await(t, "the second caller's wait", func() bool { return clk.Waiters() == 2 })
-	f.releaseHung()
+	f.ReleaseHung()
 	a, b := <-first, <-second
-	if a.Class != ClassOK || b.Class != ClassOK || f.count(MethodVersion) != 1 {
-		t.Fatalf("joined an answered call: first %s, second %s, %d calls sent; want ok, ok, 1", a.Class, b.Class, f.count(MethodVersion))
+	if a.Class != ClassOK || b.Class != ClassOK || f.Count(MethodVersion) != 1 {
+		t.Fatalf("joined an answered call: first %s, second %s, %d calls sent; want ok, ok, 1", a.Class, b.Class, f.Count(MethodVersion))
 	}
 
-	f.mu.Lock()
-	f.hang[MethodVersion] = true
-	f.mu.Unlock()
+	f.Hang(MethodVersion)
 	go func() { first <- p.invoke(context.Background(), MethodVersion, "", version) }()
 	clocktest.Await(t, "the first call's wait", func() bool { return clk.Waiters() == 1 })
 	clk.Step(1500 * time.Millisecond)
@@ -255,7 +249,7 @@ func TestASecondCallerWaitsForTheCallAlreadyOut(t *testing.T) {
 	if a.Class != ClassTimeout || b.Class != ClassTimeout || b.Duration != 2*time.Second {
 		t.Fatalf("a hung call: first %s, second %s after %v; want timeout, timeout after 2s", a.Class, b.Class, b.Duration)
 	}
-	f.releaseHung()
+	f.ReleaseHung()
 }
 
 // TestAHungBeatWhoseCallAnsweredNoLongerStands: the heartbeat caught a

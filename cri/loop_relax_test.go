@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/internal/clocktest"
+	"github.com/hangwatch/hangwatch/internal/critest"
 )
 
 // TestRelaxEndsABackOffAPeriodAfterItBegan: a beat that answers on time
 // after slow ones calls the cycles' back-off off: the next cycle comes a
 // period after the last one, not the minute the back-off had reached.
 func TestRelaxEndsABackOffAPeriodAfterItBegan(t *testing.T) {
-	p, clk, _ := newTestProber(newFakeRuntime(1, 1), testConfig())
+	p, clk, _ := newTestProber(critest.New(1, 1), testConfig())
 	type paused struct {
 		wait time.Duration
 		at   time.Time
@@ -36,7 +37,7 @@ func TestRelaxEndsABackOffAPeriodAfterItBegan(t *testing.T) {
 
 // TestRelaxLeavesThePeriodAlone: outside a back-off, Relax does nothing.
 func TestRelaxLeavesThePeriodAlone(t *testing.T) {
-	p, clk, _ := newTestProber(newFakeRuntime(1, 1), testConfig())
+	p, clk, _ := newTestProber(critest.New(1, 1), testConfig())
 	p.Relax()
 	done := make(chan time.Duration, 1)
 	began := clk.Now()

@@ -9,12 +9,13 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/hangwatch/hangwatch/internal/critest"
 	"github.com/hangwatch/hangwatch/internal/metricslint"
 )
 
 func TestMetricsAfterACycleAndLint(t *testing.T) {
 	reg := metrics.NewKubeRegistry()
-	f := newFakeRuntime(2, 2)
+	f := critest.New(2, 2)
 	var p *Prober
 	m := NewMetrics(reg, func() map[string]time.Duration { return p.OldestInFlight() })
 	p, _, _ = newTestProber(f, testConfig())

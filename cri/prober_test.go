@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/hangwatch/hangwatch/internal/critest"
 )
 
 func testConfig() Config {
@@ -15,7 +17,7 @@ func testConfig() Config {
 }
 
 func TestCycleHealthyCoversEveryObjectWhenFew(t *testing.T) {
-	f := newFakeRuntime(2, 3)
+	f := critest.New(2, 3)
 	p, _, _ := newTestProber(f, testConfig())
 	c := p.Cycle(context.Background())
 	if c.Sandboxes != 2 || c.Containers != 3 {
@@ -39,7 +41,7 @@ func TestCycleHealthyCoversEveryObjectWhenFew(t *testing.T) {
 func TestAlternateKindsReadsSandboxesThenContainers(t *testing.T) {
 	cfg := testConfig()
 	cfg.AlternateKinds = true
-	p, _, _ := newTestProber(newFakeRuntime(2, 3), cfg)
+	p, _, _ := newTestProber(critest.New(2, 3), cfg)
 	for i, want := range []string{MethodPodSandboxStatus, MethodContainerStatus, MethodPodSandboxStatus} {
 		c := p.Cycle(context.Background())
 		perObject := map[string]int{}
@@ -53,8 +55,8 @@ func TestAlternateKindsReadsSandboxesThenContainers(t *testing.T) {
 }
 
 func TestHungCallIsReportedWhileInFlightAndNotResent(t *testing.T) {
-	f := newFakeRuntime(1, 1)
-	f.hang[MethodListPodSandbox] = true
+	f := critest.New(1, 1)
+	f.Hang(MethodListPodSandbox)
 	p, clk, obs := newTestProber(f, testConfig())
 
 	c := cycleWithFakeClock(t, p, clk, obs, 6, 1) // 4 fixed calls and 2 Unimplemented streams
@@ -75,18 +77,18 @@ func TestHungCallIsReportedWhileInFlightAndNotResent(t *testing.T) {
 	if !again.InFlight || again.Class != ClassTimeout || again.Duration < 12*time.Second {
 		t.Fatalf("second cycle ListPodSandbox = %+v, want in flight for at least 12s", again)
 	}
-	if n := f.count(MethodListPodSandbox); n != 1 {
+	if n := f.Count(MethodListPodSandbox); n != 1 {
 		t.Fatalf("ListPodSandbox sent %d times, want 1 while the first is out", n)
 	}
-	if n := f.count(MethodVersion); n != 2 {
+	if n := f.Count(MethodVersion); n != 2 {
 		t.Fatalf("Version sent %d times, want 2", n)
 	}
 }
 
 func TestFrozenRuntimeCostsOneTimeout(t *testing.T) {
-	f := newFakeRuntime(1, 1)
+	f := critest.New(1, 1)
 	for _, m := range Methods {
-		f.hang[m] = true
+		f.Hang(m)
 	}
 	p, clk, obs := newTestProber(f, testConfig())
 	start := clk.Now()
@@ -103,16 +105,16 @@ func TestFrozenRuntimeCostsOneTimeout(t *testing.T) {
 }
 
 func TestPerObjectTimeoutStopsTheRest(t *testing.T) {
-	f := newFakeRuntime(4, 4)
-	f.hang[MethodPodSandboxStatus] = true
+	f := critest.New(4, 4)
+	f.Hang(MethodPodSandboxStatus)
 	cfg := testConfig()
 	cfg.Concurrency = 1
 	p, clk, obs := newTestProber(f, cfg)
 	c := cycleWithFakeClock(t, p, clk, obs, 7, 1)
-	if n := f.count(MethodPodSandboxStatus); n != 1 {
+	if n := f.Count(MethodPodSandboxStatus); n != 1 {
 		t.Fatalf("PodSandboxStatus sent %d times, want 1: the first timeout stops the rest", n)
 	}
-	if n := f.count(MethodContainerStatus); n != 0 {
+	if n := f.Count(MethodContainerStatus); n != 0 {
 		t.Fatalf("ContainerStatus sent %d times after a per-object timeout, want 0", n)
 	}
 	if r := findCall(t, c, MethodPodSandboxStatus); r.Object != "a-pod" || !r.InFlight {
@@ -122,16 +124,16 @@ func TestPerObjectTimeoutStopsTheRest(t *testing.T) {
 	if r := findCall(t, next, MethodPodSandboxStatus); !r.InFlight || r.Object != "a-pod" {
 		t.Fatalf("next cycle reports %+v, want the stuck a-pod call again", r)
 	}
-	if n := f.count(MethodPodSandboxStatus); n != 1 {
+	if n := f.Count(MethodPodSandboxStatus); n != 1 {
 		t.Fatalf("PodSandboxStatus sent %d times while one is stuck, want 1", n)
 	}
 }
 
 func TestErrorsAreClassified(t *testing.T) {
-	f := newFakeRuntime(0, 0)
-	f.errs[MethodListContainers] = status.Error(codes.ResourceExhausted, "grpc: received message larger than max (17000000 vs. 16777216)")
-	f.errs[MethodImageFsInfo] = status.Error(codes.Unimplemented, "not implemented")
-	f.errs[MethodStatus] = status.Error(codes.Unavailable, "connection refused")
+	f := critest.New(0, 0)
+	f.Fail(MethodListContainers, status.Error(codes.ResourceExhausted, "grpc: received message larger than max (17000000 vs. 16777216)"))
+	f.Fail(MethodImageFsInfo, status.Error(codes.Unimplemented, "not implemented"))
+	f.Fail(MethodStatus, status.Error(codes.Unavailable, "connection refused"))
 	p, _, _ := newTestProber(f, testConfig())
 	c := p.Cycle(context.Background())
 	want := map[string]Class{MethodVersion: ClassOK, MethodListContainers: ClassTooLarge, MethodImageFsInfo: ClassError, MethodStatus: ClassUnreachable}

@@ -7,13 +7,15 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/internal/critest"
 )
 
 // TestUnimplementedStreamsAreAskedOnce: on a runtime without the list
 // streams (containerd before 2.4) the first cycle learns it, drops the
 // Unimplemented answers and later cycles do not ask again.
 func TestUnimplementedStreamsAreAskedOnce(t *testing.T) {
-	f := newFakeRuntime(2, 3)
+	f := critest.New(2, 3)
 	p, _, _ := newTestProber(f, testConfig())
 	for i := 0; i < 3; i++ {
 		c := p.Cycle(context.Background())
@@ -26,7 +28,7 @@ func TestUnimplementedStreamsAreAskedOnce(t *testing.T) {
 			}
 		}
 	}
-	if n := f.count(MethodStreamPodSandboxes); n != 1 {
+	if n := f.Count(MethodStreamPodSandboxes); n != 1 {
 		t.Fatalf("StreamPodSandboxes sent %d times, want once", n)
 	}
 	c := p.Cycle(context.Background())
@@ -45,8 +47,8 @@ func TestUnimplementedStreamsAreAskedOnce(t *testing.T) {
 // largest message as the response size (streams avoid the 16 MiB limit
 // per answer, so the whole is not held against it).
 func TestImplementedStreamsAreTimedToTheirEnd(t *testing.T) {
-	f := newFakeRuntime(2, 3)
-	f.streams = true
+	f := critest.New(2, 3)
+	f.SetStreams(true)
 	p, _, _ := newTestProber(f, testConfig())
 	c := p.Cycle(context.Background())
 	if c.Streaming != StreamingImplemented {
@@ -68,9 +70,9 @@ func TestImplementedStreamsAreTimedToTheirEnd(t *testing.T) {
 // TestAHungStreamIsAHungCall: a stream that does not end within the
 // timeout is reported like any hung call, and names itself.
 func TestAHungStreamIsAHungCall(t *testing.T) {
-	f := newFakeRuntime(1, 1)
-	f.streams = true
-	f.hang[MethodStreamContainers] = true
+	f := critest.New(1, 1)
+	f.SetStreams(true)
+	f.Hang(MethodStreamContainers)
 	p, clk, obs := newTestProber(f, testConfig())
 	c := cycleWithFakeClock(t, p, clk, obs, 6, 1)
 	r := findCall(t, c, MethodStreamContainers)
@@ -87,17 +89,19 @@ func TestAHungStreamIsAHungCall(t *testing.T) {
 // Unimplemented is asked again once its version changes or its socket is
 // recreated (an upgrade to containerd 2.4 brings the streams).
 func TestStreamsAreAskedAgainAfterAnUpgrade(t *testing.T) {
-	f := newFakeRuntime(1, 1)
+	f := critest.New(1, 1)
 	p, _, _ := newTestProber(f, testConfig())
 	p.Cycle(context.Background())
-	f.streams, f.version = true, "2.4.2"
+	f.SetStreams(true)
+	f.SetVersion("2.4.2")
 	p.Cycle(context.Background()) // sees the new version; streams were not asked
 	if c := p.Cycle(context.Background()); c.Streaming != StreamingImplemented {
 		t.Fatalf("after the upgrade streaming is %s, want implemented", c.Streaming)
 	}
 	replaced := false
 	p.RedialWith(func() bool { return replaced })
-	f.streams, replaced = false, true
+	f.SetStreams(false)
+	replaced = true
 	if c := p.Cycle(context.Background()); c.Streaming != StreamingUnimplemented {
 		t.Fatalf("after a socket replacement (downgrade) streaming is %s, want unimplemented", c.Streaming)
 	}
@@ -106,12 +110,12 @@ func TestStreamsAreAskedAgainAfterAnUpgrade(t *testing.T) {
 // TestStreamsNotProbedWhenTheKubeletDoesNotUseThem: with the kubelet's
 // CRIListStreaming off, the daemon adds no stream calls.
 func TestStreamsNotProbedWhenTheKubeletDoesNotUseThem(t *testing.T) {
-	f := newFakeRuntime(1, 1)
-	f.streams = true
+	f := critest.New(1, 1)
+	f.SetStreams(true)
 	p, _, _ := newTestProber(f, testConfig())
 	p.ProbeStreams(false)
 	p.Cycle(context.Background())
-	if n := f.count(MethodStreamPodSandboxes); n != 0 {
+	if n := f.Count(MethodStreamPodSandboxes); n != 0 {
 		t.Fatalf("StreamPodSandboxes sent %d times with the kubelet's gate off", n)
 	}
 	p.ProbeStreams(true)
@@ -124,9 +128,9 @@ func TestStreamsNotProbedWhenTheKubeletDoesNotUseThem(t *testing.T) {
 // call instead of growing without end.
 func TestAnEndlessStreamIsBounded(t *testing.T) {
 	big := &runtimeapi.StreamContainersResponse{Containers: []*runtimeapi.Container{{Id: strings.Repeat("x", 1<<20)}}}
-	s := &fakeStream[runtimeapi.StreamContainersResponse]{}
+	s := &critest.Stream[runtimeapi.StreamContainersResponse]{}
 	for i := 0; i < MaxStreamBytes>>20+2; i++ {
-		s.msgs = append(s.msgs, big)
+		s.Msgs = append(s.Msgs, big)
 	}
 	tally := newStreamTally(clock.RealClock{})
 	tally.begin()

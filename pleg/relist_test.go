@@ -10,19 +10,20 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/internal/clocktest"
+	"github.com/hangwatch/hangwatch/internal/critest"
 
 	"github.com/hangwatch/hangwatch/cri"
 )
 
 func TestRelistInspectsChangedPodsOnly(t *testing.T) {
-	f := newFakeRuntime(3, 0)
+	f := critest.New(3, 0)
 	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r.Close()
 	first := r.Relist(context.Background())
 	if first.Class != cri.ClassOK || first.InFlight || first.Pods != 3 || first.ChangedPods != 3 {
 		t.Fatalf("first relist = %+v, want all 3 pods inspected", first)
 	}
-	if got := f.count("PodSandboxStatus"); got != 3 {
+	if got := f.Count(cri.MethodPodSandboxStatus); got != 3 {
 		t.Errorf("PodSandboxStatus calls = %d, want 3", got)
 	}
 	second := r.Relist(context.Background())
@@ -32,28 +33,28 @@ func TestRelistInspectsChangedPodsOnly(t *testing.T) {
 }
 
 func TestRelistStuckIsReportedAndJoined(t *testing.T) {
-	f := newFakeRuntime(1, 1)
-	f.hang["ListPodSandbox"] = true
+	f := critest.New(1, 1)
+	f.Hang(cri.MethodListPodSandbox)
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	r := NewRelister(f, clk, 0)
 	defer r.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	got := r.Relist(ctx)
-	clocktest.Await(t, "the stuck ListPodSandbox", func() bool { return f.count("ListPodSandbox") == 1 })
+	clocktest.Await(t, "the stuck ListPodSandbox", func() bool { return f.Count(cri.MethodListPodSandbox) == 1 })
 	if !got.InFlight || got.Class != cri.ClassTimeout {
 		t.Fatalf("stuck relist = %+v", got)
 	}
 	clk.Step(40 * time.Second)
 	again := r.Relist(ctx)
-	if !again.InFlight || again.Duration != 40*time.Second || again.Method != cri.MethodListPodSandbox || f.count("ListPodSandbox") != 1 {
-		t.Errorf("second look = %+v (ListPodSandbox sent %d times), want the same relist, 40s in", again, f.count("ListPodSandbox"))
+	if !again.InFlight || again.Duration != 40*time.Second || again.Method != cri.MethodListPodSandbox || f.Count(cri.MethodListPodSandbox) != 1 {
+		t.Errorf("second look = %+v (ListPodSandbox sent %d times), want the same relist, 40s in", again, f.Count(cri.MethodListPodSandbox))
 	}
 }
 
 func TestRelistTooLarge(t *testing.T) {
-	f := newFakeRuntime(1, 1)
-	f.errs["ListContainers"] = status.Error(codes.ResourceExhausted, "grpc: received message larger than max (17000000 vs. 16777216)")
+	f := critest.New(1, 1)
+	f.Fail(cri.MethodListContainers, status.Error(codes.ResourceExhausted, "grpc: received message larger than max (17000000 vs. 16777216)"))
 	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r.Close()
 	got := r.Relist(context.Background())
@@ -63,14 +64,14 @@ func TestRelistTooLarge(t *testing.T) {
 }
 
 func TestRelistFailedPodIsReinspected(t *testing.T) {
-	f := newFakeRuntime(2, 0)
-	f.errs["PodSandboxStatus"] = status.Error(codes.Internal, "boom")
+	f := critest.New(2, 0)
+	f.Fail(cri.MethodPodSandboxStatus, status.Error(codes.Internal, "boom"))
 	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r.Close()
 	if got := r.Relist(context.Background()); got.FailedPods != 2 || got.Class != cri.ClassError {
 		t.Fatalf("relist = %+v", got)
 	}
-	delete(f.errs, "PodSandboxStatus")
+	f.Fail(cri.MethodPodSandboxStatus, nil)
 	if got := r.Relist(context.Background()); got.ChangedPods != 2 || got.FailedPods != 0 || got.Class != cri.ClassOK {
 		t.Errorf("next relist = %+v, want the failed pods inspected again", got)
 	}
@@ -80,8 +81,8 @@ func TestRelistFailedPodIsReinspected(t *testing.T) {
 // the relist lists with the streams; on a runtime without them it falls
 // back to the unary lists within the same relist and keeps to them.
 func TestRelistStreamsAsTheKubeletDoes(t *testing.T) {
-	f := newFakeRuntime(2, 2)
-	f.streams = true
+	f := critest.New(2, 2)
+	f.SetStreams(true)
 	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r.Close()
 	r.SetListStreaming(true)
@@ -89,11 +90,11 @@ func TestRelistStreamsAsTheKubeletDoes(t *testing.T) {
 	if res.Class != cri.ClassOK || res.Pods != 2 || res.Containers != 2 {
 		t.Fatalf("streamed relist = %+v, want 2 pods and 2 containers", res)
 	}
-	if f.count(cri.MethodStreamPodSandboxes) == 0 || f.count(cri.MethodListPodSandbox) != 0 {
-		t.Fatalf("streams %d, unary %d: want streams only", f.count(cri.MethodStreamPodSandboxes), f.count(cri.MethodListPodSandbox))
+	if f.Count(cri.MethodStreamPodSandboxes) == 0 || f.Count(cri.MethodListPodSandbox) != 0 {
+		t.Fatalf("streams %d, unary %d: want streams only", f.Count(cri.MethodStreamPodSandboxes), f.Count(cri.MethodListPodSandbox))
 	}
 
-	old := newFakeRuntime(2, 2) // containerd before 2.4
+	old := critest.New(2, 2) // containerd before 2.4
 	r2 := NewRelister(old, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r2.Close()
 	r2.SetListStreaming(true)
@@ -102,7 +103,7 @@ func TestRelistStreamsAsTheKubeletDoes(t *testing.T) {
 			t.Fatalf("relist %d on a runtime without streams = %+v, want ok through the fallback", i+1, res)
 		}
 	}
-	if n := old.count(cri.MethodStreamPodSandboxes); n != 1 {
+	if n := old.Count(cri.MethodStreamPodSandboxes); n != 1 {
 		t.Fatalf("StreamPodSandboxes sent %d times, want once before falling back for good", n)
 	}
 }
@@ -110,9 +111,9 @@ func TestRelistStreamsAsTheKubeletDoes(t *testing.T) {
 // TestRelistStuckOnAStreamNamesIt: a hung stream is the call the relist
 // waits on.
 func TestRelistStuckOnAStreamNamesIt(t *testing.T) {
-	f := newFakeRuntime(1, 1)
-	f.streams = true
-	f.hang[cri.MethodStreamContainers] = true
+	f := critest.New(1, 1)
+	f.SetStreams(true)
+	f.Hang(cri.MethodStreamContainers)
 	r := NewRelister(f, clocktesting.NewFakeClock(time.Unix(0, 0)), 0)
 	defer r.Close()
 	r.SetListStreaming(true)
