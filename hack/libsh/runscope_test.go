@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,6 +44,12 @@ esac
 // with Ctrl-C, which ends tee too), the processes of its run are gone
 // afterwards, the mounts under its dir unmounted and the dir removed.
 func TestRunScopeCleansUpWhateverHappensToItsOutput(t *testing.T) {
+	// The scripts must start with these signals at their default: one
+	// ignored when a shell starts (go test run under nohup ignores
+	// SIGHUP) cannot be trapped. Handled here, they are default in a child.
+	held := make(chan os.Signal, 1)
+	signal.Notify(held, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
+	defer signal.Stop(held)
 	for _, bin := range []string{"bash", "setsid", "ps", "awk", "grep", "find", "sleep"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Skipf("no %s: %v", bin, err)
