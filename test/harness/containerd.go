@@ -123,7 +123,26 @@ func (c *Containerd) start(ctx context.Context) error {
 	if err := BuildPauseImage(tarPath); err != nil {
 		return err
 	}
-	return c.ImportImage(ctx, tarPath)
+	if err := c.ImportImage(ctx, tarPath); err != nil {
+		return err
+	}
+	return c.waitImage(ctx, PauseImage)
+}
+
+// waitImage waits until CRI's image service knows ref: containerd's CRI
+// plugin learns of an image ctr imported from an event, a moment later,
+// and a sandbox asked for before then pulls it from a registry that is
+// not there.
+func (c *Containerd) waitImage(ctx context.Context, ref string) error {
+	var last error
+	_, err := Poll(ctx, 30*time.Second, fmt.Sprintf("%s to know the image %s", c, ref), func() bool {
+		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		resp, err := c.conn.Image.ImageStatus(callCtx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+		last = err
+		return err == nil && resp.GetImage() != nil
+	}, UnlessExited(c), Explaining(func() string { return fmt.Sprintf("last: %v\n%s", last, c.logTail()) }))
+	return err
 }
 
 // launch writes the configuration for c.Bin's version and starts

@@ -116,7 +116,10 @@ func (c *Containerd) startUnderSystemd(ctx context.Context) error {
 	if err := BuildPauseImage(tarPath); err != nil {
 		return err
 	}
-	return c.ImportImage(ctx, tarPath)
+	if err := c.ImportImage(ctx, tarPath); err != nil {
+		return err
+	}
+	return c.waitImage(ctx, PauseImage)
 }
 
 // startUnit writes containerd's unit for c.Bin (an in-place upgrade when
