@@ -93,9 +93,13 @@ RestartSec=100ms
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", old)); !strings.HasSuffix(exe, "/sleep") {
-		t.Fatalf("main PID %d is %q, not sleep", old, exe)
-	}
+	// active as soon as systemd has forked it: the child runs systemd's
+	// code until it has exec'd the unit's command
+	var exe string
+	Eventually(t, 10*time.Second, fmt.Sprintf("main PID %d to be sleep", old), func() bool {
+		exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", old))
+		return strings.HasSuffix(exe, "/sleep")
+	}, Explaining(func() string { return fmt.Sprintf("it is %q", exe) }))
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
