@@ -44,7 +44,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // validation against the real kube-apiserver.
 func TestManifestsDryRunServer(t *testing.T) {
 	harness.Parallel(t)
-	cp := harness.SharedControlPlane(t)
+	cp := harness.StartControlPlaneT(t) // its own: another test creating a manifest's object between the dry run's read and its create would fail it
 	cp.Kubectl(t, "apply", "-f", filepath.Join("testdata", "monitoring-crds.yaml"))
 	cp.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/prometheusrules.monitoring.coreos.com", "crd/podmonitors.monitoring.coreos.com")

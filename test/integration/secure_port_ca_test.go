@@ -26,7 +26,7 @@ import (
 // against the PodMonitor's serverName. A client that asks for another name
 // is refused by its own TLS check.
 func TestSecurePortServesTheChartsCertificate(t *testing.T) {
-	harness.Parallel(t, harness.LaneSharedContainerd)
+	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneAdmissionPolicies) // it applies the daemonset overlay, as the admission tests do
 	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
