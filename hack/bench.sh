@@ -9,6 +9,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 need_root "hack/bench.sh starts containerd"
 run_scope bench   # sweeps what the tests leave when interrupted (lib.sh)
+export HANGWATCH_TEST_PARALLEL=1   # what runs here measures: the integration tests one at a time (docs/testing.md)
 ensure_packages
 ensure_go
 ensure_containerd

@@ -53,6 +53,7 @@
 # renders its table with hack/benchtable from the measurements the tests
 # recorded ($HANGWATCH_CACHE/<mode>.jsonl).
 source "$(dirname "$0")/lib.sh"
+export HANGWATCH_TEST_PARALLEL=1   # what runs here measures: the integration tests one at a time (docs/testing.md)
 cd "$ROOT"
 need_root "hack/e2e.sh starts containerd and a kubelet"
 # Whatever ends it (Ctrl-C, SIGTERM, SIGHUP, its output piped to a tee

@@ -57,7 +57,10 @@ var (
 // Lanes are taken in one order, so two tests never wait on each other.
 func Parallel(t *testing.T, need ...Lane) {
 	t.Helper()
-	t.Parallel()
+	serial := parallelism() == 1 // one test at a time, for runs that measure (hack/bench.sh, hack/e2e.sh)
+	if !serial {
+		t.Parallel()
+	}
 	long := slices.Contains(need, Minutes)
 	need = slices.DeleteFunc(slices.Clone(need), func(l Lane) bool { return l == Minutes })
 	slices.Sort(need)
@@ -65,7 +68,7 @@ func Parallel(t *testing.T, need ...Lane) {
 	for _, l := range need {
 		lane(l).Lock()
 	}
-	placed := len(need) == 0
+	placed := len(need) == 0 && !serial
 	if placed {
 		places.take(long)
 	}
@@ -163,7 +166,8 @@ func laneName(l Lane) string {
 	return string(l)
 }
 
-// parallelism is HANGWATCH_TEST_PARALLEL, or DefaultParallel.
+// parallelism is HANGWATCH_TEST_PARALLEL, or DefaultParallel. At 1 the
+// package's tests run one after another, lanes and all.
 func parallelism() int {
 	if n, err := strconv.Atoi(os.Getenv("HANGWATCH_TEST_PARALLEL")); err == nil && n > 0 {
 		return n
