@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/retry"
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/httpauth/httpauthtest"
@@ -280,11 +281,17 @@ func TestAReplicaThatLosesTheLeadStops(t *testing.T) {
 		l := p.lease(t, "hangwatch-remedy")
 		return l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "replica-a"
 	})
-	l := p.lease(t, "hangwatch-remedy")
-	l.Spec.HolderIdentity = ptrTo("replica-b")
-	l.Spec.LeaseDurationSeconds = ptrTo[int32](3600)
-	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if _, err := p.api.CoordinationV1().Leases("kube-system").Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+	// replica-a renews it every 100 ms: a takeover read before a renewal
+	// conflicts, and is made again on what the renewal wrote
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l := p.lease(t, "hangwatch-remedy")
+		l.Spec.HolderIdentity = ptrTo("replica-b")
+		l.Spec.LeaseDurationSeconds = ptrTo[int32](3600)
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		_, err := p.api.CoordinationV1().Leases("kube-system").Update(context.Background(), l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	select {
