@@ -366,7 +366,8 @@ func TestRemedyLeaderKilledMidBurstKeepsTheBudget(t *testing.T) {
 	var tainted []int
 	harness.Throughout(t, 55*time.Second-time.Since(burst), "at most 3 nodes tainted in the minute of the burst (maxActionsPerMinute 3)", func() bool {
 		tainted = f.tainted(t)
-		return len(tainted) <= 3
+		// a read that a slow API server ends after the window sees the next minute's actions
+		return len(tainted) <= 3 || time.Since(burst) >= 55*time.Second
 	}, harness.Every(500*time.Millisecond), harness.UnlessExited(second),
 		harness.Explaining(func() string { return fmt.Sprint("tainted: ", tainted) }))
 	took := harness.Eventually(t, 90*time.Second, "the new leader to go on", func() bool { return len(f.tainted(t)) > 3 })
