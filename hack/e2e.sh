@@ -32,6 +32,13 @@
 #       fence, three runs (FENCE_RUNS), then Kubernetes' own path once (where
 #       web-0 is 10 minutes later); the table between the fence markers.
 #       About 20 minutes.
+#   ./hack/e2e.sh --alerts
+#       the alert path: a real Prometheus scraping hangwatch's secure port
+#       as the shipped PodMonitor does, the shipped PrometheusRule, a real
+#       Alertmanager and a webhook receiver; node A's containerd and node
+#       B's kubelet frozen, three runs (ALERT_RUNS): the time from the
+#       freeze to each page and from the thaw to its resolution, medians,
+#       into BENCHMARKS.md between the alerts markers. About 20 minutes.
 #   ./hack/e2e.sh --api-budget
 #       what hangwatch costs the API server (issue 28): a frozen real kubelet
 #       under the static pod, three runs; 20 hangwatch processes with 20
@@ -91,6 +98,11 @@ fi
 if [ "${1:-}" = --repair ]; then
   source "$ROOT/hack/e2e-repair.sh"
   run_repair
+  exit $?
+fi
+if [ "${1:-}" = --alerts ]; then
+  source "$ROOT/hack/e2e-alerts.sh"
+  run_alerts
   exit $?
 fi
 if [ "${1:-}" = --api-budget ]; then

@@ -27,7 +27,8 @@ CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 CRIO_VERSION=$(pin CRIO_VERSION)            # hack/crio/<version> pins CRI-O's module
 CRIO_RUNC_VERSION=$(pin CRIO_RUNC_VERSION)  # and hack/runc/<version> the runc it runs
 CRIO_CONMON_DEB=$(pin CRIO_CONMON_DEB)      # Debian's conmon package, at this version
-PROMTOOL_MODULE_VERSION=$(pin PROMTOOL_MODULE_VERSION)  # internal/pins' test checks hack/tools/go.mod against it
+PROMETHEUS_MODULE_VERSION=$(pin PROMETHEUS_MODULE_VERSION)  # internal/pins' test checks hack/tools/go.mod against it
+ALERTMANAGER_VERSION=$(pin ALERTMANAGER_VERSION)            # and hack/alertmanager/go.mod
 HELM_MODULE_VERSION=$(pin HELM_MODULE_VERSION)          # and hack/helm/go.mod
 NPD_VERSION=$(pin NPD_VERSION)                          # and hack/npd/go.mod: node-problem-detector, for the footprint benchmark
 CSI_ATTACHER_VERSION=$(pin CSI_ATTACHER_VERSION)        # and hack/csi/go.mod: the CSI sidecars the volume tests run
@@ -302,11 +303,38 @@ ensure_cached_tool() {
   echo "$version" > "$stamp"
 }
 
-# ensure_promtool builds Prometheus' promtool (hack/tools); the alert and
-# dashboard tests run it.
-ensure_promtool() {
-  export HANGWATCH_PROMTOOL="$HANGWATCH_CACHE/bin/promtool"
-  ensure_cached_tool promtool "$PROMTOOL_MODULE_VERSION" hack/tools github.com/prometheus/prometheus/cmd/promtool
+# ensure_prometheus builds Prometheus and its promtool from Prometheus' Go
+# module (hack/tools pins it): the alert and dashboard tests run promtool,
+# and the alert path's test runs Prometheus itself.
+ensure_prometheus() {
+  export HANGWATCH_PROMTOOL="$HANGWATCH_CACHE/bin/promtool" HANGWATCH_PROMETHEUS="$HANGWATCH_CACHE/bin/prometheus"
+  ensure_cached_tool promtool "$PROMETHEUS_MODULE_VERSION" hack/tools github.com/prometheus/prometheus/cmd/promtool
+  ensure_cached_tool prometheus "$PROMETHEUS_MODULE_VERSION" hack/tools github.com/prometheus/prometheus/cmd/prometheus
+}
+
+# ensure_alertmanager builds Alertmanager from its Go module (hack/alertmanager
+# pins it and holds its checksums) into $HANGWATCH_CACHE/bin, once per
+# machine, with the module's own go.mod, as its release is built. Its web
+# UI is compiled JavaScript that the module does not hold (ui/app/dist,
+# which ui/web.go embeds), so a copy of the module gets a one-page
+# stand-in there; the API, routing and receivers are Alertmanager's own.
+ensure_alertmanager() {
+  local mod=github.com/prometheus/alertmanager src copy="$HANGWATCH_CACHE/src/alertmanager-$ALERTMANAGER_VERSION"
+  local bin="$HANGWATCH_CACHE/bin/alertmanager" stamp="$HANGWATCH_CACHE/bin/alertmanager.version"
+  export HANGWATCH_ALERTMANAGER="$bin"
+  if [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$ALERTMANAGER_VERSION" ]; then return 0; fi
+  grep -q "$mod $ALERTMANAGER_VERSION" "$ROOT/hack/alertmanager/go.mod" || { echo "hack/alertmanager/go.mod does not pin $mod $ALERTMANAGER_VERSION" >&2; return 1; }
+  log "building alertmanager $ALERTMANAGER_VERSION (once; cached in $HANGWATCH_CACHE)"
+  src=$(cd "$ROOT/hack/alertmanager" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$mod")
+  rm -rf "$copy" && mkdir -p "$(dirname "$copy")" && cp -r "$src" "$copy" && chmod -R u+w "$copy"
+  mkdir -p "$copy/ui/app/dist/elm" "$copy/ui/app/dist/mantine"
+  for ui in elm mantine; do
+    echo '<p>This Alertmanager was built by hangwatch'"'"'s tests without its web UI.</p>' > "$copy/ui/app/dist/$ui/index.html"
+  done
+  mkdir -p "$HANGWATCH_CACHE/bin"
+  (cd "$copy" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin.tmp" ./cmd/alertmanager)
+  mv "$bin.tmp" "$bin" && rm -rf "$copy"
+  echo "$ALERTMANAGER_VERSION" > "$stamp"
 }
 
 # ensure_helm builds helm (hack/helm); the chart tests lint and render the

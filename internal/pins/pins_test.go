@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 // nothing else.
 func TestPinsFileIsComplete(t *testing.T) {
 	want := []string{"KUBE_VERSION", "CONTAINERD_VERSION", "CONTAINERD_UPGRADE_VERSION", "CRIO_VERSION", "CRIO_RUNC_VERSION", "CRIO_CONMON_DEB", "GOLANGCI_LINT_VERSION",
-		"PROMTOOL_MODULE_VERSION", "HELM_MODULE_VERSION", "NPD_VERSION", "CSI_ATTACHER_VERSION", "CSI_PROVISIONER_VERSION", "BUILD_TAGS"}
+		"PROMETHEUS_MODULE_VERSION", "ALERTMANAGER_VERSION", "HELM_MODULE_VERSION", "NPD_VERSION", "CSI_ATTACHER_VERSION", "CSI_PROVISIONER_VERSION", "BUILD_TAGS"}
 	all := All()
 	for _, k := range want {
 		if all[k] == "" {
@@ -50,7 +50,8 @@ func TestPinsMatchTheModulesThatBuildThem(t *testing.T) {
 	csiSidecars := `(?s)github.com/kubernetes-csi/external-attacher/v4 ` + regexp.QuoteMeta(CSIAttacherVersion) + `\b.*` +
 		`github.com/kubernetes-csi/external-provisioner/v6 ` + regexp.QuoteMeta(CSIProvisionerVersion) + `\b`
 	requires := map[string]string{
-		"hack/tools/go.mod":                        `github.com/prometheus/prometheus ` + regexp.QuoteMeta(PromtoolModuleVersion) + `\b`,
+		"hack/tools/go.mod":                        `github.com/prometheus/prometheus ` + regexp.QuoteMeta(PrometheusModuleVersion) + `\b`,
+		"hack/alertmanager/go.mod":                 `github.com/prometheus/alertmanager ` + regexp.QuoteMeta(AlertmanagerVersion) + `\b`,
 		"hack/helm/go.mod":                         `helm.sh/helm/v3 ` + regexp.QuoteMeta(HelmModuleVersion) + `\b`,
 		"hack/npd/go.mod":                          `k8s.io/node-problem-detector ` + regexp.QuoteMeta(NPDVersion) + `\b`,
 		"hack/csi/go.mod":                          csiSidecars,

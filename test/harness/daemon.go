@@ -21,6 +21,10 @@ type Daemon struct {
 	Log *os.File
 	// Repair is `hangwatch repair` beside it (StartRepairing); nil: none.
 	Repair *Proc
+	// Secure is its --secure-listen-address and MetricsToken a token that
+	// may read /metrics there: set, Metrics reads it there (the plain port
+	// serves no /metrics then).
+	Secure, MetricsToken string
 }
 
 // StartDaemon starts `hangwatch run` on the runtime endpoint with args and
@@ -104,19 +108,46 @@ func (d *Daemon) RuntimeHung(t *testing.T) string {
 // agent's view.
 func StartRepairing(t *testing.T, endpoint string, args ...string) *Daemon {
 	t.Helper()
+	args = RepairArgs(t, args...)
+	d := StartDaemon(t, endpoint, args...)
+	LinkRepair(t, d, endpoint, args...)
+	return d
+}
+
+// RepairArgs adds to args what hangwatch and `hangwatch repair` beside it
+// need in a test: a repair socket, and a state file unless args name one.
+func RepairArgs(t *testing.T, args ...string) []string {
+	t.Helper()
 	if !slices.Contains(args, "--repair-state-file") { // never the node's own /var/lib/hangwatch
 		args = append(args, "--repair-state-file", filepath.Join(t.TempDir(), "repair-budget.json"))
 	}
-	args = append(args, "--repair-socket", filepath.Join(SocketDir(t), "repair.sock"))
-	d := StartDaemon(t, endpoint, args...)
+	return append(args, "--repair-socket", filepath.Join(SocketDir(t), "repair.sock"))
+}
+
+// LinkRepair starts `hangwatch repair` beside d on the flags d was
+// started with (RepairArgs) and waits until it has read d's view.
+func LinkRepair(t *testing.T, d *Daemon, endpoint string, args ...string) {
+	t.Helper()
 	c := StartProc(t, "hangwatch repair", ProcOptions{Log: d.Log, LogShownElsewhere: true}, HangwatchBin, append([]string{"repair", "-r", endpoint}, args...)...)
 	d.Repair = c
 	Eventually(t, 30*time.Second, "hangwatch repair to read the agent's view", func() bool {
-		text, err := d.Get("/metrics")
+		text, err := d.Metrics()
 		return err == nil && strings.Contains(text, "hangwatch_repair_linked 1")
 	}, UnlessExited(d), UnlessExited(c))
 	ListensOnNothing(t, c.PID())
-	return d
+}
+
+// Metrics reads hangwatch's /metrics: on its secure port when d.Secure is
+// set, else on the plain one.
+func (d *Daemon) Metrics() (string, error) {
+	if d.Secure == "" {
+		return d.Get("/metrics")
+	}
+	code, body, err := Get("https://"+d.Secure+"/metrics", Token(d.MetricsToken), Client(SecureClient))
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET /metrics on the secure port: %d: %s", code, body)
+	}
+	return body, err
 }
 
 // ListensOnNothing checks that no socket pid holds listens: no TCP port
