@@ -189,6 +189,7 @@ func TestNodeHealthCheckRemediatesOnRuntimeHung(t *testing.T) {
 	t.Run("spells", func(t *testing.T) {
 		t.Run("A frozen until remediated, then thawed", func(t *testing.T) {
 			t.Parallel()
+			before := nodeTaints(t, cp, nodeA) // the API server's not-ready taint from the Node's creation: no node lifecycle controller lifts it
 			thaw := harness.Freeze(t, cA)
 			frozeAt := time.Now()
 			c, seenTrue, err := harness.PollNode(t, cp, 30*time.Second, nodeA, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue), harness.UnlessExited(dA))
@@ -206,10 +207,8 @@ func TestNodeHealthCheckRemediatesOnRuntimeHung(t *testing.T) {
 				t.Errorf("the remediation came %v after RuntimeHung turned True, before the NodeHealthCheck's %v", tookAPI, nhcDuration)
 			}
 			checkRemediation(t, added.obj, nodeA, docsNHCName)
-			if n, err := cp.Admin.CoreV1().Nodes().Get(context.Background(), nodeA, metav1.GetOptions{}); err != nil {
-				t.Fatal(err)
-			} else if len(n.Spec.Taints) > 0 {
-				t.Errorf("Node %s has taints while NodeHealthCheck remediates it (nothing here taints): %v", nodeA, n.Spec.Taints)
+			if during := nodeTaints(t, cp, nodeA); during != before {
+				t.Errorf("Node %s's taints changed while NodeHealthCheck remediates it: %s, before the freeze %s", nodeA, during, before)
 			}
 
 			thaw()
@@ -223,6 +222,9 @@ func TestNodeHealthCheckRemediatesOnRuntimeHung(t *testing.T) {
 			t.Logf("A: SelfNodeRemediation deleted %v after the thaw, %v after RuntimeHung was seen False (API: False at %s)",
 				deleted.seen.Sub(thawedAt).Round(time.Millisecond), deleted.seen.Sub(seenFalse).Round(time.Millisecond), c.LastTransitionTime.Format(time.RFC3339))
 			harness.Measure(t, "nhc_remediation_deleted_after_thaw", deleted.seen.Sub(thawedAt))
+			if after := nodeTaints(t, cp, nodeA); after != before {
+				t.Errorf("Node %s's taints changed after NodeHealthCheck's remediation: %s, before the freeze %s", nodeA, after, before)
+			}
 		})
 		t.Run("B thawed after a shorter spell", func(t *testing.T) {
 			t.Parallel()
@@ -254,6 +256,16 @@ func TestNodeHealthCheckRemediatesOnRuntimeHung(t *testing.T) {
 	if !ctrl.Running() {
 		t.Errorf("the NodeHealthCheck controller exited: %v", ctrl.ExitErr)
 	}
+}
+
+// nodeTaints prints the Node's taints.
+func nodeTaints(t *testing.T, cp *harness.ControlPlane, node string) string {
+	t.Helper()
+	n, err := cp.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(n.Spec.Taints)
 }
 
 // nodeHealthCheckFromDocs returns the first yaml block of docs/install.md's
@@ -626,6 +638,9 @@ func recordRemediations(t *testing.T, dyn dynamic.Interface) *remediationLog {
 			}
 			for ev := range w.ResultChan() {
 				if ev.Type == watch.Error {
+					if ctx.Err() != nil {
+						break // the test ended the watch
+					}
 					t.Errorf("watch SelfNodeRemediations: %v", apierrors.FromObject(ev.Object))
 					w.Stop()
 					return
