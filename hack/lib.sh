@@ -33,6 +33,7 @@ HELM_MODULE_VERSION=$(pin HELM_MODULE_VERSION)          # and hack/helm/go.mod
 NPD_VERSION=$(pin NPD_VERSION)                          # and hack/npd/go.mod: node-problem-detector, for the footprint benchmark
 CSI_ATTACHER_VERSION=$(pin CSI_ATTACHER_VERSION)        # and hack/csi/go.mod: the CSI sidecars the volume tests run
 CSI_PROVISIONER_VERSION=$(pin CSI_PROVISIONER_VERSION)
+NHC_VERSION=$(pin NHC_VERSION)                          # and hack/nhc/go.mod: the NodeHealthCheck controller
 APT_PACKAGES=(containerd runc containernetworking-plugins etcd-server systemd ca-certificates curl unzip git gcc libc6-dev libseccomp-dev pkg-config)
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -392,6 +393,34 @@ ensure_csi() {
   fi
   (cd "$ROOT/test/csidriver" && CGO_ENABLED=0 go build -o /dev/null .)
   export HANGWATCH_CSI_BIN="$dir"
+}
+
+# ensure_nhc builds medik8s' node-healthcheck-operator (the NodeHealthCheck
+# controller) from its Go module (hack/nhc pins it) into
+# $HANGWATCH_CACHE/nhc-<version>, once per machine, as its Dockerfile does:
+# CGO_ENABLED=0, its version package stamped; -trimpath and stripped. Beside
+# it go the files of the module's config/ the NodeHealthCheck test applies:
+# the NodeHealthCheck CRD (crd/), the controller's shipped RBAC (rbac/) and
+# its validating webhook's configuration (webhook/).
+# Points the test (TestNodeHealthCheckRemediatesOnRuntimeHung) at it
+# through $HANGWATCH_NHC_BIN.
+ensure_nhc() {
+  local dir="$HANGWATCH_CACHE/nhc-$NHC_VERSION" mod=github.com/medik8s/node-healthcheck-operator src
+  if [ ! -x "$dir/node-healthcheck-operator" ] || [ ! -f "$dir/crd/remediation.medik8s.io_nodehealthchecks.yaml" ] || [ ! -f "$dir/webhook/manifests.yaml" ]; then
+    grep -q "$mod $NHC_VERSION" "$ROOT/hack/nhc/go.mod" || { echo "hack/nhc/go.mod does not pin $mod $NHC_VERSION" >&2; return 1; }
+    log "building node-healthcheck-operator $NHC_VERSION (once; cached in $dir)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/crd" "$dir.tmp/rbac" "$dir.tmp/webhook"
+    (cd "$ROOT/hack/nhc" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+      -ldflags "-s -w -X $mod/version.Version=$NHC_VERSION -X $mod/version.GitCommit=$NHC_VERSION" \
+      -o "$dir.tmp/node-healthcheck-operator" "$mod/cmd")
+    src=$(cd "$ROOT/hack/nhc" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$mod")
+    cp "$src"/config/crd/bases/*.yaml "$dir.tmp/crd/"
+    cp "$src"/config/rbac/*.yaml "$dir.tmp/rbac/"
+    cp "$src"/config/webhook/manifests.yaml "$dir.tmp/webhook/"
+    chmod -R u+w "$dir.tmp"   # the module cache's files are read-only
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  export HANGWATCH_NHC_BIN="$dir/node-healthcheck-operator"
 }
 
 # measurements_file NAME prints $HANGWATCH_CACHE/NAME.jsonl, emptied: the

@@ -29,7 +29,7 @@ finish() {
   return 0
 }
 run_scope test finish
-log "expected on 2 cores: about 30-40 min from an empty cache (containerd, CRI-O, the Kubernetes binaries, the CSI sidecars, Prometheus, Alertmanager, helm and golangci-lint are built once), about 10-15 min after"
+log "expected on 2 cores: about 30-40 min from an empty cache (containerd, CRI-O, the Kubernetes binaries, the CSI sidecars, the NodeHealthCheck controller, Prometheus, Alertmanager, helm and golangci-lint are built once), about 10-15 min after"
 APT_PACKAGES+=(qemu-user)   # runs the arm64 image's binary (TestImageRunsAsAContainer)
 step "Debian packages" ensure_packages
 step "Go toolchain" ensure_go
@@ -39,6 +39,7 @@ step "containerd (upgrade)" ensure_upgrade_containerd
 step "CRI-O" ensure_crio
 step "Kubernetes binaries" ensure_kube_binaries
 step "CSI sidecars" ensure_csi
+step "NodeHealthCheck controller" ensure_nhc
 step "Prometheus and promtool" ensure_prometheus
 step "Alertmanager" ensure_alertmanager
 step "helm" ensure_helm

@@ -27,6 +27,7 @@ var (
 	NPDVersion               = mustGet("NPD_VERSION")
 	CSIAttacherVersion       = mustGet("CSI_ATTACHER_VERSION")
 	CSIProvisionerVersion    = mustGet("CSI_PROVISIONER_VERSION")
+	NHCVersion               = mustGet("NHC_VERSION")
 	BuildTags                = mustGet("BUILD_TAGS")
 )
 

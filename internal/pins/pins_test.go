@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 // nothing else.
 func TestPinsFileIsComplete(t *testing.T) {
 	want := []string{"KUBE_VERSION", "CONTAINERD_VERSION", "CONTAINERD_UPGRADE_VERSION", "CRIO_VERSION", "CRIO_RUNC_VERSION", "CRIO_CONMON_DEB", "GOLANGCI_LINT_VERSION",
-		"PROMETHEUS_MODULE_VERSION", "ALERTMANAGER_VERSION", "HELM_MODULE_VERSION", "NPD_VERSION", "CSI_ATTACHER_VERSION", "CSI_PROVISIONER_VERSION", "BUILD_TAGS"}
+		"PROMETHEUS_MODULE_VERSION", "ALERTMANAGER_VERSION", "HELM_MODULE_VERSION", "NPD_VERSION", "CSI_ATTACHER_VERSION", "CSI_PROVISIONER_VERSION", "NHC_VERSION", "BUILD_TAGS"}
 	all := All()
 	for _, k := range want {
 		if all[k] == "" {
@@ -55,6 +55,7 @@ func TestPinsMatchTheModulesThatBuildThem(t *testing.T) {
 		"hack/helm/go.mod":                         `helm.sh/helm/v3 ` + regexp.QuoteMeta(HelmModuleVersion) + `\b`,
 		"hack/npd/go.mod":                          `k8s.io/node-problem-detector ` + regexp.QuoteMeta(NPDVersion) + `\b`,
 		"hack/csi/go.mod":                          csiSidecars,
+		"hack/nhc/go.mod":                          `github.com/medik8s/node-healthcheck-operator ` + regexp.QuoteMeta(NHCVersion) + `\b`,
 		"hack/crio/" + CRIOVersion + "/go.mod":     `github.com/cri-o/cri-o ` + regexp.QuoteMeta(CRIOVersion) + `\b`,
 		"hack/runc/" + CRIORuncVersion + "/go.mod": `github.com/opencontainers/runc ` + regexp.QuoteMeta(CRIORuncVersion) + `\b`,
 	}

@@ -19,8 +19,16 @@ type ControllerManager struct {
 // runs the node lifecycle controller, and the controllers named in more
 // (deployment-controller, replicaset-controller, disruption-controller...).
 func StartControllerManager(ctx context.Context, cp *ControlPlane, more ...string) (*ControllerManager, error) {
+	return StartControllers(ctx, cp, append([]string{"node-lifecycle-controller"}, more...)...)
+}
+
+// StartControllers starts kube-controller-manager against cp running only
+// the named controllers (clusterrole-aggregation-controller, say: a test
+// whose Nodes have no kubelet renewing their Lease keeps the node
+// lifecycle controller from marking them Unknown) and waits for /healthz.
+func StartControllers(ctx context.Context, cp *ControlPlane, controllers ...string) (*ControllerManager, error) {
 	p, err := startComponent(ctx, cp, "kube-controller-manager",
-		"--controllers", strings.Join(append([]string{"node-lifecycle-controller"}, more...), ","),
+		"--controllers", strings.Join(controllers, ","),
 		"--cert-dir", filepath.Join(cp.Dir, "kcm-certs"))
 	if err != nil {
 		return nil, err

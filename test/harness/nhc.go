@@ -1,0 +1,59 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hangwatch/hangwatch/internal/pins"
+)
+
+// NHCVersion is medik8s' node-healthcheck-operator the NodeHealthCheck
+// test runs (internal/pins/pins.env).
+var NHCVersion = pins.NHCVersion
+
+// NHC is the NodeHealthCheck controller the setup command built (hack/lib.sh's
+// ensure_nhc) and the files of its module's config/ it copied beside it.
+type NHC struct {
+	// Bin is the controller's binary.
+	Bin string
+	// CRDDir holds the NodeHealthCheck CRD (config/crd/bases).
+	CRDDir string
+	// RBACDir holds the controller's shipped RBAC (config/rbac).
+	RBACDir string
+	// WebhookDir holds its ValidatingWebhookConfiguration (config/webhook).
+	WebhookDir string
+}
+
+// NHCBuild finds it: $HANGWATCH_NHC_BIN, else the nhc-<version> folder of
+// $HANGWATCH_CACHE or ~/.cache/hangwatch.
+func NHCBuild() (NHC, error) {
+	const name = "node-healthcheck-operator"
+	sub := "nhc-" + NHCVersion
+	var bins []string
+	if b := os.Getenv("HANGWATCH_NHC_BIN"); b != "" {
+		bins = append(bins, b)
+	}
+	if d := os.Getenv("HANGWATCH_CACHE"); d != "" {
+		bins = append(bins, filepath.Join(d, sub, name))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		bins = append(bins, filepath.Join(home, ".cache", "hangwatch", sub, name))
+	}
+	for _, b := range bins {
+		dir := filepath.Dir(b)
+		n := NHC{Bin: b, CRDDir: filepath.Join(dir, "crd"), RBACDir: filepath.Join(dir, "rbac"), WebhookDir: filepath.Join(dir, "webhook")}
+		st, err := os.Stat(b)
+		if err != nil || st.Mode()&0o111 == 0 {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(n.CRDDir, "remediation.medik8s.io_nodehealthchecks.yaml")); err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(n.WebhookDir, "manifests.yaml")); err != nil {
+			continue
+		}
+		return n, nil
+	}
+	return NHC{}, fmt.Errorf("node-healthcheck-operator %s is not built (hack/lib.sh's ensure_nhc builds it, with its CRD, RBAC and webhook configuration beside it); looked for %v", NHCVersion, bins)
+}
