@@ -23,8 +23,9 @@ type rule struct {
 
 type ruleGroups struct {
 	Groups []struct {
-		Name  string `json:"name"`
-		Rules []rule `json:"rules"`
+		Name     string `json:"name"`
+		Interval string `json:"interval,omitempty"`
+		Rules    []rule `json:"rules"`
 	} `json:"groups"`
 }
 

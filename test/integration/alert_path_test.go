@@ -211,6 +211,15 @@ func (r *alertRig) logConditions(t *testing.T, frozen time.Time) {
 			harness.Measure(t, "alert_condition_"+strings.ToLower(c.cond)+"_true_after_freeze", nc.LastTransitionTime.Sub(frozen))
 		}
 	}
+	// the kubelet's own verdict on A, for comparison: Ready=False
+	// ("container runtime is down") about two minutes in
+	harness.Eventually(t, 3*time.Minute, "the kubelet to report node A NotReady", func() bool {
+		ready := harness.NodeCond(t, r.a.CP, r.a.K.Node, "Ready")
+		return ready != nil && ready.Status == "False"
+	})
+	ready := harness.NodeCond(t, r.a.CP, r.a.K.Node, "Ready")
+	t.Logf("node A: Ready=False: %s", ready.Message)
+	harness.Measure(t, "alert_kubelet_notready_after_freeze", ready.LastTransitionTime.Sub(frozen))
 }
 
 // dashboardQueriesReturnSeries evaluates every panel's query of the
