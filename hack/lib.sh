@@ -326,7 +326,8 @@ ensure_alertmanager() {
   if [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$ALERTMANAGER_VERSION" ]; then return 0; fi
   grep -q "$mod $ALERTMANAGER_VERSION" "$ROOT/hack/alertmanager/go.mod" || { echo "hack/alertmanager/go.mod does not pin $mod $ALERTMANAGER_VERSION" >&2; return 1; }
   log "building alertmanager $ALERTMANAGER_VERSION (once; cached in $HANGWATCH_CACHE)"
-  src=$(cd "$ROOT/hack/alertmanager" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$mod")
+  src=$(cd "$ROOT/hack/alertmanager" && GOFLAGS=-mod=mod go mod download "$mod" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$mod")
+  [ -d "$src" ] || { echo "the module cache holds no $mod $ALERTMANAGER_VERSION" >&2; return 1; }
   rm -rf "$copy" && mkdir -p "$(dirname "$copy")" && cp -r "$src" "$copy" && chmod -R u+w "$copy"
   mkdir -p "$copy/ui/app/dist/elm" "$copy/ui/app/dist/mantine"
   for ui in elm mantine; do
