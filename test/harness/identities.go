@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -191,13 +192,30 @@ func (cp *ControlPlane) TokenClient(t testing.TB, token string) kubernetes.Inter
 // ClientFor is a client of the API server with kubeconfig's identity.
 func ClientFor(t testing.TB, kubeconfig string) kubernetes.Interface {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := kubernetes.NewForConfig(restConfigFor(t, kubeconfig))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// DynamicClientFor is a dynamic client of the API server (for custom
+// resources) with kubeconfig's identity.
+func DynamicClientFor(t testing.TB, kubeconfig string) dynamic.Interface {
+	t.Helper()
+	c, err := dynamic.NewForConfig(restConfigFor(t, kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// restConfigFor is the client configuration of kubeconfig.
+func restConfigFor(t testing.TB, kubeconfig string) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

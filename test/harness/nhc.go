@@ -5,12 +5,40 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/hangwatch/hangwatch/internal/pins"
 )
 
 // NHCVersion is medik8s' node-healthcheck-operator the NodeHealthCheck
 // test runs (internal/pins/pins.env).
 var NHCVersion = pins.NHCVersion
+
+// Where the NodeHealthCheck controller runs, and as whom.
+const (
+	// NHCNamespace is the controller's own namespace (DEPLOYMENT_NAMESPACE)
+	// and the remediation template's in docs/install.md, as the medik8s
+	// operators install together there.
+	NHCNamespace = "openshift-workload-availability"
+	// NHCServiceAccount is the controller's identity: the shipped RBAC's
+	// ServiceAccount after its kustomization's namePrefix.
+	NHCServiceAccount = "node-healthcheck-controller-manager"
+	// NHCWebhookPort is where the controller serves its validating webhook:
+	// 9443 on every address, fixed in its main.go.
+	NHCWebhookPort = 9443
+)
+
+// The resources of NodeHealthCheck and of Self Node Remediation, the
+// remediator the docs pair it with.
+var (
+	// NodeHealthCheckGVR is NodeHealthCheck's resource.
+	NodeHealthCheckGVR = schema.GroupVersionResource{Group: "remediation.medik8s.io", Version: "v1alpha1", Resource: "nodehealthchecks"}
+	// SelfNodeRemediationGVR is the remediation NodeHealthCheck creates.
+	SelfNodeRemediationGVR = schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediations"}
+	// SelfNodeRemediationTemplateGVR is the template a NodeHealthCheck names.
+	SelfNodeRemediationTemplateGVR = schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}
+	crdGVR                         = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
 
 // NHC is the NodeHealthCheck controller the setup command built (hack/lib.sh's
 // ensure_nhc) and the files of its module's config/ it copied beside it.

@@ -96,3 +96,16 @@ func (p *PKI) issue(name string, subject pkix.Name, usage x509.ExtKeyUsage, dns 
 func writePEM(path, kind string, der []byte) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600)
 }
+
+// CertPool is a pool of the CA's certificate.
+func (p *PKI) CertPool() (*x509.CertPool, error) {
+	ca, err := os.ReadFile(p.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("the test CA %s does not parse", p.CAFile)
+	}
+	return pool, nil
+}

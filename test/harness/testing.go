@@ -123,6 +123,36 @@ func StartControlPlaneT(t testing.TB) *ControlPlane {
 	return cp
 }
 
+// startInBackground runs start on a goroutine of its own, with limit to
+// start in, and stops what it started when t ends; started waits for the
+// start and returns what it started, failing the test (what: the error's
+// prefix) if it did not.
+func startInBackground[T any](t testing.TB, what string, limit time.Duration, start func(context.Context) (T, error), stop func(T)) (started func() T) {
+	var part T
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		defer cancel()
+		part, err = start(ctx)
+	}()
+	t.Cleanup(func() {
+		<-done
+		if err == nil {
+			stop(part)
+		}
+	})
+	return func() T {
+		t.Helper()
+		<-done
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return part
+	}
+}
+
 // StartKubeletT starts a kubelet for node against c and cp, and stops it
 // when t ends.
 func StartKubeletT(t testing.TB, cp *ControlPlane, c NodeRuntime, node string) *Kubelet {

@@ -1,0 +1,120 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// What the controller's kustomization (config/default) does to its RBAC:
+// names prefixed, and manager-role labelled for the aggregated role that
+// gathers the remediators' rules.
+const (
+	nhcRBACPrefix     = "node-healthcheck-"
+	nhcAggregateLabel = "rbac.ext-remediation/aggregate-to-ext-remediation"
+)
+
+// installNHCRBAC applies the controller's shipped RBAC (config/rbac) as its
+// kustomization does (config/default: namePrefix node-healthcheck-, the
+// deployment's namespace, manager-role labelled for aggregation), bound to
+// its ServiceAccount, and the ClusterRole a remediator ships for it: Self
+// Node Remediation's kinds, labelled for NodeHealthCheck's aggregated role.
+func installNHCRBAC(t *testing.T, cp *ControlPlane, nhc NHC) {
+	t.Helper()
+	if err := installNHCClusterRBAC(cp, nhc); err != nil {
+		t.Fatal(err)
+	}
+	if err := installNHCLeaderElectionRBAC(cp, nhc); err != nil {
+		t.Fatal(err)
+	}
+	remediator := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "self-node-remediation-ext-remediation", Labels: map[string]string{nhcAggregateLabel: "true"}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{SelfNodeRemediationGVR.Group},
+			Resources: []string{SelfNodeRemediationGVR.Resource, SelfNodeRemediationTemplateGVR.Resource},
+			Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
+	}
+	if _, err := cp.Admin.RbacV1().ClusterRoles().Create(context.Background(), remediator, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// installNHCClusterRBAC creates the manager's and the metrics' ClusterRoles
+// and their bindings.
+func installNHCClusterRBAC(cp *ControlPlane, nhc NHC) error {
+	ctx := context.Background()
+	for _, file := range []string{"role.yaml", "metrics_auth_role.yaml"} {
+		var r rbacv1.ClusterRole
+		if err := readNHCRBAC(nhc, file, &r); err != nil {
+			return err
+		}
+		if r.Name == "manager-role" { // config/default/manager_role_patch.yaml
+			r.Labels = map[string]string{nhcAggregateLabel: "true"}
+		}
+		r.Name = nhcRBACPrefix + r.Name
+		if _, err := cp.Admin.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, file := range []string{"role_binding.yaml", "metrics_auth_role_binding.yaml"} {
+		var b rbacv1.ClusterRoleBinding
+		if err := readNHCRBAC(nhc, file, &b); err != nil {
+			return err
+		}
+		b.Name, b.RoleRef.Name = nhcRBACPrefix+b.Name, nhcRBACPrefix+b.RoleRef.Name
+		prefixServiceAccounts(b.Subjects)
+		if _, err := cp.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &b, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installNHCLeaderElectionRBAC creates the leader election Role and its
+// binding in NHCNamespace.
+func installNHCLeaderElectionRBAC(cp *ControlPlane, nhc NHC) error {
+	ctx := context.Background()
+	var r rbacv1.Role
+	if err := readNHCRBAC(nhc, "leader_election_role.yaml", &r); err != nil {
+		return err
+	}
+	r.Name, r.Namespace = nhcRBACPrefix+r.Name, NHCNamespace
+	if _, err := cp.Admin.RbacV1().Roles(NHCNamespace).Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	var b rbacv1.RoleBinding
+	if err := readNHCRBAC(nhc, "leader_election_role_binding.yaml", &b); err != nil {
+		return err
+	}
+	b.Name, b.Namespace, b.RoleRef.Name = nhcRBACPrefix+b.Name, NHCNamespace, nhcRBACPrefix+b.RoleRef.Name
+	prefixServiceAccounts(b.Subjects)
+	_, err := cp.Admin.RbacV1().RoleBindings(NHCNamespace).Create(ctx, &b, metav1.CreateOptions{})
+	return err
+}
+
+// prefixServiceAccounts names the ServiceAccount subjects as the
+// kustomization does: prefixed, in NHCNamespace.
+func prefixServiceAccounts(ss []rbacv1.Subject) {
+	for i := range ss {
+		if ss[i].Kind == rbacv1.ServiceAccountKind {
+			ss[i].Name, ss[i].Namespace = nhcRBACPrefix+ss[i].Name, NHCNamespace
+		}
+	}
+}
+
+// readNHCRBAC reads file of the module's config/rbac into into.
+func readNHCRBAC(nhc NHC, file string, into any) error {
+	raw, err := os.ReadFile(filepath.Join(nhc.RBACDir, file))
+	if err != nil {
+		return err
+	}
+	if err := yaml.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
