@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,29 +12,15 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-type dashboard struct {
-	Title  string `json:"title"`
-	UID    string `json:"uid"`
-	Panels []struct {
-		Title   string `json:"title"`
-		Targets []struct {
-			Expr string `json:"expr"`
-		} `json:"targets"`
-	} `json:"panels"`
-}
-
-func loadDashboard(t *testing.T) dashboard {
+func loadDashboard(t *testing.T) harness.Dashboard {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("grafana", "hangwatch-dashboard.json"))
+	d, err := harness.ReadDashboard()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var d dashboard
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	if err := dec.Decode(&d); err != nil {
-		t.Fatalf("hangwatch-dashboard.json is not valid JSON: %v", err)
 	}
 	if d.Title == "" || d.UID == "" || len(d.Panels) == 0 {
 		t.Fatalf("dashboard without title, uid or panels: %+v", d)

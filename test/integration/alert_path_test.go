@@ -227,19 +227,8 @@ func (r *alertRig) logConditions(t *testing.T, frozen time.Time) {
 // a chosen, until each returns series.
 func dashboardQueriesReturnSeries(t *testing.T, p *harness.Prometheus, a, b string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(), "manifests", "grafana", "hangwatch-dashboard.json"))
+	d, err := harness.ReadDashboard()
 	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatal(err)
 	}
 	// Grafana's $__rate_interval: four scrape intervals (15 s) at the least
