@@ -16,22 +16,22 @@ import (
 
 // The first trim comes once start-up is over (rules compiled, first
 // cycle, first sync with the API server). Later ones come every
-// trimPeriod: each drops the binary's pages that rarer paths (a condition
-// change, an Event, a scrape's encoder, a collection's stack scan) mapped
-// since, so the resident set is what the last few seconds used. The
-// kernel maps up to 64 KiB of cached pages around each fault
-// (fault-around), so one touched byte keeps 16 pages resident until the
-// next trim: with a trim a minute the binary's resident pages were the
-// union of a minute's touches (RssFile 13.6 MiB median beside NPD), with
-// one every 5 s 8.7 MiB (BENCHMARKS.md). Dropping the pages costs a
-// madvise and the faults that map the used pages again, about 150 (a
-// fraction of a millisecond); freeing the heap costs a forced collection,
-// so only the first trim and every freeHeapEvery-th after it do that
-// (once a minute).
+// trimPeriod, the CRI heartbeat's period: each drops the binary's pages
+// that rarer paths (a condition change, an Event, a scrape's encoder, a
+// collection's stack scan, a Lease read) mapped since, so the resident set
+// is what the last few seconds used. The kernel maps up to 64 KiB of
+// cached pages around each fault (fault-around), so one touched byte
+// keeps 16 pages resident until the next trim: with a trim a minute the
+// binary's resident pages were the union of a minute's touches. Dropping
+// the pages costs a madvise and the faults that map the used pages again
+// (a few hundred, well under a millisecond); freeing the heap costs a
+// forced collection, so only the first trim and every freeHeapEvery-th
+// after it do that (once a minute). BENCHMARKS.md has the schedules
+// measured side by side (issue 41).
 const (
 	firstTrim     = 20 * time.Second
-	trimPeriod    = 5 * time.Second
-	freeHeapEvery = 12
+	trimPeriod    = 2500 * time.Millisecond
+	freeHeapEvery = 24
 )
 
 // trimResidentSet drops the binary's read-only pages from the resident set
