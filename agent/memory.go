@@ -23,9 +23,10 @@ import (
 // cached pages around each fault (fault-around), so one touched byte
 // keeps 16 pages resident until the next trim: with a trim a minute the
 // binary's resident pages were the union of a minute's touches. Dropping
-// the pages costs a madvise and the faults that map the used pages again
-// (a few hundred, well under a millisecond); freeing the heap costs a
-// forced collection, so only the first trim and every freeHeapEvery-th
+// the pages costs a madvise and the few hundred faults that map the used
+// pages again: measured beside the API server, about 0.07% of a core
+// more than a trim a minute (under 2 ms a drop). Freeing the heap costs
+// a forced collection, so only the first trim and every freeHeapEvery-th
 // after it do that (once a minute). BENCHMARKS.md has the schedules
 // measured side by side (issue 41).
 const (
