@@ -15,21 +15,34 @@ import (
 )
 
 // The first trim comes once start-up is over (rules compiled, first
-// cycle, first sync with the API server); later ones drop what rarer paths
-// (a condition change, an Event, a scrape's encoder) mapped since, so the
-// resident set is what the last minute used. A trim costs one collection
-// of a heap of a few MiB and the faults that map the used pages again.
+// cycle, first sync with the API server). Later ones come every
+// trimPeriod, the CRI heartbeat's period: each drops the binary's pages
+// that rarer paths (a condition change, an Event, a scrape's encoder, a
+// collection's stack scan, a Lease read) mapped since, so the resident set
+// is what the last few seconds used. The kernel maps up to 64 KiB of
+// cached pages around each fault (fault-around), so one touched byte
+// keeps 16 pages resident until the next trim: with a trim a minute the
+// binary's resident pages were the union of a minute's touches. Dropping
+// the pages costs a madvise and the few hundred faults that map the used
+// pages again: measured beside the API server, about 0.07% of a core
+// more than a trim a minute (under 2 ms a drop). Freeing the heap costs
+// a forced collection, so only the first trim and every freeHeapEvery-th
+// after it do that (once a minute). BENCHMARKS.md has the schedules
+// measured side by side (issue 41).
 const (
-	firstTrim  = 20 * time.Second
-	trimPeriod = time.Minute
+	firstTrim     = 20 * time.Second
+	trimPeriod    = 2500 * time.Millisecond
+	freeHeapEvery = 24
 )
 
 // trimResidentSet drops the binary's read-only pages from the resident set
-// after start-up and then every trimPeriod (package rsstrim).
+// after start-up and then every trimPeriod, and frees the heap every
+// freeHeapEvery-th time (package rsstrim).
 func trimResidentSet(ctx context.Context, clk clock.Clock) {
-	rsstrim.Every(ctx, clk, firstTrim, trimPeriod, func(bytes int, err error) {
+	sched := rsstrim.Schedule{First: firstTrim, Period: trimPeriod, FreeHeapEvery: freeHeapEvery}
+	rsstrim.Every(ctx, clk, sched, func(bytes int, err error) {
 		if err != nil {
-			klog.ErrorS(err, "Dropping the binary's start-up pages from the resident set failed; not trying again")
+			klog.ErrorS(err, "Dropping the binary's pages from the resident set failed; not trying again")
 			return
 		}
 		klog.V(4).InfoS("Dropped the binary's read-only pages from the resident set", "mappedBytes", bytes)

@@ -9,6 +9,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 measured=$1 machine=$2
 benchtable -measurements "$measured" -section footprint -save -w -var "machine=$machine" \
-  -var "code=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  -var "code=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" -var "npd=$NPD_VERSION built by ensure_npd" \
+  -var "healthy_run=in the same hack/bench.sh run, at the same code" \
   -var "command=./hack/bench.sh (TestFootprintBesideNPD, TestStaticPodHealthyNodeRaisesNothing)" >/dev/null
 echo "footprint table recorded and BENCHMARKS.md rendered"

@@ -1,5 +1,5 @@
 module hangwatch.local/npd
 
-go 1.26.0
+go 1.26.5
 
-require k8s.io/node-problem-detector v1.34.0
+require k8s.io/node-problem-detector v1.36.0

@@ -29,12 +29,23 @@ const maxMapsBytes = 1 << 20
 // Region is one read-only mapping of the executable.
 type Region struct{ Start, End uintptr }
 
-// Trim returns the heap's free pages to the system (debug.FreeOSMemory:
-// a collection, then all free spans released), drops the resident pages
-// of the executable's read-only mappings, and returns how many bytes of
-// address space those covered.
+// Trim returns the heap's free pages to the system (FreeHeap) and drops
+// the resident pages of the executable's read-only mappings
+// (DropBinaryPages); it returns how many bytes of address space those
+// covered.
 func Trim() (int, error) {
-	debug.FreeOSMemory()
+	FreeHeap()
+	return DropBinaryPages()
+}
+
+// FreeHeap is debug.FreeOSMemory: a collection, then every free span
+// released to the system.
+func FreeHeap() { debug.FreeOSMemory() }
+
+// DropBinaryPages drops the resident pages of the executable's read-only
+// mappings (madvise MADV_DONTNEED) and returns how many bytes of address
+// space those covered.
+func DropBinaryPages() (int, error) {
 	regions, err := ownReadOnlyRegions()
 	if err != nil {
 		return 0, err
@@ -49,11 +60,25 @@ func Trim() (int, error) {
 	return total, nil
 }
 
-// Every trims after first, then every period, until ctx ends, handing
-// each outcome to report; a failure ends it (the next would fail alike).
-func Every(ctx context.Context, clk clock.Clock, first, period time.Duration, report func(bytes int, err error)) {
-	wait := first
-	for {
+// Schedule is when Every trims: the first trim after First, then one
+// every Period; the first trim and every FreeHeapEvery-th after it also
+// free the heap (FreeHeap, a forced collection), the others only drop the
+// binary's pages. FreeHeapEvery 0 or 1: every trim frees the heap.
+type Schedule struct {
+	First, Period time.Duration
+	FreeHeapEvery int
+}
+
+// freesHeap says whether the n-th trim (0 the first) frees the heap.
+func (s Schedule) freesHeap(n int) bool {
+	return s.FreeHeapEvery <= 1 || n%s.FreeHeapEvery == 0
+}
+
+// Every trims on the schedule until ctx ends, handing each outcome to
+// report; a failure ends it (the next would fail alike).
+func Every(ctx context.Context, clk clock.Clock, s Schedule, report func(bytes int, err error)) {
+	wait := s.First
+	for n := 0; ; n++ {
 		t := clk.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -61,12 +86,15 @@ func Every(ctx context.Context, clk clock.Clock, first, period time.Duration, re
 			return
 		case <-t.C():
 		}
-		n, err := Trim()
-		report(n, err)
+		if s.freesHeap(n) {
+			FreeHeap()
+		}
+		bytes, err := DropBinaryPages()
+		report(bytes, err)
 		if err != nil {
 			return
 		}
-		wait = period
+		wait = s.Period
 	}
 }
 

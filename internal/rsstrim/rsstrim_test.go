@@ -91,7 +91,7 @@ func FuzzReadOnlyRegions(f *testing.F) {
 }
 
 // TestEveryTrimsAfterFirstThenEachPeriod steps a fake clock: the first
-// trim after `first`, then one each period, until ctx ends.
+// trim after First, then one each Period, until ctx ends.
 func TestEveryTrimsAfterFirstThenEachPeriod(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,9 +99,9 @@ func TestEveryTrimsAfterFirstThenEachPeriod(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Every(ctx, clk, 20*time.Second, time.Minute, func(_ int, err error) { trims <- err })
+		Every(ctx, clk, Schedule{First: 20 * time.Second, Period: 5 * time.Second, FreeHeapEvery: 12}, func(_ int, err error) { trims <- err })
 	}()
-	for i, step := range []time.Duration{20 * time.Second, time.Minute, time.Minute} {
+	for i, step := range []time.Duration{20 * time.Second, 5 * time.Second, 5 * time.Second} {
 		clocktest.AwaitWaiters(t, clk, 1)
 		clk.Step(step - time.Millisecond)
 		select {
@@ -116,4 +116,21 @@ func TestEveryTrimsAfterFirstThenEachPeriod(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestScheduleFreesTheHeapOnTheFirstAndEveryNth: the first trim and every
+// FreeHeapEvery-th after it collect and release the heap; 0 or 1 means
+// every trim does.
+func TestScheduleFreesTheHeapOnTheFirstAndEveryNth(t *testing.T) {
+	s := Schedule{FreeHeapEvery: 12}
+	for n, want := range map[int]bool{0: true, 1: false, 11: false, 12: true, 13: false, 24: true} {
+		if got := s.freesHeap(n); got != want {
+			t.Errorf("FreeHeapEvery 12, trim %d: frees the heap %v, want %v", n, got, want)
+		}
+	}
+	for _, every := range []int{0, 1} {
+		if !(Schedule{FreeHeapEvery: every}).freesHeap(5) {
+			t.Errorf("FreeHeapEvery %d: trim 5 does not free the heap", every)
+		}
+	}
 }
