@@ -33,8 +33,9 @@ func StartKubeletWithPodCgroupsT(t testing.TB, cp *ControlPlane, c NodeRuntime, 
 		t.Fatal(err)
 	}
 	if err := k.start(ctx, bin, cp, c.Where().Endpoint); err != nil {
+		tail := k.logTail() // before Stop, which removes the kubelet's dir and its log
 		k.Stop()
-		t.Fatalf("%v\n%s", err, k.logTail())
+		t.Fatalf("%v\n%s", err, tail)
 	}
 	t.Cleanup(k.Stop)
 	return k
