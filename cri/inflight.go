@@ -156,12 +156,24 @@ func (t *inflightTracker) snapshot() []InFlight {
 	return out
 }
 
-// oldestByMethod returns the age of the oldest outstanding call per method.
+// oldestByMethod returns, per method with a call out, how long it has
+// waited: the age of its oldest outstanding call, or, when longer, how
+// long the method has gone without any answer (Unanswered), so a call
+// cancelled at its lifetime and sent again goes on counting from the
+// first.
 func (t *inflightTracker) oldestByMethod() map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for _, c := range t.snapshot() {
 		if c.Age > out[c.Method] {
 			out[c.Method] = c.Age
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.Now()
+	for m, since := range t.unanswered {
+		if d := now.Sub(since); t.outFor(m) && d > out[m] {
+			out[m] = d
 		}
 	}
 	return out

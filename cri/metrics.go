@@ -102,7 +102,7 @@ type inflightCollector struct {
 
 func newInflightCollector(ages func() map[string]time.Duration) *inflightCollector {
 	return &inflightCollector{ages: ages, desc: metrics.NewDesc("hangwatch_cri_call_in_flight_seconds",
-		"Age of the oldest CRI call of the method that has been sent and not answered; 0 when none is out.",
+		"How long the method's CRI calls have waited for an answer: the age of its oldest call sent and not answered, or, when longer, the time since the first of its calls sent after its last answer (a call cancelled at runtime.callLifetime and sent again goes on counting); 0 when none is out.",
 		[]string{"method"}, nil, metrics.ALPHA, "")}
 }
 

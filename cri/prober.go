@@ -119,7 +119,10 @@ func (p *Prober) Unanswered(methods []string) (string, time.Duration) {
 	return p.inflight.Unanswered(methods)
 }
 
-// OldestInFlight returns the age of the oldest outstanding call per method.
+// OldestInFlight returns, per method with a call out, how long it has
+// waited for an answer: its oldest outstanding call's age, or the
+// method's whole silence when longer (a call cancelled at CallLifetime and
+// sent again does not start it again).
 func (p *Prober) OldestInFlight() map[string]time.Duration { return p.inflight.oldestByMethod() }
 
 type nopObserver struct{}

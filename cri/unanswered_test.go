@@ -60,3 +60,27 @@ func TestUnansweredRestartsOnAnyAnswer(t *testing.T) {
 		t.Fatalf("answered 3 s ago with another call out: %s %v", m, d)
 	}
 }
+
+// TestInFlightAgeOutlivesACallsLifetime: the in-flight gauge's age of a
+// method whose call ran out its lifetime and was sent again goes on from
+// the first call, and drops to 0 at the first answer.
+func TestInFlightAgeOutlivesACallsLifetime(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	tr := newInflightTracker(clk)
+	list := callKey{method: MethodListPodSandbox}
+	tr.begin(list, clk.Now())
+	clk.Step(2 * time.Minute)
+	tr.end(list, CallResult{Method: MethodListPodSandbox, Class: ClassTimeout, Err: "context deadline exceeded"})
+	if ages := tr.oldestByMethod(); ages[MethodListPodSandbox] != 0 {
+		t.Fatalf("nothing out between the lifetime and the next call: %v", ages)
+	}
+	tr.begin(list, clk.Now())
+	clk.Step(30 * time.Second)
+	if ages := tr.oldestByMethod(); ages[MethodListPodSandbox] != 150*time.Second {
+		t.Fatalf("sent again after 2m, out 30s: %v, want 2m30s", ages)
+	}
+	tr.end(list, CallResult{Method: MethodListPodSandbox})
+	if ages := tr.oldestByMethod(); ages[MethodListPodSandbox] != 0 {
+		t.Fatalf("answered: %v, want 0", ages)
+	}
+}
