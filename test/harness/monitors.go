@@ -136,9 +136,8 @@ func (pm podMonitor) job(tokenFile string, targets map[string]string) (ScrapeJob
 
 // PrometheusRuleFile writes the groups of the shipped PrometheusRule
 // (manifests/prometheus/prometheusrule.yaml) as a Prometheus rules file,
-// as prometheus-operator does, and returns its path and the groups'
-// evaluation intervals (0: the Prometheus' own).
-func PrometheusRuleFile(t *testing.T) (string, map[string]time.Duration) {
+// as prometheus-operator does, and returns its path.
+func PrometheusRuleFile(t *testing.T) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(ModuleRoot(), "manifests", "prometheus", "prometheusrule.yaml"))
 	if err != nil {
@@ -153,16 +152,6 @@ func PrometheusRuleFile(t *testing.T) (string, map[string]time.Duration) {
 	if err := yaml.Unmarshal(raw, &pr); err != nil || pr.Kind != "PrometheusRule" || len(pr.Spec.Groups) == 0 {
 		t.Fatalf("prometheusrule.yaml: kind %q, %d groups, %v", pr.Kind, len(pr.Spec.Groups), err)
 	}
-	intervals := map[string]time.Duration{}
-	for _, g := range pr.Spec.Groups {
-		var d time.Duration
-		if s, ok := g["interval"].(string); ok {
-			if d, err = time.ParseDuration(s); err != nil {
-				t.Fatalf("prometheusrule.yaml: group %v: interval: %v", g["name"], err)
-			}
-		}
-		intervals[fmt.Sprint(g["name"])] = d
-	}
 	out, err := yaml.Marshal(map[string]any{"groups": pr.Spec.Groups})
 	if err != nil {
 		t.Fatal(err)
@@ -171,5 +160,5 @@ func PrometheusRuleFile(t *testing.T) (string, map[string]time.Duration) {
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path, intervals
+	return path
 }

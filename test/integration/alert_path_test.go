@@ -24,7 +24,7 @@ const kubeletScrapeInterval = 30 * time.Second
 // testRoute is the test's Alertmanager route: Alertmanager's default
 // group_wait (30 s); a group_interval of 1 m, where Alertmanager's
 // default (and kube-prometheus') is 5 m, so a resolution is told within
-// a minute rather than five (docs/runbooks.md, "How long to a page").
+// a minute rather than five (docs/runbooks.md, "From a hang to a page").
 var testRoute = harness.AlertRoute{GroupWait: 30 * time.Second, GroupInterval: time.Minute}
 
 // alertRig is two kubelet nodes with hangwatch on each (A with repair,
@@ -44,7 +44,7 @@ func startAlertRig(t *testing.T) *alertRig {
 	r.da = alertDaemon(t, r.a, scraper, true)
 	r.db = alertDaemon(t, r.b, scraper, false)
 	kubeletToken := harness.TokenFile(t, cp.ServiceAccountToken(t, harness.UniqueNode("hw-prometheus-kubelet"), harness.GetNodesMetrics))
-	rules, _ := harness.PrometheusRuleFile(t)
+	rules := harness.PrometheusRuleFile(t)
 	r.receiver = harness.StartAlertReceiver(t)
 	am := harness.StartAlertmanager(t, testRoute, r.receiver)
 	r.prom = harness.StartPrometheus(t, harness.PrometheusSetup{
