@@ -424,6 +424,32 @@ ensure_nhc() {
   export HANGWATCH_NHC_BIN="$dir/node-healthcheck-operator"
 }
 
+# raise_inotify_instances lifts fs.inotify.max_user_instances to at least
+# WANT for the run; restore_inotify_instances puts the value back (the
+# test command's finish hook calls it, whatever ended the run). Every
+# kubelet the tests run holds about 7 inotify instances, containerd 2,
+# kube-apiserver 3, systemd 3, all as root; side by side they passed the
+# kernel's default of 128, and containerd's CRI plugin and a kubelet's
+# cAdvisor then failed to start ("inotify_init: too many open files").
+# Kubernetes nodes commonly set it far higher (kind sets 8192).
+INOTIFY_INSTANCES_BEFORE=
+raise_inotify_instances() {
+  local f=/proc/sys/fs/inotify/max_user_instances want=$1 now
+  now=$(cat "$f" 2>/dev/null) || return 0
+  [ "$now" -lt "$want" ] || return 0
+  if echo "$want" 2>/dev/null > "$f"; then
+    INOTIFY_INSTANCES_BEFORE=$now
+    log "fs.inotify.max_user_instances $now -> $want while the tests run (put back at the end)"
+  else
+    log "warning: fs.inotify.max_user_instances is $now and cannot be raised: tests side by side may run out of inotify instances"
+  fi
+}
+restore_inotify_instances() {
+  [ -z "$INOTIFY_INSTANCES_BEFORE" ] && return 0
+  echo "$INOTIFY_INSTANCES_BEFORE" 2>/dev/null > /proc/sys/fs/inotify/max_user_instances || log "warning: could not put fs.inotify.max_user_instances back to $INOTIFY_INSTANCES_BEFORE"
+  INOTIFY_INSTANCES_BEFORE=
+}
+
 # measurements_file NAME prints $HANGWATCH_CACHE/NAME.jsonl, emptied: the
 # tests of a run append their measurements to it when
 # $HANGWATCH_MEASUREMENTS names it (test/measurements).

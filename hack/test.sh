@@ -22,6 +22,7 @@ TMP_BEFORE=$(ls -A "$SYSTEM_TMP")
 # dir, prints the time of each step, then the tests' closing line last.
 finish() {
   local left
+  restore_inotify_instances
   left=$(comm -13 <(echo "$TMP_BEFORE" | sort) <(ls -A "$SYSTEM_TMP" | sort) | tr '\n' ' ')
   [ -z "$left" ] || log "new in $SYSTEM_TMP since the start (not removed): $left"
   step_times
@@ -29,6 +30,7 @@ finish() {
   return 0
 }
 run_scope test finish
+raise_inotify_instances 1024
 log "expected on 2 cores: about 30-40 min from an empty cache (containerd, CRI-O, the Kubernetes binaries, the CSI sidecars, the NodeHealthCheck controller, Prometheus, Alertmanager, helm and golangci-lint are built once), about 10-15 min after"
 APT_PACKAGES+=(qemu-user)   # runs the arm64 image's binary (TestImageRunsAsAContainer)
 step "Debian packages" ensure_packages
