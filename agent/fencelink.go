@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -44,6 +45,12 @@ type fenceDesk struct {
 	readAt    time.Time
 	last      repair.FenceOrder
 	firstSeen map[string]time.Time // by request ID: the current one only
+	// handed are the pods the last order with a request handed out, by
+	// UID, and deleted those deleted since for that request: the repair
+	// process may have only those deleted, and attest only those.
+	handed  map[string]repair.FencePod
+	handFor string
+	deleted map[string]bool
 }
 
 // order reads the Node's request (at most every fenceReadEvery) and, with
@@ -69,12 +76,14 @@ func (d *fenceDesk) order(ctx context.Context) (repair.FenceOrder, error) {
 		if !seen {
 			first, d.firstSeen = now, map[string]time.Time{req.ID: now}
 		}
-		o.Request = &repair.FenceRequestNote{ID: req.ID, BootID: req.BootID, ValidFor: req.ValidFor, SeenFor: now.Sub(first)}
+		o.Request = &repair.FenceRequestNote{ID: req.ID, BootID: req.BootID, ValidFor: req.ValidFor, SeenFor: now.Sub(first),
+			Deadline: req.Deadline, OptedIn: n.Labels[fencing.OptInLabel] == fencing.OptInValue}
 		pods, err := d.api.PodsOnNode(ctx, d.node)
 		if err != nil {
 			return repair.FenceOrder{}, fmt.Errorf("list the pods of node %s: %w", d.node, err)
 		}
 		o.Pods = fencePods(pods)
+		d.hand(req.ID, o.Pods)
 	}
 	d.last, d.readAt = o, now
 	return o, nil
@@ -93,7 +102,9 @@ func fencePods(pods []corev1.Pod) []repair.FencePod {
 		}
 		oos := fencing.OutOfService()
 		for _, t := range p.Spec.Tolerations {
-			fp.StaysOutOfService = fp.StaysOutOfService || t.ToleratesTaint(&oos)
+			// a toleration with tolerationSeconds keeps the pod only that
+			// long: the taint evicts it all the same
+			fp.StaysOutOfService = fp.StaysOutOfService || (t.ToleratesTaint(&oos) && t.TolerationSeconds == nil)
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			fp.Running = fp.Running || c.State.Running != nil
@@ -103,18 +114,57 @@ func fencePods(pods []corev1.Pod) []repair.FencePod {
 	return out
 }
 
-// report deletes the fenced pods (grace 0, only the pod of that UID) and
-// attests on the Node what was done; a deletion that fails attests the
-// fence impossible.
-func (d *fenceDesk) report(ctx context.Context, rep repair.FenceReport) error {
-	if rep.Fenced {
-		for _, p := range rep.Pods {
-			err := d.api.DeletePodNow(ctx, p.Namespace, p.Name, p.UID)
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				rep.Fenced, rep.Why = false, fmt.Sprintf("deleting pod %s/%s: %v", p.Namespace, p.Name, err)
-				break
-			}
+// hand remembers the pods an order handed out for request id; d.mu is
+// held.
+func (d *fenceDesk) hand(id string, pods []repair.FencePod) {
+	if d.handFor != id {
+		d.handFor, d.deleted = id, map[string]bool{}
+	}
+	d.handed = make(map[string]repair.FencePod, len(pods))
+	for _, p := range pods {
+		d.handed[p.UID] = p
+	}
+}
+
+// handedOut says why pods are not all pods an order handed out for
+// request id, "" when they are; d.mu is held.
+func (d *fenceDesk) handedOut(id string, pods []repair.FencePod) string {
+	if id != d.handFor {
+		return fmt.Sprintf("fence %s is not the request the agent handed out (%q)", id, d.handFor)
+	}
+	for _, p := range pods {
+		if h, ok := d.handed[p.UID]; !ok || h.Namespace != p.Namespace || h.Name != p.Name {
+			return fmt.Sprintf("pod %s/%s (%s) was not handed out for fence %s", p.Namespace, p.Name, p.UID, id)
 		}
+	}
+	return ""
+}
+
+// delete deletes the pods the fence killed (grace 0, only the pod of that
+// UID): "" when every one is gone from the API. It deletes only pods the
+// last order handed out for the same request.
+func (d *fenceDesk) delete(ctx context.Context, del repair.FenceDeletion) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if why := d.handedOut(del.RequestID, del.Pods); why != "" {
+		return why
+	}
+	for _, p := range del.Pods {
+		err := d.api.DeletePodNow(ctx, p.Namespace, p.Name, p.UID)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Sprintf("deleting pod %s/%s: %v", p.Namespace, p.Name, err)
+		}
+		d.deleted[p.UID] = true
+		klog.InfoS("Fence deleted a killed pod", "pod", klog.KRef(p.Namespace, p.Name), "uid", p.UID, "request", del.RequestID)
+	}
+	return ""
+}
+
+// report attests on the Node what the fence did. It takes a report only
+// for the request on the Node now, naming only pods it deleted for it.
+func (d *fenceDesk) report(ctx context.Context, rep repair.FenceReport) error {
+	if err := d.reportable(ctx, rep); err != nil {
+		return err
 	}
 	att := rep.Attestation(d.clock.Now())
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": att.Annotations()}})
@@ -125,12 +175,35 @@ func (d *fenceDesk) report(ctx context.Context, rep repair.FenceReport) error {
 		return fmt.Errorf("attest fence %s on Node %s: %w", rep.RequestID, d.node, err)
 	}
 	if rep.Fenced {
-		d.notify.Warning("FenceAttested", fmt.Sprintf("hangwatch stopped, unmounted and deleted %d pods for fence %s on boot %s: %s",
+		d.notify.Warning("FenceAttested", fmt.Sprintf("hangwatch stopped, deleted and unmounted %d pods for fence %s on boot %s: %s",
 			len(rep.Pods), rep.RequestID, rep.BootID, podList(rep.Pods)))
 	} else {
 		d.notify.Warning("FenceImpossible", fmt.Sprintf("hangwatch: fence %s impossible: %s", rep.RequestID, rep.Why))
 	}
 	klog.InfoS("Fence attested", "request", rep.RequestID, "fenced", rep.Fenced, "why", rep.Why, "pods", len(rep.Pods))
+	return nil
+}
+
+// reportable refuses a report for another request than the Node's, or
+// naming a pod the agent did not delete for it.
+func (d *fenceDesk) reportable(ctx context.Context, rep repair.FenceReport) error {
+	n, err := d.api.GetNode(ctx, d.node)
+	if err != nil {
+		return fmt.Errorf("read Node %s: %w", d.node, err)
+	}
+	if req, ok, err := fencing.RequestOf(n); !ok || err != nil || req.ID != rep.RequestID {
+		return fmt.Errorf("fence report for %s: the Node's request is %q", rep.RequestID, n.Annotations[fencing.RequestAnnotation])
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if why := d.handedOut(rep.RequestID, rep.Pods); why != "" {
+		return errors.New("fence report: " + why)
+	}
+	for _, p := range rep.Pods {
+		if !d.deleted[p.UID] {
+			return fmt.Errorf("fence report: pod %s/%s (%s) was not deleted through the agent", p.Namespace, p.Name, p.UID)
+		}
+	}
 	return nil
 }
 
@@ -160,6 +233,18 @@ func (l *repairLink) serveFenceOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, o)
+}
+
+func (l *repairLink) serveFenceDelete(w http.ResponseWriter, r *http.Request) {
+	var del repair.FenceDeletion
+	if !decodeChecked(w, r, &del, func() error { return del.Check() }) {
+		return
+	}
+	if l.fence == nil {
+		http.Error(w, "no API server: no pod can be deleted", http.StatusServiceUnavailable)
+		return
+	}
+	writeJSON(w, repair.FenceDeleted{Failed: l.fence.delete(r.Context(), del)})
 }
 
 func (l *repairLink) serveFenceReport(w http.ResponseWriter, r *http.Request) {

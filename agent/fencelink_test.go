@@ -54,6 +54,22 @@ func TestTheFenceIsReadDeletedAndAttestedThroughTheLink(t *testing.T) {
 		t.Errorf("a report naming a malformed UID: %v, want it refused", err)
 	}
 	rep := repair.FenceReport{RequestID: "f-1", BootID: "b1", Fenced: true, Pods: order.Pods[:1]}
+	if err := link.FenceReport(ctx, rep); err == nil || !strings.Contains(err.Error(), "not deleted through the agent") {
+		t.Errorf("a report naming a pod not deleted: %v, want it refused", err)
+	}
+	stranger := repair.FencePod{Namespace: "default", Name: "elsewhere", UID: "cc-3"}
+	if ans, err := link.FenceDelete(ctx, repair.FenceDeletion{RequestID: "f-1", Pods: []repair.FencePod{stranger}}); err != nil || !strings.Contains(ans.Failed, "not handed out") {
+		t.Errorf("deleting a pod of another node: %+v, %v, want it refused", ans, err)
+	}
+	if ans, err := link.FenceDelete(ctx, repair.FenceDeletion{RequestID: "f-0", Pods: order.Pods[:1]}); err != nil || !strings.Contains(ans.Failed, "not the request") {
+		t.Errorf("deleting for another request: %+v, %v, want it refused", ans, err)
+	}
+	if ans, err := link.FenceDelete(ctx, repair.FenceDeletion{RequestID: "f-1", Pods: order.Pods[:1]}); err != nil || ans.Failed != "" {
+		t.Fatalf("delete web-0: %+v, %v", ans, err)
+	}
+	if err := link.FenceReport(ctx, repair.FenceReport{RequestID: "f-9", BootID: "b1"}); err == nil || !strings.Contains(err.Error(), "the Node's request is \"f-1\"") {
+		t.Errorf("a report for another request than the Node's: %v, want it refused", err)
+	}
 	if err := link.FenceReport(ctx, rep); err != nil {
 		t.Fatal(err)
 	}
@@ -64,5 +80,21 @@ func TestTheFenceIsReadDeletedAndAttestedThroughTheLink(t *testing.T) {
 	att, ok, err := fencing.AttestationOf(n)
 	if !ok || err != nil || !att.Answers(req, n) || !att.Fenced() || strings.Join(att.Pods, ",") != "aa-1" {
 		t.Errorf("attestation %+v %v %v", att, ok, err)
+	}
+}
+
+// TestFencePodsStayOnlyWhenTheyTolerateOutOfServiceForGood: a toleration
+// with tolerationSeconds keeps a pod only that long, so the fence stops it.
+func TestFencePodsStayOnlyWhenTheyTolerateOutOfServiceForGood(t *testing.T) {
+	forGood := corev1.Toleration{Key: fencing.OutOfServiceTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	awhile := forGood
+	awhile.TolerationSeconds = ptr.To[int64](300)
+	pods := fencePods([]corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "stays"}, Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{forGood}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "five-minutes"}, Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{awhile}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "everything"}, Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}},
+	})
+	if !pods[0].StaysOutOfService || pods[1].StaysOutOfService || !pods[2].StaysOutOfService {
+		t.Errorf("stays out of service: %v %v %v, want true false true", pods[0].StaysOutOfService, pods[1].StaysOutOfService, pods[2].StaysOutOfService)
 	}
 }

@@ -74,7 +74,8 @@ func (a *Agent) newRepairLink() {
 // target's silence, on the agent's clock.
 func (a *Agent) repairView() repair.View {
 	what, d := a.prober.Unanswered(repair.WholeRuntimeCalls)
-	v := repair.View{Verdicts: a.verdicts.get(), Silences: map[repair.Target]repair.SilenceNote{repair.TargetRuntime: {What: what, For: d}}}
+	v := repair.View{Verdicts: a.verdicts.get(), Silences: map[repair.Target]repair.SilenceNote{repair.TargetRuntime: {What: what, For: d}},
+		Lifecycle: a.prober.Silent(repair.LifecycleCalls)}
 	if a.leases != nil && a.leases.Healthz != nil {
 		v.Silences[repair.TargetKubelet] = repair.SilenceNote{What: "/healthz", For: a.leases.KubeletUnanswered()}
 	}
@@ -170,6 +171,7 @@ func (l *repairLink) handler() http.Handler {
 	mux.HandleFunc("POST "+repair.LinkFleetPath, l.serveFleet)
 	mux.HandleFunc("POST "+repair.LinkEventPath, l.serveEvent)
 	mux.HandleFunc("POST "+repair.LinkFenceOrderPath, l.serveFenceOrder)
+	mux.HandleFunc("POST "+repair.LinkFenceDeletePath, l.serveFenceDelete)
 	mux.HandleFunc("POST "+repair.LinkFenceReportPath, l.serveFenceReport)
 	return mux
 }

@@ -59,6 +59,9 @@ func (p *Prober) invokeTallied(ctx context.Context, key callKey, call rpc, tally
 		return p.report(p.join(ctx, out, method, object))
 	}
 	done := make(chan CallResult, 1)
+	if tally != nil {
+		tally.onMessage = func() { p.inflight.heard(method) }
+	}
 	go p.run(ctx, key, start, call, tally, done)
 
 	timer := p.clock.NewTimer(p.cfg.Timeout)

@@ -41,10 +41,14 @@ type inflightTracker struct {
 	// any answer: the start of the first call sent after the last answer,
 	// or that answer's time when calls sent before it are still out.
 	unanswered map[string]time.Time
+	// sent holds every method a call of which was ever sent: a method
+	// never probed (a list stream the runtime lacks) says nothing of the
+	// runtime's silence.
+	sent map[string]bool
 }
 
 func newInflightTracker(c clock.PassiveClock) *inflightTracker {
-	return &inflightTracker{clock: c, calls: map[callKey]*outstanding{}, unanswered: map[string]time.Time{}}
+	return &inflightTracker{clock: c, calls: map[callKey]*outstanding{}, unanswered: map[string]time.Time{}, sent: map[string]bool{}}
 }
 
 // begin records a call and returns it with true; if the same call is
@@ -57,6 +61,7 @@ func (t *inflightTracker) begin(k callKey, start time.Time) (*outstanding, bool)
 	}
 	o := &outstanding{start: start, done: make(chan struct{})}
 	t.calls[k] = o
+	t.sent[k.method] = true
 	if _, ok := t.unanswered[k.method]; !ok {
 		t.unanswered[k.method] = start
 	}
@@ -78,6 +83,17 @@ func (t *inflightTracker) end(k callKey, r CallResult) {
 	delete(t.unanswered, k.method)
 	if t.outFor(k.method) {
 		t.unanswered[k.method] = t.clock.Now() // the calls still out are unanswered from now
+	}
+}
+
+// heard records a message of a call still out, such as one message of a
+// list stream: the runtime has answered, and its calls still out are
+// unanswered from now.
+func (t *inflightTracker) heard(method string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.outFor(method) {
+		t.unanswered[method] = t.clock.Now()
 	}
 }
 
@@ -137,6 +153,32 @@ func (t *inflightTracker) Unanswered(methods []string) (string, time.Duration) {
 		}
 	}
 	return worst, longest
+}
+
+// Silent is how long every one of methods has gone without any answer,
+// on the prober's clock: the shortest of their silences, where a method
+// with no call out counts as answering (0). Methods never sent are left
+// out; 0 when none was. The fence acts only on a runtime silent on every
+// call the kubelet's pod lifecycle needs: one slow list, or one call that
+// hangs while the others answer, is not that.
+func (t *inflightTracker) Silent(methods []string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.Now()
+	shortest, any := time.Duration(0), false
+	for _, m := range methods {
+		if !t.sent[m] {
+			continue
+		}
+		d := time.Duration(0)
+		if since, ok := t.unanswered[m]; ok && t.outFor(m) {
+			d = now.Sub(since)
+		}
+		if !any || d < shortest {
+			shortest, any = d, true
+		}
+	}
+	return shortest
 }
 
 // snapshot lists the outstanding calls, oldest first.

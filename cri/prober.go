@@ -119,6 +119,13 @@ func (p *Prober) Unanswered(methods []string) (string, time.Duration) {
 	return p.inflight.Unanswered(methods)
 }
 
+// Silent is how long every one of methods has gone without any answer
+// (a list stream's message is one), while each has a call out; 0 as soon
+// as one of them answers or has nothing out.
+func (p *Prober) Silent(methods []string) time.Duration {
+	return p.inflight.Silent(methods)
+}
+
 // OldestInFlight returns, per method with a call out, how long it has
 // waited for an answer: its oldest outstanding call's age, or the
 // method's whole silence when longer (a call cancelled at CallLifetime and

@@ -70,6 +70,9 @@ type streamTally struct {
 	messages atomic.Int64
 	largest  atomic.Int64 // bytes of the largest message
 	total    int64        // bytes so far; only the receiving goroutine uses it
+	// onMessage, when set before the call starts, hears each message: a
+	// stream that delivers is answering, however long it runs.
+	onMessage func()
 }
 
 func newStreamTally(clk clock.PassiveClock) *streamTally {
@@ -82,6 +85,9 @@ func (t *streamTally) begin() { t.start = t.clk.Now() }
 
 // saw counts one message; past MaxStreamBytes in all it is an error.
 func (t *streamTally) saw(m proto.Message) error {
+	if t.onMessage != nil {
+		t.onMessage()
+	}
 	if t.messages.Add(1) == 1 {
 		t.first.Store(max(int64(t.clk.Since(t.start)), 1))
 	}

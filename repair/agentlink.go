@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // linkTimeout bounds one exchange on the link: the agent answers from
@@ -43,15 +44,31 @@ func NewAgentLink(socket string) *AgentLink {
 
 // Run reads the view and lets r judge it, and f (nil: none) carry out a
 // fence, every tick until ctx ends.
+//
+// The fence steps in a goroutine of its own: while it kills, waits on a
+// CSI node plugin or an unmount (each within its deadline), repair goes on
+// judging and restarting.
 func (l *AgentLink) Run(ctx context.Context, r *Repairer, f *Fencer, m *Metrics) {
-	t := r.o.Clock.NewTicker(tick)
-	defer t.Stop()
-	for {
+	if f != nil {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			every(ctx, r.o.Clock, func() { f.Step(ctx) })
+		}()
+	}
+	every(ctx, r.o.Clock, func() {
 		l.Refresh(ctx, m.Tally())
 		r.Step(ctx)
-		if f != nil {
-			f.Step(ctx)
-		}
+	})
+}
+
+// every calls step at once and then every tick until ctx ends.
+func every(ctx context.Context, clk clock.WithTicker, step func()) {
+	t := clk.NewTicker(tick)
+	defer t.Stop()
+	for {
+		step()
 		select {
 		case <-ctx.Done():
 			return
@@ -95,6 +112,16 @@ func (l *AgentLink) Silence(t Target) Silence {
 	}
 }
 
+// LifecycleSilence is how long, as the last view said, every call the
+// pod lifecycle needs has gone without an answer.
+func (l *AgentLink) LifecycleSilence() Silence {
+	return func() (string, time.Duration) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return "the pod lifecycle's calls", l.view.Lifecycle
+	}
+}
+
 // Maintenance asks the agent for the Node's maintenance condition.
 func (l *AgentLink) Maintenance(ctx context.Context) (string, error) {
 	var a MaintenanceAnswer
@@ -116,13 +143,20 @@ func (l *AgentLink) FenceOrder(ctx context.Context) (FenceOrder, error) {
 	return o, err
 }
 
+// FenceDelete has the agent delete the pods the fence killed.
+func (l *AgentLink) FenceDelete(ctx context.Context, d FenceDeletion) (FenceDeleted, error) {
+	var a FenceDeleted
+	err := l.callFor(ctx, LinkFenceDeletePath, d, &a, fenceReportTimeout)
+	return a, err
+}
+
 // FenceReport hands the agent what the fence did.
 func (l *AgentLink) FenceReport(ctx context.Context, r FenceReport) error {
 	return l.callFor(ctx, LinkFenceReportPath, r, nil, fenceReportTimeout)
 }
 
-// fenceReportTimeout bounds the report, in which the agent deletes every
-// fenced pod at its API client's pace and attests.
+// fenceReportTimeout bounds the deletion, in which the agent deletes every
+// killed pod at its API client's pace, and the report.
 const fenceReportTimeout = 2 * time.Minute
 
 // Normal hands the agent a Normal Event for the Node.

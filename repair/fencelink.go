@@ -11,8 +11,14 @@ import (
 const (
 	// LinkFenceOrderPath: POST, answered with a FenceOrder.
 	LinkFenceOrderPath = "/v1/fence/order"
-	// LinkFenceReportPath: POST a FenceReport; the agent deletes the pods
-	// and attests, and answers with nothing.
+	// LinkFenceDeletePath: POST a FenceDeletion; the agent deletes each
+	// pod (grace 0, only the pod of that UID) and answers with a
+	// FenceDeleted. The fence deletes every pod it killed before it
+	// releases any volume, whatever comes after, so that no killed pod can
+	// run again on this node on a volume the fence unmounted.
+	LinkFenceDeletePath = "/v1/fence/delete"
+	// LinkFenceReportPath: POST a FenceReport; the agent attests, and
+	// answers with nothing.
 	LinkFenceReportPath = "/v1/fence/report"
 )
 
@@ -33,6 +39,28 @@ type FenceRequestNote struct {
 	BootID   string        `json:"bootID"`
 	ValidFor time.Duration `json:"validFor"`
 	SeenFor  time.Duration `json:"seenFor"`
+	// Deadline is the request's, on remedy's clock: the repair process
+	// holds it to its own clock with fenceSkewAllowance.
+	Deadline time.Time `json:"deadline"`
+	// OptedIn: the Node carries the fence's opt-in label now.
+	OptedIn bool `json:"optedIn"`
+}
+
+// FenceDeletion asks the agent to delete the pods the fence killed.
+type FenceDeletion struct {
+	RequestID string     `json:"requestID"`
+	Pods      []FencePod `json:"pods"`
+}
+
+// FenceDeleted is the agent's answer: "" when every pod is gone from the
+// API (deleted now, or already), else the first failure.
+type FenceDeleted struct {
+	Failed string `json:"failed,omitempty"`
+}
+
+// Check says what in a deletion the agent will not act on.
+func (d FenceDeletion) Check() error {
+	return FenceReport{RequestID: d.RequestID, BootID: "-", Pods: d.Pods}.Check()
 }
 
 // FencePod is one pod bound to the node, as the fence chooses from.
@@ -44,7 +72,8 @@ type FencePod struct {
 	Static bool `json:"static,omitempty"`
 	// Owner is the kind of its controller ("" for none).
 	Owner string `json:"owner,omitempty"`
-	// StaysOutOfService: it tolerates the out-of-service taint.
+	// StaysOutOfService: it tolerates the out-of-service taint for good
+	// (no tolerationSeconds), so the taint never evicts it.
 	StaysOutOfService bool `json:"staysOutOfService,omitempty"`
 	// Running: the API says a container of it runs (so its cgroup must be
 	// found).
@@ -53,11 +82,13 @@ type FencePod struct {
 
 // FenceReport is what the fence did, for the agent to delete and attest.
 type FenceReport struct {
-	RequestID string     `json:"requestID"`
-	BootID    string     `json:"bootID"`
-	Fenced    bool       `json:"fenced"`
-	Why       string     `json:"why,omitempty"`
-	Pods      []FencePod `json:"pods,omitempty"`
+	RequestID string `json:"requestID"`
+	BootID    string `json:"bootID"`
+	Fenced    bool   `json:"fenced"`
+	Why       string `json:"why,omitempty"`
+	// Pods are the pods the fence killed and had deleted, also when it
+	// then found the fence impossible.
+	Pods []FencePod `json:"pods,omitempty"`
 }
 
 // Check says what in a report the agent will not act on.

@@ -3,6 +3,7 @@ package repair
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +13,18 @@ import (
 
 // fakeHost is a node whose pods' cgroups are dirs named after their UIDs.
 type fakeHost struct {
-	stuck   map[string]bool // dir: a task in D state
-	killed  []string
-	mounted map[string][]string // uid: mount points left after unmount
+	stuck    map[string]bool // dir: a task in D state
+	killed   []string
+	mounted  map[string][]string // uid: mount points left after unmount
+	failKill map[string]bool     // dir: Kill fails
+	hangCSI  bool                // ReleaseCSI waits for its deadline
+	steps    *[]string           // what was done, in order, with the link's
+}
+
+func (h *fakeHost) did(step string) {
+	if h.steps != nil {
+		*h.steps = append(*h.steps, step)
+	}
 }
 
 func (h *fakeHost) PodCgroups(uids []string) (map[string][]string, error) {
@@ -35,66 +45,113 @@ func (h *fakeHost) Check(dir string) error {
 }
 
 func (h *fakeHost) Kill(_ context.Context, dir string) ([]int, error) {
+	if h.failKill[dir] {
+		return nil, errors.New("the cgroup did not empty")
+	}
 	h.killed = append(h.killed, dir)
+	h.did("kill " + dir)
 	return []int{1}, nil
 }
 
-func (h *fakeHost) UnmountPod(string) ([]string, error) { return nil, nil }
+func (h *fakeHost) UnmountPod(uid string) ([]string, error) {
+	h.did("unmount " + uid)
+	return nil, nil
+}
 
-func (h *fakeHost) ReleaseCSI(context.Context, string) ([]string, error) { return nil, nil }
+func (h *fakeHost) ReleaseCSI(ctx context.Context, uid string) ([]string, error) {
+	h.did("release " + uid)
+	if h.hangCSI {
+		<-ctx.Done()
+		return nil, fmt.Errorf("NodeUnpublishVolume: %w", ctx.Err())
+	}
+	return nil, nil
+}
 
 func (h *fakeHost) HeldUnder([]string) ([]string, error) { return nil, nil }
 
 func (h *fakeHost) HeldElsewhere(uid string) ([]string, error) { return h.mounted[uid], nil }
 
 type fakeFenceLink struct {
-	order   FenceOrder
-	asked   int
-	reports []FenceReport
+	order      FenceOrder
+	asked      int
+	reports    []FenceReport
+	deleted    []string
+	failDelete string
+	steps      *[]string
 }
 
 func (l *fakeFenceLink) FenceOrder(context.Context) (FenceOrder, error) {
 	l.asked++
 	return l.order, nil
 }
+func (l *fakeFenceLink) FenceDelete(_ context.Context, d FenceDeletion) (FenceDeleted, error) {
+	if l.failDelete != "" {
+		return FenceDeleted{Failed: l.failDelete}, nil
+	}
+	for _, p := range d.Pods {
+		l.deleted = append(l.deleted, p.Name)
+		*l.steps = append(*l.steps, "delete "+p.UID)
+	}
+	return FenceDeleted{}, nil
+}
+
 func (l *fakeFenceLink) FenceReport(_ context.Context, r FenceReport) error {
 	l.reports = append(l.reports, r)
 	return nil
 }
 
 type fencerRig struct {
-	clk   *clocktesting.FakeClock
-	link  *fakeFenceLink
-	host  *fakeHost
-	notes *notes
-	up    bool
-	vs    []Verdict
-	f     *Fencer
+	steps []string
+	// answers is what the runtime says to the repair process's own probe,
+	// in turn ("" : nothing).
+	answers []string
+	maint   string
+	clk     *clocktesting.FakeClock
+	link    *fakeFenceLink
+	host    *fakeHost
+	notes   *notes
+	up      bool
+	vs      []Verdict
+	f       *Fencer
 }
 
 func newFencerRig(s FenceSettings) *fencerRig {
 	g := &fencerRig{clk: clocktesting.NewFakeClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)), host: &fakeHost{}, notes: &notes{}, up: true,
-		vs: []Verdict{{Type: "RuntimeHung", True: true, Reason: "VersionHung"}}}
-	g.link = &fakeFenceLink{order: FenceOrder{NodeBootID: "b1", Request: &FenceRequestNote{ID: "f-1", BootID: "b1", ValidFor: time.Minute, SeenFor: time.Second},
+		vs: []Verdict{{Type: "RuntimeHung", True: true, Reason: "RuntimeNotResponding"}}}
+	g.link = &fakeFenceLink{steps: &g.steps, order: FenceOrder{NodeBootID: "b1", Request: &FenceRequestNote{ID: "f-1", BootID: "b1", ValidFor: time.Minute, SeenFor: time.Second,
+		Deadline: g.clk.Now().Add(time.Minute), OptedIn: true},
 		Pods: []FencePod{
 			{Namespace: "default", Name: "web-0", UID: "u1", Owner: "StatefulSet", Running: true},
 			{Namespace: "kube-system", Name: "kube-proxy-x", UID: "u2", Owner: "DaemonSet", Running: true},
 			{Namespace: "kube-system", Name: "etcd-a", UID: "u3", Static: true, Running: true},
+			{Namespace: "kube-system", Name: "kube-apiserver-a", UID: "0c4f0a1b2d3e4f5061728394a5b6c7d8", Running: true}, // static by its UID alone
 			{Namespace: "csi", Name: "plugin", UID: "u4", StaysOutOfService: true, Running: true},
 			{Namespace: "default", Name: "pending", UID: "gone"},
 		}}}
 	g.f = NewFencer(FencerOptions{Settings: s, Clock: g.clk, Verdicts: func() []Verdict { return g.vs },
 		Silence: func() (string, time.Duration) { return "Version", 15 * time.Second }, GivenUp: func() (bool, string) { return g.up, "" },
-		Link: g.link, Notify: g.notes, BootID: func() (string, error) { return "b1", nil }, Host: g.host})
+		Link: g.link, Notify: g.notes, BootID: func() (string, error) { return "b1", nil }, Host: g.host,
+		Probe: func(context.Context) string {
+			if len(g.answers) == 0 {
+				return ""
+			}
+			a := g.answers[0]
+			g.answers = g.answers[1:]
+			return a
+		},
+		Maintenance: func(context.Context) (string, error) { return g.maint, nil }})
+	g.host.steps = &g.steps
 	return g
 }
 
 var fenceOn = FenceSettings{Enabled: true, KillTimeout: time.Second}
 
 // TestFencerStopsTheChosenPodsOnce: a request on this boot stops every
-// pod but the static one, the DaemonSet's and the one that tolerates the
-// out-of-service taint, and reports them; the same request is not
-// carried out twice.
+// pod but the static ones (by the mirror annotation or by the UID the
+// kubelet hashed) and the one that tolerates the out-of-service taint for
+// good; a DaemonSet's pod that does not is fenced too. It deletes them
+// all before it releases any volume, reports them, and does not carry
+// the same request out twice.
 func TestFencerStopsTheChosenPodsOnce(t *testing.T) {
 	g := newFencerRig(fenceOn)
 	g.f.Step(context.Background())
@@ -105,15 +162,16 @@ func TestFencerStopsTheChosenPodsOnce(t *testing.T) {
 	for _, p := range g.link.reports[0].Pods {
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, ","); got != "web-0,pending" {
-		t.Errorf("fenced %s, want web-0,pending", got)
+	if got := strings.Join(names, ","); got != "web-0,kube-proxy-x,pending" {
+		t.Errorf("fenced %s, want web-0,kube-proxy-x,pending", got)
 	}
-	if strings.Join(g.host.killed, ",") != "/cg/podu1" {
-		t.Errorf("killed %v, want only web-0's cgroup", g.host.killed)
+	want := "kill /cg/podu1,kill /cg/podu2,delete u1,delete u2,delete gone,release u1,unmount u1,release u2,unmount u2,release gone,unmount gone"
+	if got := strings.Join(g.steps, ","); got != want {
+		t.Errorf("steps:\n got %s\nwant %s", got, want)
 	}
 	g.clk.Step(3 * time.Second)
 	g.f.Step(context.Background())
-	if len(g.link.reports) != 1 || len(g.host.killed) != 1 {
+	if len(g.link.reports) != 1 || len(g.host.killed) != 2 {
 		t.Errorf("the same request carried out again: %+v", g.link.reports)
 	}
 }
@@ -131,9 +189,17 @@ func TestFencerRefusals(t *testing.T) {
 		"old request":        {func(g *fencerRig) { g.link.order.Request.SeenFor = 2 * time.Minute }, true, "first seen"},
 		"kernel deadlock":    {func(g *fencerRig) { g.vs = append(g.vs, Verdict{Type: "KernelDeadlock", True: true}) }, true, "KernelDeadlock"},
 		"a volume held":      {func(g *fencerRig) { g.host.mounted = map[string][]string{"u1": {"pid 9: /v"}} }, true, "still mounted"},
-		"running, no cgroup": {func(g *fencerRig) { g.link.order.Pods[4].Running = true }, true, "cgroup is not found"},
+		"running, no cgroup": {func(g *fencerRig) { g.link.order.Pods[5].Running = true }, true, "cgroup is not found"},
 		"repair still at it": {func(g *fencerRig) { g.up = false }, false, ""},
 		"one object's hang":  {func(g *fencerRig) { g.vs[0].Reason = "ContainerStatusHung" }, false, ""},
+		"only ImageFsInfo":   {func(g *fencerRig) { g.vs[0].Reason = "ImageFsInfoHung" }, false, ""},
+		"only Version":       {func(g *fencerRig) { g.vs[0].Reason = "VersionHung" }, false, ""},
+		"not opted in":       {func(g *fencerRig) { g.link.order.Request.OptedIn = false }, true, "opt-in label"},
+		"past its deadline": {func(g *fencerRig) {
+			g.link.order.Request.Deadline = g.clk.Now().Add(-fenceSkewAllowance - time.Second)
+		}, true, "deadline"},
+		"maintenance":         {func(g *fencerRig) { g.maint = "NodeMaintenance" }, true, "administrator"},
+		"the runtime answers": {func(g *fencerRig) { g.answers = []string{"Status answered in 3ms"} }, true, "answers on its socket"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := newFencerRig(fenceOn)
@@ -193,4 +259,87 @@ func TestRepairGivesUpOnlyWhenItCannotCure(t *testing.T) {
 	if up, why := r.GivenUp(TargetRuntime); !up || !strings.Contains(why, "off") {
 		t.Errorf("off: %v (%s)", up, why)
 	}
+}
+
+// TestFencerNeverLeavesAKilledPodUndeleted: whatever fails after the
+// kill, every pod killed is deleted before any volume is released, and a
+// volume is released only when every killed pod is deleted and the
+// runtime is still silent.
+func TestFencerNeverLeavesAKilledPodUndeleted(t *testing.T) {
+	for name, c := range map[string]struct {
+		change func(g *fencerRig)
+		steps  string
+		why    string
+	}{
+		"the second kill fails": {func(g *fencerRig) { g.host.failKill = map[string]bool{"/cg/podu2": true} },
+			"kill /cg/podu1,delete u1", "the pods killed before were deleted and their volumes left mounted"},
+		"the deletion fails": {func(g *fencerRig) { g.link.failDelete = "deleting pod default/web-0: Forbidden" },
+			"kill /cg/podu1,kill /cg/podu2", "no volume is released: deleting pod default/web-0"},
+		"the runtime thaws after the kill": {func(g *fencerRig) { g.answers = []string{"", "Status answered in 1ms"} },
+			"kill /cg/podu1,kill /cg/podu2,delete u1,delete u2,delete gone", "the runtime answered after the kill"},
+		"a volume is held": {func(g *fencerRig) { g.host.mounted = map[string][]string{"u1": {"pid 9: /data"}} },
+			"kill /cg/podu1,kill /cg/podu2,delete u1,delete u2,delete gone,release u1,unmount u1", "still mounted (pid 9: /data)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := newFencerRig(fenceOn)
+			c.change(g)
+			g.f.Step(context.Background())
+			if got := strings.Join(g.steps, ","); got != c.steps {
+				t.Errorf("steps:\n got %s\nwant %s", got, c.steps)
+			}
+			if len(g.link.reports) != 1 || g.link.reports[0].Fenced || !strings.Contains(g.link.reports[0].Why, c.why) {
+				t.Fatalf("reports = %+v, want impossible: ...%s...", g.link.reports, c.why)
+			}
+		})
+	}
+}
+
+// TestFencerCSIHangIsImpossibleWithinItsDeadline: a CSI node plugin that
+// never answers makes the fence impossible once KillTimeout has passed.
+func TestFencerCSIHangIsImpossibleWithinItsDeadline(t *testing.T) {
+	g := newFencerRig(FenceSettings{Enabled: true, KillTimeout: 50 * time.Millisecond})
+	g.host.hangCSI = true
+	g.f.Step(context.Background())
+	if len(g.link.reports) != 1 || g.link.reports[0].Fenced || !strings.Contains(g.link.reports[0].Why, "deadline") {
+		t.Fatalf("reports = %+v, want impossible past the deadline", g.link.reports)
+	}
+}
+
+// TestFencerKeepsTheFirstSightAcrossAgentRestarts: the agent's count of
+// how long it has seen the request starts again when it restarts; the
+// repair process's own does not.
+func TestFencerKeepsTheFirstSightAcrossAgentRestarts(t *testing.T) {
+	g := newFencerRig(fenceOn)
+	g.up = false // repair still at it: the order is read, not carried out
+	g.f.readOrder(context.Background())
+	g.clk.Step(2 * time.Minute)
+	g.up = true
+	g.link.order.Request.SeenFor = time.Second // a restarted agent
+	g.link.order.Request.Deadline = g.clk.Now().Add(time.Minute)
+	g.f.Step(context.Background())
+	if len(g.link.reports) != 1 || g.link.reports[0].Fenced || !strings.Contains(g.link.reports[0].Why, "first seen 2m0s ago") {
+		t.Fatalf("reports = %+v, want impossible: first seen 2m0s ago", g.link.reports)
+	}
+}
+
+// TestFencerDropsAReportTheAgentNeverTakes: the next request is heard.
+func TestFencerDropsAReportTheAgentNeverTakes(t *testing.T) {
+	g := newFencerRig(fenceOn)
+	refusing := &refusingLink{fakeFenceLink: g.link}
+	g.f.o.Link = refusing
+	g.f.Step(context.Background())
+	if g.f.pending == nil {
+		t.Fatal("no report pending")
+	}
+	g.clk.Step(fenceReportGiveUp)
+	g.f.Step(context.Background())
+	if g.f.pending != nil {
+		t.Fatal("a report refused for 2 minutes is still pending")
+	}
+}
+
+type refusingLink struct{ *fakeFenceLink }
+
+func (refusingLink) FenceReport(context.Context, FenceReport) error {
+	return errors.New("fence report for f-1: the Node's request is \"\"")
 }

@@ -34,6 +34,9 @@ const (
 type View struct {
 	Verdicts []Verdict              `json:"verdicts"`
 	Silences map[Target]SilenceNote `json:"silences"`
+	// Lifecycle is how long every call of LifecycleCalls has gone without
+	// any answer: the fence's silence.
+	Lifecycle time.Duration `json:"lifecycleSilence,omitempty"`
 }
 
 // SilenceNote is one target's silence: to what, and for how long.

@@ -35,6 +35,14 @@ const (
 var WholeRuntimeCalls = []string{"Version", "Status", "ListPodSandbox", "ListContainers", "ImageFsInfo",
 	"StreamPodSandboxes", "StreamContainers"}
 
+// LifecycleCalls are the CRI calls the kubelet's pod lifecycle needs: its
+// relist (the sandbox and container lists, or their streams) and the
+// runtime's Status. The fence acts only when every one of them has gone
+// without any answer (a stream's message is one): ImageFsInfo hanging
+// alone, or a list that answers slowly while Status answers, leaves the
+// node's pods running and is never fenced.
+var LifecycleCalls = []string{"Status", "ListPodSandbox", "ListContainers", "StreamPodSandboxes", "StreamContainers"}
+
 // MaintenanceConditions are the Node conditions that say an administrator
 // is at work (KEP-5683, alpha in Kubernetes 1.37): while one is True,
 // repair does not act.
