@@ -74,12 +74,27 @@ const (
 
 const fencedCondition = "RuntimeHung"
 
-// wholeRuntimeReasons are RuntimeHung's reasons that judge the runtime as
-// a whole: a call that names no object, unanswered. One container's
-// ContainerStatusHung is that container's, and RuntimeUnreachable (nothing
-// listens) is systemd's to start again.
-var wholeRuntimeReasons = []string{"RuntimeNotResponding", "VersionHung", "StatusHung", "ListPodSandboxHung", "ListContainersHung",
-	"ImageFsInfoHung", "StreamPodSandboxesHung", "StreamContainersHung"}
+// lifecycleReasons are RuntimeHung's reasons that say the calls the
+// kubelet's pod lifecycle needs have no answer: the whole runtime, its
+// Status, or its sandbox and container lists (or their streams). One
+// container's ContainerStatusHung is that container's, RuntimeUnreachable
+// (nothing listens) is systemd's to start again, and VersionHung or
+// ImageFsInfoHung alone (an image disk that stalls) leave the node's pods
+// running: none of them fences.
+var lifecycleReasons = []string{"RuntimeNotResponding", "StatusHung", "ListPodSandboxHung", "ListContainersHung",
+	"StreamPodSandboxesHung", "StreamContainersHung"}
+
+// corroboratingCondition and corroboratingReason: the fence is asked only
+// while the relist has stalled too (PLEGUnhealthy True for RelistStalled:
+// the kubelet's own relist, from its kubelet_pleg_last_seen_seconds, or
+// hangwatch's emulation of it has waited past its threshold). A runtime
+// whose calls answer, however late, does not stall the relist. The
+// kubelet's Ready is no corroboration here: it turns False about 128 s
+// into a freeze, past the fence's targets.
+const (
+	corroboratingCondition = "PLEGUnhealthy"
+	corroboratingReason    = "RelistStalled"
+)
 
 func validateFence(f FencePolicy, conds []ConditionPolicy, bad func(path string, value any, problem string)) {
 	if f.After.Duration < 10*time.Second || f.After.Duration > time.Hour {
@@ -199,11 +214,16 @@ func (p *Policy) decideAnswer(row Row, n *corev1.Node, s fenceState, now time.Ti
 func (p *Policy) decideAsk(row Row, n *corev1.Node, s fenceState, cond *corev1.NodeCondition, held time.Duration) (Row, *Action) {
 	row.State = StateFencePending
 	switch {
-	case !slices.Contains(wholeRuntimeReasons, cond.Reason):
-		row.Next = "none: RuntimeHung's reason " + cond.Reason + " is not the whole runtime's"
+	case !slices.Contains(lifecycleReasons, cond.Reason):
+		row.Next = "none: RuntimeHung's reason " + cond.Reason + " does not stop the pods' lifecycle"
 		return row, nil
-	case s.hasAtt && !s.att.Fenced() && s.att.BootID == n.Status.NodeInfo.BootID:
-		row.State, row.Next = StateFenceImpossible, "none: the node found the fence impossible on this boot ("+s.att.Why+")"
+	case s.hasAtt && !s.att.Fenced() && s.att.BootID == n.Status.NodeInfo.BootID && !s.att.At.Before(cond.LastTransitionTime.Time):
+		// both times are the node's: an answer given in this spell of
+		// RuntimeHung holds until the spell ends or the node boots again
+		row.State, row.Next = StateFenceImpossible, "none: the node found the fence impossible in this spell ("+s.att.Why+")"
+		return row, nil
+	case !relistStalled(n):
+		row.Next = "none until PLEGUnhealthy is True for " + corroboratingReason + " (the relist has stalled too)"
 		return row, nil
 	case held < p.Fence.After.Duration:
 		row.Next, row.due = fmt.Sprintf("fence in %v", (p.Fence.After.Duration-held).Round(time.Second)), p.Fence.After.Duration-held
@@ -226,6 +246,12 @@ func fenceGuard(n *corev1.Node, fenced, limit int) string {
 		return GuardMaxFenced
 	}
 	return ""
+}
+
+// relistStalled: the corroboration of the fence (corroboratingCondition).
+func relistStalled(n *corev1.Node) bool {
+	c := condition(n, corroboratingCondition)
+	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == corroboratingReason
 }
 
 func condTrue(n *corev1.Node, condType string) bool {

@@ -23,10 +23,13 @@ func fencePolicy() *Policy {
 	return p
 }
 
-// fencible is node a, opted in, RuntimeHung True (VersionHung) since t0,
-// tainted, on boot b1.
+// fencible is node a, opted in, RuntimeHung True (RuntimeNotResponding)
+// and PLEGUnhealthy True (RelistStalled) since t0, tainted, on boot b1.
 func fencible(name string) *corev1.Node {
 	n := taintOf(node(name, "RuntimeHung", corev1.ConditionTrue, t0, t0), "RuntimeHung")
+	n.Status.Conditions[0].Reason = "RuntimeNotResponding"
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "PLEGUnhealthy", Status: corev1.ConditionTrue,
+		Reason: "RelistStalled", LastTransitionTime: metav1.NewTime(t0), LastHeartbeatTime: metav1.NewTime(t0)})
 	n.Labels = map[string]string{fencing.OptInLabel: fencing.OptInValue}
 	n.Status.NodeInfo.BootID = "b1"
 	return n
@@ -243,5 +246,42 @@ func hasEventPrefix(c *Controller, prefix string) bool {
 		default:
 			return false
 		}
+	}
+}
+
+// TestFenceAsksOnlyWhenThePodLifecycleIsStuck: RuntimeHung for
+// ImageFsInfo or Version alone, or without the relist stalled, is never
+// asked to fence, however long it lasts.
+func TestFenceAsksOnlyWhenThePodLifecycleIsStuck(t *testing.T) {
+	for name, change := range map[string]func(n *corev1.Node){
+		"ImageFsInfo alone": func(n *corev1.Node) { n.Status.Conditions[0].Reason = "ImageFsInfoHung" },
+		"Version alone":     func(n *corev1.Node) { n.Status.Conditions[0].Reason = "VersionHung" },
+		"the relist answers": func(n *corev1.Node) {
+			n.Status.Conditions[1].Status, n.Status.Conditions[1].Reason = corev1.ConditionFalse, "RelistHealthy"
+		},
+		"the relist slow, not stalled": func(n *corev1.Node) { n.Status.Conditions[1].Reason = "RelistSlow" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, k := fencePolicy(), NewClocks()
+			n := fencible("a")
+			change(n)
+			decideAt(p, k, []*corev1.Node{n}, t0)
+			if got := fenceActs(decideAt(p, k, []*corev1.Node{n}, t0.Add(3*time.Minute))); got != "" {
+				t.Fatalf("asked: %q", got)
+			}
+		})
+	}
+}
+
+// TestFenceImpossibleHoldsForItsSpellOnly: an Impossible answer given
+// before RuntimeHung last turned True (both on the node's clock) does not
+// hold back a new spell.
+func TestFenceImpossibleHoldsForItsSpellOnly(t *testing.T) {
+	p, k := fencePolicy(), NewClocks()
+	att := fencing.Attestation{RequestID: "f-1", BootID: "b1", At: t0.Add(-time.Minute), Outcome: fencing.OutcomeImpossible, Why: "the runtime answers on its socket"}
+	n := withAnnotations(fencible("a"), att.Annotations())
+	decideAt(p, k, []*corev1.Node{n}, t0)
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{n}, t0.Add(45*time.Second))); got != "fence a" {
+		t.Fatalf("a new spell after an earlier spell's Impossible: %q, want fence a", got)
 	}
 }
