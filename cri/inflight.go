@@ -41,14 +41,13 @@ type inflightTracker struct {
 	// any answer: the start of the first call sent after the last answer,
 	// or that answer's time when calls sent before it are still out.
 	unanswered map[string]time.Time
-	// sent holds every method a call of which was ever sent: a method
-	// never probed (a list stream the runtime lacks) says nothing of the
-	// runtime's silence.
-	sent map[string]bool
+	// heardAt is, per method ever sent, when the runtime last answered
+	// it (any message), or when its first call was sent.
+	heardAt map[string]time.Time
 }
 
 func newInflightTracker(c clock.PassiveClock) *inflightTracker {
-	return &inflightTracker{clock: c, calls: map[callKey]*outstanding{}, unanswered: map[string]time.Time{}, sent: map[string]bool{}}
+	return &inflightTracker{clock: c, calls: map[callKey]*outstanding{}, unanswered: map[string]time.Time{}, heardAt: map[string]time.Time{}}
 }
 
 // begin records a call and returns it with true; if the same call is
@@ -61,7 +60,9 @@ func (t *inflightTracker) begin(k callKey, start time.Time) (*outstanding, bool)
 	}
 	o := &outstanding{start: start, done: make(chan struct{})}
 	t.calls[k] = o
-	t.sent[k.method] = true
+	if _, ok := t.heardAt[k.method]; !ok {
+		t.heardAt[k.method] = start
+	}
 	if _, ok := t.unanswered[k.method]; !ok {
 		t.unanswered[k.method] = start
 	}
@@ -80,6 +81,7 @@ func (t *inflightTracker) end(k callKey, r CallResult) {
 	if !answered(r) {
 		return // the runtime said nothing: the silence goes on
 	}
+	t.heardAt[k.method] = t.clock.Now()
 	delete(t.unanswered, k.method)
 	if t.outFor(k.method) {
 		t.unanswered[k.method] = t.clock.Now() // the calls still out are unanswered from now
@@ -92,8 +94,10 @@ func (t *inflightTracker) end(k callKey, r CallResult) {
 func (t *inflightTracker) heard(method string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.clock.Now()
+	t.heardAt[method] = now
 	if t.outFor(method) {
-		t.unanswered[method] = t.clock.Now()
+		t.unanswered[method] = now
 	}
 }
 
@@ -156,25 +160,23 @@ func (t *inflightTracker) Unanswered(methods []string) (string, time.Duration) {
 }
 
 // Silent is how long every one of methods has gone without any answer,
-// on the prober's clock: the shortest of their silences, where a method
-// with no call out counts as answering (0). Methods never sent are left
-// out; 0 when none was. The fence acts only on a runtime silent on every
-// call the kubelet's pod lifecycle needs: one slow list, or one call that
-// hangs while the others answer, is not that.
+// on the prober's clock: the shortest of the times since each was last
+// answered (a list stream's message is an answer), or since its first
+// call when it never was. Methods never sent are left out; 0 when none
+// was. The fence acts only on a runtime silent on every call the
+// kubelet's pod lifecycle needs: one slow list, or one call that hangs
+// while the others answer, is not that.
 func (t *inflightTracker) Silent(methods []string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.Now()
 	shortest, any := time.Duration(0), false
 	for _, m := range methods {
-		if !t.sent[m] {
+		since, ok := t.heardAt[m]
+		if !ok {
 			continue
 		}
-		d := time.Duration(0)
-		if since, ok := t.unanswered[m]; ok && t.outFor(m) {
-			d = now.Sub(since)
-		}
-		if !any || d < shortest {
+		if d := now.Sub(since); !any || d < shortest {
 			shortest, any = d, true
 		}
 	}

@@ -119,9 +119,9 @@ func (p *Prober) Unanswered(methods []string) (string, time.Duration) {
 	return p.inflight.Unanswered(methods)
 }
 
-// Silent is how long every one of methods has gone without any answer
-// (a list stream's message is one), while each has a call out; 0 as soon
-// as one of them answers or has nothing out.
+// Silent is how long every one of methods has gone without any answer (a
+// list stream's message is one): the shortest time since one of them was
+// answered.
 func (p *Prober) Silent(methods []string) time.Duration {
 	return p.inflight.Silent(methods)
 }

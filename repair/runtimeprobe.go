@@ -15,7 +15,7 @@ import (
 // runtimeProbeTimeout bounds the repair process's own look at the runtime
 // before and after a fence's kill: a runtime that answers Status or a
 // list within it is not stuck, whatever the agent said.
-const runtimeProbeTimeout = 2 * time.Second
+const runtimeProbeTimeout = 3 * time.Second
 
 // probeNoSandbox is the probe's list filter: an ID no runtime gives, so
 // the list goes through the runtime's list path for an empty answer.

@@ -17,6 +17,7 @@ import (
 
 	"encoding/json"
 	"github.com/hangwatch/hangwatch/internal/fencing"
+	"github.com/hangwatch/hangwatch/test/criproxy"
 	"strconv"
 )
 
@@ -36,6 +37,10 @@ type FenceCluster struct {
 	A, B, C string // c: only with fenceOptions.nodes 3
 	Remedy  *Remedy
 	CSI     *CSI // with fenceOptions.csi
+	// ProxyA stands between node A's hangwatch (agent and repair process)
+	// and its containerd, with FenceOptions.ProxyA; the kubelet dials
+	// containerd directly.
+	ProxyA *criproxy.Proxy
 }
 
 // FenceNode is one node of the cluster and its hangwatch.
@@ -58,6 +63,9 @@ type FenceOptions struct {
 	NoRemedy bool
 	// csi starts the harness's CSI driver (harness.StartCSI) on every node.
 	CSI bool
+	// ProxyA puts a criproxy (FenceCluster.ProxyA) between node A's
+	// hangwatch and its containerd, to hold chosen calls.
+	ProxyA bool
 }
 
 func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
@@ -74,7 +82,7 @@ func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
 	}
 	names := []*string{&fc.A, &fc.B, &fc.C}
 	for i := range max(o.Nodes, 2) {
-		*names[i] = fc.StartNode(t, "fence-"+string(rune('a'+i)), o.DryRun[i])
+		*names[i] = fc.startNode(t, "fence-"+string(rune('a'+i)), o.DryRun[i], i == 0 && o.ProxyA)
 		if !o.Unlabelled[i] {
 			fc.Label(t, *names[i])
 		}
@@ -99,7 +107,21 @@ func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
 // (agent and repair process, repair off, the fence on) for a new node.
 func (fc *FenceCluster) StartNode(t *testing.T, base string, dryRun bool) string {
 	t.Helper()
+	return fc.startNode(t, base, dryRun, false)
+}
+
+func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied bool) string {
+	t.Helper()
 	n := &FenceNode{C: StartContainerdT(t, 0, 0)}
+	endpoint := n.C.Where().Endpoint
+	if proxied {
+		p, err := criproxy.Start(filepath.Join(SocketDir(t), "cri.sock"), n.C.Socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Stop)
+		fc.ProxyA, endpoint = p, p.Endpoint
+	}
 	n.K = StartKubeletWithPodCgroupsT(t, fc.CP, n.C, UniqueNode(base))
 	dir := SocketDir(t)
 	config := filepath.Join(dir, "hangwatch.yaml")
@@ -112,7 +134,7 @@ func (fc *FenceCluster) StartNode(t *testing.T, base string, dryRun bool) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.D = StartRepairing(t, n.C.Where().Endpoint, NodeArgs(kc, n.K.Node, "--config", config)...)
+	n.D = StartRepairing(t, endpoint, NodeArgs(kc, n.K.Node, "--config", config)...)
 	fc.Nodes[n.K.Node] = n
 	return n.K.Node
 }
