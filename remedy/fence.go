@@ -74,21 +74,23 @@ const (
 
 const fencedCondition = "RuntimeHung"
 
-// lifecycleReasons are RuntimeHung's reasons that say the calls the
-// kubelet's pod lifecycle needs have no answer: the whole runtime, its
-// Status, or its sandbox and container lists (or their streams). One
-// container's ContainerStatusHung is that container's, RuntimeUnreachable
-// (nothing listens) is systemd's to start again, and VersionHung or
-// ImageFsInfoHung alone (an image disk that stalls) leave the node's pods
-// running: none of them fences.
-var lifecycleReasons = []string{"RuntimeNotResponding", "StatusHung", "ListPodSandboxHung", "ListContainersHung",
-	"StreamPodSandboxesHung", "StreamContainersHung"}
+// wholeRuntimeReasons are RuntimeHung's reasons that judge the runtime as
+// a whole: a call that names no object, unanswered. One container's
+// ContainerStatusHung is that container's, and RuntimeUnreachable (nothing
+// listens) is systemd's to start again. The reason names the first call of
+// a probe cycle past its timeout, which in a frozen runtime may be any of
+// them (ImageFsInfoHung was seen on a frozen containerd): it is no sign of
+// which calls still answer. That is the corroboration's to say.
+var wholeRuntimeReasons = []string{"RuntimeNotResponding", "VersionHung", "StatusHung", "ListPodSandboxHung", "ListContainersHung",
+	"ImageFsInfoHung", "StreamPodSandboxesHung", "StreamContainersHung"}
 
 // corroboratingCondition and corroboratingReason: the fence is asked only
 // while the relist has stalled too (PLEGUnhealthy True for RelistStalled:
 // the kubelet's own relist, from its kubelet_pleg_last_seen_seconds, or
-// hangwatch's emulation of it has waited past its threshold). A runtime
-// whose calls answer, however late, does not stall the relist. The
+// hangwatch's emulation of it has waited past its threshold), that is
+// while the calls the kubelet's pod lifecycle needs have no answer.
+// ImageFsInfo hanging alone, or a runtime whose calls answer, however
+// late, does not stall the relist. The
 // kubelet's Ready is no corroboration here: it turns False about 128 s
 // into a freeze, past the fence's targets.
 const (
@@ -214,8 +216,8 @@ func (p *Policy) decideAnswer(row Row, n *corev1.Node, s fenceState, now time.Ti
 func (p *Policy) decideAsk(row Row, n *corev1.Node, s fenceState, cond *corev1.NodeCondition, held time.Duration) (Row, *Action) {
 	row.State = StateFencePending
 	switch {
-	case !slices.Contains(lifecycleReasons, cond.Reason):
-		row.Next = "none: RuntimeHung's reason " + cond.Reason + " does not stop the pods' lifecycle"
+	case !slices.Contains(wholeRuntimeReasons, cond.Reason):
+		row.Next = "none: RuntimeHung's reason " + cond.Reason + " is not the whole runtime's"
 		return row, nil
 	case s.hasAtt && !s.att.Fenced() && s.att.BootID == n.Status.NodeInfo.BootID && !s.att.At.Before(cond.LastTransitionTime.Time):
 		// both times are the node's: an answer given in this spell of

@@ -249,13 +249,16 @@ func hasEventPrefix(c *Controller, prefix string) bool {
 	}
 }
 
-// TestFenceAsksOnlyWhenThePodLifecycleIsStuck: RuntimeHung for
-// ImageFsInfo or Version alone, or without the relist stalled, is never
-// asked to fence, however long it lasts.
+// TestFenceAsksOnlyWhenThePodLifecycleIsStuck: RuntimeHung without the
+// relist stalled (ImageFsInfo held alone, calls that answer late), or for
+// one container's call, is never asked to fence, however long it lasts.
 func TestFenceAsksOnlyWhenThePodLifecycleIsStuck(t *testing.T) {
 	for name, change := range map[string]func(n *corev1.Node){
-		"ImageFsInfo alone": func(n *corev1.Node) { n.Status.Conditions[0].Reason = "ImageFsInfoHung" },
-		"Version alone":     func(n *corev1.Node) { n.Status.Conditions[0].Reason = "VersionHung" },
+		"ImageFsInfo alone": func(n *corev1.Node) {
+			n.Status.Conditions[0].Reason = "ImageFsInfoHung"
+			n.Status.Conditions[1].Status, n.Status.Conditions[1].Reason = corev1.ConditionFalse, "RelistHealthy"
+		},
+		"one container": func(n *corev1.Node) { n.Status.Conditions[0].Reason = "ContainerStatusHung" },
 		"the relist answers": func(n *corev1.Node) {
 			n.Status.Conditions[1].Status, n.Status.Conditions[1].Reason = corev1.ConditionFalse, "RelistHealthy"
 		},

@@ -178,19 +178,19 @@ func (f *Fencer) readOrder(ctx context.Context) (FenceOrder, bool) {
 	return order, true
 }
 
-// hung: RuntimeHung is True for a call the pod lifecycle needs, and every
-// one of those calls has given no answer at all for fenceMinSilence.
+// hung: RuntimeHung is True for a call of the whole runtime, and every
+// call the pod lifecycle needs has given no answer at all for
+// fenceMinSilence (the reason names the first call of a cycle past its
+// timeout, which in a freeze may be any of them: the silence is what
+// tells ImageFsInfo held alone, or a slow list, from a stuck lifecycle).
 func (f *Fencer) hung(vs []Verdict) bool {
 	v, sick := unwell(TargetRuntime, vs)
 	_, silent := f.o.Silence()
-	return sick && lifecycleReason(v.Reason) && silent >= fenceMinSilence
+	return sick && wholeRuntimeReason(v.Reason) && silent >= fenceMinSilence
 }
 
-// lifecycleReason: RuntimeHung's reason names the whole runtime or a call
-// of LifecycleCalls. VersionHung or ImageFsInfoHung alone leave the pods
-// running: no fence.
-func lifecycleReason(reason string) bool {
-	return reason == "RuntimeNotResponding" || slices.ContainsFunc(LifecycleCalls, func(m string) bool { return reason == m+"Hung" })
+func wholeRuntimeReason(reason string) bool {
+	return reason == "RuntimeNotResponding" || slices.ContainsFunc(WholeRuntimeCalls, func(m string) bool { return reason == m+"Hung" })
 }
 
 // report hands the pending report to the agent, again each step until it

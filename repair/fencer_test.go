@@ -106,6 +106,7 @@ type fencerRig struct {
 	// in turn ("" : nothing).
 	answers []string
 	maint   string
+	silence time.Duration // of the lifecycle calls
 	clk     *clocktesting.FakeClock
 	link    *fakeFenceLink
 	host    *fakeHost
@@ -116,7 +117,7 @@ type fencerRig struct {
 }
 
 func newFencerRig(s FenceSettings) *fencerRig {
-	g := &fencerRig{clk: clocktesting.NewFakeClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)), host: &fakeHost{}, notes: &notes{}, up: true,
+	g := &fencerRig{clk: clocktesting.NewFakeClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)), host: &fakeHost{}, notes: &notes{}, up: true, silence: 15 * time.Second,
 		vs: []Verdict{{Type: "RuntimeHung", True: true, Reason: "RuntimeNotResponding"}}}
 	g.link = &fakeFenceLink{steps: &g.steps, order: FenceOrder{NodeBootID: "b1", Request: &FenceRequestNote{ID: "f-1", BootID: "b1", ValidFor: time.Minute, SeenFor: time.Second,
 		Deadline: g.clk.Now().Add(time.Minute), OptedIn: true},
@@ -129,7 +130,7 @@ func newFencerRig(s FenceSettings) *fencerRig {
 			{Namespace: "default", Name: "pending", UID: "gone"},
 		}}}
 	g.f = NewFencer(FencerOptions{Settings: s, Clock: g.clk, Verdicts: func() []Verdict { return g.vs },
-		Silence: func() (string, time.Duration) { return "Version", 15 * time.Second }, GivenUp: func() (bool, string) { return g.up, "" },
+		Silence: func() (string, time.Duration) { return "the pod lifecycle's calls", g.silence }, GivenUp: func() (bool, string) { return g.up, "" },
 		Link: g.link, Notify: g.notes, BootID: func() (string, error) { return "b1", nil }, Host: g.host,
 		Probe: func(context.Context) string {
 			if len(g.answers) == 0 {
@@ -192,8 +193,8 @@ func TestFencerRefusals(t *testing.T) {
 		"running, no cgroup": {func(g *fencerRig) { g.link.order.Pods[5].Running = true }, true, "cgroup is not found"},
 		"repair still at it": {func(g *fencerRig) { g.up = false }, false, ""},
 		"one object's hang":  {func(g *fencerRig) { g.vs[0].Reason = "ContainerStatusHung" }, false, ""},
-		"only ImageFsInfo":   {func(g *fencerRig) { g.vs[0].Reason = "ImageFsInfoHung" }, false, ""},
-		"only Version":       {func(g *fencerRig) { g.vs[0].Reason = "VersionHung" }, false, ""},
+		"only ImageFsInfo":   {func(g *fencerRig) { g.vs[0].Reason, g.silence = "ImageFsInfoHung", 4*time.Second }, false, ""},
+		"late answers":       {func(g *fencerRig) { g.silence = 5 * time.Second }, false, ""},
 		"not opted in":       {func(g *fencerRig) { g.link.order.Request.OptedIn = false }, true, "opt-in label"},
 		"past its deadline": {func(g *fencerRig) {
 			g.link.order.Request.Deadline = g.clk.Now().Add(-fenceSkewAllowance - time.Second)
