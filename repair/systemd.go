@@ -12,6 +12,7 @@ import (
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
 )
 
 // Unit is what repair needs to know of a systemd unit.
@@ -143,15 +144,30 @@ func (s *systemd) Unit(ctx context.Context, name string) (Unit, error) {
 	u.Restart, _ = svc["Restart"].(string)
 	u.KillMode, _ = svc["KillMode"].(string)
 	u.MainPID, _ = svc["MainPID"].(uint32)
-	if usec, _ := svc["ExecMainStartTimestamp"].(uint64); usec > 0 {
-		u.MainStarted = time.UnixMicro(int64(usec))
-	}
+	u.MainStarted = mainStarted(svc)
 	for _, name := range []string{"RestartPreventExitStatus", "SuccessExitStatus"} {
 		if slices.Contains(exitSignals(svc[name]), int32(syscall.SIGKILL)) {
 			u.KillKeepsItDown = name + "=SIGKILL"
 		}
 	}
 	return u, nil
+}
+
+// mainStarted is when the main process started, placed on this
+// process's monotonic clock from systemd's CLOCK_MONOTONIC stamp
+// (ExecMainStartTimestampMonotonic), so a step of the wall clock makes
+// it neither young nor old; systemd's wall stamp where that cannot be
+// read. Zero: unknown.
+func mainStarted(svc map[string]any) time.Time {
+	var ts unix.Timespec
+	mono, _ := svc["ExecMainStartTimestampMonotonic"].(uint64)
+	if mono > 0 && unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
+		return time.Now().Add(-(time.Duration(ts.Nano()) - time.Duration(mono)*time.Microsecond))
+	}
+	if usec, _ := svc["ExecMainStartTimestamp"].(uint64); usec > 0 {
+		return time.UnixMicro(int64(usec))
+	}
+	return time.Time{}
 }
 
 // exitSignals are the signals of an exit status list property, D-Bus type
