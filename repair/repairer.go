@@ -86,6 +86,7 @@ type Repairer struct {
 	budget    *Budget
 	budgetErr error // the state file could not be read: every attempt is refused
 	targets   map[Target]*targetState
+	gaveUp    map[Target]bool // what GivenUp said when Step last logged it
 }
 
 // targetState is one target's spell: from the first unanswered call
@@ -117,7 +118,7 @@ func New(o Options) *Repairer {
 		o.Boot = HostBoot
 	}
 	r := &Repairer{o: o, settings: o.Settings,
-		targets: map[Target]*targetState{TargetRuntime: {}, TargetKubelet: {}}}
+		targets: map[Target]*targetState{TargetRuntime: {}, TargetKubelet: {}}, gaveUp: map[Target]bool{}}
 	r.budget, r.budgetErr = r.openBudget(o.Settings.StateFile)
 	if r.budgetErr != nil {
 		if o.Settings.Enabled {
@@ -170,7 +171,23 @@ func (r *Repairer) Step(ctx context.Context) {
 			a.deadlock = deadlocked(vs)
 			r.attempt(ctx, a)
 		}
+		r.logGivenUp(t)
 	}
+}
+
+// logGivenUp logs each change of what GivenUp says of t, so the log shows
+// when the next rung was let act, and why.
+func (r *Repairer) logGivenUp(t Target) {
+	up, why := r.givenUp(t)
+	if up == r.gaveUp[t] {
+		return
+	}
+	r.gaveUp[t] = up
+	if up {
+		klog.InfoS("Repair has given up; the next rung may act", "target", t, "why", why)
+		return
+	}
+	klog.InfoS("Repair has not given up; the next rung waits", "target", t, "why", why)
 }
 
 // due tells whether target has given no answer at all for its time while
@@ -230,6 +247,10 @@ func latest(a, b time.Time) time.Time {
 func (r *Repairer) GivenUp(t Target) (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.givenUp(t)
+}
+
+func (r *Repairer) givenUp(t Target) (bool, string) {
 	st, after := r.targets[t], r.settings.after(t)
 	switch {
 	case after <= 0:
