@@ -203,7 +203,7 @@ func (r *Repairer) restart(ctx context.Context, a attempt, m Manager, f found) {
 		r.notSent(a, err)
 		return
 	case st.killed.IsZero():
-		st.killed = a.now
+		st.killed = r.o.Clock.Now() // when it was sent, after the reads' time
 	}
 	if err != nil {
 		r.told(a, OutcomeFailed, fmt.Sprintf("restart of %s failed (counted in the budget: the kill may have been made): %v", f.unit.Name, err))
