@@ -41,6 +41,7 @@ type TargetReport struct {
 	Target   Target `json:"target"`
 	Unit     string `json:"unit,omitempty"`
 	Restart  string `json:"restart,omitempty"`
+	KillMode string `json:"killMode,omitempty"`
 	MainPID  int    `json:"mainPID,omitempty"`
 	Possible bool   `json:"possible"`
 	Why      string `json:"why,omitempty"`
@@ -56,7 +57,7 @@ func Diagnose(ctx context.Context, s Settings, criSocket, kubeletHealthzURL stri
 		ctx, cancel := context.WithTimeout(ctx, systemdTimeout)
 		m, f, err := r.locate(ctx, t, time.Time{})
 		cancel()
-		tr.Unit, tr.Restart, tr.MainPID = f.unit.Name, f.unit.Restart, f.pid
+		tr.Unit, tr.Restart, tr.KillMode, tr.MainPID = f.unit.Name, f.unit.Restart, f.unit.KillMode, f.pid
 		if err != nil {
 			tr.Why = err.Error()
 		} else {

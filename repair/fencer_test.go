@@ -234,34 +234,6 @@ func TestFencerDryRunTellsAndStopsNothing(t *testing.T) {
 	}
 }
 
-// TestRepairGivesUpOnlyWhenItCannotCure: off or in dry run it has given
-// up; enabled, not before an attempt that could not restart, or a restart
-// a wait ago that did not cure.
-func TestRepairGivesUpOnlyWhenItCannotCure(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC))
-	on := Settings{Enabled: true, RestartRuntimeAfter: 20 * time.Second, MaxRestartsPerHour: 3}
-	r := New(Options{Settings: on, Clock: clk, Metrics: NewMetrics()})
-	if up, why := r.GivenUp(TargetRuntime); up {
-		t.Errorf("before any attempt: given up (%s)", why)
-	}
-	r.targets[TargetRuntime].outcome, r.targets[TargetRuntime].judged = OutcomeRestarted, clk.Now()
-	if up, _ := r.GivenUp(TargetRuntime); up {
-		t.Error("just after a restart: given up")
-	}
-	clk.Step(20 * time.Second)
-	if up, why := r.GivenUp(TargetRuntime); !up || !strings.Contains(why, "silent again") {
-		t.Errorf("a wait after a restart: %v (%s)", up, why)
-	}
-	r.targets[TargetRuntime].outcome = OutcomeImpossible
-	if up, _ := r.GivenUp(TargetRuntime); !up {
-		t.Error("after an impossible attempt: not given up")
-	}
-	r.Update(Settings{})
-	if up, why := r.GivenUp(TargetRuntime); !up || !strings.Contains(why, "off") {
-		t.Errorf("off: %v (%s)", up, why)
-	}
-}
-
 // TestFencerNeverLeavesAKilledPodUndeleted: whatever fails after the
 // kill, every pod killed is deleted before any volume is released, and a
 // volume is released only when every killed pod is deleted and the

@@ -18,7 +18,7 @@ func (r *Repairer) unitName(ctx context.Context, m Manager, t Target, sdPID int)
 	socket := r.runtimeSocket()
 	peer, err := PeerPID(socket, systemdTimeout)
 	if err == nil && peer == 0 {
-		err = fmt.Errorf("the runtime behind %s is outside hangwatch's PID namespace (run with hostPID)", socket)
+		err = setup(fmt.Errorf("the runtime behind %s is outside hangwatch's PID namespace (run with hostPID)", socket))
 	}
 	if err != nil {
 		return 0, "", err
@@ -34,11 +34,11 @@ func (r *Repairer) unitName(ctx context.Context, m Manager, t Target, sdPID int)
 func (r *Repairer) kubeletListener() (int, error) {
 	port := r.o.KubeletHealthzPort
 	if port == 0 {
-		return 0, errors.New("no kubelet health port is probed (kubelet.healthzURL), so no kubelet is restarted")
+		return 0, setup(errors.New("no kubelet health port is probed (kubelet.healthzURL), so no kubelet is restarted"))
 	}
 	pid, err := r.o.Proc.TCPListener(port)
 	if err == nil && pid == 0 {
-		err = fmt.Errorf("no process in hangwatch's PID and network namespaces listens on the kubelet's health port %d (run with hostPID and hostNetwork)", port)
+		err = setup(fmt.Errorf("no process in hangwatch's PID and network namespaces listens on the kubelet's health port %d (run with hostPID and hostNetwork)", port))
 	}
 	return pid, err
 }
@@ -72,12 +72,12 @@ func (r *Repairer) isTheOneThatHangs(ctx context.Context, m Manager, t Target, f
 		if err == nil && unit == f.unit.Name {
 			return nil
 		}
-		return fmt.Errorf("the kubelet's health port %d is held by PID %d (unit %q), not by %s (repair.kubeletUnit): it is not the kubelet that would be restarted",
-			r.o.KubeletHealthzPort, listener, unit, f.unit.Name)
+		return setup(fmt.Errorf("the kubelet's health port %d is held by PID %d (unit %q), not by %s (repair.kubeletUnit): it is not the kubelet that would be restarted",
+			r.o.KubeletHealthzPort, listener, unit, f.unit.Name))
 	}
-	return fmt.Errorf("the main process of %s (PID %d) is not the process listening on %s (PID %d): a SIGKILL would kill the unit's main process, not the runtime "+
+	return setup(fmt.Errorf("the main process of %s (PID %d) is not the process listening on %s (PID %d): a SIGKILL would kill the unit's main process, not the runtime "+
 		"(a runtime started as a child, as by k3s or RKE2, or by a wrapper script); set repair.runtimeUnit to the unit whose main process is the runtime",
-		f.unit.Name, f.pid, r.runtimeSocket(), listener)
+		f.unit.Name, f.pid, r.runtimeSocket(), listener))
 }
 
 // runtimeSocket is the socket whose listener is the runtime.

@@ -2,6 +2,7 @@ package repair
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -56,6 +57,9 @@ type Options struct {
 	// KubeletHealthzPort is the kubelet's health port: its listener must
 	// be in the kubelet's unit. 0: the kubelet is never restarted.
 	KubeletHealthzPort int
+	// Boot reads the node's boot ID and time since boot, that the budget
+	// is counted on; nil: HostBoot.
+	Boot BootClock
 	// Dial connects to systemd; nil: DialSystemd.
 	Dial func(ctx context.Context, path string) (Manager, error)
 	// Proc reads processes; the zero value: HostProc.
@@ -82,9 +86,12 @@ type Repairer struct {
 	budget    *Budget
 	budgetErr error // the state file could not be read: every attempt is refused
 	targets   map[Target]*targetState
+	gaveUp    map[Target]bool // what GivenUp said when Step last logged it
 }
 
-// targetState is one target's spell.
+// targetState is one target's spell: from the first unanswered call
+// while its condition says it is unwell, until it answers (or the
+// condition clears).
 type targetState struct {
 	judged time.Time // the last attempt, whatever its outcome: no silence is timed from before it
 	askAt  time.Time // held back by the fleet's bound: not judged again before this
@@ -92,6 +99,11 @@ type targetState struct {
 	young  bool      // waiting for a young main process has been logged in this spell
 	// outcome is the last attempt's in this spell ("" before any).
 	outcome string
+	// killed is when this spell's first kill was sent (zero: none yet).
+	killed time.Time
+	// cannot says why the last attempt showed repair impossible on this
+	// node; held, why it was held back without showing that ("" if not).
+	cannot, held string
 }
 
 // New returns a Repairer; nothing happens until Step.
@@ -102,9 +114,12 @@ func New(o Options) *Repairer {
 	if o.Proc.Root == "" {
 		o.Proc = HostProc
 	}
+	if o.Boot == nil {
+		o.Boot = HostBoot
+	}
 	r := &Repairer{o: o, settings: o.Settings,
-		targets: map[Target]*targetState{TargetRuntime: {}, TargetKubelet: {}}}
-	r.budget, r.budgetErr = OpenBudget(o.Settings.StateFile)
+		targets: map[Target]*targetState{TargetRuntime: {}, TargetKubelet: {}}, gaveUp: map[Target]bool{}}
+	r.budget, r.budgetErr = r.openBudget(o.Settings.StateFile)
 	if r.budgetErr != nil {
 		if o.Settings.Enabled {
 			klog.ErrorS(r.budgetErr, "Repair refuses to act: its budget cannot be read")
@@ -116,11 +131,20 @@ func New(o Options) *Repairer {
 	return r
 }
 
+func (r *Repairer) openBudget(path string) (*Budget, error) {
+	var wall clock.PassiveClock
+	if r.o.Clock != nil {
+		wall = r.o.Clock
+	}
+	return OpenBudget(path, r.o.Boot, wall)
+}
+
 func (r *Repairer) usedNow(t Target) int {
-	if r.o.Clock == nil {
+	now, err := r.o.Boot()
+	if err != nil {
 		return 0
 	}
-	return r.budget.Used(t, r.o.Clock.Now())
+	return r.budget.Used(t, now)
 }
 
 // Update applies reloaded settings. Turning repair off stops it at once.
@@ -132,7 +156,7 @@ func (r *Repairer) Update(s Settings) {
 			"restartRuntimeAfter", s.RestartRuntimeAfter, "restartKubeletAfter", s.RestartKubeletAfter)
 	}
 	if s.StateFile != r.settings.StateFile {
-		r.budget, r.budgetErr = OpenBudget(s.StateFile)
+		r.budget, r.budgetErr = r.openBudget(s.StateFile)
 	}
 	r.settings = s
 }
@@ -147,7 +171,23 @@ func (r *Repairer) Step(ctx context.Context) {
 			a.deadlock = deadlocked(vs)
 			r.attempt(ctx, a)
 		}
+		r.logGivenUp(t)
 	}
+}
+
+// logGivenUp logs each change of what GivenUp says of t, so the log shows
+// when the next rung was let act, and why.
+func (r *Repairer) logGivenUp(t Target) {
+	up, why := r.givenUp(t)
+	if up == r.gaveUp[t] {
+		return
+	}
+	r.gaveUp[t] = up
+	if up {
+		klog.InfoS("Repair has given up; the next rung may act", "target", t, "why", why)
+		return
+	}
+	klog.InfoS("Repair has not given up; the next rung waits", "target", t, "why", why)
 }
 
 // due tells whether target has given no answer at all for its time while
@@ -160,7 +200,7 @@ func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (attempt, bool) {
 	v, sick := unwell(t, vs)
 	what, silent := r.silence(t)
 	if !sick || after <= 0 || silent <= 0 {
-		st.told, st.young, st.outcome = "", false, ""
+		*st = targetState{judged: st.judged, askAt: st.askAt} // the spell is over
 		return attempt{}, false
 	}
 	since := latest(now.Add(-silent), st.judged)
@@ -185,24 +225,48 @@ func latest(a, b time.Time) time.Time {
 }
 
 // GivenUp tells whether repair has done what it can for target in this
-// spell, so the next rung may act: it is off or in dry run, its last
-// attempt could not restart (impossible, refused, the budgets, a failed
-// kill), or it restarted a wait ago and the target is silent again.
+// spell, so the next rung (the fence) may act, and why either way. It is
+// true only when:
+//   - repair is off for the target (repair.enabled false, or its
+//     restart...After 0): the next rung acts without it;
+//   - repair is impossible on this node: the last attempt found the
+//     target cannot be restarted here (a process in D state,
+//     KernelDeadlock, a KillMode that would kill the containers, no
+//     systemd or no such unit, a Restart= or exit status that keeps it
+//     down, a main process that is not the one that hangs, hangwatch
+//     outside the host's PID namespace), or its budget is spent by kills
+//     made in the last hour of this boot that did not hold;
+//   - a kill was sent in this spell and the target has given no answer
+//     for a wait since the first.
+//
+// Never while it is held back without having tried: the fleet's bound,
+// the Node's maintenance, a budget that cannot be read or written, a kill
+// never sent, systemd not answering, a young main process, no attempt
+// yet; nor in dry run, where no restart is ever made (turn repair off to
+// let the next rung act without it).
 func (r *Repairer) GivenUp(t Target) (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.givenUp(t)
+}
+
+func (r *Repairer) givenUp(t Target) (bool, string) {
 	st, after := r.targets[t], r.settings.after(t)
 	switch {
 	case after <= 0:
 		return true, "repair is off for the " + string(t)
 	case r.settings.DryRun:
-		return true, "repair is in dry run"
-	case st.outcome == OutcomeRestarted && r.o.Clock.Since(st.judged) >= after:
-		return true, "repair restarted the " + string(t) + " and it is silent again"
-	case st.outcome == OutcomeRestarted, st.outcome == OutcomeStoodAside, st.outcome == "":
-		return false, "repair has not given up on the " + string(t) + " (last attempt: " + or(st.outcome, "none") + ")"
+		return false, "repair is in dry run: no restart of the " + string(t) + " is made, so none has been tried (turn repair off to let the next rung act without it)"
+	case !st.killed.IsZero() && r.o.Clock.Since(st.killed) >= after:
+		return true, fmt.Sprintf("repair restarted the %s %s ago in this spell and it has given no answer since", t, r.o.Clock.Since(st.killed).Round(time.Second))
+	case st.cannot != "":
+		return true, "repair cannot restart the " + string(t) + " on this node: " + st.cannot
+	case !st.killed.IsZero():
+		return false, fmt.Sprintf("repair restarted the %s %s ago; it is given %s to answer", t, r.o.Clock.Since(st.killed).Round(time.Second), after)
+	case st.held != "":
+		return false, "repair has not restarted the " + string(t) + " yet: " + st.held
 	}
-	return true, "repair's last attempt on the " + string(t) + ": " + st.outcome
+	return false, "repair has not restarted the " + string(t) + " yet (last attempt: " + or(st.outcome, "none") + ")"
 }
 
 func or(s, fallback string) string {

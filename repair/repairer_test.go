@@ -23,6 +23,10 @@ type fakeSystemd struct {
 	err    error
 	// units names the unit of a PID; unlisted: the unit's
 	units map[uint32]string
+	// procs are the unit's processes besides its main one
+	procs []uint32
+	// onKill runs as a kill is about to be sent
+	onKill func()
 }
 
 func (f *fakeSystemd) UnitOfPID(_ context.Context, pid uint32) (string, error) {
@@ -37,7 +41,21 @@ func (f *fakeSystemd) Unit(_ context.Context, name string) (Unit, error) {
 	}
 	return f.unit, nil
 }
-func (f *fakeSystemd) KillMain(_ context.Context, name string) error {
+func (f *fakeSystemd) Processes(_ context.Context, name string) ([]uint32, error) {
+	if name != f.unit.Name {
+		return nil, fmt.Errorf("unit %s: %w", name, ErrNoUnit)
+	}
+	return append([]uint32{f.unit.MainPID}, f.procs...), nil
+}
+
+// KillMain sends nothing on a context that has ended, as godbus does.
+func (f *fakeSystemd) KillMain(ctx context.Context, name string) error {
+	if f.onKill != nil {
+		f.onKill()
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kill the main process of %s: %w", name, err)
+	}
 	f.kills++
 	f.killed = append(f.killed, name)
 	return f.err
@@ -67,6 +85,10 @@ type rig struct {
 	settings    Settings
 	sockets     atomic.Int32
 	r           *Repairer
+	// boot is the node's boot clock, stepped with clk by run but not by a
+	// step of the wall clock
+	bootID string
+	uptime time.Duration
 }
 
 // t0 is the rig's start; the runtime's main process started an hour
@@ -77,7 +99,8 @@ func newRig(t *testing.T, s Settings) *rig {
 	dir := shortTempDir(t)
 	g := &rig{t: t, clk: clocktesting.NewFakeClock(t0), notes: &notes{}, dir: dir, proc: filepath.Join(dir, "proc"),
 		sd: &fakeSystemd{unit: Unit{Name: "containerd.service", LoadState: "loaded", ActiveState: "active", Restart: "always",
-			MainPID: uint32(os.Getpid()), MainStarted: t0.Add(-time.Hour)}}}
+			KillMode: "process", MainPID: uint32(os.Getpid()), MainStarted: t0.Add(-time.Hour)}},
+		bootID: "boot-1", uptime: 3 * time.Hour}
 	s.SystemdSocket, s.Enabled = listen(t, filepath.Join(dir, "private")), true
 	if s.MaxRestartsPerHour == 0 {
 		s.MaxRestartsPerHour = DefaultMaxRestartsPerHour
@@ -104,6 +127,7 @@ func (g *rig) newRepairer() *Repairer {
 		Maintenance: func(context.Context) (string, error) { return g.maintenance, nil },
 		CRISocket:   "unix://" + listen(g.t, filepath.Join(g.dir, fmt.Sprintf("cri%d.sock", g.sockets.Add(1)))), Proc: Procfs{Root: g.proc},
 		Dial:    func(context.Context, string) (Manager, error) { return g.sd, nil },
+		Boot:    func() (Boot, error) { return Boot{ID: g.bootID, Since: g.uptime}, nil },
 		Metrics: NewMetrics(), Notify: g.notes})
 }
 
@@ -164,11 +188,17 @@ func (g *rig) writeProc(pid int, name string, leader, other byte) {
 // run steps the clock half a second at a time for d, judging every second.
 func (g *rig) run(d time.Duration) {
 	for end := g.clk.Now().Add(d); g.clk.Now().Before(end); {
-		g.clk.Step(500 * time.Millisecond)
+		g.step(500 * time.Millisecond)
 		if g.clk.Now().UnixMilli()%1000 == 0 {
 			g.r.Step(context.Background())
 		}
 	}
+}
+
+// step moves the wall clock and the boot clock by d.
+func (g *rig) step(d time.Duration) {
+	g.clk.Step(d)
+	g.uptime += d
 }
 
 // hang raises RuntimeHung and makes the runtime silent from now.
@@ -328,7 +358,7 @@ func TestTwoHangwatchesShareTheBudget(t *testing.T) {
 	second := g.newRepairer()
 	g.hang("VersionHung")
 	for end := g.clk.Now().Add(20 * time.Minute); g.clk.Now().Before(end); {
-		g.clk.Step(time.Second)
+		g.step(time.Second)
 		g.r.Step(context.Background())
 		second.Step(context.Background())
 	}
@@ -478,24 +508,63 @@ func TestAKubeletHealthPortHeldByAnotherProcessIsRefused(t *testing.T) {
 }
 
 func TestBudgetFileParse(t *testing.T) {
+	boot, wall := Boot{ID: "b1", Since: 2 * time.Hour}, time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	for raw, want := range map[string]string{
-		`{"version":2}`: "version 2, want 1",
-		`{"version":1,"attempts":{"kubelet":["2026-01-01T00:00:00Z"],"pods":[]}}`: `unknown target "pods"`,
+		`{"version":3}`: "version 3, want 1 or 2",
+		`{"version":2,"bootID":"b1","attempts":{"kubelet":[{"bootTimeNs":1}],"pods":[]}}`: `unknown target "pods"`,
+		`{"version":1,"attempts":{"runtime":[{"bootTimeNs":1}]}}`:                         "version 1",
 		`[]`: "not a repair state file",
 	} {
-		if _, err := parseBudget([]byte(raw)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := parseBudget([]byte(raw), boot, wall); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("parseBudget(%s) = %v, want %q", raw, err, want)
 		}
 	}
-	f, err := parseBudget([]byte(`{"version":1,"attempts":{"runtime":["2026-01-01T00:00:00Z"]}}`))
-	if err != nil || len(f.Attempts[TargetRuntime]) != 1 {
+	f, err := parseBudget([]byte(`{"version":2,"bootID":"b1","attempts":{"runtime":[{"bootTimeNs":5000000000,"dryRun":true}]}}`), boot, wall)
+	if err != nil || len(f.Attempts[TargetRuntime]) != 1 || !f.Attempts[TargetRuntime][0].DryRun || f.Attempts[TargetRuntime][0].At != 5*time.Second {
 		t.Errorf("parseBudget of a good file: %+v, %v", f, err)
 	}
 }
 
+// TestBudgetV1FileIsMigrated: a wall-clock state file of an older
+// hangwatch is read once more on the wall clock and placed on the boot
+// clock: an attempt of the last hour keeps counting for the rest of its
+// hour, one from before this boot or an hour ago does not, and one
+// stamped in the future counts for a whole hour.
+func TestBudgetV1FileIsMigrated(t *testing.T) {
+	wall := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	boot := Boot{ID: "b1", Since: 30 * time.Minute}
+	raw := fmt.Sprintf(`{"version":1,"attempts":{"runtime":[%q,%q,%q],"kubelet":[%q]}}`,
+		wall.Add(-10*time.Minute).Format(time.RFC3339), wall.Add(-45*time.Minute).Format(time.RFC3339),
+		wall.Add(-2*time.Hour).Format(time.RFC3339), wall.Add(time.Hour).Format(time.RFC3339))
+	f, err := parseBudget([]byte(raw), boot, wall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.BootID != "b1" || fmt.Sprint(f.Attempts[TargetRuntime]) != "[{20m0s false}]" || fmt.Sprint(f.Attempts[TargetKubelet]) != "[{30m0s false}]" {
+		t.Fatalf("migrated = %+v; want the runtime's attempt 10 min ago at 20m of this boot, the kubelet's future one at now", f)
+	}
+	path := filepath.Join(t.TempDir(), "budget.json")
+	if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenBudget(path, func() (Boot, error) { return boot, nil }, clocktesting.NewFakePassiveClock(wall))
+	if err != nil || b.Used(TargetRuntime, boot) != 1 || b.Used(TargetRuntime, Boot{ID: "b1", Since: 80 * time.Minute}) != 0 {
+		t.Fatalf("a migrated budget: %v, used %d", err, b.Used(TargetRuntime, boot))
+	}
+	if _, err := b.Record(TargetRuntime, boot, false); err != nil {
+		t.Fatal(err)
+	}
+	if written, _ := os.ReadFile(path); !strings.Contains(string(written), `"version":2,"bootID":"b1"`) {
+		t.Errorf("written again as %s, want version 2", written)
+	}
+}
+
 func FuzzParseBudget(f *testing.F) {
+	f.Add([]byte(`{"version":2,"bootID":"b","attempts":{"runtime":[{"bootTimeNs":1}]}}`))
 	f.Add([]byte(`{"version":1,"attempts":{"runtime":["2026-01-01T00:00:00Z"]}}`))
-	f.Fuzz(func(_ *testing.T, b []byte) { _, _ = parseBudget(b) })
+	f.Fuzz(func(_ *testing.T, b []byte) {
+		_, _ = parseBudget(b, Boot{ID: "b", Since: time.Hour}, time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC))
+	})
 }
 
 func FuzzListeningInodes(f *testing.F) {

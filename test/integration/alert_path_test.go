@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
@@ -119,12 +120,19 @@ func alertConfig(t *testing.T, n harness.KubeletNode, repair bool) string {
 }
 
 // spentRepairBudget is repair's state file after three restarts of the
-// runtime in the last hour, its default budget.
+// runtime in the last hour of this boot, its default budget (counted on
+// the boot clock: docs/install.md, Repair).
 func spentRepairBudget(t *testing.T) string {
 	t.Helper()
-	now := time.Now()
-	state := map[string]any{"version": 1, "attempts": map[string][]time.Time{
-		"runtime": {now.Add(-20 * time.Minute), now.Add(-15 * time.Minute), now.Add(-10 * time.Minute)}}}
+	boot, err := repair.HostBoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(ago time.Duration) map[string]int64 {
+		return map[string]int64{"bootTimeNs": int64(boot.Since - ago)}
+	}
+	state := map[string]any{"version": 2, "bootID": boot.ID, "attempts": map[string][]map[string]int64{
+		"runtime": {at(20 * time.Minute), at(15 * time.Minute), at(10 * time.Minute)}}}
 	raw, err := json.Marshal(state)
 	if err != nil {
 		t.Fatal(err)
