@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hangwatch/hangwatch/fence"
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// TestFenceVolumesRealCSI runs the fence's volume side (package fence,
+// called directly, as repair's fencer calls it) on a real kubelet whose
+// pod has a ReadWriteOnce volume of the harness's CSI driver, each volume
+// staged as a tmpfs of its own (a device of its own, as a disk's). The
+// driver's node plugin serves its socket where only its plugin
+// registration says, not at <kubelet>/plugins/<driver>/csi.sock. With the
+// runtime frozen and the pod's processes killed, and another mount
+// namespace (unshare -m, kept by a sleeping process) holding the volume at
+// a path of its own, outside the kubelet's directories:
+//   - a node plugin that hangs on NodeUnpublishVolume makes ReleaseCSI
+//     impossible within its 2 s call deadline;
+//   - once it answers again, ReleaseCSI releases the volume through the
+//     registered socket (unpublished and unstaged, seen unmounted);
+//   - the path checks (HeldElsewhere, HeldUnder) find nothing, but
+//     HeldAnywhere names the other namespace's pid and its mount;
+//   - once that process ends, HeldAnywhere finds nothing held.
+func TestFenceVolumesRealCSI(t *testing.T) {
+	harness.Parallel(t)
+	cp := harness.StartControlPlaneT(t)
+	harness.StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
+	c := harness.StartContainerdT(t, 0, 0)
+	k := harness.StartKubeletWithPodCgroupsT(t, cp, c, harness.UniqueNode("fencevol"))
+	csi := harness.StartCSIT(t, cp)
+	root := filepath.Join(k.Dir, "root")
+	switchOn(t, csi, "stage-tmpfs")
+	calls := startNodePluginElsewhere(t, cp, csi, k.Node, root)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("at the failure:\n%s\n%s\n%s", cp.KubectlLog("get", "nodes,pods,pv,pvc,volumeattachments,csinodes", "-A", "-o", "wide"),
+				cp.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"), csi.LogTails())
+		}
+	})
+	pod, pv := runPodWithVolume(t, cp, k.Node)
+	uid := string(pod.UID)
+	target := filepath.Join(root, "pods", uid, "volumes", "kubernetes.io~csi", pv, "mount")
+	m := fence.Mounts{Proc: "/proc", KubeletRoot: root, CallTimeout: 2 * time.Second}
+
+	rec, err := m.RecordPodVolumes(uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded: mounts %+v, identities %v, shared %+v", rec.Mounts, rec.Identities, rec.Shared)
+	if len(rec.Identities) == 0 || rec.Identities[0].FSType != "tmpfs" {
+		t.Fatalf("identities %v; want the volume's tmpfs", rec.Identities)
+	}
+	if _, err := os.Stat(filepath.Join(root, "plugins", harness.CSIDriverName, "csi.sock")); err == nil {
+		t.Fatal("the driver serves at the conventional path; this test needs it elsewhere")
+	}
+	staging := stagingOf(t, rec)
+	hold := holdElsewhere(t, target, staging)
+	harness.Freeze(t, c)
+	killPod(t, uid)
+
+	switchOn(t, csi, "hang-NodeUnpublishVolume")
+	start := time.Now()
+	_, err = m.ReleaseCSI(context.Background(), uid)
+	took := time.Since(start)
+	if !errors.Is(err, fence.ErrImpossible) || !strings.Contains(err.Error(), "NodeUnpublishVolume") || took > 10*time.Second {
+		t.Fatalf("ReleaseCSI with NodeUnpublishVolume hanging = %v after %v; want ErrImpossible within the 2 s deadline", err, took)
+	}
+	t.Logf("a hanging NodeUnpublishVolume: impossible after %v: %v", took.Round(time.Millisecond), err)
+	switchOff(t, csi, "hang-NodeUnpublishVolume")
+
+	unstaged, err := m.ReleaseCSI(context.Background(), uid)
+	if err != nil || len(unstaged) != 1 || unstaged[0] != staging {
+		t.Fatalf("ReleaseCSI = %v, %v; want %s unstaged through the registered socket\n%s", unstaged, err, staging, callsOf(t, calls))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := m.UnmountPod(ctx, uid); err != nil {
+		t.Fatal(err)
+	}
+	byPath, err := m.HeldElsewhere(uid)
+	if more, err2 := m.HeldUnder(unstaged); err == nil {
+		byPath, err = append(byPath, more...), err2
+	}
+	if err != nil || len(byPath) != 0 {
+		t.Errorf("the path checks = %v, %v; want nothing (the holder holds it at %s only)", byPath, err, hold.dir)
+	}
+	held, err := m.HeldAnywhere(ctx, rec)
+	want := fmt.Sprintf("pid %d: %s (tmpfs ", hold.pid, hold.dir)
+	if err != nil || len(held) != 1 || !strings.HasPrefix(held[0], want) {
+		t.Fatalf("HeldAnywhere = %q, %v; want %q…", held, err, want)
+	}
+	t.Logf("held: %v", held)
+	hold.stop()
+	if held, err := m.HeldAnywhere(ctx, rec); err != nil || len(held) != 0 {
+		t.Fatalf("with the holder gone, HeldAnywhere = %q, %v; want nothing", held, err)
+	}
+}
+
+// switchOn and switchOff turn a switch of the CSI driver (test/csidriver's
+// switches.go) on and off.
+func switchOn(t *testing.T, csi *harness.CSI, name string) {
+	t.Helper()
+	dir := filepath.Join(csi.DataDir, ".switches")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func switchOff(t *testing.T, csi *harness.CSI, name string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(csi.DataDir, ".switches", name)); err != nil {
+		t.Fatal(err)
+	}
+}
