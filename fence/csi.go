@@ -105,9 +105,8 @@ func (m Mounts) ReleaseCSI(ctx context.Context, uid string) ([]string, error) {
 	for _, v := range vols {
 		sock := m.nodeSocket(eps, v.Driver)
 		if sock == "" && len(v.Stagings) > 0 {
-			return unstaged, fmt.Errorf("CSI volume %s of driver %s is staged at %s, and the driver's node socket is found neither by plugin registration (%d registered; unanswered: %s) nor at %s: %w",
-				v.Handle, v.Driver, strings.Join(v.Stagings, ", "), len(eps.byDriver), strings.Join(eps.failed, "; "),
-				filepath.Join(m.KubeletRoot, "plugins", v.Driver, "csi.sock"), ErrImpossible)
+			return unstaged, fmt.Errorf("CSI volume %s of driver %s is staged at %s, and the driver's node socket is found neither by plugin registration (%s) nor at %s: %w",
+				v.Handle, v.Driver, strings.Join(v.Stagings, ", "), eps, filepath.Join(m.KubeletRoot, "plugins", v.Driver, "csi.sock"), ErrImpossible)
 		}
 		if sock == "" {
 			klog.InfoS("Fence: the CSI driver serves no node socket here and its volume is not staged; it is unmounted plainly", "pod", uid, "driver", v.Driver, "volume", v.Handle)

@@ -27,6 +27,15 @@ type csiEndpoints struct {
 	failed   []string // "<registration socket>: <why>"
 }
 
+// String says what registration answered, for an error's message.
+func (e csiEndpoints) String() string {
+	s := fmt.Sprintf("%d CSI drivers registered", len(e.byDriver))
+	if len(e.failed) > 0 {
+		s += "; unanswered: " + strings.Join(e.failed, "; ")
+	}
+	return s
+}
+
 // registeredCSI finds the CSI node plugins' sockets as the kubelet does.
 // The kubelet's plugin watcher (pkg/kubelet/pluginmanager/pluginwatcher,
 // plugin_watcher.go, read at v1.35-v1.37) walks KubeletRoot/plugins_registry
