@@ -349,3 +349,15 @@ func FuzzParseVolData(f *testing.F) {
 		}
 	})
 }
+
+// TestReleaseCSIRegisteredEndpointNotHere: the registration names an
+// endpoint that is no socket here; the conventional path serves.
+func TestReleaseCSIRegisteredEndpointNotHere(t *testing.T) {
+	n := newCSINode(t, "plugins/"+testDriver+"/csi.sock")
+	n.register(t, testDriver+"-reg.sock", &fakeRegistrar{info: &registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: testDriver, Endpoint: "/nonexistent/csi.sock"}})
+	n.addPod(t, "aa-1", "pv-1", true)
+	n.stage(t, hashLayout("vol-1"))
+	if unstaged, err := n.m.ReleaseCSI(context.Background(), "aa-1"); err != nil || len(unstaged) != 1 {
+		t.Fatalf("ReleaseCSI = %v, %v; calls %s", unstaged, err, n.plugin.called())
+	}
+}
