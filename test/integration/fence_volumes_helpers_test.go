@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,23 +23,36 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// startNodePluginElsewhere starts a node instance of the harness's CSI
-// driver for node, serving its socket in a directory of its own (not
-// <root>/plugins/<driver>/csi.sock), and a registrar that registers that
-// endpoint through root's plugins_registry; it waits for the Node's
-// CSINode to list the driver and returns the instance's call log.
-func startNodePluginElsewhere(t *testing.T, cp *harness.ControlPlane, csi *harness.CSI, node, root string) string {
+// elsewherePlugin is a node instance of the harness's CSI driver serving
+// its socket in a directory of its own (not <root>/plugins/<driver>/csi.sock)
+// and the registrar that registers that endpoint through the kubelet's
+// plugins_registry.
+type elsewherePlugin struct {
+	calls     string // the node instance's call log
+	registrar *testProcess
+	// startRegistrar starts a registrar (again).
+	startRegistrar func() *testProcess
+	regSocket      string
+}
+
+// startNodePluginElsewhere starts the node instance and registrar for
+// node, whose kubelet's root directory is root, and waits for the Node's
+// CSINode to list the driver.
+func startNodePluginElsewhere(t *testing.T, cp *harness.ControlPlane, csi *harness.CSI, node, root string) *elsewherePlugin {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hwcsi-else-") // short: a socket's path fits sun_path
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	bin, sock, calls := filepath.Join(csi.Dir, "csidriver"), filepath.Join(dir, "node.sock"), filepath.Join(dir, "calls.jsonl")
+	bin, sock := filepath.Join(csi.Dir, "csidriver"), filepath.Join(dir, "node.sock")
+	e := &elsewherePlugin{calls: filepath.Join(dir, "calls.jsonl"), regSocket: filepath.Join(root, "plugins_registry", harness.CSIDriverName+"-reg.sock")}
 	plugin := startTestProcess(t, dir, "node", bin, "-mode=node", "-endpoint="+sock, "-name="+harness.CSIDriverName,
-		"-node-id="+node, "-data-dir="+csi.DataDir, "-calls="+calls)
-	registrar := startTestProcess(t, dir, "registrar", bin, "-mode=registrar", "-endpoint="+sock,
-		"-registration-socket="+filepath.Join(root, "plugins_registry", harness.CSIDriverName+"-reg.sock"))
+		"-node-id="+node, "-data-dir="+csi.DataDir, "-calls="+e.calls)
+	e.startRegistrar = func() *testProcess {
+		return startTestProcess(t, dir, "registrar", bin, "-mode=registrar", "-endpoint="+sock, "-registration-socket="+e.regSocket)
+	}
+	e.registrar = e.startRegistrar()
 	harness.Eventually(t, 90*time.Second, "node "+node+"'s CSINode to list "+harness.CSIDriverName, func() bool {
 		cn, err := cp.Admin.StorageV1().CSINodes().Get(context.Background(), node, metav1.GetOptions{})
 		if err != nil {
@@ -50,22 +64,42 @@ func startNodePluginElsewhere(t *testing.T, cp *harness.ControlPlane, csi *harne
 			}
 		}
 		return false
-	}, harness.Explaining(func() string { return plugin.tail() + "\n" + registrar.tail() }))
-	return calls
+	}, harness.Explaining(func() string { return plugin.tail() + "\n" + e.registrar.tail() }))
+	return e
+}
+
+// unregister stops the registrar, which removes its socket.
+func (e *elsewherePlugin) unregister(t *testing.T) {
+	t.Helper()
+	e.registrar.stop()
+	if _, err := os.Stat(e.regSocket); err == nil {
+		t.Fatalf("the stopped registrar left %s", e.regSocket)
+	}
+}
+
+// register starts a registrar again and waits for its socket.
+func (e *elsewherePlugin) register(t *testing.T) {
+	t.Helper()
+	e.registrar = e.startRegistrar()
+	harness.Eventually(t, 30*time.Second, "the registrar's socket", func() bool {
+		fi, err := os.Stat(e.regSocket)
+		return err == nil && fi.Mode().Type() == os.ModeSocket
+	}, harness.Explaining(e.registrar.tail))
 }
 
 // testProcess is a process a test started, logging to a file.
 type testProcess struct {
-	cmd *exec.Cmd
-	log string
+	cmd  *exec.Cmd
+	log  string
+	stop func() // SIGTERM, then SIGKILL after 5 s, by its PID; once
 }
 
 // startTestProcess starts bin with args, its output in dir/<name>.log,
-// and stops it (SIGTERM, then SIGKILL after 5 s) by its PID when t ends.
+// and stops it when t ends.
 func startTestProcess(t *testing.T, dir, name, bin string, args ...string) *testProcess {
 	t.Helper()
 	p := &testProcess{cmd: exec.Command(bin, args...), log: filepath.Join(dir, name+".log")}
-	out, err := os.Create(p.log)
+	out, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,15 +110,19 @@ func startTestProcess(t *testing.T, dir, name, bin string, args ...string) *test
 	_ = out.Close()
 	exited := make(chan struct{})
 	go func() { _ = p.cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-exited
-		}
-	})
+	var once sync.Once
+	p.stop = func() {
+		once.Do(func() {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-exited
+			}
+		})
+	}
+	t.Cleanup(p.stop)
 	return p
 }
 

@@ -23,6 +23,9 @@ import (
 // runtime frozen and the pod's processes killed, and another mount
 // namespace (unshare -m, kept by a sleeping process) holding the volume at
 // a path of its own, outside the kubelet's directories:
+//   - with the registrar stopped, no socket is found and the volume is
+//     staged: ReleaseCSI is impossible, naming the staging mount (today's
+//     code skipped the volume and left the staging mount);
 //   - a node plugin that hangs on NodeUnpublishVolume makes ReleaseCSI
 //     impossible within its 2 s call deadline;
 //   - once it answers again, ReleaseCSI releases the volume through the
@@ -39,7 +42,7 @@ func TestFenceVolumesRealCSI(t *testing.T) {
 	csi := harness.StartCSIT(t, cp)
 	root := filepath.Join(k.Dir, "root")
 	switchOn(t, csi, "stage-tmpfs")
-	calls := startNodePluginElsewhere(t, cp, csi, k.Node, root)
+	plugin := startNodePluginElsewhere(t, cp, csi, k.Node, root)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("at the failure:\n%s\n%s\n%s", cp.KubectlLog("get", "nodes,pods,pv,pvc,volumeattachments,csinodes", "-A", "-o", "wide"),
@@ -67,6 +70,14 @@ func TestFenceVolumesRealCSI(t *testing.T) {
 	harness.Freeze(t, c)
 	killPod(t, uid)
 
+	plugin.unregister(t)
+	if _, err := m.ReleaseCSI(context.Background(), uid); !errors.Is(err, fence.ErrImpossible) || !strings.Contains(err.Error(), staging) {
+		t.Fatalf("ReleaseCSI with no registration = %v; want ErrImpossible naming the staging mount %s", err, staging)
+	} else {
+		t.Logf("no registration, no conventional socket: %v", err)
+	}
+	plugin.register(t)
+
 	switchOn(t, csi, "hang-NodeUnpublishVolume")
 	start := time.Now()
 	_, err = m.ReleaseCSI(context.Background(), uid)
@@ -79,7 +90,7 @@ func TestFenceVolumesRealCSI(t *testing.T) {
 
 	unstaged, err := m.ReleaseCSI(context.Background(), uid)
 	if err != nil || len(unstaged) != 1 || unstaged[0] != staging {
-		t.Fatalf("ReleaseCSI = %v, %v; want %s unstaged through the registered socket\n%s", unstaged, err, staging, callsOf(t, calls))
+		t.Fatalf("ReleaseCSI = %v, %v; want %s unstaged through the registered socket\n%s", unstaged, err, staging, callsOf(t, plugin.calls))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
