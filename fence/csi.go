@@ -12,6 +12,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/klog/v2"
 )
@@ -196,7 +198,8 @@ func (m Mounts) call(ctx context.Context, f func(context.Context) error) error {
 	defer cancel()
 	start := time.Now()
 	if err := f(cctx); err != nil {
-		if cctx.Err() != nil {
+		if cctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded {
+			// the plugin may see the deadline (sent with the call) first
 			return fmt.Errorf("no answer within %v: %w", time.Since(start).Round(time.Millisecond), err)
 		}
 		return err

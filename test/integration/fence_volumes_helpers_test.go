@@ -133,8 +133,9 @@ func (p *testProcess) tail() string {
 }
 
 // runPodWithVolume runs pod "user" of pause on node with a ReadWriteOnce
-// claim of the harness's CSI StorageClass at /data, and returns the pod
-// once Running and its PV's name.
+// claim of the harness's CSI StorageClass at /data, a memory emptyDir at
+// /cache and a subPath of a disk emptyDir at /scratch (a bind mount of the
+// node's own disk), and returns the pod once Running and its PV's name.
 func runPodWithVolume(t *testing.T, cp *harness.ControlPlane, node string) (*corev1.Pod, string) {
 	t.Helper()
 	ctx := context.Background()
@@ -148,9 +149,12 @@ func runPodWithVolume(t *testing.T, cp *harness.ControlPlane, node string) (*cor
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: "default"}, Spec: corev1.PodSpec{
 		NodeName: node, AutomountServiceAccountToken: ptr.To(false), HostNetwork: true, TerminationGracePeriodSeconds: ptr.To[int64](1),
 		Containers: []corev1.Container{{Name: "pause", Image: harness.PauseImage, ImagePullPolicy: corev1.PullNever,
-			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "cache", MountPath: "/cache"},
+				{Name: "scratch", MountPath: "/scratch", SubPath: "sub"}}}},
 		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+			{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
 	if _, err := cp.Admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -189,14 +193,16 @@ type holder struct {
 
 // holdElsewhere starts a sleeping process in a new mount namespace
 // (private propagation) that binds target on a directory of its own and
-// then unmounts its copies of target and staging: it holds the volume at
-// that directory only, as a shell that joined a container's namespace
-// holds it at /data.
-func holdElsewhere(t *testing.T, target, staging string) *holder {
+// then unmounts its copies of every mount under the pod's directory and of
+// staging: it holds the volume at that directory only, as a shell that
+// joined a container's namespace holds it at /data.
+func holdElsewhere(t *testing.T, podDir, target, staging string) *holder {
 	t.Helper()
 	h := &holder{dir: t.TempDir()}
-	script := `mount --bind "$1" "$2" && umount "$1" && umount "$3" && echo held && exec sleep 600`
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", target, h.dir, staging)
+	script := `mount --bind "$1" "$2" || exit 1
+for m in $(awk -v p="$3/" 'index($5, p) == 1 {print $5}' /proc/self/mountinfo | sort -r) "$4"; do umount "$m" || exit 1; done
+echo held && exec sleep 600`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", target, h.dir, podDir, staging)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,8 @@ import (
 //     registered socket (unpublished and unstaged, seen unmounted);
 //   - the path checks (HeldElsewhere, HeldUnder) find nothing, but
 //     HeldAnywhere names the other namespace's pid and its mount;
-//   - once that process ends, HeldAnywhere finds nothing held.
+//   - once that process ends, HeldAnywhere finds nothing held: the node's
+//     disk behind the subPath is no false positive.
 func TestFenceVolumesRealCSI(t *testing.T) {
 	harness.Parallel(t)
 	cp := harness.StartControlPlaneT(t)
@@ -59,14 +60,17 @@ func TestFenceVolumesRealCSI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("recorded: mounts %+v, identities %v, shared %+v", rec.Mounts, rec.Identities, rec.Shared)
-	if len(rec.Identities) == 0 || rec.Identities[0].FSType != "tmpfs" {
-		t.Fatalf("identities %v; want the volume's tmpfs", rec.Identities)
+	if len(rec.Identities) != 2 || rec.Identities[0].FSType != "tmpfs" || rec.Identities[1].FSType != "tmpfs" {
+		t.Fatalf("identities %v; want the CSI volume's tmpfs and the memory emptyDir's", rec.Identities)
+	}
+	if len(rec.Shared) != 1 || !strings.Contains(rec.Shared[0].Why, "node-shared") {
+		t.Fatalf("shared %+v; want the node's disk behind the subPath, node-shared", rec.Shared)
 	}
 	if _, err := os.Stat(filepath.Join(root, "plugins", harness.CSIDriverName, "csi.sock")); err == nil {
 		t.Fatal("the driver serves at the conventional path; this test needs it elsewhere")
 	}
 	staging := stagingOf(t, rec)
-	hold := holdElsewhere(t, target, staging)
+	hold := holdElsewhere(t, filepath.Join(root, "pods", uid), target, staging)
 	harness.Freeze(t, c)
 	killPod(t, uid)
 
@@ -94,8 +98,8 @@ func TestFenceVolumesRealCSI(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := m.UnmountPod(ctx, uid); err != nil {
-		t.Fatal(err)
+	if unmounted, err := m.UnmountPod(ctx, uid); err != nil || len(unmounted) != 2 {
+		t.Fatalf("UnmountPod = %v, %v; want the memory emptyDir and the subPath bind mount", unmounted, err)
 	}
 	byPath, err := m.HeldElsewhere(uid)
 	if more, err2 := m.HeldUnder(unstaged); err == nil {
