@@ -36,26 +36,93 @@ import (
 //     disk behind the subPath is no false positive.
 func TestFenceVolumesRealCSI(t *testing.T) {
 	harness.Parallel(t)
+	n := startFenceVolumeNode(t)
+	rec := recordVolumes(t, n)
+	staging := stagingOf(t, rec)
+	hold := holdElsewhere(t, filepath.Join(n.m.KubeletRoot, "pods", n.uid), n.target, staging)
+	harness.Freeze(t, n.c)
+	killPod(t, n.uid)
+
+	n.plugin.unregister(t)
+	if _, err := n.m.ReleaseCSI(context.Background(), n.uid); !errors.Is(err, fence.ErrImpossible) || !strings.Contains(err.Error(), staging) {
+		t.Fatalf("ReleaseCSI with no registration = %v; want ErrImpossible naming the staging mount %s", err, staging)
+	} else {
+		t.Logf("no registration, no conventional socket: %v", err)
+	}
+	n.plugin.register(t)
+	releaseHanging(t, n)
+
+	unstaged, err := n.m.ReleaseCSI(context.Background(), n.uid)
+	if err != nil || len(unstaged) != 1 || unstaged[0] != staging {
+		t.Fatalf("ReleaseCSI = %v, %v; want %s unstaged through the registered socket\n%s", unstaged, err, staging, callsOf(t, n.plugin.calls))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if unmounted, err := n.m.UnmountPod(ctx, n.uid); err != nil || len(unmounted) != 2 {
+		t.Fatalf("UnmountPod = %v, %v; want the memory emptyDir and the subPath bind mount", unmounted, err)
+	}
+	byPath, err := n.m.HeldElsewhere(n.uid)
+	if more, err2 := n.m.HeldUnder(unstaged); err == nil {
+		byPath, err = append(byPath, more...), err2
+	}
+	if err != nil || len(byPath) != 0 {
+		t.Errorf("the path checks = %v, %v; want nothing (the holder holds it at %s only)", byPath, err, hold.dir)
+	}
+	held, err := n.m.HeldAnywhere(ctx, rec)
+	want := fmt.Sprintf("pid %d: %s (tmpfs ", hold.pid, hold.dir)
+	if err != nil || len(held) != 1 || !strings.HasPrefix(held[0], want) {
+		t.Fatalf("HeldAnywhere = %q, %v; want %q…", held, err, want)
+	}
+	t.Logf("held: %v", held)
+	hold.stop()
+	if held, err := n.m.HeldAnywhere(ctx, rec); err != nil || len(held) != 0 {
+		t.Fatalf("with the holder gone, HeldAnywhere = %q, %v; want nothing", held, err)
+	}
+}
+
+// fenceVolumeNode is a real kubelet on its own containerd, the CSI driver
+// with its node plugin registered elsewhere, and the running pod's UID
+// and CSI volume's target; m is the fence's Mounts on it.
+type fenceVolumeNode struct {
+	c           *harness.Containerd
+	csi         *harness.CSI
+	plugin      *elsewherePlugin
+	uid, target string
+	m           fence.Mounts
+}
+
+func startFenceVolumeNode(t *testing.T) *fenceVolumeNode {
+	t.Helper()
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
-	c := harness.StartContainerdT(t, 0, 0)
-	k := harness.StartKubeletWithPodCgroupsT(t, cp, c, harness.UniqueNode("fencevol"))
-	csi := harness.StartCSIT(t, cp)
+	n := &fenceVolumeNode{c: harness.StartContainerdT(t, 0, 0)}
+	k := harness.StartKubeletWithPodCgroupsT(t, cp, n.c, harness.UniqueNode("fencevol"))
+	n.csi = harness.StartCSIT(t, cp)
 	root := filepath.Join(k.Dir, "root")
-	switchOn(t, csi, "stage-tmpfs")
-	plugin := startNodePluginElsewhere(t, cp, csi, k.Node, root)
+	switchOn(t, n.csi, "stage-tmpfs")
+	n.plugin = startNodePluginElsewhere(t, cp, n.csi, k.Node, root)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("at the failure:\n%s\n%s\n%s", cp.KubectlLog("get", "nodes,pods,pv,pvc,volumeattachments,csinodes", "-A", "-o", "wide"),
-				cp.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"), csi.LogTails())
+				cp.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"), n.csi.LogTails())
 		}
 	})
 	pod, pv := runPodWithVolume(t, cp, k.Node)
-	uid := string(pod.UID)
-	target := filepath.Join(root, "pods", uid, "volumes", "kubernetes.io~csi", pv, "mount")
-	m := fence.Mounts{Proc: "/proc", KubeletRoot: root, CallTimeout: 2 * time.Second}
+	n.uid = string(pod.UID)
+	n.target = filepath.Join(root, "pods", n.uid, "volumes", "kubernetes.io~csi", pv, "mount")
+	n.m = fence.Mounts{Proc: "/proc", KubeletRoot: root, CallTimeout: 2 * time.Second}
+	if _, err := os.Stat(filepath.Join(root, "plugins", harness.CSIDriverName, "csi.sock")); err == nil {
+		t.Fatal("the driver serves at the conventional path; this test needs it elsewhere")
+	}
+	return n
+}
 
-	rec, err := m.RecordPodVolumes(uid)
+// recordVolumes records the pod's volumes: the CSI volume's tmpfs and the
+// memory emptyDir's are its identities, the node's disk behind the
+// subPath node-shared.
+func recordVolumes(t *testing.T, n *fenceVolumeNode) fence.VolumeRecord {
+	t.Helper()
+	rec, err := n.m.RecordPodVolumes(n.uid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,58 +133,22 @@ func TestFenceVolumesRealCSI(t *testing.T) {
 	if len(rec.Shared) != 1 || !strings.Contains(rec.Shared[0].Why, "node-shared") {
 		t.Fatalf("shared %+v; want the node's disk behind the subPath, node-shared", rec.Shared)
 	}
-	if _, err := os.Stat(filepath.Join(root, "plugins", harness.CSIDriverName, "csi.sock")); err == nil {
-		t.Fatal("the driver serves at the conventional path; this test needs it elsewhere")
-	}
-	staging := stagingOf(t, rec)
-	hold := holdElsewhere(t, filepath.Join(root, "pods", uid), target, staging)
-	harness.Freeze(t, c)
-	killPod(t, uid)
+	return rec
+}
 
-	plugin.unregister(t)
-	if _, err := m.ReleaseCSI(context.Background(), uid); !errors.Is(err, fence.ErrImpossible) || !strings.Contains(err.Error(), staging) {
-		t.Fatalf("ReleaseCSI with no registration = %v; want ErrImpossible naming the staging mount %s", err, staging)
-	} else {
-		t.Logf("no registration, no conventional socket: %v", err)
-	}
-	plugin.register(t)
-
-	switchOn(t, csi, "hang-NodeUnpublishVolume")
+// releaseHanging has the node plugin hang on NodeUnpublishVolume:
+// ReleaseCSI is impossible within its 2 s call deadline.
+func releaseHanging(t *testing.T, n *fenceVolumeNode) {
+	t.Helper()
+	switchOn(t, n.csi, "hang-NodeUnpublishVolume")
+	defer switchOff(t, n.csi, "hang-NodeUnpublishVolume")
 	start := time.Now()
-	_, err = m.ReleaseCSI(context.Background(), uid)
+	_, err := n.m.ReleaseCSI(context.Background(), n.uid)
 	took := time.Since(start)
 	if !errors.Is(err, fence.ErrImpossible) || !strings.Contains(err.Error(), "NodeUnpublishVolume") || took > 10*time.Second {
 		t.Fatalf("ReleaseCSI with NodeUnpublishVolume hanging = %v after %v; want ErrImpossible within the 2 s deadline", err, took)
 	}
 	t.Logf("a hanging NodeUnpublishVolume: impossible after %v: %v", took.Round(time.Millisecond), err)
-	switchOff(t, csi, "hang-NodeUnpublishVolume")
-
-	unstaged, err := m.ReleaseCSI(context.Background(), uid)
-	if err != nil || len(unstaged) != 1 || unstaged[0] != staging {
-		t.Fatalf("ReleaseCSI = %v, %v; want %s unstaged through the registered socket\n%s", unstaged, err, staging, callsOf(t, plugin.calls))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if unmounted, err := m.UnmountPod(ctx, uid); err != nil || len(unmounted) != 2 {
-		t.Fatalf("UnmountPod = %v, %v; want the memory emptyDir and the subPath bind mount", unmounted, err)
-	}
-	byPath, err := m.HeldElsewhere(uid)
-	if more, err2 := m.HeldUnder(unstaged); err == nil {
-		byPath, err = append(byPath, more...), err2
-	}
-	if err != nil || len(byPath) != 0 {
-		t.Errorf("the path checks = %v, %v; want nothing (the holder holds it at %s only)", byPath, err, hold.dir)
-	}
-	held, err := m.HeldAnywhere(ctx, rec)
-	want := fmt.Sprintf("pid %d: %s (tmpfs ", hold.pid, hold.dir)
-	if err != nil || len(held) != 1 || !strings.HasPrefix(held[0], want) {
-		t.Fatalf("HeldAnywhere = %q, %v; want %q…", held, err, want)
-	}
-	t.Logf("held: %v", held)
-	hold.stop()
-	if held, err := m.HeldAnywhere(ctx, rec); err != nil || len(held) != 0 {
-		t.Fatalf("with the holder gone, HeldAnywhere = %q, %v; want nothing", held, err)
-	}
 }
 
 // switchOn and switchOff turn a switch of the CSI driver (test/csidriver's
