@@ -29,10 +29,14 @@ func (id VolumeIdentity) String() string {
 	return fmt.Sprintf("%s %d:%d", id.FSType, id.Major, id.Minor)
 }
 
-// matches says whether mount e is of the file system id names.
+// matches says whether mount e is of the file system id names. A device
+// identity wants the type too: every mount of one superblock shows the
+// same type, and an anonymous device number (0:N, a tmpfs's, an NFS
+// mount's) freed by the release may be handed at once to a new mount of
+// another file system, which is not the volume.
 func (id VolumeIdentity) matches(e mountEntry) bool {
 	if id.Source == "" {
-		return e.Major == id.Major && e.Minor == id.Minor
+		return e.Major == id.Major && e.Minor == id.Minor && e.FSType == id.FSType
 	}
 	return isNetworkFS(e.FSType) && fsFamily(e.FSType) == fsFamily(id.FSType) &&
 		normalSource(e.Source) == normalSource(id.Source)
