@@ -13,7 +13,7 @@ func TestVolumeIdentityMatches(t *testing.T) {
 		{dev, mountEntry{FSType: "ext4", Major: 8, Minor: 16, Root: "/sub"}, true}, // a bind of a part of it
 		{dev, mountEntry{FSType: "ext4", Major: 8, Minor: 17}, false},
 		{VolumeIdentity{FSType: "tmpfs", Minor: 50}, mountEntry{FSType: "overlay", Minor: 50}, false}, // 0:50 handed to a new mount
-		{nfs, mountEntry{FSType: "nfs", Source: "srv:/export/", Major: 0, Minor: 99}, true}, // nfs and nfs4 are one family
+		{nfs, mountEntry{FSType: "nfs", Source: "srv:/export/", Major: 0, Minor: 99}, true},           // nfs and nfs4 are one family
 		{nfs, mountEntry{FSType: "nfs4", Source: "srv:/export/sub"}, false},
 		{nfs, mountEntry{FSType: "cifs", Source: "srv:/export"}, false},
 		{nfs, mountEntry{FSType: "ext4", Source: "srv:/export"}, false},
