@@ -32,14 +32,52 @@
 // pod is stopped. Kill therefore looks at every task before it freezes or
 // signals anything, and refuses (with [ErrImpossible]) having done nothing.
 //
-// # Unmounting the volumes
+// # Releasing the volumes, and the proof
 //
-// [Mounts.UnmountPod] unmounts the pod's volume mounts (under the kubelet's
-// pods/<uid>/volumes/ and pods/<uid>/volume-subpaths/), deepest first, and
-// never lazily: a lazy unmount (MNT_DETACH) only removes the mount from the
-// tree while the file system stays in use by whoever still has it open, which
-// is exactly what a fence must rule out, and it hides that use from any later
-// check. A busy mount is reported as [ErrImpossible] instead.
-// [Mounts.HeldElsewhere] then reads the mount table of every mount namespace
-// on the node and lists any that still holds one of the pod's volumes.
+// A volume is judged released by what is mounted, never by where it is
+// expected to be mounted:
+//
+//  1. Before the kill, [Mounts.RecordPodVolumes] records every mount of the
+//     pod's volumes (under the kubelet's pods/<uid>/volumes/ and
+//     volume-subpaths/) and of its CSI volumes' staging directories, with
+//     each mount's device (mountinfo's major:minor) and, for a network file
+//     system, its type and source. Those are the volumes' identities,
+//     except any the node also mounts for itself, outside every pod's
+//     volumes and the CSI staging directories (the root disk behind an
+//     emptyDir's subPath bind mount, an export mounted on the host): such a
+//     node-shared identity names no volume and is left out, saying why.
+//  2. [Mounts.ReleaseCSI] has each CSI driver's node plugin unpublish the
+//     volume and, at its last use on the node, unstage it, as the kubelet
+//     would. The driver's socket is found as the kubelet finds it, through
+//     plugin registration (the sockets under plugins_registry/, asked
+//     GetInfo), then at plugins/<driver>/csi.sock; the staging paths are
+//     the ones the kubelet recorded (vol_data.json beside globalmount), in
+//     the current layout and the older plugins/kubernetes.io/csi/pv/<pv>/.
+//     A staged volume that cannot be unstaged through its driver (no socket
+//     found, a refusal, a call past its deadline, a mount left behind) is
+//     [ErrImpossible].
+//  3. [Mounts.UnmountPod] unmounts what is left of the pod's volume mounts,
+//     deepest first, and never lazily: a lazy unmount (MNT_DETACH) only
+//     removes the mount from the tree while the file system stays in use by
+//     whoever still has it open, which is exactly what a fence must rule
+//     out, and it hides that use from any later check. A busy mount is
+//     [ErrImpossible].
+//  4. After the release, [Mounts.HeldAnywhere] reads the mount table of
+//     every mount namespace on the node and names every mount of a
+//     recorded identity, wherever it is mounted: a shell that joined the
+//     container's namespace and holds the volume at /data is found as
+//     surely as a mount under the kubelet's directories. A namespace pinned
+//     by a bind mount of its nsfs file, with no process in it, cannot be
+//     read, and makes the proof incomplete.
+//
+// # Deadlines
+//
+// Every CSI and plugin registration call has its own deadline
+// ([Mounts.CallTimeout], within the caller's context), and UnmountPod and
+// HeldAnywhere end with their context: a hung node plugin, or an umount2
+// stuck in the kernel on a dead NFS server or iSCSI target, makes the fence
+// impossible within its deadline instead of wedging the process that
+// serves the node. A stuck umount2 cannot be interrupted: its goroutine
+// stays until the kernel returns, and a later fence waits for it rather
+// than starting another, so at most one is stuck per mount point.
 package fence

@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -35,27 +36,52 @@ func (m Mounts) heldUnder(what string, prefixes []string) ([]string, error) {
 	if len(prefixes) == 0 {
 		return nil, nil
 	}
+	var held []string
+	_, err := m.eachNamespace(context.Background(), func(pid int, entries []mountEntry) {
+		for _, e := range entries {
+			if underAny(e.MountPoint, prefixes) {
+				held = append(held, fmt.Sprintf("pid %d: %s", pid, e.MountPoint))
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mount namespaces holding %s: %w", what, err)
+	}
+	return held, nil
+}
+
+// eachNamespace calls fn with the mount table of one pid of each mount
+// namespace of Proc, in ascending pid order, until ctx ends: pids whose
+// namespace was already read are skipped, and so are pids that vanish; a
+// pid whose namespace cannot be named has its table read all the same. A
+// pid whose mount table cannot be read for another reason (EACCES) is an
+// error: the proof would be incomplete. It returns the namespaces read
+// ("mnt:[<inode>]").
+func (m Mounts) eachNamespace(ctx context.Context, fn func(pid int, entries []mountEntry)) (map[string]bool, error) {
 	pids, err := listPids(m.Proc)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
-	var held []string
 	for _, pid := range pids {
-		points, err := m.heldBy(pid, prefixes, seen)
-		if err != nil {
-			return nil, fmt.Errorf("mount namespaces holding %s: %w", what, err)
+		if ctx.Err() != nil {
+			return nil, ctxFailure(ctx, "read every mount namespace's mount table")
 		}
-		for _, p := range points {
-			held = append(held, fmt.Sprintf("pid %d: %s", pid, p))
+		entries, err := m.mountTable(pid, seen)
+		if err != nil {
+			return nil, err
+		}
+		if entries != nil {
+			fn(pid, entries)
 		}
 	}
-	return held, nil
+	return seen, nil
 }
 
-// heldBy reads pid's mount table, unless its namespace is in seen, and
-// returns its mount points under prefixes.
-func (m Mounts) heldBy(pid int, prefixes []string, seen map[string]bool) ([]string, error) {
+// mountTable reads pid's mount table, unless its namespace is in seen
+// (then, or when pid is gone, it returns nil), and adds the namespace to
+// seen.
+func (m Mounts) mountTable(pid int, seen map[string]bool) ([]mountEntry, error) {
 	dir := filepath.Join(m.Proc, strconv.Itoa(pid))
 	ns, err := os.Readlink(filepath.Join(dir, "ns", "mnt"))
 	if vanished(err) {
@@ -79,13 +105,10 @@ func (m Mounts) heldBy(pid int, prefixes []string, seen map[string]bool) ([]stri
 	if ns != "" {
 		seen[ns] = true
 	}
-	var points []string
-	for _, e := range entries {
-		if underAny(e.MountPoint, prefixes) {
-			points = append(points, e.MountPoint)
-		}
+	if entries == nil {
+		entries = []mountEntry{}
 	}
-	return points, nil
+	return entries, nil
 }
 
 // listPids lists the numeric entries of proc, in ascending order.

@@ -10,10 +10,14 @@ import (
 // mountEntry is one line of a mountinfo file (proc(5)).
 type mountEntry struct {
 	ID, Parent int
-	Root       string // the mount's root within its file system
-	MountPoint string // field 5, relative to the reading process's root
-	FSType     string
-	Source     string
+	// Major and Minor are field 3, the st_dev of the mount's file system:
+	// every mount of one file system shows the same pair, wherever it is
+	// mounted and whatever part of it (Root) is mounted there.
+	Major, Minor uint32
+	Root         string // the mount's root within its file system
+	MountPoint   string // field 5, relative to the reading process's root
+	FSType       string
+	Source       string
 }
 
 // parseMountInfo parses one mountinfo line:
@@ -43,14 +47,37 @@ func parseMountInfo(line string) (mountEntry, error) {
 	if err != nil {
 		return mountEntry{}, fmt.Errorf("mountinfo line %.60q: parent ID: %w", line, err)
 	}
+	major, minor, err := parseDevice(fields[2])
+	if err != nil {
+		return mountEntry{}, fmt.Errorf("mountinfo line %.60q: %w", line, err)
+	}
 	return mountEntry{
 		ID:         id,
 		Parent:     parent,
+		Major:      major,
+		Minor:      minor,
 		Root:       unescapeOctal(fields[3]),
 		MountPoint: unescapeOctal(fields[4]),
 		FSType:     unescapeOctal(fields[sep+1]),
 		Source:     unescapeOctal(fields[sep+2]),
 	}, nil
+}
+
+// parseDevice parses mountinfo's "major:minor" field, two decimal numbers.
+func parseDevice(field string) (major, minor uint32, err error) {
+	maj, min, ok := strings.Cut(field, ":")
+	if !ok {
+		return 0, 0, fmt.Errorf("device %.20q: want major:minor", field)
+	}
+	ma, err := strconv.ParseUint(maj, 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("device %.20q: major: %w", field, err)
+	}
+	mi, err := strconv.ParseUint(min, 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("device %.20q: minor: %w", field, err)
+	}
+	return uint32(ma), uint32(mi), nil
 }
 
 // unescapeOctal decodes the kernel's \ooo escapes (space, tab, newline and

@@ -2,11 +2,13 @@ package fence
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
@@ -23,6 +25,9 @@ type Mounts struct {
 	// Unmount unmounts one target; nil: unix.Unmount(target,
 	// UMOUNT_NOFOLLOW) — never MNT_DETACH (no lazy unmount).
 	Unmount func(target string) error
+	// CallTimeout bounds each CSI node plugin and plugin registration
+	// call (within the caller's context); 0: DefaultCallTimeout.
+	CallTimeout time.Duration
 }
 
 // PodVolumeMounts lists the mount points (from Proc/self/mountinfo, field 5,
@@ -55,8 +60,11 @@ func (m Mounts) PodVolumeMounts(uid string) ([]string, error) {
 // returns the mount points it unmounted. A mount already gone (EINVAL,
 // ENOENT) is fine; a busy one (EBUSY) stops it with an error wrapping
 // ErrImpossible that names the mount point; so does any other failure,
-// without ErrImpossible.
-func (m Mounts) UnmountPod(uid string) ([]string, error) {
+// without ErrImpossible. An unmount that has not returned when ctx ends
+// (umount2 on a dead NFS server or iSCSI target can wait in the kernel
+// for ever) stops it too, with ErrImpossible when the deadline passed
+// (see unmountWithin).
+func (m Mounts) UnmountPod(ctx context.Context, uid string) ([]string, error) {
 	points, err := m.PodVolumeMounts(uid)
 	if err != nil {
 		return nil, err
@@ -67,7 +75,7 @@ func (m Mounts) UnmountPod(uid string) ([]string, error) {
 	}
 	var done []string
 	for _, p := range points {
-		err := unmount(p)
+		err := unmountWithin(ctx, unmount, p)
 		switch {
 		case err == nil:
 			klog.V(2).InfoS("Fence unmounted a pod volume", "pod", uid, "mountPoint", p)

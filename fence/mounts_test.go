@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -78,7 +79,7 @@ func TestUnmountPod(t *testing.T) {
 		}
 		return nil
 	}
-	done, err := m.UnmountPod(podUID)
+	done, err := m.UnmountPod(context.Background(), podUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestUnmountPodBusy(t *testing.T) {
 		}
 		return nil
 	}
-	done, err := m.UnmountPod(podUID)
+	done, err := m.UnmountPod(context.Background(), podUID)
 	if !errors.Is(err, ErrImpossible) || !errors.Is(err, unix.EBUSY) || !strings.Contains(err.Error(), wantMounts[2]) {
 		t.Fatalf("UnmountPod error = %v; want ErrImpossible, EBUSY naming %s", err, wantMounts[2])
 	}
@@ -113,7 +114,7 @@ func TestUnmountPodBusy(t *testing.T) {
 func TestUnmountPodOtherError(t *testing.T) {
 	m := fakeMounts(t)
 	m.Unmount = func(string) error { return unix.EPERM }
-	_, err := m.UnmountPod(podUID)
+	_, err := m.UnmountPod(context.Background(), podUID)
 	if !errors.Is(err, unix.EPERM) || errors.Is(err, ErrImpossible) {
 		t.Fatalf("UnmountPod error = %v; want EPERM, not ErrImpossible", err)
 	}

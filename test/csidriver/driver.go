@@ -215,7 +215,11 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	if _, err := os.Stat(filepath.Join(d.attachments, vol, d.nodeID)); err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s (attached to %v)", vol, d.nodeID, d.attachedTo(vol))
 	}
-	if err := bindMount(filepath.Join(d.volumes, vol), staging, false); err != nil {
+	stage := func() error { return bindMount(filepath.Join(d.volumes, vol), staging, false) }
+	if d.switchedOn(SwitchStageTmpfs) {
+		stage = func() error { return mountTmpfs(staging) }
+	}
+	if err := stage(); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
@@ -255,7 +259,10 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
-func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+func (d *driver) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	if err := d.hangWhileSwitched(ctx, "NodeUnpublishVolume"); err != nil {
+		return nil, err
+	}
 	if err := checkID("volume ID", req.GetVolumeId()); err != nil {
 		return nil, err
 	}
