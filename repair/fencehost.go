@@ -2,7 +2,6 @@ package repair
 
 import (
 	"context"
-	"time"
 
 	"github.com/hangwatch/hangwatch/fence"
 )
@@ -28,16 +27,4 @@ func (h hostFence) Check(dir string) error { return h.killer.Check(dir) }
 
 func (h hostFence) Kill(ctx context.Context, dir string) ([]int, error) {
 	return h.killer.Kill(ctx, dir)
-}
-
-// unmountTimeout bounds UnmountPod while Host.UnmountPod takes no context.
-const unmountTimeout = 30 * time.Second
-
-// UnmountPod is fence.Mounts.UnmountPod within unmountTimeout, for a Host
-// whose UnmountPod takes no context; once Host's takes one
-// (UnmountPod(ctx, uid)), this method goes and the embedded one serves.
-func (h hostFence) UnmountPod(uid string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), unmountTimeout)
-	defer cancel()
-	return h.Mounts.UnmountPod(ctx, uid)
 }

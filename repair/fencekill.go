@@ -6,17 +6,30 @@ import (
 	"strings"
 
 	"k8s.io/klog/v2"
+
+	"github.com/hangwatch/hangwatch/fence"
 )
 
-// stop kills each pod's cgroups, has every pod it killed deleted, then
-// releases their volumes; "" when all is done, else why not. The order is
-// the fence's promise: a pod it killed is deleted in the API before any of
-// its volumes is released, whatever fails after the kill, so that the
-// kubelet, when the runtime answers again, tears it down instead of
-// starting its containers on a directory the fence unmounted. A pod it
-// could not kill is neither deleted nor released: its volumes stay
-// mounted where its processes may still use them.
+// stop records each pod's volume mounts, kills each pod's cgroups, has
+// every pod it killed deleted, then releases their volumes; "" when all is
+// done, else why not. The order is the fence's promise: a pod it killed is
+// deleted in the API before any of its volumes is released, whatever
+// fails after the kill, so that the kubelet, when the runtime answers
+// again, tears it down instead of starting its containers on a directory
+// the fence unmounted. A pod it could not kill is neither deleted nor
+// released: its volumes stay mounted where its processes may still use
+// them. A volume is released when no mount namespace of the node still
+// mounts the device or source it had before the kill, wherever it is
+// mounted: never because a path looks empty.
 func (r *fenceRun) stop(ctx context.Context, pods []FencePod, groups map[string][]string) string {
+	records := make([]fence.VolumeRecord, 0, len(pods))
+	for _, p := range pods {
+		rec, err := r.host.RecordPodVolumes(p.UID)
+		if err != nil {
+			return fmt.Sprintf("pod %s/%s: its volume mounts cannot be recorded: %v", p.Namespace, p.Name, err)
+		}
+		records = append(records, rec)
+	}
 	killed, why := r.kill(ctx, pods, groups)
 	thaw := r.probe(ctx)
 	if len(killed) > 0 {
@@ -36,6 +49,26 @@ func (r *fenceRun) stop(ctx context.Context, pods []FencePod, groups map[string]
 			return fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, why)
 		}
 	}
+	return r.heldAnywhere(ctx, pods, records)
+}
+
+// heldAnywhere checks, once every pod is released (a volume two of them
+// share is still the other's before), that no mount namespace of the node
+// mounts what the pods' volumes had; "" when none does.
+func (r *fenceRun) heldAnywhere(ctx context.Context, pods []FencePod, records []fence.VolumeRecord) string {
+	for i, rec := range records {
+		hctx, cancel := context.WithTimeout(ctx, r.f.settings.KillTimeout)
+		held, err := r.host.HeldAnywhere(hctx, rec)
+		cancel()
+		p := pods[i]
+		if err != nil {
+			return fmt.Sprintf("pod %s/%s: whether its volumes are still mounted cannot be told: %v", p.Namespace, p.Name, err)
+		}
+		if len(held) > 0 {
+			return fmt.Sprintf("pod %s/%s: its volumes are still mounted: %s", p.Namespace, p.Name, strings.Join(held, "; "))
+		}
+	}
+	klog.InfoS("Fence found no mount of the pods' volumes left on the node", "request", r.req.ID, "pods", len(pods))
 	return ""
 }
 
@@ -75,8 +108,8 @@ func (r *fenceRun) delete(ctx context.Context, killed []FencePod) string {
 }
 
 // release has the CSI node plugins unpublish and unstage the pod's
-// volumes, unmounts what is left, and checks that no mount namespace
-// holds any of them; "" when done, else why not.
+// volumes and unmounts what is left, within KillTimeout; "" when done,
+// else why not.
 func (r *fenceRun) release(ctx context.Context, p FencePod) string {
 	rctx, cancel := context.WithTimeout(ctx, r.f.settings.KillTimeout)
 	defer cancel()
@@ -84,18 +117,9 @@ func (r *fenceRun) release(ctx context.Context, p FencePod) string {
 	if err != nil {
 		return err.Error()
 	}
-	unmounted, err := r.host.UnmountPod(p.UID)
+	unmounted, err := r.host.UnmountPod(rctx, p.UID)
 	if err != nil {
 		return err.Error()
-	}
-	held, err := r.host.HeldElsewhere(p.UID)
-	if err == nil {
-		var more []string
-		more, err = r.host.HeldUnder(unstaged)
-		held = append(held, more...)
-	}
-	if err != nil || len(held) > 0 {
-		return fmt.Sprintf("its volumes are still mounted (%s) %v", strings.Join(held, "; "), err)
 	}
 	klog.InfoS("Fence released a pod's volumes", "pod", klog.KRef(p.Namespace, p.Name), "unstaged", unstaged, "unmounted", unmounted)
 	return ""

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/fence"
 )
 
 // Defaults of the fence.
@@ -65,12 +67,19 @@ type Host interface {
 	// Check refuses, doing nothing, a cgroup with a task in D state.
 	Check(dir string) error
 	Kill(ctx context.Context, dir string) ([]int, error)
+	// RecordPodVolumes records, before the kill, every mount of the pod's
+	// volumes: the devices and network sources the release must free.
+	RecordPodVolumes(uid string) (fence.VolumeRecord, error)
 	// ReleaseCSI has the CSI node plugins unpublish (and unstage) the
-	// pod's CSI volumes; it returns the staging paths unstaged.
+	// pod's CSI volumes, each call within its deadline; it returns the
+	// staging paths unstaged.
 	ReleaseCSI(ctx context.Context, uid string) ([]string, error)
-	UnmountPod(uid string) ([]string, error)
-	HeldElsewhere(uid string) ([]string, error)
-	HeldUnder(paths []string) ([]string, error)
+	// UnmountPod unmounts what is left of the pod's volumes, each within
+	// ctx.
+	UnmountPod(ctx context.Context, uid string) ([]string, error)
+	// HeldAnywhere lists every mount, in any mount namespace of the node,
+	// of a device or source rec recorded, wherever it is mounted.
+	HeldAnywhere(ctx context.Context, rec fence.VolumeRecord) ([]string, error)
 }
 
 // FencerOptions wire a Fencer.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/fence"
 )
 
 // fakeHost is a node whose pods' cgroups are dirs named after their UIDs.
@@ -53,9 +55,19 @@ func (h *fakeHost) Kill(_ context.Context, dir string) ([]int, error) {
 	return []int{1}, nil
 }
 
-func (h *fakeHost) UnmountPod(uid string) ([]string, error) {
+func (h *fakeHost) UnmountPod(_ context.Context, uid string) ([]string, error) {
 	h.did("unmount " + uid)
 	return nil, nil
+}
+
+func (h *fakeHost) RecordPodVolumes(uid string) (fence.VolumeRecord, error) {
+	h.did("record " + uid)
+	return fence.VolumeRecord{Pod: uid}, nil
+}
+
+func (h *fakeHost) HeldAnywhere(_ context.Context, rec fence.VolumeRecord) ([]string, error) {
+	h.did("held " + rec.Pod)
+	return h.mounted[rec.Pod], nil
 }
 
 func (h *fakeHost) ReleaseCSI(ctx context.Context, uid string) ([]string, error) {
@@ -66,10 +78,6 @@ func (h *fakeHost) ReleaseCSI(ctx context.Context, uid string) ([]string, error)
 	}
 	return nil, nil
 }
-
-func (h *fakeHost) HeldUnder([]string) ([]string, error) { return nil, nil }
-
-func (h *fakeHost) HeldElsewhere(uid string) ([]string, error) { return h.mounted[uid], nil }
 
 type fakeFenceLink struct {
 	order      FenceOrder
@@ -166,7 +174,8 @@ func TestFencerStopsTheChosenPodsOnce(t *testing.T) {
 	if got := strings.Join(names, ","); got != "web-0,kube-proxy-x,pending" {
 		t.Errorf("fenced %s, want web-0,kube-proxy-x,pending", got)
 	}
-	want := "kill /cg/podu1,kill /cg/podu2,delete u1,delete u2,delete gone,release u1,unmount u1,release u2,unmount u2,release gone,unmount gone"
+	want := "record u1,record u2,record gone,kill /cg/podu1,kill /cg/podu2,delete u1,delete u2,delete gone," +
+		"release u1,unmount u1,release u2,unmount u2,release gone,unmount gone,held u1,held u2,held gone"
 	if got := strings.Join(g.steps, ","); got != want {
 		t.Errorf("steps:\n got %s\nwant %s", got, want)
 	}
@@ -234,6 +243,9 @@ func TestFencerDryRunTellsAndStopsNothing(t *testing.T) {
 	}
 }
 
+// R: every pod's volume mounts recorded, before anything is killed.
+const R = "record u1,record u2,record gone,"
+
 // TestFencerNeverLeavesAKilledPodUndeleted: whatever fails after the
 // kill, every pod killed is deleted before any volume is released, and a
 // volume is released only when every killed pod is deleted and the
@@ -245,13 +257,14 @@ func TestFencerNeverLeavesAKilledPodUndeleted(t *testing.T) {
 		why    string
 	}{
 		"the second kill fails": {func(g *fencerRig) { g.host.failKill = map[string]bool{"/cg/podu2": true} },
-			"kill /cg/podu1,delete u1", "the pods killed before were deleted and their volumes left mounted"},
+			R + "kill /cg/podu1,delete u1", "the pods killed before were deleted and their volumes left mounted"},
 		"the deletion fails": {func(g *fencerRig) { g.link.failDelete = "deleting pod default/web-0: Forbidden" },
-			"kill /cg/podu1,kill /cg/podu2", "no volume is released: deleting pod default/web-0"},
+			R + "kill /cg/podu1,kill /cg/podu2", "no volume is released: deleting pod default/web-0"},
 		"the runtime thaws after the kill": {func(g *fencerRig) { g.answers = []string{"", "Status answered in 1ms"} },
-			"kill /cg/podu1,kill /cg/podu2,delete u1,delete u2,delete gone", "the runtime answered after the kill"},
+			R + "kill /cg/podu1,kill /cg/podu2,delete u1,delete u2,delete gone", "the runtime answered after the kill"},
 		"a volume is held": {func(g *fencerRig) { g.host.mounted = map[string][]string{"u1": {"pid 9: /data"}} },
-			"kill /cg/podu1,kill /cg/podu2,delete u1,delete u2,delete gone,release u1,unmount u1", "still mounted (pid 9: /data)"},
+			R + "kill /cg/podu1,kill /cg/podu2,delete u1,delete u2,delete gone,release u1,unmount u1,release u2,unmount u2,release gone,unmount gone,held u1",
+			"its volumes are still mounted: pid 9: /data"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := newFencerRig(fenceOn)
