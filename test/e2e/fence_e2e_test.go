@@ -1,17 +1,10 @@
 package e2e
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
@@ -64,7 +57,7 @@ func TestFenceMovesAStatefulSetPod(t *testing.T) {
 func TestFenceBaseline(t *testing.T) {
 	fc := harness.StartFenceCluster(t, harness.FenceOptions{NoRemedy: true, CSI: true})
 	harness.StatefulSet(t, fc.CP, "web", fc.A)
-	writerStatefulSet(t, fc.CP, "db", fc.A)
+	harness.WriterStatefulSet(t, fc.CP, "db", fc.A)
 	old := map[string]*corev1.Pod{"web": fc.RunningOn(t, 3*time.Minute, "web-0", fc.A), "db": fc.RunningOn(t, 3*time.Minute, "db-0", fc.A)}
 	harness.Freeze(t, fc.Nodes[fc.A].C)
 	frozen := time.Now()
@@ -97,10 +90,10 @@ func TestFenceBaseline(t *testing.T) {
 // unstaged from A before it was staged on B.
 func TestFenceMovesAStatefulSetPodWithItsVolume(t *testing.T) {
 	fc := harness.StartFenceCluster(t, harness.FenceOptions{CSI: true})
-	writerStatefulSet(t, fc.CP, "web", fc.A)
+	harness.WriterStatefulSet(t, fc.CP, "web", fc.A)
 	old := fc.RunningOn(t, 3*time.Minute, "web-0", fc.A)
 	log := fc.VolumeFile(t, "web-0", "log")
-	harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(linesOf(t, log, string(old.UID))) > 3 })
+	harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(harness.LinesOf(t, log, string(old.UID))) > 3 })
 	harness.Freeze(t, fc.Nodes[fc.A].C)
 	frozen := time.Now()
 	harness.Eventually(t, 2*time.Minute, "A attests the fence", fc.Attested(t, fc.A))
@@ -111,10 +104,10 @@ func TestFenceMovesAStatefulSetPodWithItsVolume(t *testing.T) {
 	}
 	moved := fc.RunningOn(t, 3*time.Minute, "web-0", fc.B)
 	harness.Measure(t, "e2e_fence_rwo_running_elsewhere_after_freeze", time.Since(frozen))
-	harness.Eventually(t, time.Minute, "the new web-0 writing on the volume", func() bool { return len(linesOf(t, log, string(moved.UID))) > 3 })
-	for _, l := range linesOf(t, log, string(old.UID)) {
-		if l.at.After(attested) {
-			t.Errorf("the fenced web-0 wrote %q %v after the attestation was seen", l.text, l.at.Sub(attested))
+	harness.Eventually(t, time.Minute, "the new web-0 writing on the volume", func() bool { return len(harness.LinesOf(t, log, string(moved.UID))) > 3 })
+	for _, l := range harness.LinesOf(t, log, string(old.UID)) {
+		if l.At.After(attested) {
+			t.Errorf("the fenced web-0 wrote %q %v after the attestation was seen", l.Text, l.At.Sub(attested))
 		}
 	}
 	unstaged, staged := lastCall(fc.CSI.Calls(fc.A), "NodeUnstageVolume"), lastCall(fc.CSI.Calls(fc.B), "NodeStageVolume")
@@ -122,48 +115,6 @@ func TestFenceMovesAStatefulSetPodWithItsVolume(t *testing.T) {
 		t.Errorf("A's unstage %+v, B's stage %+v: want the unstage done before the stage", unstaged, staged)
 	}
 	t.Logf("A unstaged at %v, B staged at %v after the freeze; web-0 was %s on A, is %s on B", unstaged.End.Sub(frozen), staged.Time.Sub(frozen), old.UID, moved.UID)
-}
-
-// writerStatefulSet is statefulSet with a ReadWriteOnce claim "data" of
-// the harness's CSI StorageClass, mounted at /data, where the pod writes
-// /data/log (test/pause's writer).
-func writerStatefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer string) {
-	t.Helper()
-	harness.StatefulSetWith(t, cp, name, prefer, func(s *appsv1.StatefulSet) {
-		c := &s.Spec.Template.Spec.Containers[0]
-		c.Env = []corev1.EnvVar{{Name: "WRITE_TO", Value: "/data/log"},
-			{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}}
-		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-		s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
-			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				StorageClassName: ptr.To(harness.CSIStorageClass),
-				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}}
-	})
-}
-
-// writtenLine is one line of test/pause's writer.
-type writtenLine struct {
-	text string
-	at   time.Time
-}
-
-// linesOf are the lines of path that pod uid wrote.
-func linesOf(t *testing.T, path, uid string) []writtenLine {
-	t.Helper()
-	raw, _ := os.ReadFile(path)
-	var out []writtenLine
-	for _, l := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(l)
-		if len(f) != 3 || f[0] != uid {
-			continue
-		}
-		ns, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			t.Fatalf("a line of %s: %q", path, l)
-		}
-		out = append(out, writtenLine{text: l, at: time.Unix(0, ns)})
-	}
-	return out
 }
 
 // lastCall is the last successful call of method in calls.
