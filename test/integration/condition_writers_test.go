@@ -132,8 +132,8 @@ func TestConditionWritersHoldInTheStaticPodInstall(t *testing.T) {
 		!strings.Contains(err.Error(), "may not change KubeletUnresponsive") {
 		t.Errorf("another writer of nodes/status: %v; want the policy's denial", err)
 	}
-	if err := patchNamedCondition(ctx, harness.ClientFor(t, kcA), a, "RuntimeHung", "hangwatch"); err != nil {
-		t.Errorf("the node's own identity (the static pod's): %v", err)
+	if err := harness.WriteCondition(ctx, harness.ClientFor(t, kcA), a, "RuntimeHung", "hangwatch", corev1.ConditionFalse, time.Now(), time.Now()); err != nil {
+		t.Errorf("the node's own identity (the static pod's) setting RuntimeHung False: %v", err)
 	}
 
 	// node-problem-detector's own identity, named in kernelDeadlockWriters
@@ -167,8 +167,10 @@ func TestConditionWritersHoldInTheStaticPodInstall(t *testing.T) {
 			t.Logf("the kernelDeadlockWriter writing %s: %v", what, err)
 		}
 	}
+	// a change (KernelDeadlock is True on a now), with a token bound to no pod
 	npdUnbound := cp.TokenClient(t, cp.Token(t, "default", "npd", nil))
-	if err := patchNamedCondition(ctx, npdUnbound, a, "KernelDeadlock", "node-problem-detector"); err == nil || !strings.Contains(err.Error(), "bound to no node") {
+	if err := harness.WriteCondition(ctx, npdUnbound, a, "KernelDeadlock", "node-problem-detector", corev1.ConditionFalse, time.Now(), time.Now()); err == nil ||
+		!strings.Contains(err.Error(), "bound to no node") {
 		t.Errorf("the kernelDeadlockWriter with a token bound to no pod: %v; want the policy's denial", err)
 	}
 }

@@ -29,8 +29,9 @@ import (
 // ServiceAccount, with a token bound to a pod on its node, takes a slot as
 // repair.LeaseSlots does (create, then update once the window has passed
 // on its clock); the same token is refused a slot in another node's name,
-// a duration over an hour or under a minute, an owner reference, and a
-// token bound to no pod is refused any slot. Each refusal names its field.
+// a duration over an hour or under a minute, an owner reference or a
+// finalizer, and a token bound to no pod is refused any slot. Each
+// refusal names its field.
 func TestRepairSlotWritesAreHeldToTheTokensNode(t *testing.T) {
 	harness.Parallel(t)
 	cp := harness.SharedControlPlane(t)
@@ -73,10 +74,14 @@ func TestRepairSlotWritesAreHeldToTheTokensNode(t *testing.T) {
 		{"a day", own + "/runtime", 86400, false, "spec.leaseDurationSeconds"},
 		{"ten seconds", own + "/runtime", 10, false, "spec.leaseDurationSeconds"},
 		{"an owner reference", own + "/runtime", 600, true, "metadata.ownerReferences"},
+		{"a finalizer", own + "/runtime", 600, false, "metadata.finalizers"},
 	} {
 		lease := slotLease(ns, fmt.Sprintf("hangwatch-repair-slot-case-%d", i), c.holder, c.secs)
 		if c.owner {
 			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "5f0c2a0e-0000-4000-8000-000000000002"}}
+		}
+		if c.want == "metadata.finalizers" {
+			lease.Finalizers = []string{"example.com/hold"}
 		}
 		if _, err := store.CreateLease(ctx, lease); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("a slot with %s: %v; want the policy's denial naming %s", c.name, err, c.want)
