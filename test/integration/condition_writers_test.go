@@ -118,9 +118,10 @@ func TestConditionWritersHoldInTheStaticPodInstall(t *testing.T) {
 	}, harness.Every(200*time.Millisecond))
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may not change RuntimeHung in status.conditions") ||
 		!strings.Contains(err.Error(), "bound to node "+a) {
-		t.Fatalf("hangwatch's ServiceAccount, its token bound to node %s, writing RuntimeHung on %s: %v; want the policy's denial naming it", a, b, err)
+		t.Errorf("hangwatch's ServiceAccount, its token bound to node %s, writing RuntimeHung on %s: %v; want the policy's denial naming it", a, b, err)
+	} else {
+		t.Logf("another node: %v", err)
 	}
-	t.Logf("another node: %v", err)
 	if err := patchNamedCondition(ctx, hw, a, "RuntimeHung", "hangwatch"); err != nil {
 		t.Errorf("hangwatch's ServiceAccount on the node its token is bound to: %v", err)
 	}
