@@ -35,16 +35,25 @@ func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
 	unbound := cp.Token(t, "kube-system", "hangwatch", nil)
 	client := cp.TokenClient(t, bound)
 
-	// The policy takes effect once the API server has loaded it.
+	// The policy takes effect once the API server has loaded it. A
+	// condition that is not hangwatch's, on another node, is refused by
+	// this policy alone (the base's condition-writers policy judges only
+	// hangwatch's conditions).
 	var err error
 	_, _ = harness.Poll(ctx, 60*time.Second, "the policy to deny another node's status", func() bool {
-		err = patchCondition(ctx, client, other)
+		err = patchNamedCondition(ctx, client, other, "ExampleProblem", "hangwatch")
 		return err != nil && strings.Contains(err.Error(), "may write only its own Node")
 	}, harness.Every(200*time.Millisecond)) // the check below says what was answered instead
 	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), "may write only its own Node") {
 		t.Fatalf("patching another node's status: %v; want the policy's denial", err)
 	}
 	t.Logf("another node: %v", err)
+	// hangwatch's own condition there is refused by both policies; the
+	// API server names the first that denied it
+	if err := patchCondition(ctx, client, other); err == nil ||
+		!strings.Contains(err.Error(), "may write only its own Node") && !strings.Contains(err.Error(), "may not change RuntimeHung") {
+		t.Errorf("RuntimeHung on another node: %v; want a policy's denial", err)
+	}
 	if err := patchCondition(ctx, client, own); err != nil {
 		t.Fatalf("patching its own node's status: %v", err)
 	}
@@ -57,8 +66,12 @@ func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
 	if err := recordEvent(ctx, client, other); err == nil || !strings.Contains(err.Error(), "may write only its own Node") {
 		t.Errorf("an Event about another node: %v; want the policy's denial", err)
 	}
-	if err := patchCondition(ctx, cp.TokenClient(t, unbound), own); err == nil || !strings.Contains(err.Error(), "bound to a pod on a node") {
+	if err := patchNamedCondition(ctx, cp.TokenClient(t, unbound), own, "ExampleProblem", "hangwatch"); err == nil || !strings.Contains(err.Error(), "bound to a pod on a node") {
 		t.Errorf("a token bound to no pod: %v; want the policy's denial", err)
+	}
+	if err := patchCondition(ctx, cp.TokenClient(t, unbound), own); err == nil ||
+		!strings.Contains(err.Error(), "bound to a pod on a node") && !strings.Contains(err.Error(), "bound to no node") {
+		t.Errorf("RuntimeHung with a token bound to no pod: %v; want a policy's denial", err)
 	}
 }
 
