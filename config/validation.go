@@ -131,6 +131,8 @@ func validateRepair(p *checks, r Repair, healthz string) {
 	p.check(r.RuntimeSocket != "" && !strings.HasPrefix(r.RuntimeSocket, "/"), "repair.runtimeSocket", r.RuntimeSocket, "must be the absolute path of the runtime's socket, or empty (the CRI endpoint's)")
 	p.check(r.FleetMaxRestarts < 0 || r.FleetMaxRestarts > 100, "repair.fleetMaxRestarts", r.FleetMaxRestarts, "must be from 0 (no fleet bound) to 100")
 	p.check(r.FleetMaxRestarts > 0 && r.FleetWindow.Duration < time.Minute, "repair.fleetWindow", r.FleetWindow.Duration, "must be at least 1m")
+	// the slots admission policy admits a Lease of 60 to 3600 s
+	p.check(r.FleetMaxRestarts > 0 && r.FleetWindow.Duration > time.Hour, "repair.fleetWindow", r.FleetWindow.Duration, "must be at most 1h")
 	p.check(r.FleetMaxRestarts > 0 && r.FleetNamespace == "", "repair.fleetNamespace", r.FleetNamespace, "must name the namespace of the slot Leases")
 	p.check(r.AgentSocket != "" && !strings.HasPrefix(r.AgentSocket, "/"), "repair.agentSocket", r.AgentSocket, "must be an absolute path, or empty (no repair process)")
 	p.check(len(r.AgentSocket) > 100, "repair.agentSocket", r.AgentSocket, "must be at most 100 bytes (a Unix socket's path is at most 107)")

@@ -68,6 +68,7 @@ var fieldCases = []fieldCase{
 	{"repair.maxRestartsPerHour", "61", "must be from 1 to 60", func(c *Configuration) { c.Repair.MaxRestartsPerHour = 61 }},
 	{"repair.fleetMaxRestarts", "-1", "must be from 0 (no fleet bound) to 100", func(c *Configuration) { c.Repair.FleetMaxRestarts = -1 }},
 	{"repair.fleetWindow", "30s", "must be at least 1m", func(c *Configuration) { c.Repair.FleetMaxRestarts, c.Repair.FleetWindow = 5, d(30*time.Second) }},
+	{"repair.fleetWindow", "2h0m0s", "must be at most 1h", func(c *Configuration) { c.Repair.FleetMaxRestarts, c.Repair.FleetWindow = 5, d(2*time.Hour) }},
 	{"repair.fleetNamespace", "", "must name the namespace of the slot Leases", func(c *Configuration) { c.Repair.FleetMaxRestarts, c.Repair.FleetNamespace = 5, "" }},
 	{"repair.systemdSocket", "run/systemd/private", "must be the absolute path of systemd's private socket", func(c *Configuration) {
 		c.Repair.Enabled, c.Repair.SystemdSocket = true, "run/systemd/private"

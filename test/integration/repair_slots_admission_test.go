@@ -41,10 +41,10 @@ func TestRepairSlotWritesAreHeldToTheTokensNode(t *testing.T) {
 	cp.Kubectl(t, "apply", "-f", filepath.Join(root, "manifests", "overlays", "repair", "rbac-fleet.yaml"))
 	own := harness.UniqueNode("slots-own")
 	harness.CreateNode(t, cp, own)
-	// The shipped Role names the slots in kube-system, which
-	// TestTheFleetBoundHoldsOnARealAPIServer takes: this test's slots live
-	// in a namespace of their own, with the same rules bound there (the
-	// policy holds in every namespace).
+	// The shipped Role names the slots in kube-system: each test's slots
+	// live in a namespace of their own, with the same rules bound there
+	// (the policy holds in every namespace), so that tests side by side
+	// do not take each other's.
 	ns := slotNamespace(ctx, t, cp)
 	token := cp.NodeBoundToken(t, "kube-system", "hangwatch", own)
 	store := leaseStoreFor(t, cp.TokenKubeconfig(t, token))
@@ -129,11 +129,12 @@ func TestRepairSlotWritesAreHeldToTheTokensNode(t *testing.T) {
 	}
 }
 
-// TestTheFleetBoundHoldsWithNodeBoundTokens is
-// TestTheFleetBoundHoldsOnARealAPIServer as a fleet runs it under the
-// slots policy: 12 nodes, each with hangwatch's ServiceAccount token bound
-// to its own pod, ask at once for a slot: exactly 5 get one, each written
-// in its own node's name, and the others are told why.
+// TestTheFleetBoundHoldsWithNodeBoundTokens: 12 nodes whose runtimes hang
+// together, each with hangwatch's ServiceAccount token bound to its own
+// pod, ask at once for a restart slot, with the repair overlay's RBAC and
+// slots policy on a real API server: exactly fleetMaxRestarts (5) get one,
+// each written in its own node's name, the others are told why, asking
+// again finds every slot taken, and no Lease of another name is admitted.
 func TestTheFleetBoundHoldsWithNodeBoundTokens(t *testing.T) {
 	harness.Parallel(t)
 	cp := harness.SharedControlPlane(t)
@@ -189,6 +190,15 @@ func TestTheFleetBoundHoldsWithNodeBoundTokens(t *testing.T) {
 		if !names[*l.Spec.HolderIdentity] {
 			t.Errorf("slot %d held by %q, not one of the fleet's nodes", i, *l.Spec.HolderIdentity)
 		}
+	}
+	for i, n := range nodes {
+		if ok, _, err := n.Acquire(ctx, repair.TargetRuntime, fs); ok || err != nil {
+			t.Errorf("node %d asking again within the window: %v, %v; want held back", i, ok, err)
+		}
+	}
+	other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hw-not-a-slot"}}
+	if _, err := nodes[0].Store.CreateLease(ctx, other); err == nil || !strings.Contains(err.Error(), "hangwatch may write only its repair slot Leases") {
+		t.Errorf("a Lease of another name: %v, want the slots policy's denial", err)
 	}
 }
 
