@@ -4,73 +4,16 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/hangwatch/hangwatch/internal/fencing"
-	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// TestFenceNeverAsksANodeWhosePodsAreFine runs the fence as shipped on
-// two real nodes, node A's hangwatch reading its containerd through a
-// proxy that holds chosen calls; the kubelet dials containerd directly
-// and stays Ready:
-//   - ImageFsInfo alone held for 3 minutes (an image disk that stalls):
-//     RuntimeHung True, and no fence request;
-//   - then every call answered 2.5 s late for 90 s: RuntimeHung True, the
-//     relist not stalled, and no fence request.
-//
-// web-0 keeps its UID on A throughout.
+// TestFenceNeverAsksANodeWhosePodsAreFine is the e2e suite's scenario of
+// the same name (ImageFsInfo held for 3 minutes, then every call 2.5 s
+// late for 90 s, at the shipped fence.after of 45 s) at fence.after's
+// least, 10 s: ImageFsInfo held for 60 s and late answers for 40 s, each
+// past four times fence.after, ask nothing.
 func TestFenceNeverAsksANodeWhosePodsAreFine(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	fc := harness.StartFenceCluster(t, harness.FenceOptions{ProxyA: true})
-	harness.StatefulSet(t, fc.CP, "web", fc.A)
-	web := fc.RunningOn(t, 2*time.Minute, "web-0", fc.A)
-	harness.Eventually(t, time.Minute, "RuntimeHung False on A", fc.ConditionIs(t, fc.A, "RuntimeHung", corev1.ConditionFalse))
-
-	release := fc.ProxyA.Inject(criproxy.Fault{Method: "ImageFsInfo"})
-	harness.Eventually(t, time.Minute, "RuntimeHung True on A for ImageFsInfo", func() bool {
-		return runtimeHungReason(t, fc) == "ImageFsInfoHung"
-	})
-	noRequest(t, fc, 3*time.Minute, "ImageFsInfo held", web)
-	release()
-	harness.Eventually(t, time.Minute, "RuntimeHung False on A again", fc.ConditionIs(t, fc.A, "RuntimeHung", corev1.ConditionFalse))
-
-	var releases []func()
-	for _, m := range []string{"Version", "Status", "ListPodSandbox", "ListContainers", "ImageFsInfo", "PodSandboxStatus", "ContainerStatus"} {
-		releases = append(releases, fc.ProxyA.Inject(criproxy.Fault{Method: m, Delay: 2500 * time.Millisecond}))
-	}
-	harness.Eventually(t, time.Minute, "RuntimeHung True on A for late answers", fc.ConditionIs(t, fc.A, "RuntimeHung", corev1.ConditionTrue))
-	noRequest(t, fc, 90*time.Second, "every call 2.5 s late", web)
-	for _, r := range releases {
-		r()
-	}
-}
-
-// noRequest holds for d that A carries no fence request, no attestation
-// and no fence Event, that its kubelet stays Ready and web-0 is the same
-// pod.
-func noRequest(t *testing.T, fc *harness.FenceCluster, d time.Duration, what string, web *corev1.Pod) {
-	t.Helper()
-	harness.Throughout(t, d, "no fence request on A while "+what, func() bool {
-		n := fc.NodeObject(t, fc.A)
-		_, attested := n.Annotations[fencing.AttestedAnnotation]
-		return n.Annotations[fencing.RequestAnnotation] == "" && !attested
-	})
-	if p, ev := fc.Pod(t, "web-0"), fc.FenceEvents(t, fc.A); p == nil || p.UID != web.UID || ev != "" {
-		t.Fatalf("%s: web-0 %s (was %s), fence Events on A %q", what, harness.DescribePod(p), web.UID, ev)
-	}
-	if !fc.ConditionIs(t, fc.A, string(corev1.NodeReady), corev1.ConditionTrue)() {
-		t.Fatalf("%s: A's kubelet is not Ready", what)
-	}
-}
-
-func runtimeHungReason(t *testing.T, fc *harness.FenceCluster) string {
-	t.Helper()
-	for _, c := range fc.NodeObject(t, fc.A).Status.Conditions {
-		if c.Type == "RuntimeHung" && c.Status == corev1.ConditionTrue {
-			return c.Reason
-		}
-	}
-	return ""
+	harness.FenceNeverAsksANodeWhosePodsAreFine(t, func(p map[string]any) { p["fence"].(map[string]any)["after"] = "10s" },
+		time.Minute, 40*time.Second)
 }
