@@ -1,7 +1,10 @@
 package fence
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,6 +64,9 @@ func (m Mounts) RecordPodVolumes(uid string) (VolumeRecord, error) {
 	rec := VolumeRecord{Pod: uid}
 	podPrefixes, err := m.volumePrefixes(uid)
 	if err != nil {
+		return rec, err
+	}
+	if err := m.noBlockVolumes(uid); err != nil {
 		return rec, err
 	}
 	vols, err := m.PodCSIVolumes(uid)
@@ -173,4 +179,27 @@ func cutAnyPrefix(s string, prefixes []string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// noBlockVolumes refuses a pod with a raw block volume (volumeDevices):
+// the kubelet maps it as a device file, not a mount, and the fence can
+// neither release it nor show that nothing on the node still opens the
+// device, so such a pod is never attested released.
+func (m Mounts) noBlockVolumes(uid string) error {
+	dir := filepath.Join(m.KubeletRoot, "pods", uid, "volumeDevices")
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("raw block volumes of pod %s: %w", uid, err)
+	}
+	for _, plugin := range entries {
+		devices, _ := os.ReadDir(filepath.Join(dir, plugin.Name()))
+		if len(devices) > 0 {
+			return fmt.Errorf("pod %s has a raw block volume (%s/%s): %w: the fence releases file systems only",
+				uid, plugin.Name(), devices[0].Name(), ErrImpossible)
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -153,5 +154,20 @@ func TestHeldAnywhereEndsWithItsContext(t *testing.T) {
 	defer cancel()
 	if _, err := n.m.HeldAnywhere(ctx, rec); !errors.Is(err, ErrImpossible) {
 		t.Fatalf("HeldAnywhere error = %v; want ErrImpossible (deadline passed)", err)
+	}
+}
+
+// TestRecordPodVolumesRefusesARawBlockVolume: a pod with a volumeDevices
+// entry (a raw block volume, mapped as a device file, not mounted) is
+// impossible to fence: nothing could show the device released.
+func TestRecordPodVolumesRefusesARawBlockVolume(t *testing.T) {
+	n := newCSINode(t, "plugins/"+testDriver+"/csi.sock")
+	n.addPod(t, "aa-1", "pv-1", true)
+	dev := filepath.Join(n.m.KubeletRoot, "pods", "aa-1", "volumeDevices", "kubernetes.io~csi", "pv-2")
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.m.RecordPodVolumes("aa-1"); !errors.Is(err, ErrImpossible) || !strings.Contains(err.Error(), "raw block volume (kubernetes.io~csi/pv-2)") {
+		t.Fatalf("RecordPodVolumes with a raw block volume = %v; want ErrImpossible naming it", err)
 	}
 }
