@@ -4,8 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // TestNoAgentIsNoView: a link whose agent does not answer holds no
@@ -51,4 +56,47 @@ func FuzzDecodeLink(f *testing.F) {
 		var v View
 		_ = DecodeLink(strings.NewReader(s), &v)
 	})
+}
+
+// TestAFenceThatWaitsDoesNotHoldRepairBack: while the fence waits (here
+// on its verdicts, as it would on a CSI node plugin or an unmount within
+// their deadlines), the link goes on reading the view and repair goes on
+// judging, tick after tick.
+func TestAFenceThatWaitsDoesNotHoldRepairBack(t *testing.T) {
+	dir := shortTempDir(t)
+	clk := clocktesting.NewFakeClock(t0)
+	var judged atomic.Int32
+	r := New(Options{Clock: clk, Metrics: NewMetrics(), Verdicts: func() []Verdict { judged.Add(1); return nil }})
+	fenceWaits, fenceIn := make(chan struct{}), make(chan struct{}, 1)
+	f := NewFencer(FencerOptions{Clock: clk, Verdicts: func() []Verdict {
+		select {
+		case fenceIn <- struct{}{}:
+		default:
+		}
+		<-fenceWaits
+		return nil
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { NewAgentLink(filepath.Join(dir, "absent.sock")).Run(ctx, r, f, NewMetrics()); close(ran) }()
+	defer func() { cancel(); close(fenceWaits); <-ran }()
+	<-fenceIn // the fence is stuck in its step
+	for want := int32(2); want <= 5; want++ {
+		waitFor(t, func() bool { return judged.Load() >= want-1 })
+		clk.Step(tick)
+		waitFor(t, func() bool { return judged.Load() >= want })
+	}
+}
+
+// waitFor waits until cond holds, 10 s at most.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("gave up after 10s: repair did not judge again while the fence waited")
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
 }
