@@ -52,7 +52,7 @@ func WriteBudget(t *testing.T, steady, heartbeat time.Duration) {
 	before := Writes(t, cp)
 	start := time.Now()
 	Eventually(t, steady+time.Minute, "the steady window", func() bool { return time.Since(start) >= steady }, UnlessExited(d))
-	after := Writes(t, cp)
+	after, afterAt := Writes(t, cp), time.Now()
 	patches := after.Patches - before.Patches
 	cycles := int(steady / time.Second)
 	window := fmt.Sprintf("in %v, heartbeat %v, %d probe cycles", steady, heartbeat, cycles)
@@ -67,7 +67,7 @@ func WriteBudget(t *testing.T, steady, heartbeat time.Duration) {
 	thaw := Freeze(t, c)
 	WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", CondStatus(corev1.ConditionTrue))
 	Eventually(t, 30*time.Second, "the transition's Event", func() bool { return Writes(t, cp).Events > after.Events }, UnlessExited(d))
-	raise := Writes(t, cp)
+	raise, raiseAt := Writes(t, cp), time.Now()
 	thaw()
 	WaitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", CondStatus(corev1.ConditionFalse))
 	Eventually(t, 30*time.Second, "the clear's Event", func() bool { return Writes(t, cp).Events > raise.Events }, UnlessExited(d))
@@ -76,7 +76,11 @@ func WriteBudget(t *testing.T, steady, heartbeat time.Duration) {
 	measurements.Record(t, "transition_raise_events", float64(raise.Events-after.Events), "events")
 	measurements.Record(t, "transition_clear_patches", float64(clear.Patches-raise.Patches), "patches")
 	measurements.Record(t, "transition_clear_events", float64(clear.Events-raise.Events), "events")
-	if n := raise.Patches - after.Patches; n < 1 || n > 2 {
-		t.Errorf("raising took %d patches, want 1 (2 if a heartbeat fell due)", n)
+	// the raise's window is as long as the freeze took to be seen and its
+	// Event read, longer on a loaded machine: each heartbeat that fell
+	// due in it is one more patch, and no more
+	heartbeats := int(raiseAt.Sub(afterAt)/heartbeat) + 1
+	if n := raise.Patches - after.Patches; n < 1 || n > 1+heartbeats {
+		t.Errorf("raising took %d patches in %v, want 1 and at most %d heartbeats", n, raiseAt.Sub(afterAt).Round(time.Second), heartbeats)
 	}
 }
