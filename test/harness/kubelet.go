@@ -35,8 +35,12 @@ type Kubelet struct {
 	// under this cgroup of its own, as on a real node: the fence finds
 	// pods there. Empty: no pod cgroups (containerd's per-container ones).
 	CgroupRoot string
-	proc       *process // the kubelet, when the harness runs it as its child
-	sd         *Systemd // the systemd running it as KubeletUnit, when one does
+	// CgroupDriver is the kubelet's cgroupDriver: "cgroupfs" when empty,
+	// or "systemd" (StartKubeletUnderSystemdWith), whose runtime must use
+	// the same driver.
+	CgroupDriver string
+	proc         *process // the kubelet, when the harness runs it as its child
+	sd           *Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
 	// under systemd holds for its life (kubeletsysctls.go); nil: none.
 	unlockSysctls func()
@@ -59,7 +63,7 @@ authentication:
   x509: {clientCAFile: %[4]s}
 authorization:
   mode: Webhook
-cgroupDriver: cgroupfs
+cgroupDriver: %[10]s
 cgroupsPerQOS: %[8]t
 cgroupRoot: "%[9]s"
 enforceNodeAllocatable: []
@@ -144,7 +148,7 @@ func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, e
 	k.ServingCert = filepath.Join(k.Dir, "pki", "kubelet.crt")
 	config := filepath.Join(k.Dir, "config.yaml")
 	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, runtimeEndpoint, k.StaticPodDir,
-		filepath.Join(k.Dir, "logs"), k.CgroupRoot != "", k.CgroupRoot)
+		filepath.Join(k.Dir, "logs"), k.CgroupRoot != "", k.CgroupRoot, k.cgroupDriver())
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		return nil, err
 	}
@@ -158,6 +162,14 @@ func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, e
 		args = append(args, "--feature-gates", k.Gates)
 	}
 	return args, nil
+}
+
+// cgroupDriver is CgroupDriver, "cgroupfs" when empty.
+func (k *Kubelet) cgroupDriver() string {
+	if k.CgroupDriver == "" {
+		return "cgroupfs"
+	}
+	return k.CgroupDriver
 }
 
 // waitStarted waits until the kubelet's /healthz answers and the Node is
@@ -265,7 +277,10 @@ func (k *Kubelet) Stop() {
 	}
 	unmountUnder(k.Dir)
 	_ = os.RemoveAll(k.Dir)
-	removeCgroups(k.CgroupRoot)
+	if fs := k.cgroupFS(); fs != cgroupFS {
+		removeCgroups(fs, k.CgroupRoot) // while systemd lives: its own hierarchies
+	}
+	removeCgroups(cgroupFS, k.CgroupRoot)
 }
 
 // nodeIP is a non-loopback IPv4 address of this machine, which the kubelet

@@ -62,7 +62,7 @@ RestartSec=10
 // cgroups are the harness's child kubelet's too (the cgroupfs driver, no
 // QoS cgroups): the unit's cgroup is in name=systemd alone, under the
 // systemd's own root, and the kubelet stays in the test's memory and cpu
-// cgroups.
+// cgroups (StartKubeletUnderSystemdWith gives it pod cgroups).
 //
 // One difference from a node: /dev/kmsg in systemd's namespace is the FIFO
 // systemd logs through (see Systemd). The kubelet's OOM watcher opens it,
@@ -74,6 +74,31 @@ RestartSec=10
 // The Kubelet's PID, Freeze and Thaw follow the unit's main process
 // across restarts; its Stop stops the unit (c's Stop stops systemd).
 func StartKubeletUnderSystemd(ctx context.Context, cp *ControlPlane, c *Containerd, node string) (*Kubelet, error) {
+	return StartKubeletUnderSystemdWith(ctx, cp, c, node, UnitKubeletOptions{})
+}
+
+// UnitKubeletOptions change how StartKubeletUnderSystemdWith's kubelet
+// runs; the zero value is StartKubeletUnderSystemd's.
+type UnitKubeletOptions struct {
+	// PodCgroups gives the kubelet pod cgroups (cgroupsPerQOS) under a
+	// cgroup root of its own, as StartKubeletWithPodCgroupsT does: made
+	// in every hierarchy before the kubelet starts, and removed, with what
+	// still runs there killed, by its Stop.
+	PodCgroups bool
+	// CgroupDriver is the kubelet's cgroupDriver: "cgroupfs" when empty.
+	CgroupDriver string
+}
+
+// StartKubeletUnderSystemdWith is StartKubeletUnderSystemd with options.
+// With PodCgroups the kubelet's cgroup root is made in every hierarchy of
+// systemd's /sys/fs/cgroup, which has those the host leaves unmounted
+// (Kubelet.cgroupFS), and PodCgroup and CgroupPids look there.
+func StartKubeletUnderSystemdWith(ctx context.Context, cp *ControlPlane, c *Containerd, node string, o UnitKubeletOptions) (*Kubelet, error) {
+	switch o.CgroupDriver {
+	case "", "cgroupfs":
+	default:
+		return nil, fmt.Errorf("cgroup driver %q: want cgroupfs", o.CgroupDriver)
+	}
 	sd := c.Systemd()
 	if sd == nil {
 		return nil, errors.New("containerd does not run under systemd (StartContainerdUnderSystemd)")
@@ -96,7 +121,14 @@ func StartKubeletUnderSystemd(ctx context.Context, cp *ControlPlane, c *Containe
 		unlock()
 		return nil, err
 	}
-	k.sd, k.unlockSysctls = sd, unlock
+	k.sd, k.unlockSysctls, k.CgroupDriver = sd, unlock, o.CgroupDriver
+	if o.PodCgroups {
+		k.CgroupRoot = podCgroupRoot(node)
+		if err := makeCgroups(k.cgroupFS(), k.CgroupRoot); err != nil {
+			k.Stop()
+			return nil, err
+		}
+	}
 	if err := k.startUnit(ctx, bin, cp, c.Endpoint); err != nil {
 		err = fmt.Errorf("%w\n%s", err, k.logTail())
 		k.Stop()
