@@ -22,6 +22,10 @@ type Containerd struct {
 	Socket   string // path of the CRI socket
 	Endpoint string // unix:// endpoint of the socket
 	Bin      Binaries
+	// SystemdCgroup runs containers with runc's systemd cgroup driver
+	// (runc's SystemdCgroup option), as a kubelet with cgroupDriver systemd
+	// needs; only under systemd (StartContainerdUnderSystemdWith).
+	SystemdCgroup bool
 	runtimeProcess
 	conn *cri.Conn
 }
@@ -85,6 +89,21 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   stream_server_port = "0"
 [plugins.'io.containerd.nri.v1.nri']
   socket_path = "%[1]s/nri.sock"
+`
+
+// systemdCgroupV2 and systemdCgroupV3 give runc, the CRI's default
+// runtime, the systemd cgroup driver, in each configuration version (the
+// shipped config.toml's tables, containerd's docs/cri/config.md).
+const systemdCgroupV2 = `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    SystemdCgroup = true
+`
+
+const systemdCgroupV3 = `[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = 'io.containerd.runc.v2'
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  SystemdCgroup = true
 `
 
 const loopbackCNI = `{"cniVersion": "0.4.0", "name": "hangwatch-loopback", "plugins": [{"type": "loopback"}]}`
@@ -172,12 +191,16 @@ func (c *Containerd) writeConfig() error {
 	if err := os.MkdirAll(filepath.Join(c.Dir, "cni"), 0o755); err != nil {
 		return err
 	}
-	tmpl := configV3
+	tmpl, systemd := configV3, systemdCgroupV3
 	if c.Bin.Major < 2 {
-		tmpl = configV2
+		tmpl, systemd = configV2, systemdCgroupV2
+	}
+	config := fmt.Sprintf(tmpl, c.Dir, PauseImage)
+	if c.SystemdCgroup {
+		config += systemd
 	}
 	files := map[string]string{
-		"config.toml":              fmt.Sprintf(tmpl, c.Dir, PauseImage),
+		"config.toml":              config,
 		"cni/10-loopback.conflist": loopbackCNI,
 	}
 	for name, body := range files {

@@ -85,6 +85,15 @@ func (c *Containerd) containerdUnit() (string, error) {
 // Thaw follow the unit's main process across restarts; its Stop stops
 // systemd too (the Systemd's own Stop may be called as well).
 func StartContainerdUnderSystemd(ctx context.Context, bin Binaries) (*Containerd, *Systemd, error) {
+	return StartContainerdUnderSystemdWith(ctx, bin, false)
+}
+
+// StartContainerdUnderSystemdWith is StartContainerdUnderSystemd, with
+// runc's systemd cgroup driver when systemdCgroup (Containerd.SystemdCgroup),
+// under a systemd with cgroups of its own (StartSystemdWithOwnCgroups), so
+// that the slices and scopes runc and a kubelet make over D-Bus are where
+// they look for them.
+func StartContainerdUnderSystemdWith(ctx context.Context, bin Binaries, systemdCgroup bool) (*Containerd, *Systemd, error) {
 	if err := RequireSystemdParts(); err != nil {
 		return nil, nil, err
 	}
@@ -92,7 +101,8 @@ func StartContainerdUnderSystemd(ctx context.Context, bin Binaries) (*Containerd
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "containerd", unit: ContainerdUnit}}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "containerd", unit: ContainerdUnit},
+		SystemdCgroup: systemdCgroup}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()
@@ -109,7 +119,7 @@ func (c *Containerd) startUnderSystemd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.conn, err = c.startSystemd(ctx, unit, c.Endpoint, c.logTail); err != nil {
+	if c.conn, err = c.startSystemd(ctx, unit, c.Endpoint, c.logTail, c.SystemdCgroup); err != nil {
 		return err
 	}
 	tarPath := filepath.Join(c.Dir, "pause.tar")

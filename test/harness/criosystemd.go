@@ -110,7 +110,7 @@ func (c *CRIO) startUnderSystemd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.conn, err = c.startSystemd(ctx, unit, c.Endpoint, c.logTail); err != nil {
+	if c.conn, err = c.startSystemd(ctx, unit, c.Endpoint, c.logTail, false); err != nil {
 		return err
 	}
 	return c.pullPause(ctx)

@@ -39,8 +39,11 @@ type Kubelet struct {
 	// or "systemd" (StartKubeletUnderSystemdWith), whose runtime must use
 	// the same driver.
 	CgroupDriver string
-	proc         *process // the kubelet, when the harness runs it as its child
-	sd           *Systemd // the systemd running it as KubeletUnit, when one does
+	// systemdPodCgroups: pod cgroups with the systemd driver, under
+	// kubepods.slice of the kubelet's systemd.
+	systemdPodCgroups bool
+	proc              *process // the kubelet, when the harness runs it as its child
+	sd                *Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
 	// under systemd holds for its life (kubeletsysctls.go); nil: none.
 	unlockSysctls func()
@@ -148,7 +151,7 @@ func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, e
 	k.ServingCert = filepath.Join(k.Dir, "pki", "kubelet.crt")
 	config := filepath.Join(k.Dir, "config.yaml")
 	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, runtimeEndpoint, k.StaticPodDir,
-		filepath.Join(k.Dir, "logs"), k.CgroupRoot != "", k.CgroupRoot, k.cgroupDriver())
+		filepath.Join(k.Dir, "logs"), k.CgroupRoot != "" || k.systemdPodCgroups, k.CgroupRoot, k.cgroupDriver())
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		return nil, err
 	}

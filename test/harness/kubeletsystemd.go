@@ -85,7 +85,14 @@ type UnitKubeletOptions struct {
 	// in every hierarchy before the kubelet starts, and removed, with what
 	// still runs there killed, by its Stop.
 	PodCgroups bool
-	// CgroupDriver is the kubelet's cgroupDriver: "cgroupfs" when empty.
+	// CgroupDriver is the kubelet's cgroupDriver: "cgroupfs" when empty,
+	// or "systemd", which needs a containerd with runc's systemd driver
+	// (StartContainerdUnderSystemdWith), under a systemd with cgroups of
+	// its own. With PodCgroups the kubelet then makes kubepods.slice and
+	// its QoS and pod slices as transient units of that systemd over
+	// D-Bus, in every hierarchy, at the root of that systemd's cgroups
+	// (on the host: under its cgroup root, hangwatch-hws-…), and its
+	// Stop leaves them to systemd's.
 	CgroupDriver string
 }
 
@@ -96,8 +103,12 @@ type UnitKubeletOptions struct {
 func StartKubeletUnderSystemdWith(ctx context.Context, cp *ControlPlane, c *Containerd, node string, o UnitKubeletOptions) (*Kubelet, error) {
 	switch o.CgroupDriver {
 	case "", "cgroupfs":
+	case "systemd":
+		if !c.SystemdCgroup {
+			return nil, errors.New("the systemd cgroup driver needs containerd's too (StartContainerdUnderSystemdWith)")
+		}
 	default:
-		return nil, fmt.Errorf("cgroup driver %q: want cgroupfs", o.CgroupDriver)
+		return nil, fmt.Errorf("cgroup driver %q: want cgroupfs or systemd", o.CgroupDriver)
 	}
 	sd := c.Systemd()
 	if sd == nil {
@@ -122,7 +133,9 @@ func StartKubeletUnderSystemdWith(ctx context.Context, cp *ControlPlane, c *Cont
 		return nil, err
 	}
 	k.sd, k.unlockSysctls, k.CgroupDriver = sd, unlock, o.CgroupDriver
-	if o.PodCgroups {
+	if o.PodCgroups && o.CgroupDriver == "systemd" {
+		k.systemdPodCgroups = true
+	} else if o.PodCgroups {
 		k.CgroupRoot = podCgroupRoot(node)
 		if err := makeCgroups(k.cgroupFS(), k.CgroupRoot); err != nil {
 			k.Stop()

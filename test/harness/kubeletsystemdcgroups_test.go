@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,4 +78,56 @@ func runStaticPod(ctx context.Context, t *testing.T, cp *ControlPlane, k *Kubele
 		t.Fatalf("mirror pod %s: config hash %q", mirror, uid)
 	}
 	return uid
+}
+
+// TestKubeletWithTheSystemdCgroupDriver runs a kubelet with cgroupDriver
+// systemd and pod cgroups, and containerd with runc's systemd driver,
+// under a systemd with cgroups of its own, runs a static pod and checks
+// that its slice is where a node has it (kubepods.slice/
+// kubepods-besteffort.slice/kubepods-besteffort-pod<uid>.slice at the root
+// of systemd's cgroups, in every hierarchy, the freezer's included) with
+// the pod's processes in it, and that stopping it all leaves no cgroup of
+// that systemd on the host.
+func TestKubeletWithTheSystemdCgroupDriver(t *testing.T) {
+	RequireSystemd(t)
+	cp := StartControlPlaneT(t)
+	c, k := StartSystemdDriverNodeT(t, cp, "hw-systemd-driver")
+	sd := c.Systemd()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	uid := runStaticPod(ctx, t, cp, k, "hw-sdcg")
+
+	slice := filepath.Join("kubepods.slice", "kubepods-besteffort.slice", "kubepods-besteffort-pod"+uid+".slice")
+	var pids []int
+	Eventually(t, time.Minute, "the pod's processes in its slice", func() bool {
+		pids = CgroupPids(k, uid)
+		return len(pids) > 0
+	}, Every(200*time.Millisecond))
+	if got, want := PodCgroup(k, "freezer", uid), filepath.Join(k.cgroupFS(), "freezer", slice); got != want {
+		t.Errorf("pod cgroup %s, want %s", got, want)
+	}
+	for _, h := range []string{"systemd", "memory", "cpu", "pids", "freezer"} {
+		if PodCgroup(k, h, uid) == "" {
+			t.Errorf("no slice of pod %s in %s", uid, h)
+		}
+	}
+	for _, pid := range pids {
+		cg := procCgroups(t, pid)["freezer"] // as the host sees it
+		if want := "/" + sd.cgroup + "/" + slice + "/"; !strings.HasPrefix(cg, want) {
+			t.Errorf("pod process %d in freezer cgroup %s, want under %s", pid, cg, want)
+		}
+	}
+	t.Logf("pod %s: slice %s, processes %v", uid, slice, pids)
+
+	k.Stop()
+	c.Stop()
+	for h, cg := range procCgroups(t, os.Getpid()) { // systemd's are below the test's
+		dir := strings.TrimPrefix(h, "name=")
+		if h == "" {
+			dir = "unified"
+		}
+		if _, err := os.Stat(filepath.Join(cgroupFS, dir, cg, sd.cgroup)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("systemd's cgroup in %s left after its Stop: %v", dir, err)
+		}
+	}
 }

@@ -155,21 +155,38 @@ func cgroupPids(dir string) []int {
 	return pids
 }
 
-// PodCgroup is the cgroup of the pod uid under k's cgroup root in
-// hierarchy (freezer, memory, ...); "" when there is none.
+// PodCgroup is the cgroup of the pod uid under k's pod cgroups in
+// hierarchy (freezer, memory, ...), as the kubelet names it with its
+// cgroup driver (pod<uid>, or with the systemd driver
+// kubepods-<qos>-pod<uid with _ for ->.slice); "" when there is none.
 func PodCgroup(k *Kubelet, hierarchy, uid string) string {
-	if k.CgroupRoot == "" {
+	base := k.podCgroupBase(hierarchy)
+	if base == "" {
 		return ""
 	}
+	cgroupfs, systemd := "pod"+uid, "-pod"+strings.ReplaceAll(uid, "-", "_")+".slice"
 	var found string
-	_ = filepath.WalkDir(filepath.Join(k.cgroupFS(), hierarchy, k.CgroupRoot), func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() && d.Name() == "pod"+uid {
+	_ = filepath.WalkDir(base, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && (d.Name() == cgroupfs || strings.HasSuffix(d.Name(), systemd)) {
 			found = path
 			return filepath.SkipAll
 		}
 		return nil
 	})
 	return found
+}
+
+// podCgroupBase is where k's pod cgroups are in hierarchy: its cgroup
+// root, or with the systemd driver kubepods.slice of its systemd; ""
+// when it has none.
+func (k *Kubelet) podCgroupBase(hierarchy string) string {
+	switch {
+	case k.systemdPodCgroups:
+		return filepath.Join(k.cgroupFS(), hierarchy, "kubepods.slice")
+	case k.CgroupRoot != "":
+		return filepath.Join(k.cgroupFS(), hierarchy, k.CgroupRoot)
+	}
+	return ""
 }
 
 // CgroupPids are the processes of the pod uid's freezer cgroup on k.

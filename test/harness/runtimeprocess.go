@@ -89,11 +89,12 @@ func signalPID(what string, pid int, sig syscall.Signal) error {
 }
 
 // startSystemd starts a systemd whose only unit is the daemon's (unit is
-// its text), dials its CRI endpoint and waits until the runtime is ready;
+// its text; with cgroups of its own when ownCgroups,
+// StartSystemdWithOwnCgroups), dials its CRI endpoint and waits until the runtime is ready;
 // a failure carries the daemon's and systemd's logs.
-func (r *runtimeProcess) startSystemd(ctx context.Context, unit, endpoint string, logTail func() string) (*cri.Conn, error) {
+func (r *runtimeProcess) startSystemd(ctx context.Context, unit, endpoint string, logTail func() string, ownCgroups bool) (*cri.Conn, error) {
 	var err error
-	if r.sd, err = StartSystemd(ctx, map[string]string{r.unit: unit}); err != nil {
+	if r.sd, err = startSystemd(ctx, map[string]string{r.unit: unit}, ownCgroups); err != nil {
 		return nil, err
 	}
 	conn, err := cri.Dial(endpoint)

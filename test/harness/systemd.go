@@ -76,24 +76,56 @@ const harnessTarget = "hangwatch-harness.target"
 // namespace, relaying its connections to /run/systemd/private as a peer
 // systemd sees (root, a PID of its namespace). Socket is that path.
 type Systemd struct {
-	Dir      string // temp dir: units/, systemd.log (the manager's log)
-	cgroup   string // name of its cgroup root
-	proc     *process
-	pid      int // systemd's PID on the host
-	level    int // its PID namespace's level: the index into NSpid
-	conn     *sddbus.Conn
-	logFIFO  *os.File      // read end of systemd's /dev/kmsg
-	logDone  chan struct{} // closed when the copy to systemd.log ends
-	stopOnce sync.Once
+	Dir    string // temp dir: units/, systemd.log (the manager's log)
+	cgroup string // name of its cgroup root
+	// ownCgroups: its cgroup root is in every hierarchy, and it runs in a
+	// cgroup namespace of its own there (StartSystemdWithOwnCgroups).
+	ownCgroups bool
+	proc       *process
+	pid        int // systemd's PID on the host
+	level      int // its PID namespace's level: the index into NSpid
+	conn       *sddbus.Conn
+	logFIFO    *os.File      // read end of systemd's /dev/kmsg
+	logDone    chan struct{} // closed when the copy to systemd.log ends
+	stopOnce   sync.Once
 }
 
 // bootScript runs as PID 1 of the new namespaces before it becomes
 // systemd; unshare(1) has already made every mount private, so nothing it
-// mounts reaches the host.
+// mounts reaches the host. It moves into systemd's cgroups and runs
+// bootScript2, in a cgroup namespace of its own with HW_CGROUPNS
+// (ownCgroupsScript).
 const bootScript = `set -e
 for p in $HW_CGROUP_PROCS; do echo 0 > "$p"; done
+if [ -n "$HW_CGROUPNS" ]; then
+  sh -c "$HW_OWN_CGROUPS" own-cgroups move $$
+  exec unshare --cgroup sh -c "$HW_BOOT2"
+fi
+exec sh -c "$HW_BOOT2"
+`
+
+// bootScript2 mounts systemd's /run, its /sys/fs/cgroup (the host's
+// hierarchies bound into a tmpfs of its own; with HW_CGROUPNS each
+// hierarchy mounted anew in its cgroup namespace, with the symbolic links
+// systemd makes for joined ones), its read-only /proc/sys and its
+// /dev/kmsg, and becomes systemd.
+const bootScript2 = `set -e
 mount -t tmpfs -o mode=755 tmpfs /run
-if [ -n "$HW_CGROUP_TMPFS" ]; then
+if [ -n "$HW_CGROUPNS" ]; then
+  mount -t tmpfs -o mode=755 tmpfs /sys/fs/cgroup
+  while IFS=: read -r id ctrls path; do
+    if [ -z "$ctrls" ]; then
+      mkdir /sys/fs/cgroup/unified
+      mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified
+      continue
+    fi
+    name=${ctrls#name=}; opts=$ctrls
+    [ "$name" = "$ctrls" ] || opts=none,$ctrls
+    mkdir "/sys/fs/cgroup/$name"
+    mount -t cgroup -o "$opts" cgroup "/sys/fs/cgroup/$name"
+    case $name in *,*) for c in $(echo "$name" | tr , ' '); do ln -s "$name" "/sys/fs/cgroup/$c"; done;; esac
+  done < /proc/self/cgroup
+elif [ -n "$HW_CGROUP_TMPFS" ]; then
   mkdir /run/host-cgroup
   mount --rbind /sys/fs/cgroup /run/host-cgroup
   mount -t tmpfs -o mode=755 tmpfs /sys/fs/cgroup
@@ -144,6 +176,19 @@ func RequireSystemdParts() error {
 // the units of a boot (sysinit.target and the rest) are not there;
 // templates (names with @) are loaded but not started.
 func StartSystemd(ctx context.Context, units map[string]string) (*Systemd, error) {
+	return startSystemd(ctx, units, false)
+}
+
+// StartSystemdWithOwnCgroups is StartSystemd with a cgroup tree of its
+// own, as on a node (ownCgroupsScript): systemd manages every controller
+// there, and its units' cgroups (a kubelet's kubepods.slice made over
+// D-Bus with the systemd cgroup driver) have the paths a node's have, as
+// it and its services see them.
+func StartSystemdWithOwnCgroups(ctx context.Context, units map[string]string) (*Systemd, error) {
+	return startSystemd(ctx, units, true)
+}
+
+func startSystemd(ctx context.Context, units map[string]string, ownCgroups bool) (*Systemd, error) {
 	if err := RequireSystemdParts(); err != nil {
 		return nil, err
 	}
@@ -156,7 +201,7 @@ func StartSystemd(ctx context.Context, units map[string]string) (*Systemd, error
 	if err != nil {
 		return nil, err
 	}
-	s := &Systemd{Dir: dir, cgroup: "hangwatch-" + filepath.Base(dir)}
+	s := &Systemd{Dir: dir, cgroup: "hangwatch-" + filepath.Base(dir), ownCgroups: ownCgroups}
 	if err := s.start(ctx, units); err != nil {
 		s.Stop()
 		return nil, err
@@ -214,8 +259,12 @@ func (s *Systemd) start(ctx context.Context, units map[string]string) error {
 		"SYSTEMD_ENVIRONMENT_GENERATOR_PATH=" + filepath.Join(s.Dir, "empty"),
 		"HW_CGROUP_PROCS=" + strings.Join(procs, " "),
 		"HW_CGROUP_TMPFS=" + tmpfs,
+		"HW_BOOT2=" + bootScript2,
 		"HW_LOG=" + fifo,
 		"HW_SYSTEMD=" + SystemdBinary,
+	}
+	if s.ownCgroups {
+		args = append(args, s.ownCgroupsEnv()...)
 	}
 	args = append(args, "unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--uts", "sh", "-c", bootScript)
 	if s.proc, err = startProcess(s.Dir, "unshare", "env", args...); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -34,6 +35,12 @@ func (s *Systemd) makeCgroup() ([]string, string, error) {
 	} else {
 		hierarchies = []string{"/sys/fs/cgroup"}
 	}
+	if s.ownCgroups {
+		if tmpfs == "" {
+			return nil, "", errors.New("a systemd with cgroups of its own needs cgroup v1 (a cgroup v2 host's would need its parent's controllers delegated)")
+		}
+		return nil, tmpfs, nil // ownCgroupsScript makes them
+	}
 	var procs []string
 	for _, h := range hierarchies {
 		dir := filepath.Join(h, s.cgroup)
@@ -51,6 +58,10 @@ func (s *Systemd) makeCgroup() ([]string, string, error) {
 // removeCgroup removes systemd's cgroup tree in every hierarchy, deepest
 // first, polling for up to ten seconds while cgroups are still busy.
 func (s *Systemd) removeCgroup() {
+	if s.ownCgroups {
+		s.removeOwnCgroups()
+		return
+	}
 	roots, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", s.cgroup))
 	roots = append(roots, filepath.Join("/sys/fs/cgroup", s.cgroup))
 	// Cgroups still busy after ten seconds are left behind.
@@ -73,4 +84,66 @@ func (s *Systemd) removeCgroup() {
 		}
 		return !busy
 	})
+}
+
+// ownCgroupsScript makes ("move") or removes ("remove", $1) the cgroup
+// root of a systemd with cgroups of its own, $HW_CGROUP, in every
+// hierarchy of the process running it, below that process's own cgroup
+// there (the test's: in the memory hierarchy the test's own limit still
+// holds), with its parent's cpus and memory nodes. Each hierarchy is
+// mounted anew at $HW_CGROUP_MNT/<id> in the script's private mount
+// namespace, so it reaches those the host leaves unmounted too (here
+// hugetlb, net_cls,net_prio and perf_event), which the kubelet wants its
+// cgroups in. "move" moves process $2 in (the boot script, before it
+// enters a cgroup namespace rooted there); "remove" removes the tree
+// deepest first and fails while a cgroup in it is busy.
+const ownCgroupsScript = `set -e
+mkdir -p "$HW_CGROUP_MNT"
+rc=0
+while IFS=: read -r id ctrls path; do
+  d="$HW_CGROUP_MNT/$id"
+  mkdir -p "$d"
+  if [ -z "$ctrls" ]; then
+    mount -t cgroup2 cgroup2 "$d"
+  else
+    opts=$ctrls
+    [ "${ctrls#name=}" = "$ctrls" ] || opts=none,$ctrls
+    mount -t cgroup -o "$opts" cgroup "$d"
+  fi
+  cg="$d${path%/}/$HW_CGROUP"
+  if [ "$1" = move ]; then
+    mkdir "$cg"
+    for f in cpuset.cpus cpuset.mems; do
+      if [ -f "$cg/$f" ]; then cat "$cg/../$f" > "$cg/$f"; fi
+    done
+    echo "$2" > "$cg/cgroup.procs"
+  elif [ -d "$cg" ]; then
+    find "$cg" -depth -type d -exec rmdir {} + || rc=1
+  fi
+  umount "$d"
+done < /proc/self/cgroup
+exit $rc
+`
+
+// ownCgroupsEnv is the boot script's environment for ownCgroupsScript.
+func (s *Systemd) ownCgroupsEnv() []string {
+	return []string{"HW_CGROUPNS=1", "HW_OWN_CGROUPS=" + ownCgroupsScript, "HW_CGROUP=" + s.cgroup,
+		"HW_CGROUP_MNT=" + filepath.Join(s.Dir, "cgroups")}
+}
+
+// removeOwnCgroups removes the cgroup tree of a systemd with cgroups of
+// its own from every hierarchy (ownCgroupsScript in a mount namespace of
+// its own), polling for up to ten seconds while cgroups are still busy.
+func (s *Systemd) removeOwnCgroups() {
+	var out []byte
+	_, err := Poll(context.Background(), 10*time.Second, "systemd's own cgroups removed", func() bool {
+		cmd := exec.Command("unshare", "--mount", "sh", "-c", ownCgroupsScript, "own-cgroups", "remove")
+		cmd.Env = append(os.Environ(), s.ownCgroupsEnv()...)
+		var err error
+		out, err = cmd.CombinedOutput()
+		return err == nil
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "systemd %s: its cgroups left: %v\n%s", s.Dir, err, out)
+	}
 }
