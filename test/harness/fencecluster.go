@@ -66,6 +66,10 @@ type FenceOptions struct {
 	// ProxyA puts a criproxy (FenceCluster.ProxyA) between node A's
 	// hangwatch and its containerd, to hold chosen calls.
 	ProxyA bool
+	// SystemdDriver nodes run containerd and the kubelet under a systemd
+	// of their own with the systemd cgroup driver (StartSystemdDriverNodeT):
+	// their pods' cgroups are kubepods.slice's.
+	SystemdDriver map[int]bool
 }
 
 func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
@@ -82,7 +86,7 @@ func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
 	}
 	names := []*string{&fc.A, &fc.B, &fc.C}
 	for i := range max(o.Nodes, 2) {
-		*names[i] = fc.startNode(t, "fence-"+string(rune('a'+i)), o.DryRun[i], i == 0 && o.ProxyA)
+		*names[i] = fc.startNode(t, "fence-"+string(rune('a'+i)), o.DryRun[i], i == 0 && o.ProxyA, o.SystemdDriver[i])
 		if !o.Unlabelled[i] {
 			fc.Label(t, *names[i])
 		}
@@ -107,12 +111,17 @@ func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
 // (agent and repair process, repair off, the fence on) for a new node.
 func (fc *FenceCluster) StartNode(t *testing.T, base string, dryRun bool) string {
 	t.Helper()
-	return fc.startNode(t, base, dryRun, false)
+	return fc.startNode(t, base, dryRun, false, false)
 }
 
-func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied bool) string {
+func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, systemdDriver bool) string {
 	t.Helper()
-	n := &FenceNode{C: StartContainerdT(t, 0, 0)}
+	n := &FenceNode{}
+	if systemdDriver {
+		n.C, n.K = StartSystemdDriverNodeT(t, fc.CP, UniqueNode(base))
+	} else {
+		n.C = StartContainerdT(t, 0, 0)
+	}
 	endpoint := n.C.Where().Endpoint
 	if proxied {
 		p, err := criproxy.Start(filepath.Join(SocketDir(t), "cri.sock"), n.C.Socket)
@@ -122,7 +131,9 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied boo
 		t.Cleanup(p.Stop)
 		fc.ProxyA, endpoint = p, p.Endpoint
 	}
-	n.K = StartKubeletWithPodCgroupsT(t, fc.CP, n.C, UniqueNode(base))
+	if n.K == nil {
+		n.K = StartKubeletWithPodCgroupsT(t, fc.CP, n.C, UniqueNode(base))
+	}
 	dir := SocketDir(t)
 	config := filepath.Join(dir, "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nrepair:\n  enabled: false\n  fence: true\n"+
