@@ -43,6 +43,12 @@ const harnessTarget = "hangwatch-harness.target"
 //     made there and it manages no controller: the processes stay in the
 //     test's memory, cpu and pids cgroups, as the harness's own containerd
 //     does. Stop removes that cgroup tree.
+//     StartSystemdWithOwnCgroups gives it instead a cgroup root in every
+//     hierarchy, below the test's own cgroups, and a cgroup namespace
+//     rooted there with each hierarchy mounted anew: it manages every
+//     controller, as on a node, and a unit's cgroup has the path it has
+//     on a node (kubepods.slice at the root), as it and its services see
+//     it.
 //   - /proc/sys is read-only in its namespace: systemd raises sysctls at
 //     boot, container or not (net.unix.max_dgram_qlen to 512, fs.file-max
 //     and fs.nr_open to their maximum), which are the host's (the first is
