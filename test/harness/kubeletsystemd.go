@@ -64,13 +64,6 @@ RestartSec=10
 // systemd's own root, and the kubelet stays in the test's memory and cpu
 // cgroups.
 //
-// One difference from a node: /dev/kmsg in systemd's namespace is the FIFO
-// systemd logs through (see Systemd). The kubelet's OOM watcher opens it,
-// takes the first message systemd logs after the kubelet's start out of
-// systemd.log, finds it no kernel record and stops reading ("Exiting kmsg
-// parse; OOM events will not be reported"): so systemd.log lacks one
-// message per kubelet start, and the kubelet reports no OOM kill.
-//
 // The Kubelet's PID, Freeze and Thaw follow the unit's main process
 // across restarts; its Stop stops the unit (c's Stop stops systemd).
 func StartKubeletUnderSystemd(ctx context.Context, cp *ControlPlane, c *Containerd, node string) (*Kubelet, error) {
