@@ -35,6 +35,12 @@ type Kubelet struct {
 	// under this cgroup of its own, as on a real node: the fence finds
 	// pods there. Empty: no pod cgroups (containerd's per-container ones).
 	CgroupRoot string
+	// CgroupDriver is the kubelet's cgroupDriver: "cgroupfs" when empty,
+	// or "systemd" (StartKubeletUnderSystemdWith), whose runtime must use
+	// the same driver.
+	CgroupDriver string
+	// nodeLayout: a node's ports and certificate dir (UnitKubeletOptions).
+	nodeLayout bool
 	proc       *process // the kubelet, when the harness runs it as its child
 	sd         *Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
@@ -59,7 +65,7 @@ authentication:
   x509: {clientCAFile: %[4]s}
 authorization:
   mode: Webhook
-cgroupDriver: cgroupfs
+cgroupDriver: %[10]s
 cgroupsPerQOS: %[8]t
 cgroupRoot: "%[9]s"
 enforceNodeAllocatable: []
@@ -141,10 +147,14 @@ func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, e
 		return nil, err
 	}
 	k.Port, k.ReadOnlyPort, k.HealthzPort = ports[0], ports[1], ports[2]
-	k.ServingCert = filepath.Join(k.Dir, "pki", "kubelet.crt")
+	certDir := filepath.Join(k.Dir, "pki")
+	if k.nodeLayout {
+		k.Port, k.HealthzPort, certDir = 10250, 10248, filepath.Join(k.RootDir(), "pki")
+	}
+	k.ServingCert = filepath.Join(certDir, "kubelet.crt")
 	config := filepath.Join(k.Dir, "config.yaml")
 	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, runtimeEndpoint, k.StaticPodDir,
-		filepath.Join(k.Dir, "logs"), k.CgroupRoot != "", k.CgroupRoot)
+		filepath.Join(k.Dir, "logs"), k.CgroupRoot != "", k.CgroupRoot, k.cgroupDriver())
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		return nil, err
 	}
@@ -152,13 +162,24 @@ func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, e
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--config", config, "--kubeconfig", kubeconfig, "--root-dir", filepath.Join(k.Dir, "root"),
-		"--cert-dir", filepath.Join(k.Dir, "pki"), "--hostname-override", k.Node, "--node-ip", nodeIP(), "--v", "2"}
+	args := []string{"--config", config, "--kubeconfig", kubeconfig, "--root-dir", k.RootDir(),
+		"--cert-dir", certDir, "--hostname-override", k.Node, "--node-ip", nodeIP(), "--v", "2"}
 	if k.Gates != "" {
 		args = append(args, "--feature-gates", k.Gates)
 	}
 	return args, nil
 }
+
+// cgroupDriver is CgroupDriver, "cgroupfs" when empty.
+func (k *Kubelet) cgroupDriver() string {
+	if k.CgroupDriver == "" {
+		return "cgroupfs"
+	}
+	return k.CgroupDriver
+}
+
+// RootDir is the kubelet's --root-dir (/var/lib/kubelet on a node).
+func (k *Kubelet) RootDir() string { return filepath.Join(k.Dir, "root") }
 
 // waitStarted waits until the kubelet's /healthz answers and the Node is
 // Ready.
@@ -265,7 +286,10 @@ func (k *Kubelet) Stop() {
 	}
 	unmountUnder(k.Dir)
 	_ = os.RemoveAll(k.Dir)
-	removeCgroups(k.CgroupRoot)
+	if fs := k.cgroupFS(); fs != cgroupFS {
+		removeCgroups(fs, k.CgroupRoot) // while systemd lives: its own hierarchies
+	}
+	removeCgroups(cgroupFS, k.CgroupRoot)
 }
 
 // nodeIP is a non-loopback IPv4 address of this machine, which the kubelet

@@ -67,6 +67,34 @@ RestartSec=10
 // The Kubelet's PID, Freeze and Thaw follow the unit's main process
 // across restarts; its Stop stops the unit (c's Stop stops systemd).
 func StartKubeletUnderSystemd(ctx context.Context, cp *ControlPlane, c *Containerd, node string) (*Kubelet, error) {
+	return StartKubeletUnderSystemdWith(ctx, cp, c, node, UnitKubeletOptions{})
+}
+
+// UnitKubeletOptions change how StartKubeletUnderSystemdWith's kubelet
+// runs; the zero value is StartKubeletUnderSystemd's.
+type UnitKubeletOptions struct {
+	// PodCgroups gives the kubelet pod cgroups (cgroupsPerQOS) under a
+	// cgroup root of its own, as StartKubeletWithPodCgroupsT does: made
+	// in every hierarchy before the kubelet starts, and removed, with what
+	// still runs there killed, by its Stop.
+	PodCgroups bool
+	// CgroupDriver is the kubelet's cgroupDriver: "cgroupfs" when empty.
+	CgroupDriver string
+	// NodeLayout runs the kubelet on a node's ports (10250, and 10248 for
+	// /healthz) with its certificates in its root dir's pki/, as a kubeadm
+	// node has them: a pod's hostPath of /var/lib/kubelet/pki/kubelet.crt
+	// and the shipped configs' URLs find them. One such kubelet at a time
+	// on a machine (the installs suite's node A).
+	NodeLayout bool
+}
+
+// StartKubeletUnderSystemdWith is StartKubeletUnderSystemd with options.
+func StartKubeletUnderSystemdWith(ctx context.Context, cp *ControlPlane, c *Containerd, node string, o UnitKubeletOptions) (*Kubelet, error) {
+	switch o.CgroupDriver {
+	case "", "cgroupfs":
+	default:
+		return nil, fmt.Errorf("cgroup driver %q: want cgroupfs", o.CgroupDriver)
+	}
 	sd := c.Systemd()
 	if sd == nil {
 		return nil, errors.New("containerd does not run under systemd (StartContainerdUnderSystemd)")
@@ -89,7 +117,14 @@ func StartKubeletUnderSystemd(ctx context.Context, cp *ControlPlane, c *Containe
 		unlock()
 		return nil, err
 	}
-	k.sd, k.unlockSysctls = sd, unlock
+	k.sd, k.unlockSysctls, k.CgroupDriver, k.nodeLayout = sd, unlock, o.CgroupDriver, o.NodeLayout
+	if o.PodCgroups {
+		k.CgroupRoot = podCgroupRoot(node)
+		if err := makeCgroups(k.cgroupFS(), k.CgroupRoot); err != nil {
+			k.Stop()
+			return nil, err
+		}
+	}
 	if err := k.startUnit(ctx, bin, cp, c.Endpoint); err != nil {
 		err = fmt.Errorf("%w\n%s", err, k.logTail())
 		k.Stop()

@@ -28,8 +28,8 @@ func StartKubeletWithPodCgroupsT(t testing.TB, cp *ControlPlane, c NodeRuntime, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.CgroupRoot = fmt.Sprintf("/hangwatch-test-%d-%s", os.Getpid(), node) // node names are unique only within a test process
-	if err := makeCgroups(k.CgroupRoot); err != nil {
+	k.CgroupRoot = podCgroupRoot(node)
+	if err := makeCgroups(cgroupFS, k.CgroupRoot); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.start(ctx, bin, cp, c.Where().Endpoint); err != nil {
@@ -41,20 +41,36 @@ func StartKubeletWithPodCgroupsT(t testing.TB, cp *ControlPlane, c NodeRuntime, 
 	return k
 }
 
-// makeCgroups makes root in every hierarchy (the kubelet wants its
-// cgroup root to exist), with its parent's cpus and memory nodes.
-func makeCgroups(root string) error {
-	hierarchies, err := os.ReadDir(cgroupFS)
+// podCgroupRoot is the cgroup root of node's kubelet with pod cgroups;
+// node names are unique only within a test process.
+func podCgroupRoot(node string) string { return fmt.Sprintf("/hangwatch-test-%d-%s", os.Getpid(), node) }
+
+// cgroupFS is the cgroup file system the kubelet sees: the host's, or
+// under systemd the one in systemd's mount namespace, which also has the
+// v1 hierarchies the host leaves unmounted (systemd mounts them at boot:
+// here hugetlb, net_cls,net_prio and perf_event), each of which the
+// kubelet wants its cgroup root in.
+func (k *Kubelet) cgroupFS() string {
+	if k.sd == nil {
+		return cgroupFS
+	}
+	return filepath.Join("/proc", strconv.Itoa(k.sd.PID()), "root", cgroupFS)
+}
+
+// makeCgroups makes root in every hierarchy under fs (the kubelet wants
+// its cgroup root to exist), with its parent's cpus and memory nodes.
+func makeCgroups(fs, root string) error {
+	hierarchies, err := os.ReadDir(fs)
 	if err != nil {
 		return err
 	}
 	for _, h := range hierarchies {
-		dir := filepath.Join(cgroupFS, h.Name(), root)
+		dir := filepath.Join(fs, h.Name(), root)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-			if v, err := os.ReadFile(filepath.Join(cgroupFS, h.Name(), f)); err == nil {
+			if v, err := os.ReadFile(filepath.Join(fs, h.Name(), f)); err == nil {
 				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
 					return err
 				}
@@ -66,13 +82,13 @@ func makeCgroups(root string) error {
 
 // removeCgroups kills what still runs in root's pod cgroups (the
 // containers outlive the kubelet, and its runtime is stopped later), then
-// removes root's cgroups in every hierarchy, deepest first; what cannot be
-// removed is left.
-func removeCgroups(root string) {
+// removes root's cgroups in every hierarchy under fs, deepest first; what
+// cannot be removed is left.
+func removeCgroups(fs, root string) {
 	if root == "" {
 		return
 	}
-	freezer := filepath.Join(cgroupFS, "freezer", root)
+	freezer := filepath.Join(fs, "freezer", root)
 	_ = os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("THAWED"), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -83,9 +99,9 @@ func removeCgroups(root string) {
 		}
 		return len(pids) == 0
 	})
-	hierarchies, _ := os.ReadDir(cgroupFS)
+	hierarchies, _ := os.ReadDir(fs)
 	for _, h := range hierarchies {
-		top := filepath.Join(cgroupFS, h.Name(), root)
+		top := filepath.Join(fs, h.Name(), root)
 		var dirs []string
 		_ = filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
@@ -125,7 +141,7 @@ func PodCgroup(k *Kubelet, hierarchy, uid string) string {
 		return ""
 	}
 	var found string
-	_ = filepath.WalkDir(filepath.Join(cgroupFS, hierarchy, k.CgroupRoot), func(path string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(filepath.Join(k.cgroupFS(), hierarchy, k.CgroupRoot), func(path string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() && d.Name() == "pod"+uid {
 			found = path
 			return filepath.SkipAll
