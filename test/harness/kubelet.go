@@ -41,8 +41,8 @@ type Kubelet struct {
 	CgroupDriver string
 	// nodeLayout: a node's ports and certificate dir (UnitKubeletOptions).
 	nodeLayout bool
-	proc       *process // the kubelet, when the harness runs it as its child
-	sd         *Systemd // the systemd running it as KubeletUnit, when one does
+	proc         *process // the kubelet, when the harness runs it as its child
+	sd           *Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
 	// under systemd holds for its life (kubeletsysctls.go); nil: none.
 	unlockSysctls func()

@@ -62,7 +62,7 @@ RestartSec=10
 // cgroups are the harness's child kubelet's too (the cgroupfs driver, no
 // QoS cgroups): the unit's cgroup is in name=systemd alone, under the
 // systemd's own root, and the kubelet stays in the test's memory and cpu
-// cgroups.
+// cgroups (StartKubeletUnderSystemdWith gives it pod cgroups).
 //
 // The Kubelet's PID, Freeze and Thaw follow the unit's main process
 // across restarts; its Stop stops the unit (c's Stop stops systemd).
@@ -89,6 +89,9 @@ type UnitKubeletOptions struct {
 }
 
 // StartKubeletUnderSystemdWith is StartKubeletUnderSystemd with options.
+// With PodCgroups the kubelet's cgroup root is made in every hierarchy of
+// systemd's /sys/fs/cgroup, which has those the host leaves unmounted
+// (Kubelet.cgroupFS), and PodCgroup and CgroupPids look there.
 func StartKubeletUnderSystemdWith(ctx context.Context, cp *ControlPlane, c *Containerd, node string, o UnitKubeletOptions) (*Kubelet, error) {
 	switch o.CgroupDriver {
 	case "", "cgroupfs":

@@ -43,7 +43,9 @@ func StartKubeletWithPodCgroupsT(t testing.TB, cp *ControlPlane, c NodeRuntime, 
 
 // podCgroupRoot is the cgroup root of node's kubelet with pod cgroups;
 // node names are unique only within a test process.
-func podCgroupRoot(node string) string { return fmt.Sprintf("/hangwatch-test-%d-%s", os.Getpid(), node) }
+func podCgroupRoot(node string) string {
+	return fmt.Sprintf("/hangwatch-test-%d-%s", os.Getpid(), node)
+}
 
 // cgroupFS is the cgroup file system the kubelet sees: the host's, or
 // under systemd the one in systemd's mount namespace, which also has the
@@ -65,6 +67,9 @@ func makeCgroups(fs, root string) error {
 		return err
 	}
 	for _, h := range hierarchies {
+		if !isCgroupMount(filepath.Join(fs, h.Name())) {
+			continue
+		}
 		dir := filepath.Join(fs, h.Name(), root)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -78,6 +83,22 @@ func makeCgroups(fs, root string) error {
 		}
 	}
 	return nil
+}
+
+// isCgroupMount tells whether dir is a cgroup hierarchy, not a symbolic
+// link to one (systemd links cpu and cpuacct to cpu,cpuacct where they
+// are joined) nor a directory of the tmpfs (where they are not, systemd
+// leaves an empty cpu,cpuacct on its read-only tmpfs).
+func isCgroupMount(dir string) bool {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return false
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return false
+	}
+	const cgroupMagic, cgroup2Magic = 0x27e0eb, 0x63677270
+	return st.Type == cgroupMagic || st.Type == cgroup2Magic
 }
 
 // removeCgroups kills what still runs in root's pod cgroups (the
