@@ -86,7 +86,7 @@ configMapGenerator:
   behavior: replace
   files:
   - config.yaml=%s
-`, filepath.Join(overlays, "fence"), filepath.Join(overlays, "remedy"), filepath.Base(policy)),
+`, relTo(t, dir, filepath.Join(overlays, "fence")), relTo(t, dir, filepath.Join(overlays, "remedy")), filepath.Base(policy)),
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -176,4 +176,14 @@ func (in *Installs) startBinaries(t *testing.T) {
 	}
 	in.daemon = StartRepairing(t, in.C.Endpoint, NodeArgs(kc, in.A, "--config", config)...)
 	in.remedy = StartRemedy(t, RemedyIdentity(t, in.CP), FencePolicy(t, nil), "hangwatch-remedy")
+}
+
+// relTo is path relative to dir: kustomize takes no absolute root.
+func relTo(t *testing.T, dir, path string) string {
+	t.Helper()
+	rel, err := filepath.Rel(dir, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
 }
