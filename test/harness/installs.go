@@ -28,11 +28,11 @@ const (
 )
 
 // installsControllers are the controllers the shipped installs and the
-// whole ladder need: DaemonSets, the remedy Deployment, the StatefulSet the
+// whole ladder need: DaemonSets, the remedy Deployment, the garbage collector (an uninstall deletes their pods through it), the StatefulSet the
 // fence moves, evictions, the out-of-service path, and the kube-root-ca.crt
 // ConfigMap every pod's ServiceAccount token volume mounts.
 var installsControllers = append([]string{"daemonset-controller", "deployment-controller", "replicaset-controller",
-	"disruption-controller", "root-ca-certificate-publisher-controller"}, fenceControllers...)
+	"disruption-controller", "root-ca-certificate-publisher-controller", "garbage-collector-controller"}, fenceControllers...)
 
 // Installs is a cluster on which hangwatch is installed as it ships, from
 // its image, as pods: node A (watched), whose containerd and kubelet (pod
