@@ -189,12 +189,19 @@ func TestHelmChartCanLeaveConfigChangesToTheReload(t *testing.T) {
 
 // TestHelmRemedyMatchesKustomize: with remedy.enabled the chart installs
 // what manifests/overlays/remedy does: the same ClusterRole rules, the
-// same admission policy (for the chart's ServiceAccount) and the same
-// policy file.
+// same admission policy (for the chart's ServiceAccount), the same policy
+// file and the same pod security.
 func TestHelmRemedyMatchesKustomize(t *testing.T) {
 	objs := renderHelmChart(t, "hw", "--set", "remedy.enabled=true")
 	if len(renderHelmChart(t, "hw")) >= len(objs) {
 		t.Fatal("remedy.enabled=true renders nothing more")
+	}
+	chartPod, overlayPod := objs["Deployment/hw-remedy"], readObject(t, "overlays/remedy/deployment.yaml")
+	if got, exp := dig(containerOf(chartPod), "securityContext"), dig(containerOf(overlayPod), "securityContext"); !reflect.DeepEqual(got, exp) {
+		t.Errorf("the chart's remedy securityContext differs from the overlay's:\nchart: %v\nkustomize: %v", got, exp)
+	}
+	if got, exp := dig(chartPod, "spec", "template", "spec", "securityContext"), dig(overlayPod, "spec", "template", "spec", "securityContext"); !reflect.DeepEqual(got, exp) {
+		t.Errorf("the chart's remedy pod securityContext differs from the overlay's:\nchart: %v\nkustomize: %v", got, exp)
 	}
 	if got, exp := dig(objs["ClusterRole/hw-remedy"], "rules"), dig(readObject(t, "overlays/remedy/rbac.yaml"), "rules"); !reflect.DeepEqual(got, exp) {
 		t.Errorf("the chart's remedy ClusterRole rules differ from the overlay's:\nchart: %v\nkustomize: %v", got, exp)

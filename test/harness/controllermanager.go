@@ -29,7 +29,8 @@ func StartControllerManager(ctx context.Context, cp *ControlPlane, more ...strin
 func StartControllers(ctx context.Context, cp *ControlPlane, controllers ...string) (*ControllerManager, error) {
 	p, err := startComponent(ctx, cp, "kube-controller-manager",
 		"--controllers", strings.Join(controllers, ","),
-		"--cert-dir", filepath.Join(cp.Dir, "kcm-certs"))
+		"--cert-dir", filepath.Join(cp.Dir, "kcm-certs"),
+		"--root-ca-file", cp.PKI.CAFile) // the kube-root-ca.crt ConfigMaps, where root-ca-certificate-publisher-controller runs
 	if err != nil {
 		return nil, err
 	}

@@ -212,11 +212,25 @@ func (fc *FenceCluster) Pod(t *testing.T, name string) *corev1.Pod {
 // RunningOn waits until the pod name runs on node and returns it.
 func (fc *FenceCluster) RunningOn(t *testing.T, limit time.Duration, name, node string) *corev1.Pod {
 	t.Helper()
+	return RunningOn(t, fc.CP, limit, name, node)
+}
+
+// RunningOn waits until the default namespace's pod name runs on node and
+// returns it.
+func RunningOn(t *testing.T, cp *ControlPlane, limit time.Duration, name, node string) *corev1.Pod {
+	t.Helper()
+	get := func() *corev1.Pod {
+		p, err := cp.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return p
+	}
 	var p *corev1.Pod
 	Eventually(t, limit, name+" Running on "+node, func() bool {
-		p = fc.Pod(t, name)
+		p = get()
 		return p != nil && p.Spec.NodeName == node && PodRunning(*p)
-	}, Explaining(func() string { return name + ": " + DescribePod(fc.Pod(t, name)) }))
+	}, Explaining(func() string { return name + ": " + DescribePod(get()) }))
 	return p
 }
 

@@ -42,8 +42,10 @@ type Kubelet struct {
 	// systemdPodCgroups: pod cgroups with the systemd driver, under
 	// kubepods.slice of the kubelet's systemd.
 	systemdPodCgroups bool
-	proc              *process // the kubelet, when the harness runs it as its child
-	sd                *Systemd // the systemd running it as KubeletUnit, when one does
+	// nodeLayout: a node's ports and certificate dir (UnitKubeletOptions).
+	nodeLayout bool
+	proc       *process // the kubelet, when the harness runs it as its child
+	sd         *Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
 	// under systemd holds for its life (kubeletsysctls.go); nil: none.
 	unlockSysctls func()
@@ -148,7 +150,11 @@ func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, e
 		return nil, err
 	}
 	k.Port, k.ReadOnlyPort, k.HealthzPort = ports[0], ports[1], ports[2]
-	k.ServingCert = filepath.Join(k.Dir, "pki", "kubelet.crt")
+	certDir := filepath.Join(k.Dir, "pki")
+	if k.nodeLayout {
+		k.Port, k.HealthzPort, certDir = 10250, 10248, filepath.Join(k.RootDir(), "pki")
+	}
+	k.ServingCert = filepath.Join(certDir, "kubelet.crt")
 	config := filepath.Join(k.Dir, "config.yaml")
 	body := fmt.Sprintf(kubeletConfigTemplate, k.Port, k.ReadOnlyPort, k.HealthzPort, cp.PKI.CAFile, runtimeEndpoint, k.StaticPodDir,
 		filepath.Join(k.Dir, "logs"), k.CgroupRoot != "" || k.systemdPodCgroups, k.CgroupRoot, k.cgroupDriver())
@@ -159,8 +165,8 @@ func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, e
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--config", config, "--kubeconfig", kubeconfig, "--root-dir", filepath.Join(k.Dir, "root"),
-		"--cert-dir", filepath.Join(k.Dir, "pki"), "--hostname-override", k.Node, "--node-ip", nodeIP(), "--v", "2"}
+	args := []string{"--config", config, "--kubeconfig", kubeconfig, "--root-dir", k.RootDir(),
+		"--cert-dir", certDir, "--hostname-override", k.Node, "--node-ip", nodeIP(), "--v", "2"}
 	if k.Gates != "" {
 		args = append(args, "--feature-gates", k.Gates)
 	}
@@ -174,6 +180,9 @@ func (k *Kubelet) cgroupDriver() string {
 	}
 	return k.CgroupDriver
 }
+
+// RootDir is the kubelet's --root-dir (/var/lib/kubelet on a node).
+func (k *Kubelet) RootDir() string { return filepath.Join(k.Dir, "root") }
 
 // waitStarted waits until the kubelet's /healthz answers and the Node is
 // Ready.

@@ -64,13 +64,6 @@ RestartSec=10
 // systemd's own root, and the kubelet stays in the test's memory and cpu
 // cgroups (StartKubeletUnderSystemdWith gives it pod cgroups).
 //
-// One difference from a node: /dev/kmsg in systemd's namespace is the FIFO
-// systemd logs through (see Systemd). The kubelet's OOM watcher opens it,
-// takes the first message systemd logs after the kubelet's start out of
-// systemd.log, finds it no kernel record and stops reading ("Exiting kmsg
-// parse; OOM events will not be reported"): so systemd.log lacks one
-// message per kubelet start, and the kubelet reports no OOM kill.
-//
 // The Kubelet's PID, Freeze and Thaw follow the unit's main process
 // across restarts; its Stop stops the unit (c's Stop stops systemd).
 func StartKubeletUnderSystemd(ctx context.Context, cp *ControlPlane, c *Containerd, node string) (*Kubelet, error) {
@@ -94,6 +87,12 @@ type UnitKubeletOptions struct {
 	// (on the host: under its cgroup root, hangwatch-hws-…), and its
 	// Stop leaves them to systemd's.
 	CgroupDriver string
+	// NodeLayout runs the kubelet on a node's ports (10250, and 10248 for
+	// /healthz) with its certificates in its root dir's pki/, as a kubeadm
+	// node has them: a pod's hostPath of /var/lib/kubelet/pki/kubelet.crt
+	// and the shipped configs' URLs find them. One such kubelet at a time
+	// on a machine (the installs suite's node A).
+	NodeLayout bool
 }
 
 // StartKubeletUnderSystemdWith is StartKubeletUnderSystemd with options.
@@ -132,7 +131,7 @@ func StartKubeletUnderSystemdWith(ctx context.Context, cp *ControlPlane, c *Cont
 		unlock()
 		return nil, err
 	}
-	k.sd, k.unlockSysctls, k.CgroupDriver = sd, unlock, o.CgroupDriver
+	k.sd, k.unlockSysctls, k.CgroupDriver, k.nodeLayout = sd, unlock, o.CgroupDriver, o.NodeLayout
 	if o.PodCgroups && o.CgroupDriver == "systemd" {
 		k.systemdPodCgroups = true
 	} else if o.PodCgroups {

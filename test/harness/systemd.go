@@ -61,10 +61,12 @@ const harnessTarget = "hangwatch-harness.target"
 //     so the host's fstab, getty and SysV units never appear. The boot
 //     script makes / shared in its mount namespace, as systemd does on a
 //     node (after unshare(1) made it private: no peer of the host's).
-//   - its own log goes to Dir/systemd.log: systemd logs to /dev/kmsg, on
-//     which its mount namespace has a FIFO the harness copies from (not the
-//     host's console, which /dev/console is; not a file, which processes
-//     opening it anew would overwrite from its start). Units log nowhere
+//   - its own log goes to Dir/systemd.log: systemd logs to /dev/console,
+//     on which its mount namespace has a FIFO the harness copies from (not
+//     a file, which processes opening it anew would overwrite from its
+//     start). /dev/kmsg is the host's, as on a node: a pod's hostPath of
+//     it (the agent's, type CharDevice) and the kubelet's OOM watcher find
+//     the kernel's log there. Units log nowhere
 //     unless they say so (--default-standard-output=null: there is no
 //     journal), as containerd's unit does to a file.
 //   - the network namespace is the host's, like a node's containerd, and
@@ -147,8 +149,8 @@ fi
 mount --bind /proc/sys /proc/sys
 mount -o remount,bind,ro /proc/sys
 mount --make-rshared /
-mount --bind "$HW_LOG" /dev/kmsg
-exec "$HW_SYSTEMD" --unit=` + harnessTarget + ` --log-target=kmsg --show-status=no \
+mount --bind "$HW_LOG" /dev/console
+exec "$HW_SYSTEMD" --unit=` + harnessTarget + ` --log-target=console --show-status=no \
   --default-standard-output=null --default-standard-error=inherit
 `
 

@@ -142,3 +142,19 @@ func (s *Systemd) poll(ctx context.Context, check func(context.Context) (bool, e
 	}
 	return err
 }
+
+// SetDropIn writes a drop-in, name, for unit and has systemd reload its
+// units: it applies from the unit's next start.
+func (s *Systemd) SetDropIn(ctx context.Context, unit, name, content string) error {
+	dir := filepath.Join(s.Dir, "units", unit+".d")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		return err
+	}
+	if err := s.conn.ReloadContext(ctx); err != nil {
+		return fmt.Errorf("reload systemd's units: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+)
+
+// installs are the two ways hangwatch ships to a cluster.
+var installs = []string{"kustomize", "helm"}
+
+// TestInstallsRestartKeepsPods: hangwatch installed as shipped, from its
+// image, as pods. A 30 s freeze of A's containerd is RuntimeHung on the
+// Node, written by the agent's pod as its ServiceAccount under the shipped
+// policies; the repair pod restarts containerd through the node's systemd;
+// every pod on A is kept. Then the uninstall leaves nothing of hangwatch's
+// on the Nodes.
+func TestInstallsRestartKeepsPods(t *testing.T) {
+	for _, how := range installs {
+		t.Run(how, func(t *testing.T) {
+			in := harness.StartInstalls(t, how)
+			in.WaitRunning(t, 3*time.Minute)
+			harness.StatefulSet(t, in.CP, "web", in.A)
+			in.RunningOn(t, 2*time.Minute, "web-0", in.A)
+			in.WaitRuntimeOldEnough(t)
+			before := in.PodsOn(t, in.A)
+			pid0 := in.RuntimePID(t)
+			thaw := harness.Freeze(t, in.C)
+			frozen := time.Now()
+			harness.Eventually(t, time.Minute, "RuntimeHung True on A", in.ConditionIs(t, "RuntimeHung", corev1.ConditionTrue))
+			harness.Measure(t, "installs_"+how+"_restart_runtime_hung_after_freeze", time.Since(frozen))
+			in.WaitRestarted(t, pid0)
+			harness.Measure(t, "installs_"+how+"_restart_restarted_after_freeze", time.Since(frozen))
+			harness.Eventually(t, 2*time.Minute, "RuntimeHung False on A", in.ConditionIs(t, "RuntimeHung", corev1.ConditionFalse))
+			harness.Measure(t, "installs_"+how+"_restart_runtime_hung_false_after_freeze", time.Since(frozen))
+			thaw()
+			if after := in.PodsOn(t, in.A); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("A's pods changed over the freeze and the restart:\nbefore %v\nafter  %v", before, after)
+			}
+			in.UninstallLeavesNothing(t)
+		})
+	}
+}
+
+// TestInstallsLadderToFence: hangwatch installed as shipped, with the
+// fence opted in (A's label, remedy's policy). A's containerd freezes and
+// every start of it wedges again: no restart cures it. The whole ladder
+// runs from the pods: RuntimeHung, remedy's taint, one restart by the
+// repair pod, repair gives up, the fence by the repair pod and the agent,
+// out-of-service by the remedy pod, and the StatefulSet's web-0 Running on
+// B. Each rung's time from the freeze is measured.
+func TestInstallsLadderToFence(t *testing.T) {
+	for _, how := range append(installs, "binaries") {
+		t.Run(how, func(t *testing.T) {
+			in := harness.StartInstalls(t, how)
+			in.WaitRunning(t, 3*time.Minute)
+			harness.StatefulSet(t, in.CP, "web", in.A)
+			before := in.RunningOn(t, 2*time.Minute, "web-0", in.A)
+			in.WaitRuntimeOldEnough(t)
+			in.WedgeRuntimeStarts(t)
+			harness.Freeze(t, in.C)
+			frozen := time.Now()
+			rungs := in.WatchLadder(t, frozen, before.UID)
+			moved := in.RunningOn(t, 3*time.Minute, "web-0", in.B)
+			onB := time.Since(frozen)
+			rungs.Stop()
+			for _, r := range rungs.Seen() {
+				harness.Measure(t, "installs_"+how+"_ladder_"+r.Name+"_after_freeze", r.After)
+			}
+			harness.Measure(t, "installs_"+how+"_ladder_web0_on_b_after_freeze", onB)
+			if moved.UID == before.UID {
+				t.Fatalf("web-0 on B has A's UID %s", moved.UID)
+			}
+			if missing := rungs.Missing(); len(missing) > 0 {
+				t.Errorf("rungs not seen before web-0 ran on B: %v", missing)
+			}
+			if onB > 75*time.Second {
+				t.Errorf("web-0 Running on B %v after the freeze; want within 75s", onB.Round(time.Millisecond))
+			}
+			if how != "binaries" {
+				in.UninstallLeavesNothing(t)
+			}
+		})
+	}
+}
+
+var _ = context.Background

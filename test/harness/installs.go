@@ -1,0 +1,298 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hangwatch/hangwatch/internal/fencing"
+)
+
+// ShippedImage is the image every shipped manifest and the chart name
+// (the overlays' images: newTag, the chart's appVersion).
+const ShippedImage = "hangwatch.local/hangwatch:v0.1.0"
+
+// The roles of the installs cluster's nodes, a label on each Node that the
+// installs patches select on (installs-patches.yaml).
+const (
+	installsRoleLabel = "test.hangwatch.io/role"
+	roleWatched       = "watched"
+	roleSpare         = "spare"
+)
+
+// installsControllers are the controllers the shipped installs and the
+// whole ladder need: DaemonSets, the remedy Deployment, the garbage collector (an uninstall deletes their pods through it), the StatefulSet the
+// fence moves, evictions, the out-of-service path, and the kube-root-ca.crt
+// ConfigMap every pod's ServiceAccount token volume mounts.
+var installsControllers = append([]string{"daemonset-controller", "deployment-controller", "replicaset-controller",
+	"disruption-controller", "root-ca-certificate-publisher-controller", "garbage-collector-controller"}, fenceControllers...)
+
+// Installs is a cluster on which hangwatch is installed as it ships, from
+// its image, as pods: node A (watched), whose containerd and kubelet (pod
+// cgroups, ports 10250 and 10248) a real systemd runs in a mount namespace
+// with a node's directories (Systemd.GiveNodeDirs), and node B (spare), a
+// plain kubelet on its own containerd; kube-scheduler and the controllers.
+type Installs struct {
+	CP   *ControlPlane
+	A, B string
+	C    *Containerd // A's, under SD
+	SD   *Systemd
+	K    *Kubelet // A's
+	KB   *Kubelet
+	CB   *Containerd
+	How  string // "kustomize" or "helm"
+	// Installed is when the install command returned.
+	Installed time.Time
+	patches   string // installs-patches.yaml with the API server's port
+	// runtimeStarted is when A's containerd was started.
+	runtimeStarted time.Time
+	// daemon and remedy are hangwatch's processes when How is
+	// "binaries": the same cluster, hangwatch run as the other e2e tests
+	// run it, for comparison.
+	daemon *Daemon
+	remedy *Remedy
+}
+
+// StartInstalls starts the cluster and installs hangwatch by how
+// ("kustomize": the fence and remedy overlays; "helm": the chart with
+// repair, the fence and remedy on), then waits until its pods run and A's
+// conditions are False. The fence is opted in on A (its label) and in
+// remedy's policy, as an operator turns it on.
+func StartInstalls(t *testing.T, how string) *Installs {
+	t.Helper()
+	RequireSystemd(t)
+	in := &Installs{CP: StartControlPlaneT(t), How: how}
+	StartControllerManagerT(t, in.CP, installsControllers...)
+	StartSchedulerT(t, in.CP)
+	for _, ns := range []string{"kube-system", "default"} {
+		EnsureDefaultServiceAccount(t, in.CP, ns)
+	}
+	in.startNodeA(t)
+	in.CB = StartContainerdT(t, 0, 0)
+	in.KB = StartKubeletT(t, in.CP, in.CB, UniqueNode("installs-b"))
+	in.B = in.KB.Node
+	in.label(t, in.A, map[string]string{installsRoleLabel: roleWatched, fencing.OptInLabel: fencing.OptInValue})
+	in.label(t, in.B, map[string]string{installsRoleLabel: roleSpare})
+	in.importImage(t)
+	in.patches = strings.ReplaceAll(installsPatches, "KUBERNETES_SERVICE_PORT_VALUE", in.CP.Port())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("at the failure:\n%s\n%s\n%s", in.CP.KubectlLog("get", "nodes,ds,deploy,sts,pods", "-A", "-o", "wide"),
+				in.CP.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"), in.PodLogs(t))
+		}
+	})
+	in.Install(t)
+	return in
+}
+
+func (in *Installs) startNodeA(t *testing.T) {
+	t.Helper()
+	in.runtimeStarted = time.Now()
+	in.C, in.SD = StartContainerdUnderSystemdT(t, 0, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	k, err := StartKubeletUnderSystemdWith(ctx, in.CP, in.C, UniqueNode("installs-a"), UnitKubeletOptions{PodCgroups: true, NodeLayout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	in.K, in.A = k, k.Node
+	if err := in.SD.GiveNodeDirs(ctx, k.RootDir(), in.C.Dir, "/run/containerd"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (in *Installs) label(t *testing.T, node string, labels map[string]string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":%s}}`, MustJSON(t, labels))
+	if _, err := in.CP.Admin.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// importImage imports the image hack/image.sh builds into both nodes'
+// containerds under the shipped name; nothing is pulled.
+func (in *Installs) importImage(t *testing.T) {
+	t.Helper()
+	tar := HangwatchImageTar(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, c := range []*Containerd{in.C, in.CB} {
+		if err := c.ImportImage(ctx, tar); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.TagImage(ctx, staticPodImage, ShippedImage); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TagImage gives image src the name dst too (ctr images tag).
+func (c *Containerd) TagImage(ctx context.Context, src, dst string) error {
+	out, err := c.ctr(ctx, "images", "tag", "--force", src, dst)
+	if err != nil {
+		return fmt.Errorf("ctr images tag %s %s: %w: %s", src, dst, err, out)
+	}
+	return nil
+}
+
+// Pods are the pods of the workload named (hangwatch, hangwatch-repair,
+// hangwatch-remedy), by the app.kubernetes.io/name label both installs
+// give them.
+func (in *Installs) Pods(t *testing.T, name string) []corev1.Pod {
+	t.Helper()
+	list, err := in.CP.Admin.CoreV1().Pods("kube-system").List(context.Background(),
+		metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// Running is the workload's pod that runs and is ready, or nil.
+func (in *Installs) Running(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	for _, p := range in.Pods(t, name) {
+		if PodRunning(p) {
+			return &p
+		}
+	}
+	return nil
+}
+
+// WaitRunning waits until hangwatch's pods run: the agent and the repair
+// process on A, remedy on B, and A's four conditions are False.
+func (in *Installs) WaitRunning(t *testing.T, limit time.Duration) {
+	t.Helper()
+	where := map[string]string{"hangwatch": in.A, "hangwatch-repair": in.A, "hangwatch-remedy": in.B}
+	if in.How == "binaries" {
+		where = nil
+	}
+	Eventually(t, limit, "hangwatch's pods Running as installed", func() bool {
+		for name, node := range where {
+			if p := in.Running(t, name); p == nil || p.Spec.NodeName != node {
+				return false
+			}
+		}
+		return true
+	}, Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
+	for _, c := range []string{"RuntimeHung", "KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy"} {
+		if _, _, err := PollNode(t, in.CP, time.Minute, in.A, c, CondIs(corev1.ConditionFalse, "")); err != nil {
+			t.Fatalf("%v\n%s", err, in.PodLogs(t))
+		}
+	}
+}
+
+func (c *Containerd) ctr(ctx context.Context, args ...string) ([]byte, error) {
+	return exec.CommandContext(ctx, c.Bin.path("ctr"), append([]string{"--address", c.Socket, "-n", "k8s.io"}, args...)...).CombinedOutput()
+}
+
+// RunningOn waits until the default namespace's pod name runs on node.
+func (in *Installs) RunningOn(t *testing.T, limit time.Duration, name, node string) *corev1.Pod {
+	t.Helper()
+	return RunningOn(t, in.CP, limit, name, node)
+}
+
+// ConditionIs tells whether A's condType has status.
+func (in *Installs) ConditionIs(t *testing.T, condType string, status corev1.ConditionStatus) func() bool {
+	return func() bool { c := NodeCond(t, in.CP, in.A, condType); return c != nil && c.Status == status }
+}
+
+// RuntimePID is A's containerd's main PID as its systemd has it.
+func (in *Installs) RuntimePID(t *testing.T) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pid, err := in.SD.MainPID(ctx, ContainerdUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// WaitRestarted waits until systemd runs another containerd than pid0.
+func (in *Installs) WaitRestarted(t *testing.T, pid0 int) {
+	t.Helper()
+	Eventually(t, 2*time.Minute, "systemd to start a new containerd on A", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		pid, err := in.SD.MainPID(ctx, ContainerdUnit)
+		return err == nil && pid != 0 && pid != pid0
+	})
+}
+
+// WaitRuntimeOldEnough waits until A's containerd is old enough for
+// repair to restart it 20 s from now: repair never kills a main process
+// younger than 3 waits (3 × restartRuntimeAfter, 20 s as shipped).
+func (in *Installs) WaitRuntimeOldEnough(t *testing.T) {
+	t.Helper()
+	Eventually(t, 2*time.Minute, "A's containerd to be 45 s old", func() bool { return time.Since(in.runtimeStarted) > 45*time.Second })
+}
+
+// PodsOn is each of node's pods (every namespace) by name: its UID and
+// restart count.
+func (in *Installs) PodsOn(t *testing.T, node string) map[string]string {
+	t.Helper()
+	list, err := in.CP.Admin.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		restarts := int32(0)
+		for _, c := range p.Status.ContainerStatuses {
+			restarts += c.RestartCount
+		}
+		out[p.Namespace+"/"+p.Name] = fmt.Sprintf("uid %s, %d restarts, deleting %v", p.UID, restarts, p.DeletionTimestamp != nil)
+	}
+	return out
+}
+
+// WedgeRuntimeStarts makes every later start of A's containerd wedge
+// before it serves (a drop-in whose ExecStartPre stops itself): a hang no
+// restart cures.
+func (in *Installs) WedgeRuntimeStarts(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := in.SD.SetDropIn(ctx, ContainerdUnit, "50-wedge.conf", "[Service]\nExecStartPre=/bin/sh -c 'kill -STOP $$$$'\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// UninstallLeavesNothing uninstalls hangwatch as the install was made and
+// checks that its pods are gone and that no Node keeps a taint of
+// hangwatch's, its out-of-service taint or a fence annotation.
+func (in *Installs) UninstallLeavesNothing(t *testing.T) {
+	t.Helper()
+	in.Uninstall(t)
+	Eventually(t, 2*time.Minute, "hangwatch's pods gone", func() bool {
+		return len(in.Pods(t, "hangwatch"))+len(in.Pods(t, "hangwatch-repair"))+len(in.Pods(t, "hangwatch-remedy")) == 0
+	}, Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
+	for _, node := range []string{in.A, in.B} {
+		n, err := in.CP.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tn := range n.Spec.Taints {
+			if ours, _ := fencing.HasOutOfService(n); ours || strings.HasPrefix(tn.Key, "hangwatch.io/") {
+				t.Errorf("after the uninstall %s keeps the taint %s=%s:%s", node, tn.Key, tn.Value, tn.Effect)
+			}
+		}
+		for _, a := range append(fencing.RequestAnnotations, fencing.AttestationAnnotations...) {
+			if v, ok := n.Annotations[a]; ok {
+				t.Errorf("after the uninstall %s keeps the annotation %s=%s", node, a, v)
+			}
+		}
+		for _, c := range n.Status.Conditions {
+			t.Logf("after the uninstall %s has %s=%s (%s) heartbeat %v", node, c.Type, c.Status, c.Reason, c.LastHeartbeatTime)
+		}
+	}
+}
