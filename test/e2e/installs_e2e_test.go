@@ -66,7 +66,7 @@ func TestInstallsLadderToFence(t *testing.T) {
 			harness.Freeze(t, in.C)
 			frozen := time.Now()
 			rungs := in.WatchLadder(t, frozen, before.UID)
-			moved := in.RunningOn(t, 3*time.Minute, "web-0", in.B)
+			moved := in.WaitMovedToB(t, 3*time.Minute, rungs)
 			onB := time.Since(frozen)
 			rungs.Stop()
 			for _, r := range rungs.Seen() {

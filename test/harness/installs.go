@@ -58,6 +58,9 @@ type Installs struct {
 	// run it, for comparison.
 	daemon *Daemon
 	remedy *Remedy
+	// scrapeToken is the PodMonitor's ServiceAccount's token, for the
+	// agent's /metrics on 9765.
+	scrapeToken string
 }
 
 // StartInstalls starts the cluster and installs hangwatch by how
@@ -89,6 +92,9 @@ func StartInstalls(t *testing.T, how string) *Installs {
 		}
 	})
 	in.Install(t)
+	if how != "binaries" {
+		in.scrapeToken = ApplyScraperIdentity(t, in.CP)
+	}
 	return in
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -138,4 +139,46 @@ func (in *Installs) logSays(text string) bool {
 		}
 	}
 	return false
+}
+
+// WaitMovedToB waits until the default namespace's web-0 runs on B and
+// returns it; on a timeout it fails with the rungs seen and A's state.
+func (in *Installs) WaitMovedToB(t *testing.T, limit time.Duration, w *LadderWatch) *corev1.Pod {
+	t.Helper()
+	var p *corev1.Pod
+	_, err := Poll(context.Background(), limit, "web-0 Running on "+in.B, func() bool {
+		got, err := in.CP.Admin.CoreV1().Pods("default").Get(context.Background(), "web-0", metav1.GetOptions{})
+		p = got
+		return err == nil && got.Spec.NodeName == in.B && PodRunning(*got)
+	})
+	if err != nil {
+		t.Fatalf("%v\nrungs seen %v, missing %v\n%s", err, w.Seen(), w.Missing(), in.Explain(t))
+	}
+	return p
+}
+
+// Explain is A's Node (taints, annotations, conditions), the Events, the
+// agent's repair and fence metrics, and remedy's log, for a failure.
+func (in *Installs) Explain(t *testing.T) string {
+	var b strings.Builder
+	b.WriteString(in.CP.KubectlLog("get", "node", in.A, "-o", "jsonpath={.spec.taints}{\"\\n\"}{.metadata.annotations}{\"\\n\"}{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{\"\\n\"}{end}"))
+	b.WriteString(in.CP.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"))
+	b.WriteString(in.CP.KubectlLog("get", "pods", "-A", "-o", "wide"))
+	if in.scrapeToken != "" {
+		if _, body, err := Get("https://127.0.0.1:9765/metrics", Token(in.scrapeToken), Client(SecureClient)); err == nil {
+			for _, line := range strings.Split(body, "\n") {
+				if strings.HasPrefix(line, "hangwatch_repair") || strings.HasPrefix(line, "hangwatch_fence") {
+					b.WriteString(line + "\n")
+				}
+			}
+		}
+	}
+	if in.daemon != nil {
+		b.WriteString(fileTail("hangwatch", in.daemon.Log.Name(), 40))
+	}
+	logs, _ := filepath.Glob(filepath.Join(in.KB.Dir, "logs", "kube-system_hangwatch-remedy*", "*", "*.log"))
+	for _, l := range logs {
+		b.WriteString(fileTail(l, l, 40))
+	}
+	return b.String()
 }
