@@ -75,14 +75,17 @@ const (
 const fencedCondition = "RuntimeHung"
 
 // wholeRuntimeReasons are RuntimeHung's reasons that judge the runtime as
-// a whole: a call that names no object, unanswered. One container's
-// ContainerStatusHung is that container's, and RuntimeUnreachable (nothing
-// listens) is systemd's to start again. The reason names the first call of
+// a whole: a call that names no object, unanswered, or nothing listening
+// on its socket (RuntimeUnreachable: the node fences for it only where its
+// repair restarted the runtime in this spell and it never came back, and
+// leaves a stopped one to systemd and its operator, the request timing
+// out). One container's ContainerStatusHung is that container's. The
+// reason names the first call of
 // a probe cycle past its timeout, which in a frozen runtime may be any of
 // them (ImageFsInfoHung was seen on a frozen containerd): it is no sign of
 // which calls still answer. That is the corroboration's to say.
 var wholeRuntimeReasons = []string{"RuntimeNotResponding", "VersionHung", "StatusHung", "ListPodSandboxHung", "ListContainersHung",
-	"ImageFsInfoHung", "StreamPodSandboxesHung", "StreamContainersHung"}
+	"ImageFsInfoHung", "StreamPodSandboxesHung", "StreamContainersHung", "RuntimeUnreachable"}
 
 // corroboratingCondition and corroboratingReason: the fence is asked only
 // while the relist has stalled too (PLEGUnhealthy True for RelistStalled:

@@ -294,3 +294,28 @@ func TestANodeWhereRepairCannotRestartGivesUp(t *testing.T) {
 	h.run(time.Minute)
 	h.givenUp(false, "context deadline exceeded")
 }
+
+// TestARestartThatNeverListensAgainIsGivenUp: repair restarts a hung
+// runtime, and the new one never listens (its start wedges before it
+// serves: RuntimeUnreachable). It is not killed again, the spell goes on,
+// and repair gives up a wait after the kill, so the fence may act. The
+// issue 49 installs suite found the spell ending at RuntimeUnreachable,
+// and the fence never asked.
+func TestARestartThatNeverListensAgainIsGivenUp(t *testing.T) {
+	g := newRig(t, Settings{RestartRuntimeAfter: 20 * time.Second, MaxRestartsPerHour: 3})
+	g.run(time.Minute)
+	g.hang("VersionHung")
+	g.run(21 * time.Second)
+	if g.sd.kills != 1 {
+		t.Fatalf("kills = %d, want 1", g.sd.kills)
+	}
+	g.hang("RuntimeUnreachable")
+	g.run(5 * time.Second)
+	g.givenUp(false, "given 20s to answer")
+	g.run(20 * time.Second)
+	g.givenUp(true, "has given no answer since")
+	g.run(2 * time.Minute)
+	if g.sd.kills != 1 {
+		t.Errorf("kills = %d while nothing listens, want the one restart", g.sd.kills)
+	}
+}

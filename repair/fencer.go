@@ -98,8 +98,12 @@ type FencerOptions struct {
 	Maintenance func(ctx context.Context) (string, error)
 	// GivenUp tells whether repair has done what it can for the runtime.
 	GivenUp func() (bool, string)
-	Link    FenceLink
-	Notify  Notifier
+	// Restarted tells whether repair restarted the runtime in this spell:
+	// then a socket nothing listens on again (RuntimeUnreachable) is a
+	// hang no restart cured. nil: never.
+	Restarted func() bool
+	Link      FenceLink
+	Notify    Notifier
 	// BootID reads this boot's ID; nil: /proc/sys/kernel/random/boot_id.
 	BootID func() (string, error)
 	// Host acts on the node; nil: HostFor(Settings) at each fence.
@@ -193,9 +197,15 @@ func (f *Fencer) readOrder(ctx context.Context) (FenceOrder, bool) {
 // timeout, which in a freeze may be any of them: the silence is what
 // tells ImageFsInfo held alone, or a slow list, from a stuck lifecycle).
 func (f *Fencer) hung(vs []Verdict) bool {
-	v, sick := unwell(TargetRuntime, vs)
-	_, silent := f.o.Silence()
-	return sick && wholeRuntimeReason(v.Reason) && silent >= fenceMinSilence
+	if _, silent := f.o.Silence(); silent < fenceMinSilence {
+		return false
+	}
+	if v, sick := unwell(TargetRuntime, vs); sick {
+		return wholeRuntimeReason(v.Reason)
+	}
+	// nothing listens: only a runtime repair restarted in this spell that
+	// did not come back, never one an operator stopped
+	return unreachable(vs) && f.o.Restarted != nil && f.o.Restarted()
 }
 
 func wholeRuntimeReason(reason string) bool {

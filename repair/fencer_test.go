@@ -204,6 +204,7 @@ func TestFencerRefusals(t *testing.T) {
 		"one object's hang":  {func(g *fencerRig) { g.vs[0].Reason = "ContainerStatusHung" }, false, ""},
 		"only ImageFsInfo":   {func(g *fencerRig) { g.vs[0].Reason, g.silence = "ImageFsInfoHung", 4*time.Second }, false, ""},
 		"late answers":       {func(g *fencerRig) { g.silence = 5 * time.Second }, false, ""},
+		"stopped, not by us": {func(g *fencerRig) { g.vs[0].Reason = "RuntimeUnreachable" }, false, ""},
 		"not opted in":       {func(g *fencerRig) { g.link.order.Request.OptedIn = false }, true, "opt-in label"},
 		"past its deadline": {func(g *fencerRig) {
 			g.link.order.Request.Deadline = g.clk.Now().Add(-fenceSkewAllowance - time.Second)
@@ -228,6 +229,21 @@ func TestFencerRefusals(t *testing.T) {
 				t.Errorf("killed %v", g.host.killed)
 			}
 		})
+	}
+}
+
+// TestFencerFencesARuntimeThatNeverCameBack: nothing listens on the
+// runtime's socket after repair restarted it in this spell (a start that
+// wedges before it serves): the fence carries the request out, as for a
+// runtime that hangs. A runtime nothing listens on that repair did not
+// restart is an operator's (TestFencerRefusals, "stopped, not by us").
+func TestFencerFencesARuntimeThatNeverCameBack(t *testing.T) {
+	g := newFencerRig(fenceOn)
+	g.vs[0].Reason = "RuntimeUnreachable"
+	g.f.o.Restarted = func() bool { return true }
+	g.f.Step(context.Background())
+	if len(g.link.reports) != 1 || !g.link.reports[0].Fenced {
+		t.Fatalf("reports = %+v, want one fenced", g.link.reports)
 	}
 }
 

@@ -49,6 +49,7 @@ type SilenceNote struct {
 type Tally struct {
 	Repairs map[Target]map[string]float64 `json:"repairs"`
 	Left    map[Target]float64            `json:"budgetRemaining"`
+	GivenUp map[Target]float64            `json:"givenUp,omitempty"`
 }
 
 // MaintenanceAnswer names the Node's maintenance condition that is True.
@@ -138,6 +139,11 @@ func (t Tally) Check() error {
 	for target, v := range t.Left {
 		if !knownTarget(target) || !(v >= -1e6 && v <= 1e6) {
 			return fmt.Errorf("tally: budget of target %q is %v", target, v)
+		}
+	}
+	for target, v := range t.GivenUp {
+		if !knownTarget(target) || (v != 0 && v != 1) {
+			return fmt.Errorf("tally: given up of target %q is %v: want 0 or 1", target, v)
 		}
 	}
 	return nil

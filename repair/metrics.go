@@ -14,12 +14,13 @@ type Metrics struct {
 	mu      sync.Mutex
 	repairs map[Target]map[string]float64
 	left    map[Target]float64
+	givenUp map[Target]float64
 }
 
 // NewMetrics starts every target's count at 0 for every outcome, so an
 // alert's increase() sees the first.
 func NewMetrics() *Metrics {
-	m := &Metrics{repairs: map[Target]map[string]float64{}, left: map[Target]float64{}}
+	m := &Metrics{repairs: map[Target]map[string]float64{}, left: map[Target]float64{}, givenUp: map[Target]float64{}}
 	for _, t := range []Target{TargetRuntime, TargetKubelet} {
 		m.repairs[t] = map[string]float64{}
 		for _, o := range Outcomes {
@@ -45,11 +46,19 @@ func (m *Metrics) budget(t Target, left int) {
 	}
 }
 
-// Tally copies the counts and budgets.
+func (m *Metrics) gaveUp(t Target, up bool) {
+	if m != nil {
+		m.mu.Lock()
+		m.givenUp[t] = map[bool]float64{true: 1}[up]
+		m.mu.Unlock()
+	}
+}
+
+// Tally copies the counts, budgets and what repair has given up on.
 func (m *Metrics) Tally() Tally {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t := Tally{Repairs: map[Target]map[string]float64{}, Left: maps.Clone(m.left)}
+	t := Tally{Repairs: map[Target]map[string]float64{}, Left: maps.Clone(m.left), GivenUp: maps.Clone(m.givenUp)}
 	for target, outcomes := range m.repairs {
 		t.Repairs[target] = maps.Clone(outcomes)
 	}
@@ -62,6 +71,9 @@ var (
 		[]string{"target", "outcome"}, nil, metrics.ALPHA, "")
 	leftDesc = metrics.NewDesc("hangwatch_repair_budget_remaining",
 		"Restarts of the target that repair may still make on this node in the current hour (repair.maxRestartsPerHour minus those of the last hour, kept in repair.stateFile), as the repair process last said.",
+		[]string{"target"}, nil, metrics.ALPHA, "")
+	givenUpDesc = metrics.NewDesc("hangwatch_repair_given_up",
+		"1 while repair has done what it can for the target (repair off, a restart impossible, the budget spent by restarts, or a restart made and the target still silent a wait later): the fence, the next rung, may act; else 0. Set by the repair process and exported by the agent it is linked to.",
 		[]string{"target"}, nil, metrics.ALPHA, "")
 	linkedDesc = metrics.NewDesc("hangwatch_repair_linked",
 		"1 while the repair process (hangwatch repair) has read the agent's view over repair.agentSocket within the last 30 s, else 0; exported only where repair.agentSocket is set.",
@@ -95,6 +107,7 @@ func (r *Relay) Set(t Tally) {
 func (r *Relay) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- repairsDesc
 	ch <- leftDesc
+	ch <- givenUpDesc
 	ch <- linkedDesc
 }
 
@@ -109,6 +122,9 @@ func (r *Relay) CollectWithStability(ch chan<- metrics.Metric) {
 	}
 	for t, v := range r.tally.Left {
 		ch <- metrics.NewLazyConstMetric(leftDesc, metrics.GaugeValue, v, string(t))
+	}
+	for t, v := range r.tally.GivenUp {
+		ch <- metrics.NewLazyConstMetric(givenUpDesc, metrics.GaugeValue, v, string(t))
 	}
 	linked := 0.0
 	if r.linked() {

@@ -179,6 +179,7 @@ func (r *Repairer) Step(ctx context.Context) {
 // when the next rung was let act, and why.
 func (r *Repairer) logGivenUp(t Target) {
 	up, why := r.givenUp(t)
+	r.o.Metrics.gaveUp(t, up)
 	if up == r.gaveUp[t] {
 		return
 	}
@@ -199,8 +200,16 @@ func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (attempt, bool) {
 	st, after := r.targets[t], r.settings.after(t)
 	v, sick := unwell(t, vs)
 	what, silent := r.silence(t)
-	if !sick || after <= 0 || silent <= 0 {
+	// a runtime restarted in this spell whose socket nothing listens on
+	// again (a start that wedges or fails before it serves) is the same
+	// spell: not killed again (starting it is systemd's), but given up on
+	// a wait after the kill
+	down := t == TargetRuntime && !st.killed.IsZero() && unreachable(vs)
+	if (!sick && !down) || after <= 0 || silent <= 0 {
 		*st = targetState{judged: st.judged, askAt: st.askAt} // the spell is over
+		return attempt{}, false
+	}
+	if !sick {
 		return attempt{}, false
 	}
 	since := latest(now.Add(-silent), st.judged)
@@ -237,7 +246,8 @@ func latest(a, b time.Time) time.Time {
 //     outside the host's PID namespace), or its budget is spent by kills
 //     made in the last hour of this boot that did not hold;
 //   - a kill was sent in this spell and the target has given no answer
-//     for a wait since the first.
+//     for a wait since the first (a runtime whose socket nothing listens
+//     on again after the restart included).
 //
 // Never while it is held back without having tried: the fleet's bound,
 // the Node's maintenance, a budget that cannot be read or written, a kill
@@ -248,6 +258,13 @@ func (r *Repairer) GivenUp(t Target) (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.givenUp(t)
+}
+
+// Restarted tells whether repair has restarted target in this spell.
+func (r *Repairer) Restarted(t Target) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.targets[t].killed.IsZero()
 }
 
 func (r *Repairer) givenUp(t Target) (bool, string) {

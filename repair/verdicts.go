@@ -66,6 +66,14 @@ func unwell(t Target, vs []Verdict) (Verdict, bool) {
 	return Verdict{}, false
 }
 
+// unreachable tells whether RuntimeHung is True because nothing listens
+// on the runtime's socket.
+func unreachable(vs []Verdict) bool {
+	return slices.ContainsFunc(vs, func(v Verdict) bool {
+		return v.True && v.Type == conditionRuntimeHung && v.Reason == reasonRuntimeUnreachable
+	})
+}
+
 // deadlocked tells whether KernelDeadlock is True: a process blocked in
 // the kernel cannot be killed, so no restart can complete.
 func deadlocked(vs []Verdict) bool {

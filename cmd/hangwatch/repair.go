@@ -64,7 +64,8 @@ func runRepair(ctx context.Context, loader *config.Loader, loaded *config.Loaded
 		Metrics: m, Notify: link})
 	f := repair.NewFencer(repair.FencerOptions{Settings: options.Fence(s), Clock: clock.RealClock{}, Verdicts: link.Verdicts,
 		Silence: link.LifecycleSilence(), GivenUp: func() (bool, string) { return r.GivenUp(repair.TargetRuntime) },
-		Probe: repair.ProbeRuntime(ep.Address), Maintenance: link.Maintenance, Link: link, Notify: link})
+		Restarted: func() bool { return r.Restarted(repair.TargetRuntime) },
+		Probe:     repair.ProbeRuntime(ep.Address), Maintenance: link.Maintenance, Link: link, Notify: link})
 	klog.InfoS("hangwatch repair running", "agentSocket", s.AgentSocket, "endpoint", ep.Address, "enabled", s.Enabled, "dryRun", s.DryRun,
 		"restartRuntimeAfter", s.RestartRuntimeAfter.Duration, "restartKubeletAfter", s.RestartKubeletAfter.Duration,
 		"maxRestartsPerHour", s.MaxRestartsPerHour, "systemdSocket", s.SystemdSocket, "stateFile", s.StateFile,

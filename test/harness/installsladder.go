@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -122,23 +121,23 @@ func (in *Installs) rungsNow(ctx context.Context, pid0 int, web0 types.UID) map[
 	}
 	p, err := in.CP.Admin.CoreV1().Pods("default").Get(call, "web-0", metav1.GetOptions{})
 	out["web0_deleted"] = (err == nil && p.UID != web0) || (err != nil && strings.Contains(err.Error(), "not found"))
-	out["given_up"] = in.logSays("Repair has given up")
+	out["given_up"] = MetricValue(in.agentMetrics(), `hangwatch_repair_given_up{target="runtime"}`) == 1
 	return out
 }
 
-// logSays tells whether the repair process's log (the repair pod's
-// container log on A, or the binaries' log) holds text.
-func (in *Installs) logSays(text string) bool {
-	logs, _ := filepath.Glob(filepath.Join(in.K.Dir, "logs", "kube-system_hangwatch-repair-*", "repair", "*.log"))
+// agentMetrics is A's agent's /metrics: on the shipped secure port as the
+// PodMonitor's ServiceAccount, or the binaries' plain port; "" when it
+// does not answer.
+func (in *Installs) agentMetrics() string {
 	if in.daemon != nil {
-		logs = append(logs, in.daemon.Log.Name())
+		text, _ := in.daemon.Metrics()
+		return text
 	}
-	for _, l := range logs {
-		if raw, err := os.ReadFile(l); err == nil && strings.Contains(string(raw), text) {
-			return true
-		}
+	_, body, err := Get("https://127.0.0.1:9765/metrics", Token(in.scrapeToken), Client(SecureClient))
+	if err != nil {
+		return ""
 	}
-	return false
+	return body
 }
 
 // WaitMovedToB waits until the default namespace's web-0 runs on B and
@@ -164,13 +163,9 @@ func (in *Installs) Explain(t *testing.T) string {
 	b.WriteString(in.CP.KubectlLog("get", "node", in.A, "-o", "jsonpath={.spec.taints}{\"\\n\"}{.metadata.annotations}{\"\\n\"}{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{\"\\n\"}{end}"))
 	b.WriteString(in.CP.KubectlLog("get", "events", "-A", "--sort-by=.lastTimestamp"))
 	b.WriteString(in.CP.KubectlLog("get", "pods", "-A", "-o", "wide"))
-	if in.scrapeToken != "" {
-		if _, body, err := Get("https://127.0.0.1:9765/metrics", Token(in.scrapeToken), Client(SecureClient)); err == nil {
-			for _, line := range strings.Split(body, "\n") {
-				if strings.HasPrefix(line, "hangwatch_repair") || strings.HasPrefix(line, "hangwatch_fence") {
-					b.WriteString(line + "\n")
-				}
-			}
+	for _, line := range strings.Split(in.agentMetrics(), "\n") {
+		if strings.HasPrefix(line, "hangwatch_repair") || strings.HasPrefix(line, "hangwatch_fence") {
+			b.WriteString(line + "\n")
 		}
 	}
 	if in.daemon != nil {
