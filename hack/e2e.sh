@@ -32,6 +32,14 @@
 #       fence, three runs (FENCE_RUNS), then Kubernetes' own path once (where
 #       web-0 is 10 minutes later); the table between the fence markers.
 #       About 20 minutes.
+#   ./hack/e2e.sh --installs
+#       hangwatch as shipped, from its image (hack/image.sh), as pods on
+#       real kubelets: the overlays with kubectl apply -k and the chart
+#       with helm install, each: a 30 s freeze the repair pod's restart
+#       cures (every pod kept), the whole ladder to the fence (a hang no
+#       restart cures: web-0 on B), the uninstall; the ladder again with
+#       hangwatch as binaries. Three runs (INSTALLS_RUNS); the table
+#       between the installs markers. About 40 minutes.
 #   ./hack/e2e.sh --alerts
 #       the alert path: a real Prometheus scraping hangwatch's secure port
 #       as the shipped PodMonitor does, the shipped PrometheusRule, a real
@@ -118,6 +126,11 @@ fi
 if [ "${1:-}" = --fence ]; then
   source "$ROOT/hack/e2e-fence.sh"
   run_fence
+  exit $?
+fi
+if [ "${1:-}" = --installs ]; then
+  source "$ROOT/hack/e2e-installs.sh"
+  run_installs
   exit $?
 fi
 if [ "${1:-}" = --matrix ]; then

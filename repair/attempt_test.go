@@ -310,6 +310,7 @@ func TestARestartThatNeverListensAgainIsGivenUp(t *testing.T) {
 		t.Fatalf("kills = %d, want 1", g.sd.kills)
 	}
 	g.hang("RuntimeUnreachable")
+	g.silentSince = time.Time{} // each call refused at once: an answer to the silence
 	g.run(5 * time.Second)
 	g.givenUp(false, "given 20s to answer")
 	g.run(20 * time.Second)

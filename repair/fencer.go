@@ -197,14 +197,13 @@ func (f *Fencer) readOrder(ctx context.Context) (FenceOrder, bool) {
 // timeout, which in a freeze may be any of them: the silence is what
 // tells ImageFsInfo held alone, or a slow list, from a stuck lifecycle).
 func (f *Fencer) hung(vs []Verdict) bool {
-	if _, silent := f.o.Silence(); silent < fenceMinSilence {
-		return false
-	}
 	if v, sick := unwell(TargetRuntime, vs); sick {
-		return wholeRuntimeReason(v.Reason)
+		_, silent := f.o.Silence()
+		return wholeRuntimeReason(v.Reason) && silent >= fenceMinSilence
 	}
-	// nothing listens: only a runtime repair restarted in this spell that
-	// did not come back, never one an operator stopped
+	// nothing listens (each call refused at once, an answer to the agent's
+	// silence): only a runtime repair restarted in this spell that did not
+	// come back, never one an operator stopped
 	return unreachable(vs) && f.o.Restarted != nil && f.o.Restarted()
 }
 

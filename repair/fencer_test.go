@@ -239,7 +239,7 @@ func TestFencerRefusals(t *testing.T) {
 // restart is an operator's (TestFencerRefusals, "stopped, not by us").
 func TestFencerFencesARuntimeThatNeverCameBack(t *testing.T) {
 	g := newFencerRig(fenceOn)
-	g.vs[0].Reason = "RuntimeUnreachable"
+	g.vs[0].Reason, g.silence = "RuntimeUnreachable", 0 // each call refused at once
 	g.f.o.Restarted = func() bool { return true }
 	g.f.Step(context.Background())
 	if len(g.link.reports) != 1 || !g.link.reports[0].Fenced {

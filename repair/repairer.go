@@ -205,7 +205,7 @@ func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (attempt, bool) {
 	// spell: not killed again (starting it is systemd's), but given up on
 	// a wait after the kill
 	down := t == TargetRuntime && !st.killed.IsZero() && unreachable(vs)
-	if (!sick && !down) || after <= 0 || silent <= 0 {
+	if (!sick && !down) || after <= 0 || (sick && silent <= 0) { // a refused call is an answer to the silence
 		*st = targetState{judged: st.judged, askAt: st.askAt} // the spell is over
 		return attempt{}, false
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -23,8 +25,9 @@ const probeNoSandbox = "hangwatch-fence-probe-matches-nothing"
 
 // RuntimeProbe asks the runtime itself, on its CRI socket, whether it
 // answers the calls the kubelet's pod lifecycle needs: "" when neither
-// Status nor ListPodSandbox answered within runtimeProbeTimeout (or ctx),
-// else the call that answered and in how long. It is the fence's
+// Status nor ListPodSandbox answered within runtimeProbeTimeout (or ctx)
+// (a socket nothing listens on answers nothing: gRPC's Unavailable), else
+// the call that answered and in how long. It is the fence's
 // corroboration that the agent does not write.
 type RuntimeProbe func(ctx context.Context) string
 
@@ -60,8 +63,8 @@ func probeRuntime(ctx context.Context, socket string) string {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := call(); err != nil && ctx.Err() != nil {
-				return // no answer within the deadline
+			if err := call(); err != nil && (ctx.Err() != nil || status.Code(err) == codes.Unavailable) {
+				return // no answer within the deadline, or nothing listens on the socket
 			}
 			mu.Lock()
 			defer mu.Unlock()
