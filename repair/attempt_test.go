@@ -309,14 +309,33 @@ func TestARestartThatNeverListensAgainIsGivenUp(t *testing.T) {
 	if g.sd.kills != 1 {
 		t.Fatalf("kills = %d, want 1", g.sd.kills)
 	}
+	g.silentSince = time.Time{} // each call refused at once: an answer to the silence,
+	g.run(2 * time.Second)      // while RuntimeHung still says VersionHung
 	g.hang("RuntimeUnreachable")
-	g.silentSince = time.Time{} // each call refused at once: an answer to the silence
-	g.run(5 * time.Second)
+	g.silentSince = time.Time{}
+	g.run(3 * time.Second)
 	g.givenUp(false, "given 20s to answer")
 	g.run(20 * time.Second)
 	g.givenUp(true, "has given no answer since")
 	g.run(2 * time.Minute)
 	if g.sd.kills != 1 {
 		t.Errorf("kills = %d while nothing listens, want the one restart", g.sd.kills)
+	}
+}
+
+// TestARestartThatCuresEndsTheSpell: the restarted runtime answers and
+// RuntimeHung turns False: the spell is over, repair has not given up.
+func TestARestartThatCuresEndsTheSpell(t *testing.T) {
+	g := newRig(t, Settings{RestartRuntimeAfter: 20 * time.Second, MaxRestartsPerHour: 3})
+	g.run(time.Minute)
+	g.hang("VersionHung")
+	g.run(21 * time.Second)
+	g.silentSince = time.Time{}
+	g.run(3 * time.Second)
+	g.verdicts = nil
+	g.run(30 * time.Second)
+	g.givenUp(false, "has not restarted")
+	if g.sd.kills != 1 {
+		t.Errorf("kills = %d, want 1", g.sd.kills)
 	}
 }

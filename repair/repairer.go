@@ -200,16 +200,20 @@ func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (attempt, bool) {
 	st, after := r.targets[t], r.settings.after(t)
 	v, sick := unwell(t, vs)
 	what, silent := r.silence(t)
-	// a runtime restarted in this spell whose socket nothing listens on
-	// again (a start that wedges or fails before it serves) is the same
-	// spell: not killed again (starting it is systemd's), but given up on
-	// a wait after the kill
-	down := t == TargetRuntime && !st.killed.IsZero() && unreachable(vs)
-	if (!sick && !down) || after <= 0 || (sick && silent <= 0) { // a refused call is an answer to the silence
+	// After a kill, a restarted runtime whose socket nothing listens on
+	// again (a start that wedges or fails before it serves) refuses each
+	// call at once, which the silence counts as an answer. So the spell
+	// lasts while RuntimeHung is True for RuntimeUnreachable, or for any
+	// reason within a wait of the kill (the agent's verdict lags its
+	// probes). Nothing listening is not killed again (starting it is
+	// systemd's), and repair gives up a wait after the kill.
+	held := t == TargetRuntime && !st.killed.IsZero() && runtimeHung(vs) &&
+		(unreachable(vs) || r.o.Clock.Since(st.killed) < after)
+	if after <= 0 || (!sick && !held) || (silent <= 0 && !held) {
 		*st = targetState{judged: st.judged, askAt: st.askAt} // the spell is over
 		return attempt{}, false
 	}
-	if !sick {
+	if !sick || silent <= 0 {
 		return attempt{}, false
 	}
 	since := latest(now.Add(-silent), st.judged)

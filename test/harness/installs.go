@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -273,10 +274,10 @@ func (in *Installs) WedgeRuntimeStarts(t *testing.T) {
 	}
 }
 
-// UninstallLeavesNothing uninstalls hangwatch as the install was made and
-// checks that its pods are gone and that no Node keeps a taint of
-// hangwatch's, its out-of-service taint or a fence annotation.
-func (in *Installs) UninstallLeavesNothing(t *testing.T) {
+// UninstallAndList removes hangwatch as it was installed and waits until
+// its pods are gone; it returns what hangwatch left on the Nodes (its
+// taints, its out-of-service taint, fence annotations) and its conditions.
+func (in *Installs) UninstallAndList(t *testing.T) (left []string, conditions []string) {
 	t.Helper()
 	in.Uninstall(t)
 	Eventually(t, 2*time.Minute, "hangwatch's pods gone", func() bool {
@@ -288,17 +289,20 @@ func (in *Installs) UninstallLeavesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tn := range n.Spec.Taints {
-			if ours, _ := fencing.HasOutOfService(n); ours || strings.HasPrefix(tn.Key, "hangwatch.io/") {
-				t.Errorf("after the uninstall %s keeps the taint %s=%s:%s", node, tn.Key, tn.Value, tn.Effect)
+			if strings.HasPrefix(tn.Key, "hangwatch.io/") || (tn.Key == fencing.OutOfServiceTaint && tn.Value == fencing.OutOfServiceValue) {
+				left = append(left, fmt.Sprintf("%s: taint %s=%s:%s", node, tn.Key, tn.Value, tn.Effect))
 			}
 		}
 		for _, a := range append(fencing.RequestAnnotations, fencing.AttestationAnnotations...) {
 			if v, ok := n.Annotations[a]; ok {
-				t.Errorf("after the uninstall %s keeps the annotation %s=%s", node, a, v)
+				left = append(left, fmt.Sprintf("%s: annotation %s=%s", node, a, v))
 			}
 		}
 		for _, c := range n.Status.Conditions {
-			t.Logf("after the uninstall %s has %s=%s (%s) heartbeat %v", node, c.Type, c.Status, c.Reason, c.LastHeartbeatTime)
+			if slices.Contains([]string{"RuntimeHung", "KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy"}, string(c.Type)) {
+				conditions = append(conditions, fmt.Sprintf("%s: %s=%s %s", node, c.Type, c.Status, c.Reason))
+			}
 		}
 	}
+	return left, conditions
 }
