@@ -78,6 +78,10 @@ func TestInstallsLadderToFence(t *testing.T) {
 			rungs := in.WatchLadder(t, frozen, before.UID)
 			moved := in.WaitMovedToB(t, 3*time.Minute, rungs)
 			onB := time.Since(frozen)
+			// the fence deletes web-0 before it releases anything and
+			// attests: the StatefulSet's new web-0 may run on B first
+			harness.Eventually(t, time.Minute, "every rung of the ladder", func() bool { return len(rungs.Missing()) == 0 },
+				harness.Explaining(func() string { return fmt.Sprintf("missing %v", rungs.Missing()) }))
 			rungs.Stop()
 			for _, r := range rungs.Seen() {
 				harness.Measure(t, "installs_"+how+"_ladder_"+r.Name+"_after_freeze", r.After)
@@ -86,15 +90,55 @@ func TestInstallsLadderToFence(t *testing.T) {
 			if moved.UID == before.UID {
 				t.Fatalf("web-0 on B has A's UID %s", moved.UID)
 			}
-			if missing := rungs.Missing(); len(missing) > 0 {
-				t.Errorf("rungs not seen before web-0 ran on B: %v", missing)
-			}
 			if onB > 75*time.Second {
 				t.Errorf("web-0 Running on B %v after the freeze; want within 75s", onB.Round(time.Millisecond))
 			}
+			in.UnwedgeRuntime(t) // a node whose runtime is down cannot stop the pods an uninstall deletes
 			if how != "binaries" {
 				uninstall(t, in)
 			}
+		})
+	}
+}
+
+// TestInstallsRolloutDuringAHang: both DaemonSets rolled to a new image
+// tag while A's containerd is frozen. The old pods cannot be stopped
+// while the runtime is frozen; the old repair pod restarts it, the
+// rollout goes through, and RuntimeHung was True throughout the hang
+// (never Unknown, never False before the runtime answered again). The
+// new repair pod keeps the restart budget on the node: a second freeze
+// is restarted with one restart fewer left.
+func TestInstallsRolloutDuringAHang(t *testing.T) {
+	for _, how := range installs {
+		t.Run(how, func(t *testing.T) {
+			in := harness.StartInstalls(t, how)
+			in.WaitRunning(t, 3*time.Minute)
+			in.Tag(t, harness.RolledImage)
+			in.WaitRuntimeOldEnough(t)
+			pid0 := in.RuntimePID(t)
+			harness.Freeze(t, in.C)
+			frozen := time.Now()
+			harness.Eventually(t, time.Minute, "RuntimeHung True on A", in.ConditionIs(t, "RuntimeHung", corev1.ConditionTrue))
+			seen := in.WatchCondition(t, "RuntimeHung")
+			in.Roll(t, harness.RolledImage)
+			in.WaitRestarted(t, pid0)
+			restarted := time.Now()
+			in.WaitRolled(t, 3*time.Minute, harness.RolledImage)
+			harness.Measure(t, "installs_"+how+"_rollout_rolled_after_freeze", time.Since(frozen))
+			harness.Eventually(t, time.Minute, "RuntimeHung False on A", in.ConditionIs(t, "RuntimeHung", corev1.ConditionFalse))
+			for _, s := range seen.Stop() {
+				if s.Status == corev1.ConditionUnknown || (s.Status == corev1.ConditionFalse && s.At.Before(restarted)) {
+					t.Errorf("RuntimeHung %s (%s) %v after the freeze; want True until the restarted runtime answered (%v)",
+						s.Status, s.Reason, s.At.Sub(frozen), restarted.Sub(frozen))
+				}
+			}
+			in.WaitRuntimeOldEnough(t)
+			pid1 := in.RuntimePID(t)
+			harness.Freeze(t, in.C)
+			in.WaitRestarted(t, pid1)
+			harness.Eventually(t, time.Minute, "the new repair pod's budget: one restart left", func() bool {
+				return in.AgentMetric(`hangwatch_repair_budget_remaining{target="runtime"}`) == 1
+			})
 		})
 	}
 }

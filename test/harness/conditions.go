@@ -50,7 +50,13 @@ func SetNodeCondition(t *testing.T, cp *ControlPlane, node, condType string, sta
 
 func NodeCond(t *testing.T, cp *ControlPlane, node, condType string) *corev1.NodeCondition {
 	t.Helper()
-	n, err := cp.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	return nodeCondition(context.Background(), cp, node, condType)
+}
+
+// nodeCondition is node's condType as the API server has it; nil when
+// there is none or the Node cannot be read.
+func nodeCondition(ctx context.Context, cp *ControlPlane, node, condType string) *corev1.NodeCondition {
+	n, err := cp.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -233,6 +234,7 @@ func (in *Installs) WaitRestarted(t *testing.T, pid0 int) {
 		pid, err := in.SD.MainPID(ctx, ContainerdUnit)
 		return err == nil && pid != 0 && pid != pid0
 	})
+	in.runtimeStarted = time.Now()
 }
 
 // WaitRuntimeOldEnough waits until A's containerd is old enough for
@@ -269,7 +271,30 @@ func (in *Installs) WedgeRuntimeStarts(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := in.SD.SetDropIn(ctx, ContainerdUnit, "50-wedge.conf", "[Service]\nExecStartPre=/bin/sh -c 'kill -STOP $$$$'\n"); err != nil {
+	if err := in.SD.SetDropIn(ctx, ContainerdUnit, wedgeDropIn, "[Service]\nExecStartPre=/bin/sh -c 'kill -STOP $$$$'\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const wedgeDropIn = "50-wedge.conf"
+
+// UnwedgeRuntime lets A's containerd start again: the drop-in removed,
+// its wedged ExecStartPre continued, and containerd serving.
+func (in *Installs) UnwedgeRuntime(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := in.SD.RemoveDropIn(ctx, ContainerdUnit, wedgeDropIn); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, time.Minute, "A's containerd started again", func() bool {
+		if pid, err := in.SD.ControlPID(ctx, ContainerdUnit); err == nil && pid != 0 {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+		pid, err := in.SD.MainPID(ctx, ContainerdUnit)
+		return err == nil && pid != 0
+	})
+	if err := in.SD.WaitActive(ctx, ContainerdUnit); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,13 +12,23 @@ import (
 // MainPID is unit's main process as a host PID (systemd's MainPID is a PID
 // in its namespace), or 0 when the unit has none.
 func (s *Systemd) MainPID(ctx context.Context, unit string) (int, error) {
-	prop, err := s.conn.GetServicePropertyContext(ctx, unit, "MainPID")
+	return s.pidProperty(ctx, unit, "MainPID")
+}
+
+// ControlPID is the host PID of unit's control process (an ExecStartPre,
+// say), or 0 when it runs none.
+func (s *Systemd) ControlPID(ctx context.Context, unit string) (int, error) {
+	return s.pidProperty(ctx, unit, "ControlPID")
+}
+
+func (s *Systemd) pidProperty(ctx context.Context, unit, name string) (int, error) {
+	prop, err := s.conn.GetServicePropertyContext(ctx, unit, name)
 	if err != nil {
-		return 0, fmt.Errorf("MainPID of %s: %w", unit, err)
+		return 0, fmt.Errorf("%s of %s: %w", name, unit, err)
 	}
 	nsPID, ok := prop.Value.Value().(uint32)
 	if !ok {
-		return 0, fmt.Errorf("MainPID of %s is %v", unit, prop.Value)
+		return 0, fmt.Errorf("%s of %s is %v", name, unit, prop.Value)
 	}
 	if nsPID == 0 {
 		return 0, nil
@@ -141,6 +151,14 @@ func (s *Systemd) poll(ctx context.Context, check func(context.Context) (bool, e
 		return checkErr
 	}
 	return err
+}
+
+// RemoveDropIn removes unit's drop-in name and has systemd reload.
+func (s *Systemd) RemoveDropIn(ctx context.Context, unit, name string) error {
+	if err := os.Remove(filepath.Join(s.Dir, "units", unit+".d", name)); err != nil {
+		return err
+	}
+	return s.conn.ReloadContext(ctx)
 }
 
 // SetDropIn writes a drop-in, name, for unit and has systemd reload its
