@@ -117,6 +117,15 @@ func TestFenceGuards(t *testing.T) {
 	if got := fenceActs(decideAt(p, k, []*corev1.Node{oneObject}, at)); got != "" {
 		t.Errorf("ContainerStatusHung: %q", got)
 	}
+	// nothing listens after the node's repair restarted it: asked (the
+	// node carries it out only then, and leaves a stopped runtime alone)
+	unreachable := fencible("a")
+	unreachable.Status.Conditions[0].Reason = "RuntimeUnreachable"
+	k = NewClocks()
+	decideAt(p, k, []*corev1.Node{unreachable}, t0)
+	if got := fenceActs(decideAt(p, k, []*corev1.Node{unreachable}, at)); got != "fence a" {
+		t.Errorf("RuntimeUnreachable: %q, want the fence asked", got)
+	}
 	deadlocked := fencible("a")
 	deadlocked.Status.Conditions = append(deadlocked.Status.Conditions, corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionTrue})
 	other := fencible("b")
