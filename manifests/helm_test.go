@@ -120,15 +120,7 @@ func renderHelmChart(t *testing.T, release string, extra ...string) map[string]m
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := map[string]map[string]any{}
-	for _, doc := range strings.Split(string(out), "\n---") {
-		var o map[string]any
-		mustUnmarshal(t, []byte(doc), &o)
-		if o != nil {
-			objs[o["kind"].(string)+"/"+dig(o, "metadata", "name").(string)] = o
-		}
-	}
-	return objs
+	return objectsByName(t, out)
 }
 
 func helmOrSkip(t *testing.T) string {
@@ -356,4 +348,18 @@ func TestHelmChartFenceMatchesTheOverlay(t *testing.T) {
 	if off["ClusterRole/hangwatch:fence"] != nil || dig(containerOf(off["DaemonSet/hangwatch-repair"]), "securityContext", "privileged") != false {
 		t.Error("with the fence off the chart still grants it or makes the repair pod privileged")
 	}
+}
+
+// objectsByName are the objects of a multi-document YAML by kind/name.
+func objectsByName(t *testing.T, out []byte) map[string]map[string]any {
+	t.Helper()
+	objs := map[string]map[string]any{}
+	for _, doc := range strings.Split(string(out), "\n---") {
+		var o map[string]any
+		mustUnmarshal(t, []byte(doc), &o)
+		if o != nil {
+			objs[o["kind"].(string)+"/"+dig(o, "metadata", "name").(string)] = o
+		}
+	}
+	return objs
 }

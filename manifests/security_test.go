@@ -186,15 +186,7 @@ func renderManifest(t *testing.T, manifest string) map[string]map[string]any {
 			t.Fatalf("kubectl kustomize %s: %v\n%s", manifest, err, stderr.String())
 		}
 	}
-	objs := map[string]map[string]any{}
-	for _, doc := range strings.Split(string(out), "\n---") {
-		var o map[string]any
-		mustUnmarshal(t, []byte(doc), &o)
-		if o != nil {
-			objs[o["kind"].(string)+"/"+dig(o, "metadata", "name").(string)] = o
-		}
-	}
-	return objs
+	return objectsByName(t, out)
 }
 
 // podSpecOf is the pod spec of a Pod or of a workload's template, or nil.
