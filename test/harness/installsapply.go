@@ -152,7 +152,7 @@ func (in *Installs) PodLogs(t *testing.T) string {
 		logs = append(logs, more...)
 	}
 	for _, l := range logs {
-		fmt.Fprintf(&b, "%s:\n%s\n", l, fileTail(filepath.Base(l), l, 25))
+		fmt.Fprintf(&b, "%s:\n%s\n", l, fileTail(filepath.Base(l), l, 60))
 	}
 	return b.String()
 }
@@ -163,15 +163,19 @@ func (in *Installs) PodLogs(t *testing.T) string {
 // hangwatch-remedy with its shipped policy and the fence on.
 func (in *Installs) startBinaries(t *testing.T) {
 	t.Helper()
-	config := filepath.Join(t.TempDir(), "hangwatch.yaml")
-	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nkubelet:\n  healthzURL: %s\n"+
-		"repair:\n  enabled: true\n  runtimeUnit: %s\n  runtimeSocket: %s\n  systemdSocket: %s\n  fence: true\n  kubeletRootDir: %s\n",
-		in.K.HealthzURL(), ContainerdUnit, in.C.Socket, in.SD.Socket(), in.K.RootDir())
-	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	kc, err := in.CP.NodeKubeconfig(in.A)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// the kubelet's /metrics as the static pod reads it: the node's
+	// identity, which the static-pod overlay lets read it
+	in.CP.Kubectl(t, "apply", "-k", filepath.Join(ModuleRoot(), "manifests", "overlays", "static-pod"))
+	config := filepath.Join(t.TempDir(), "hangwatch.yaml")
+	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\n"+
+		"kubelet:\n  healthzURL: %s\n  metricsURL: %s\n  kubeconfig: %s\n  caFile: %s\n"+
+		"repair:\n  enabled: true\n  runtimeUnit: %s\n  runtimeSocket: %s\n  systemdSocket: %s\n  fence: true\n  kubeletRootDir: %s\n",
+		in.K.HealthzURL(), in.K.MetricsURL(), kc, in.K.ServingCert, ContainerdUnit, in.C.Socket, in.SD.Socket(), in.K.RootDir())
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	in.daemon = StartRepairing(t, in.C.Endpoint, NodeArgs(kc, in.A, "--config", config)...)

@@ -151,7 +151,14 @@ func (in *Installs) WaitMovedToB(t *testing.T, limit time.Duration, w *LadderWat
 		return err == nil && got.Spec.NodeName == in.B && PodRunning(*got)
 	})
 	if err != nil {
-		t.Fatalf("%v\nrungs seen %v, missing %v\n%s", err, w.Seen(), w.Missing(), in.Explain(t))
+		explain := in.Explain(t)
+		// the pods' logs of the hang: a containerd that starts again takes
+		// up the containers' output where the wedged one left it
+		in.UnwedgeRuntime(t)
+		_, _ = Poll(context.Background(), 15*time.Second, "the repair pod's log of the hang", func() bool {
+			return strings.Contains(in.PodLogs(t), "Repair has given up")
+		})
+		t.Fatalf("%v\nrungs seen %v, missing %v\n%s\n%s", err, w.Seen(), w.Missing(), explain, in.PodLogs(t))
 	}
 	return p
 }
