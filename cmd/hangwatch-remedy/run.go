@@ -98,6 +98,9 @@ func newRunCommand() *cobra.Command {
 		Short: "Run the controller (leader-elected on a Lease)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.NeverBlockOnLogs(os.Stderr); err != nil {
+				return err
+			}
 			opts, err := o.managerOptions()
 			if err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/cli"
 	"github.com/hangwatch/hangwatch/internal/options"
 	"github.com/hangwatch/hangwatch/repair"
 )
@@ -39,6 +40,9 @@ reloads the repair settings when the file changes and on SIGHUP; SIGTERM or
 SIGINT stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.NeverBlockOnLogs(os.Stderr); err != nil {
+				return err
+			}
 			return withConfig(cmd, configPath, func(loader *config.Loader, loaded *config.Loaded) error {
 				return runRepair(cmd.Context(), loader, loaded)
 			})

@@ -35,6 +35,9 @@ With --config, the file's condition rules are reloaded when it changes and
 on SIGHUP. SIGTERM or SIGINT stops it gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.NeverBlockOnLogs(os.Stderr); err != nil {
+				return err
+			}
 			return withConfig(cmd, configPath, func(loader *config.Loader, loaded *config.Loaded) error {
 				return runAgent(cmd, loader, loaded)
 			})

@@ -118,17 +118,19 @@ func TestInstallsRolloutDuringAHang(t *testing.T) {
 			pid0 := in.RuntimePID(t)
 			harness.Freeze(t, in.C)
 			frozen := time.Now()
+			rungs := in.WatchLadder(t, frozen, "")
 			harness.Eventually(t, time.Minute, "RuntimeHung True on A", in.ConditionIs(t, "RuntimeHung", corev1.ConditionTrue))
 			seen := in.WatchCondition(t, "RuntimeHung")
 			in.Roll(t, harness.RolledImage)
 			in.WaitRestarted(t, pid0)
-			restarted := time.Now()
 			in.WaitRolled(t, 3*time.Minute, harness.RolledImage)
 			harness.Measure(t, "installs_"+how+"_rollout_rolled_after_freeze", time.Since(frozen))
 			harness.Eventually(t, time.Minute, "RuntimeHung False on A", in.ConditionIs(t, "RuntimeHung", corev1.ConditionFalse))
+			rungs.Stop()
+			restarted := frozen.Add(rungs.After("restart"))
 			for _, s := range seen.Stop() {
 				if s.Status == corev1.ConditionUnknown || (s.Status == corev1.ConditionFalse && s.At.Before(restarted)) {
-					t.Errorf("RuntimeHung %s (%s) %v after the freeze; want True until the restarted runtime answered (%v)",
+					t.Errorf("RuntimeHung %s (%s) %v after the freeze; want True until the restarted runtime answered (restarted %v after)",
 						s.Status, s.Reason, s.At.Sub(frozen), restarted.Sub(frozen))
 				}
 			}

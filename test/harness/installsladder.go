@@ -87,6 +87,16 @@ func (w *LadderWatch) Seen() []Rung {
 	return out
 }
 
+// After is when rung was first seen after the freeze; an hour when not.
+func (w *LadderWatch) After(rung string) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d, ok := w.seen[rung]; ok {
+		return d
+	}
+	return time.Hour
+}
+
 // Missing are the rungs not seen.
 func (w *LadderWatch) Missing() []string {
 	w.mu.Lock()
