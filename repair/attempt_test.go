@@ -310,7 +310,9 @@ func TestARestartThatNeverListensAgainIsGivenUp(t *testing.T) {
 		t.Fatalf("kills = %d, want 1", g.sd.kills)
 	}
 	g.silentSince = time.Time{} // each call refused at once: an answer to the silence,
-	g.run(2 * time.Second)      // while RuntimeHung still says VersionHung
+	g.run(2 * time.Second)      // while RuntimeHung still says VersionHung,
+	g.verdicts = nil            // then one cycle judged responsive as the killed runtime's calls ended
+	g.run(2 * time.Second)
 	g.hang("RuntimeUnreachable")
 	g.silentSince = time.Time{}
 	g.run(3 * time.Second)

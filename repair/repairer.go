@@ -203,12 +203,14 @@ func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (attempt, bool) {
 	// After a kill, a restarted runtime whose socket nothing listens on
 	// again (a start that wedges or fails before it serves) refuses each
 	// call at once, which the silence counts as an answer. So the spell
-	// lasts while RuntimeHung is True for RuntimeUnreachable, or for any
-	// reason within a wait of the kill (the agent's verdict lags its
-	// probes). Nothing listening is not killed again (starting it is
-	// systemd's), and repair gives up a wait after the kill.
-	held := t == TargetRuntime && !st.killed.IsZero() && runtimeHung(vs) &&
-		(unreachable(vs) || r.o.Clock.Since(st.killed) < after)
+	// lasts, for a wait after the kill, whatever the agent says (its
+	// verdict lags its probes, and it has been seen to judge the runtime
+	// responsive for one cycle as the killed one's calls ended), and
+	// after that while RuntimeHung is True for RuntimeUnreachable. Nothing
+	// listening is not killed again (starting it is systemd's), and repair
+	// gives up a wait after the kill.
+	held := t == TargetRuntime && !st.killed.IsZero() &&
+		(r.o.Clock.Since(st.killed) < after || unreachable(vs))
 	if after <= 0 || (!sick && !held) || (silent <= 0 && !held) {
 		*st = targetState{judged: st.judged, askAt: st.askAt} // the spell is over
 		return attempt{}, false

@@ -74,11 +74,6 @@ func unreachable(vs []Verdict) bool {
 	})
 }
 
-// runtimeHung tells whether RuntimeHung is True, for any reason.
-func runtimeHung(vs []Verdict) bool {
-	return slices.ContainsFunc(vs, func(v Verdict) bool { return v.True && v.Type == conditionRuntimeHung })
-}
-
 // deadlocked tells whether KernelDeadlock is True: a process blocked in
 // the kernel cannot be killed, so no restart can complete.
 func deadlocked(vs []Verdict) bool {
