@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -211,92 +210,6 @@ func (in *Installs) RunningOn(t *testing.T, limit time.Duration, name, node stri
 // ConditionIs tells whether A's condType has status.
 func (in *Installs) ConditionIs(t *testing.T, condType string, status corev1.ConditionStatus) func() bool {
 	return func() bool { c := NodeCond(t, in.CP, in.A, condType); return c != nil && c.Status == status }
-}
-
-// RuntimePID is A's containerd's main PID as its systemd has it.
-func (in *Installs) RuntimePID(t *testing.T) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pid, err := in.SD.MainPID(ctx, ContainerdUnit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-// WaitRestarted waits until systemd runs another containerd than pid0.
-func (in *Installs) WaitRestarted(t *testing.T, pid0 int) {
-	t.Helper()
-	Eventually(t, 2*time.Minute, "systemd to start a new containerd on A", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		pid, err := in.SD.MainPID(ctx, ContainerdUnit)
-		return err == nil && pid != 0 && pid != pid0
-	})
-	in.runtimeStarted = time.Now()
-}
-
-// WaitRuntimeOldEnough waits until A's containerd is old enough for
-// repair to restart it 20 s from now: repair never kills a main process
-// younger than 3 waits (3 × restartRuntimeAfter, 20 s as shipped).
-func (in *Installs) WaitRuntimeOldEnough(t *testing.T) {
-	t.Helper()
-	Eventually(t, 2*time.Minute, "A's containerd to be 45 s old", func() bool { return time.Since(in.runtimeStarted) > 45*time.Second })
-}
-
-// PodsOn is each of node's pods (every namespace) by name: its UID and
-// restart count.
-func (in *Installs) PodsOn(t *testing.T, node string) map[string]string {
-	t.Helper()
-	list, err := in.CP.Admin.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, p := range list.Items {
-		restarts := int32(0)
-		for _, c := range p.Status.ContainerStatuses {
-			restarts += c.RestartCount
-		}
-		out[p.Namespace+"/"+p.Name] = fmt.Sprintf("uid %s, %d restarts, deleting %v", p.UID, restarts, p.DeletionTimestamp != nil)
-	}
-	return out
-}
-
-// WedgeRuntimeStarts makes every later start of A's containerd wedge
-// before it serves (a drop-in whose ExecStartPre stops itself): a hang no
-// restart cures.
-func (in *Installs) WedgeRuntimeStarts(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := in.SD.SetDropIn(ctx, ContainerdUnit, wedgeDropIn, "[Service]\nExecStartPre=/bin/sh -c 'kill -STOP $$$$'\n"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-const wedgeDropIn = "50-wedge.conf"
-
-// UnwedgeRuntime lets A's containerd start again: the drop-in removed,
-// its wedged ExecStartPre continued, and containerd serving.
-func (in *Installs) UnwedgeRuntime(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := in.SD.RemoveDropIn(ctx, ContainerdUnit, wedgeDropIn); err != nil {
-		t.Fatal(err)
-	}
-	Eventually(t, time.Minute, "A's containerd started again", func() bool {
-		if pid, err := in.SD.ControlPID(ctx, ContainerdUnit); err == nil && pid != 0 {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-		pid, err := in.SD.MainPID(ctx, ContainerdUnit)
-		return err == nil && pid != 0
-	})
-	if err := in.SD.WaitActive(ctx, ContainerdUnit); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // UninstallAndList removes hangwatch as it was installed and waits until
