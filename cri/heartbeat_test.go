@@ -263,7 +263,7 @@ func TestAHungBeatWhoseCallAnsweredNoLongerStands(t *testing.T) {
 	out := map[string]bool{MethodVersion: true}
 	var seen Cycle
 	v := &runtimeView{observe: func(c Cycle) { seen = c },
-		outSince: func(m string, _ time.Time) bool { return out[m] }}
+		runtimeAnswered: func(m string, _ time.Time) bool { return !out[m] }}
 	v.onBeat(Beat{Call: CallResult{Method: MethodVersion, Start: t0, Duration: 3 * time.Second, Class: ClassTimeout, InFlight: true}})
 	cycle := Cycle{Start: t0.Add(4 * time.Second), Calls: []CallResult{{Method: MethodListPodSandbox, Start: t0.Add(4 * time.Second), Class: ClassOK}}}
 	v.onCycle(cycle)
@@ -274,5 +274,38 @@ func TestAHungBeatWhoseCallAnsweredNoLongerStands(t *testing.T) {
 	v.onCycle(cycle)
 	if obs := seen.Observation(2 * time.Second); len(obs.HungMethods) != 0 {
 		t.Fatalf("Version answered since the beat: hung %v, want none", obs.HungMethods)
+	}
+}
+
+// TestAHungBeatWhoseConnectionClosedStillStands: the heartbeat caught a
+// freeze; the frozen runtime is killed, and its Version call ends with the
+// connection closing (Unavailable). That is no answer: the beat's hung
+// Version stands, and the last cycle, healthy from before the freeze, does
+// not clear RuntimeHung (the installs suite saw RuntimeResponsive for one
+// cycle at the kill). The tracker's own word counts only the runtime's.
+func TestAHungBeatWhoseConnectionClosedStillStands(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC))
+	tr := newInflightTracker(clk)
+	k := callKey{method: MethodVersion}
+	t0 := clk.Now()
+	tr.begin(k, t0)
+	var seen Cycle
+	v := &runtimeView{observe: func(c Cycle) { seen = c }, runtimeAnswered: tr.answeredSince}
+	cycle := Cycle{Start: t0.Add(-10 * time.Second), Calls: []CallResult{{Method: MethodListPodSandbox, Start: t0.Add(-10 * time.Second), Class: ClassOK}}}
+	v.onCycle(cycle)
+	v.onBeat(Beat{Call: CallResult{Method: MethodVersion, Start: t0, Duration: 3 * time.Second, Class: ClassTimeout, InFlight: true}})
+	clk.Step(20 * time.Second)
+	tr.end(k, CallResult{Method: MethodVersion, Start: t0, Duration: 20 * time.Second, Class: ClassUnreachable,
+		Err: "rpc error: code = Unavailable desc = error reading from server: EOF"})
+	v.onCycle(cycle)
+	if obs := seen.Observation(2 * time.Second); len(obs.HungMethods) != 1 {
+		t.Fatalf("Version ended by its connection closing: hung %v, want [Version] to stand", obs.HungMethods)
+	}
+	k2 := callKey{method: MethodVersion}
+	tr.begin(k2, clk.Now())
+	tr.end(k2, CallResult{Method: MethodVersion, Class: ClassOK})
+	v.onCycle(cycle)
+	if obs := seen.Observation(2 * time.Second); len(obs.HungMethods) != 0 {
+		t.Fatalf("Version answered by the runtime since: hung %v, want none", obs.HungMethods)
 	}
 }

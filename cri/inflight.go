@@ -41,13 +41,18 @@ type inflightTracker struct {
 	// any answer: the start of the first call sent after the last answer,
 	// or that answer's time when calls sent before it are still out.
 	unanswered map[string]time.Time
+	// ownWordAt is, per method, when a call of it last returned with the
+	// runtime's own word: a result or an error of its own, not a refused
+	// or closed connection, a timeout or a cancel.
+	ownWordAt map[string]time.Time
 	// heardAt is, per method ever sent, when the runtime last answered
 	// it (any message), or when its first call was sent.
 	heardAt map[string]time.Time
 }
 
 func newInflightTracker(c clock.PassiveClock) *inflightTracker {
-	return &inflightTracker{clock: c, calls: map[callKey]*outstanding{}, unanswered: map[string]time.Time{}, heardAt: map[string]time.Time{}}
+	return &inflightTracker{clock: c, calls: map[callKey]*outstanding{}, unanswered: map[string]time.Time{}, heardAt: map[string]time.Time{},
+		ownWordAt: map[string]time.Time{}}
 }
 
 // begin records a call and returns it with true; if the same call is
@@ -77,6 +82,9 @@ func (t *inflightTracker) end(k callKey, r CallResult) {
 		o.result = r
 		close(o.done)
 		delete(t.calls, k)
+	}
+	if r.Err == "" || (r.Class != ClassUnreachable && r.Class != ClassTimeout && r.Class != ClassCanceled) {
+		t.ownWordAt[k.method] = t.clock.Now()
 	}
 	if !answered(r) {
 		return // the runtime said nothing: the silence goes on
@@ -113,17 +121,21 @@ func answered(r CallResult) bool {
 	return r.Class != ClassTimeout && r.Class != ClassCanceled
 }
 
-// outSince tells whether a call of method sent no later than notAfter is
-// still out.
-func (t *inflightTracker) outSince(method string, notAfter time.Time) bool {
+// answeredSince tells whether the runtime itself answered method since
+// start (a result or an error of its own) and no call of it sent no later
+// than start is still out. A call that ended because its connection
+// closed (the runtime killed while it hung) is no answer: the runtime is
+// not back.
+func (t *inflightTracker) answeredSince(method string, start time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k, o := range t.calls {
-		if k.method == method && !o.start.After(notAfter) {
-			return true
+		if k.method == method && !o.start.After(start) {
+			return false
 		}
 	}
-	return false
+	at, ok := t.ownWordAt[method]
+	return ok && !at.Before(start)
 }
 
 // outFor tells whether a call of method is out; t.mu is held.

@@ -19,9 +19,10 @@ type runtimeView struct {
 	cycle   *Cycle
 	beats   map[string]Beat // by method
 	observe func(Cycle)
-	// outSince tells whether a call of the method sent no later than the
-	// time is still out; nil: every beat reported in flight stands.
-	outSince func(method string, notAfter time.Time) bool
+	// runtimeAnswered tells whether the runtime itself answered the
+	// method since the time, its calls sent by then no longer out; nil:
+	// every beat reported in flight stands.
+	runtimeAnswered func(method string, since time.Time) bool
 }
 
 func (v *runtimeView) onCycle(c Cycle) {
@@ -69,7 +70,7 @@ func (v *runtimeView) withBeats(c Cycle) Cycle {
 // returned since: a thaw after the heartbeat caught the freeze is seen at
 // the cycle the answer wakes, not at the next beat of its kind.
 func (v *runtimeView) answeredSince(b Beat) bool {
-	return b.Call.InFlight && v.outSince != nil && !v.outSince(b.Call.Method, b.Call.Start)
+	return b.Call.InFlight && v.runtimeAnswered != nil && v.runtimeAnswered(b.Call.Method, b.Call.Start)
 }
 
 // Watch runs the full probe cycles and the heartbeat until ctx ends and
@@ -88,7 +89,7 @@ type Watch struct {
 // Run probes until ctx ends, handing on the input after each cycle and
 // each beat (once a cycle has been).
 func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
-	view := &runtimeView{observe: func(c Cycle) { emit(c.Observation(w.Timeout)) }, outSince: w.Prober.inflight.outSince}
+	view := &runtimeView{observe: func(c Cycle) { emit(c.Observation(w.Timeout)) }, runtimeAnswered: w.Prober.inflight.answeredSince}
 	var wg sync.WaitGroup
 	if w.Heartbeat > 0 {
 		w.Prober.VersionByHeartbeat() // before the first cycle
