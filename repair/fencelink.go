@@ -3,6 +3,7 @@ package repair
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 )
@@ -91,6 +92,23 @@ type FenceReport struct {
 	Pods []FencePod `json:"pods,omitempty"`
 }
 
+// maxFenceWhy bounds a report's why, as the agent takes it and the Node's
+// annotation carries it.
+const maxFenceWhy = 512
+
+// shortWhy is why cut to maxFenceWhy bytes, on a character's boundary,
+// ending in "…" when cut.
+func shortWhy(why string) string {
+	if len(why) <= maxFenceWhy {
+		return why
+	}
+	cut := maxFenceWhy - len("…")
+	for cut > 0 && !utf8.RuneStart(why[cut]) {
+		cut--
+	}
+	return why[:cut] + "…"
+}
+
 // Check says what in a report the agent will not act on.
 func (r FenceReport) Check() error {
 	a := fencing.Attestation{RequestID: r.RequestID, BootID: r.BootID, At: time.Unix(0, 0), Outcome: fencing.OutcomeFenced}
@@ -100,8 +118,8 @@ func (r FenceReport) Check() error {
 			return fmt.Errorf("fence report: pod %.64q/%.64q: want a namespace and a name", p.Namespace, p.Name)
 		}
 	}
-	if len(r.Why) > 512 {
-		return fmt.Errorf("fence report: why: %d bytes, at most 512", len(r.Why))
+	if len(r.Why) > maxFenceWhy {
+		return fmt.Errorf("fence report: why: %d bytes, at most %d", len(r.Why), maxFenceWhy)
 	}
 	if _, _, err := fencing.ParseAttestation(a.Annotations()); err != nil {
 		return fmt.Errorf("fence report: %w", err)

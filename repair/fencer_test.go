@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -344,4 +345,23 @@ type refusingLink struct{ *fakeFenceLink }
 
 func (refusingLink) FenceReport(context.Context, FenceReport) error {
 	return errors.New("fence report for f-1: the Node's request is \"\"")
+}
+
+// TestALongWhyStillReachesTheNode: a reason longer than the link takes
+// (a CSI socket's path under a long temp dir, and its error) is cut to it,
+// so the agent takes the report and the request is answered; a clean
+// clone's test run saw the agent refuse a 530-byte why every second until
+// the request timed out.
+func TestALongWhyStillReachesTheNode(t *testing.T) {
+	why := "pod default/web-0: " + strings.Repeat("é/long/path", 60)
+	rep := FenceReport{RequestID: "f-1", BootID: "b1", Why: shortWhy(why)}
+	if err := rep.Check(); err != nil {
+		t.Fatalf("a cut why: %v", err)
+	}
+	if len(rep.Why) > maxFenceWhy || !strings.HasSuffix(rep.Why, "…") || !utf8.ValidString(rep.Why) {
+		t.Errorf("why %d bytes, valid %v: %q", len(rep.Why), utf8.ValidString(rep.Why), rep.Why)
+	}
+	if shortWhy("short") != "short" {
+		t.Errorf("a short why changed")
+	}
 }

@@ -55,7 +55,7 @@ func (f *Fencer) fence(ctx context.Context, order FenceOrder, vs []Verdict) (Fen
 }
 
 func (r *fenceRun) impossible(why string) (FenceReport, bool) {
-	r.rep.Fenced, r.rep.Why = false, why
+	r.rep.Fenced, r.rep.Why = false, shortWhy(why) // the whole of it in the log
 	klog.InfoS("Fence impossible", "request", r.req.ID, "why", why, "podsKilledAndDeleted", len(r.rep.Pods))
 	return r.rep, true
 }
