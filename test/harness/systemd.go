@@ -100,15 +100,16 @@ type Systemd struct {
 
 // bootScript runs as PID 1 of the new namespaces before it becomes
 // systemd; unshare(1) has already made every mount private, so nothing it
-// mounts reaches the host. First it detaches its copies of the mounts
-// under the temp dir ($HW_TMP): other tests' pod volumes, containers and
-// FUSE servers, which the copy would otherwise hold after the host
-// unmounts them (a fence test's check of every mount namespace found a
-// pod's tmpfs held by one). It moves into systemd's cgroups and runs
+// mounts reaches the host. First it detaches its copies of other tests'
+// kubelets' pod volumes and CSI mounts (under a kubelet's root/pods/ and
+// root/plugins/ in the temp dir, $HW_TMP), which the copy would otherwise
+// hold after the host unmounts them (a fence test's check of every mount
+// namespace found a pod's tmpfs held by one); the rest stays (a test's own
+// FUSE server, which its units use). It moves into systemd's cgroups and runs
 // bootScript2, in a cgroup namespace of its own with HW_CGROUPNS
 // (ownCgroupsScript).
 const bootScript = `set -e
-for m in $(awk -v p="${HW_TMP%/}/" 'index($5, p) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+for m in $(awk -v p="${HW_TMP%/}/" 'index($5, p) == 1 && $5 ~ /\/root\/(pods|plugins)\// {print $5}' /proc/self/mountinfo | sort -r); do
   umount -l "$m" 2>/dev/null || true
 done
 for p in $HW_CGROUP_PROCS; do echo 0 > "$p"; done
