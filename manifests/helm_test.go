@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -370,8 +369,8 @@ func objectsByName(t *testing.T, out []byte) map[string]map[string]any {
 	return objs
 }
 
-// renamed is v with every string old in it made new (the chart's names
-// for the overlay's).
+// renamed is v with every string that begins with old begun with new
+// instead (the chart's names for the overlay's).
 func renamed(t *testing.T, v any, old, new string) any {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -379,6 +378,6 @@ func renamed(t *testing.T, v any, old, new string) any {
 		t.Fatal(err)
 	}
 	var out any
-	mustUnmarshal(t, []byte(strings.ReplaceAll(string(b), strconv.Quote(old), strconv.Quote(new))), &out)
+	mustUnmarshal(t, []byte(strings.ReplaceAll(string(b), `"`+old, `"`+new)), &out)
 	return out
 }

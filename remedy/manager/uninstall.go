@@ -76,7 +76,20 @@ func (g *uninstallGuard) run(ctx context.Context, stopActing func(), actStopped 
 		return
 	}
 	g.cleanNodes(ctx)
+	g.deleteLeases(ctx)
 	g.releaseAll(ctx)
+}
+
+// deleteLeases deletes the leader election's Lease and the action
+// budget's: they would outlive the install, holding nothing.
+func (g *uninstallGuard) deleteLeases(ctx context.Context) {
+	e := g.m.o.Election
+	leases := g.m.o.Client.CoordinationV1().Leases(e.Namespace)
+	for _, name := range []string{e.Name, e.Name + "-actions"} {
+		if err := leases.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			klog.ErrorS(err, "Uninstall: cannot delete the Lease; it stays, holding nothing", "lease", e.Namespace+"/"+name)
+		}
+	}
 }
 
 func (g *uninstallGuard) deployment() heldObject { return g.held[len(g.held)-1] }
@@ -114,18 +127,34 @@ func (g *uninstallGuard) waitForDeletion(ctx context.Context) bool {
 	}
 }
 
-// holdAll puts the finalizer on every held object; it says a refusal
-// when told to.
+// holdAll holds the install (held.go): the foregroundDeletion finalizer
+// on the ServiceAccount, the ClusterRoleBinding and the ClusterRole, the
+// guard Lease they own, and UninstallFinalizer on the Deployment. It says
+// a refusal when told to.
 func (g *uninstallGuard) holdAll(ctx context.Context, say bool) bool {
-	for _, h := range g.held {
-		if err := h.hold(ctx); err != nil {
-			if say {
-				klog.ErrorS(err, "Cannot hold the install: an uninstall will leave hangwatch's marks on the Nodes")
+	var owners []metav1.OwnerReference
+	err := func() error {
+		for _, h := range g.held {
+			o, err := h.hold(ctx)
+			if err != nil {
+				return err
 			}
-			return false
+			if h.ref != nil {
+				owners = append(owners, h.ref(o))
+			} else if err := ensureGuard(ctx, g.m.o.Client, g.m.o.Election.Namespace, g.m.o.Uninstall, owners); err != nil {
+				return err
+			}
 		}
+		return nil
+	}()
+	if err != nil {
+		if say {
+			klog.ErrorS(err, "Cannot hold the install: an uninstall will leave hangwatch's marks on the Nodes")
+		}
+		return false
 	}
-	klog.InfoS("Holding the install until an uninstall has cleaned the Nodes", "finalizer", UninstallFinalizer, "deployment", g.deployment().what)
+	klog.InfoS("Holding the install until an uninstall has cleaned the Nodes", "finalizer", UninstallFinalizer,
+		"deployment", g.deployment().what, "guard", "lease/"+g.m.o.Election.Namespace+"/"+guardName(g.m.o.Uninstall))
 	return true
 }
 
@@ -220,26 +249,41 @@ func (g *uninstallGuard) conditionTypes() []string {
 	return types
 }
 
-// releaseAll takes the finalizer off every held object, the Deployment
-// last, trying each again every poll until it is off or ctx ends.
+// releaseAll lets the Deployment go (the garbage collector then deletes
+// its pods, this one among them), then the guard Lease (the collector then
+// lets the ServiceAccount and the RBAC go), each tried again every poll
+// until it is done. The guard is let go on a context of its own: this
+// pod's SIGTERM may come between the two.
 func (g *uninstallGuard) releaseAll(ctx context.Context) {
 	t := g.m.o.Clock.NewTicker(uninstallPoll)
 	defer t.Stop()
-	for _, h := range g.held {
+	guardCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	steps := []struct {
+		what string
+		ctx  context.Context
+		do   func(context.Context) error
+	}{
+		{g.deployment().what, ctx, g.deployment().release},
+		{"lease/" + g.m.o.Election.Namespace + "/" + guardName(g.m.o.Uninstall), guardCtx, func(ctx context.Context) error {
+			return releaseGuard(ctx, g.m.o.Client, g.m.o.Election.Namespace, g.m.o.Uninstall)
+		}},
+	}
+	for _, s := range steps {
 		for said := false; ; said = true {
-			err := h.release(ctx)
+			err := s.do(s.ctx)
 			if err == nil || apierrors.IsNotFound(err) {
 				break
 			}
 			if !said {
-				klog.ErrorS(err, "Uninstall: cannot let the install go; trying again", "object", h.what)
+				klog.ErrorS(err, "Uninstall: cannot let the install go; trying again", "object", s.what)
 			}
 			select {
-			case <-ctx.Done():
+			case <-s.ctx.Done():
 				return
 			case <-t.C():
 			}
 		}
 	}
-	klog.InfoS("Uninstall done: the install's objects released", "finalizer", UninstallFinalizer)
+	klog.InfoS("Uninstall done: the install let go", "finalizer", UninstallFinalizer)
 }

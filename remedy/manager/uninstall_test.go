@@ -3,10 +3,12 @@ package manager
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,9 +40,12 @@ func installObjects() []runtime.Object {
 	meta := metav1.ObjectMeta{Name: "hangwatch-remedy", Namespace: "kube-system"}
 	cluster := metav1.ObjectMeta{Name: "hangwatch-remedy"}
 	return []runtime.Object{&appsv1.Deployment{ObjectMeta: meta}, &corev1.ServiceAccount{ObjectMeta: meta},
-		&rbacv1.ClusterRole{ObjectMeta: cluster}, &rbacv1.ClusterRoleBinding{ObjectMeta: cluster}}
+		&rbacv1.ClusterRole{ObjectMeta: cluster}, &rbacv1.ClusterRoleBinding{ObjectMeta: cluster},
+		&coordinationv1.Lease{ObjectMeta: meta}, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "hangwatch-remedy-actions", Namespace: "kube-system"}}}
 }
 
+// finalizers tells, for each held object and the guard Lease, whether it
+// carries the finalizer that holds it.
 func (p *inProcess) finalizers(t *testing.T) map[string]bool {
 	t.Helper()
 	held := map[string]bool{}
@@ -49,8 +54,10 @@ func (p *inProcess) finalizers(t *testing.T) map[string]bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		held[h.what] = slices.Contains(o.GetFinalizers(), UninstallFinalizer)
+		held[h.what] = slices.Contains(o.GetFinalizers(), h.finalizer)
 	}
+	l, err := p.api.CoordinationV1().Leases("kube-system").Get(context.Background(), "hangwatch-remedy-uninstall", metav1.GetOptions{})
+	held["guard"] = err == nil && slices.Contains(l.Finalizers, UninstallFinalizer) && len(l.OwnerReferences) == 3
 	return held
 }
 
@@ -81,7 +88,19 @@ func TestUninstallTakesHangwatchsMarksOffTheNodesThenLetsTheInstallGo(t *testing
 	if _, err := p.api.AppsV1().Deployments("kube-system").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p.until(t, "the install let go", func() bool { return allAre(p.finalizers(t), false) })
+	// the Deployment and the guard let go; the rest is the garbage
+	// collector's (foregroundDeletion, once the guard is gone)
+	p.until(t, "the install let go", func() bool {
+		held := p.finalizers(t)
+		return !held["deployment/kube-system/hangwatch-remedy"] && !held["guard"]
+	})
+	for what, h := range p.finalizers(t) {
+		if strings.HasPrefix(what, "clusterrole") || strings.HasPrefix(what, "serviceaccount") {
+			if !h {
+				t.Errorf("%s let go before the garbage collector: its foregroundDeletion finalizer is the collector's to take off", what)
+			}
+		}
+	}
 
 	for _, name := range []string{"node-a", "node-b"} {
 		n, err := p.api.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -104,6 +123,11 @@ func TestUninstallTakesHangwatchsMarksOffTheNodesThenLetsTheInstallGo(t *testing
 		}
 		if len(n.Annotations) != 1 || n.Annotations["hangwatch.io/remedy"] != "disabled" {
 			t.Errorf("%s: annotations %v, want only the operator's opt-out", name, n.Annotations)
+		}
+	}
+	for _, name := range []string{"hangwatch-remedy", "hangwatch-remedy-actions"} {
+		if _, err := p.api.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{}); err == nil {
+			t.Errorf("Lease %s still there after the uninstall", name)
 		}
 	}
 	select {

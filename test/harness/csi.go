@@ -68,9 +68,12 @@ type CSI struct {
 	nodes                             map[string]*csiNode
 }
 
-// csiNode is one kubelet's node instance and registrar.
+// csiNode is one kubelet's node instance and registrar: processes of the
+// harness's, or units of the node's systemd (AddNodeUnder).
 type csiNode struct {
 	plugin, registrar *process
+	sd                *Systemd
+	units, logs       []string
 }
 
 // CSICall is one CSI call the driver served, from its call log.
@@ -302,7 +305,10 @@ func (c *CSI) StopNode(node string) {
 	n := c.nodes[node]
 	delete(c.nodes, node)
 	c.mu.Unlock()
-	if n != nil {
+	switch {
+	case n != nil && n.sd != nil:
+		n.stopUnits()
+	case n != nil:
 		n.registrar.stop(5 * time.Second)
 		n.plugin.stop(5 * time.Second)
 	}
@@ -323,7 +329,9 @@ func (c *CSI) Processes() []Watched {
 	defer c.mu.Unlock()
 	out := []Watched{c.controller, c.attacher, c.provisioner}
 	for _, n := range c.nodes {
-		out = append(out, n.plugin, n.registrar)
+		if n.sd == nil {
+			out = append(out, n.plugin, n.registrar)
+		}
 	}
 	return out
 }
@@ -357,11 +365,14 @@ func (c *CSI) LogTails() string { return c.logTails() }
 func (c *CSI) logTails() string {
 	c.mu.Lock()
 	procs := []*process{c.controller, c.attacher, c.provisioner}
+	var tails []string
 	for _, n := range c.nodes {
+		if n.sd != nil {
+			tails = append(tails, n.logTails())
+		}
 		procs = append(procs, n.plugin, n.registrar)
 	}
 	c.mu.Unlock()
-	var tails []string
 	for _, p := range procs {
 		if p != nil {
 			tails = append(tails, p.logTail(15))

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -149,7 +150,7 @@ func TestRemedyChangesOnlyItsFinalizerOnItsInstall(t *testing.T) {
 		"the binding's subjects": {"clusterrolebinding",
 			`{"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"default"}]}`, "not subjects"},
 		"the role's rules":   {"clusterrole", `{"rules":[{"apiGroups":[""],"resources":["nodes"],"verbs":["get"]}]}`, "not rules"},
-		"another finalizer":  {"serviceaccount", `{"metadata":{"finalizers":["example.com/hold"]}}`, "only its own finalizer"},
+		"another finalizer":  {"serviceaccount", `{"metadata":{"finalizers":["example.com/hold"]}}`, "may add only hangwatch.io/uninstall"},
 		"a label with it":    {"deployment", `{"metadata":{"labels":{"x":"y"},"finalizers":["hangwatch.io/uninstall"]}}`, "not metadata.labels"},
 	}
 	for what, d := range denied {
@@ -161,10 +162,23 @@ func TestRemedyChangesOnlyItsFinalizerOnItsInstall(t *testing.T) {
 		t.Logf("%s: %v", what, err)
 	}
 	for _, kind := range []string{"deployment", "serviceaccount", "clusterrole", "clusterrolebinding"} {
-		for _, fin := range []string{`["hangwatch.io/uninstall"]`, `null`} {
+		for _, fin := range []string{`["hangwatch.io/uninstall"]`, `null`, `["foregroundDeletion"]`} {
 			if err := patch(kind, fmt.Sprintf(`{"metadata":{"finalizers":%s}}`, fin)); err != nil {
 				t.Errorf("remedy setting %s's finalizers to %s: %v", kind, fin, err)
 			}
 		}
+		err := patch(kind, `{"metadata":{"finalizers":null}}`)
+		if err == nil || !strings.Contains(err.Error(), "remove only hangwatch.io/uninstall") {
+			t.Errorf("remedy taking the garbage collector's foregroundDeletion off %s: %v; want the policy's denial", kind, err)
+		}
+	}
+	// the garbage collector's finalizer off again, as an administrator
+	unhold := []byte(`{"metadata":{"finalizers":null}}`)
+	_, err1 := cp.Admin.AppsV1().Deployments("kube-system").Patch(ctx, "hangwatch-remedy", types.MergePatchType, unhold, metav1.PatchOptions{})
+	_, err2 := cp.Admin.CoreV1().ServiceAccounts("kube-system").Patch(ctx, "hangwatch-remedy", types.MergePatchType, unhold, metav1.PatchOptions{})
+	_, err3 := cp.Admin.RbacV1().ClusterRoles().Patch(ctx, "hangwatch-remedy", types.MergePatchType, unhold, metav1.PatchOptions{})
+	_, err4 := cp.Admin.RbacV1().ClusterRoleBindings().Patch(ctx, "hangwatch-remedy", types.MergePatchType, unhold, metav1.PatchOptions{})
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,93 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// csiUnitTemplate runs one of the driver's node-side processes (%s: its
+// command line) under a node's systemd, its output appended to a log (%s),
+// as a node runs its CSI node plugin: in the node's mount namespace, so
+// that what it mounts is what the kubelet and the pods there see.
+const csiUnitTemplate = `[Unit]
+Description=hangwatch test harness CSI node side
+DefaultDependencies=no
+
+[Service]
+ExecStart=%s
+StandardOutput=append:%s
+StandardError=inherit
+Restart=no
+`
+
+// AddNodeUnder starts k's node instance of the driver and its registrar
+// as units of sd, the systemd k runs under (its node's mount namespace),
+// serving and registering under k's root dir as AddNode does; it returns
+// once the Node's CSINode lists the driver.
+func (c *CSI) AddNodeUnder(ctx context.Context, sd *Systemd, k *Kubelet) error {
+	root := k.RootDir()
+	socket := filepath.Join(root, "plugins", CSIDriverName, "csi.sock")
+	n := &csiNode{sd: sd}
+	c.mu.Lock()
+	if c.nodes[k.Node] != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("node %s has the CSI driver already", k.Node)
+	}
+	c.nodes[k.Node] = n
+	c.mu.Unlock()
+	for _, u := range []struct{ name, mode, arg string }{
+		{"csi-node.service", "node", "-node-id=" + k.Node + " -data-dir=" + c.DataDir + " -calls=" + c.callLog(k.Node) + " -name=" + CSIDriverName},
+		{"csi-registrar.service", "registrar", "-registration-socket=" + filepath.Join(root, "plugins_registry", CSIDriverName+"-reg.sock")},
+	} {
+		log := filepath.Join(c.Dir, strings.TrimSuffix(u.name, ".service")+"-"+k.Node+".log")
+		line := c.driver + " -mode=" + u.mode + " -endpoint=" + socket + " " + u.arg
+		if strings.ContainsAny(line+log, "\t\n\"'\\%$;") {
+			return fmt.Errorf("csi unit %s: %q would need quoting", u.name, line)
+		}
+		if err := sd.SetUnit(ctx, u.name, fmt.Sprintf(csiUnitTemplate, line, log)); err != nil {
+			return err
+		}
+		if err := sd.StartUnit(ctx, u.name); err != nil {
+			return err
+		}
+		n.units, n.logs = append(n.units, u.name), append(n.logs, log)
+	}
+	last := ""
+	_, err := Poll(ctx, 90*time.Second, "node "+k.Node+"'s CSINode to list "+CSIDriverName, func() bool {
+		cn, err := c.cp.Admin.StorageV1().CSINodes().Get(ctx, k.Node, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		for _, d := range cn.Spec.Drivers {
+			if d.Name == CSIDriverName && d.NodeID == k.Node {
+				return true
+			}
+		}
+		last = fmt.Sprintf("drivers %v", cn.Spec.Drivers)
+		return false
+	}, Every(100*time.Millisecond), Explaining(func() string { return last + "\n" + n.logTails() }))
+	return err
+}
+
+// stopUnits stops a node instance run under systemd.
+func (n *csiNode) stopUnits() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := len(n.units) - 1; i >= 0; i-- {
+		_ = n.sd.StopUnit(ctx, n.units[i])
+	}
+}
+
+func (n *csiNode) logTails() string {
+	var tails []string
+	for _, l := range n.logs {
+		tails = append(tails, fileTail(filepath.Base(l), l, 15))
+	}
+	return strings.Join(tails, "\n")
+}
