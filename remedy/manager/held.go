@@ -27,14 +27,16 @@ const UninstallFinalizer = "hangwatch.io/uninstall"
 // first would leave it unable to take it off the second. So the
 // ServiceAccount, the ClusterRole and the ClusterRoleBinding carry the
 // garbage collector's foregroundDeletion finalizer, which the collector
-// takes off only once the object's blocking dependents are gone; their
-// one dependent is the guard Lease, which remedy holds with
+// takes off only once the object's blocking dependents are gone; each has
+// one dependent, a guard Lease of its own (a dependent with another owner
+// still there would only lose its reference), which remedy holds with
 // UninstallFinalizer and lets go last. The Deployment, held with
 // UninstallFinalizer too, is let go just before.
 
 // heldObject is one object of the install.
 type heldObject struct {
 	what      string // kind/namespace/name, for the log
+	kind      string // lower case: the guard's name's end
 	finalizer string
 	ref       func(metav1.Object) metav1.OwnerReference // the guard's reference to it; nil: none
 	get       func(context.Context) (metav1.Object, error)
@@ -52,25 +54,25 @@ func heldObjects(c kubernetes.Interface, namespace, name string) []heldObject {
 		}
 	}
 	return []heldObject{
-		{what: "serviceaccount/" + namespace + "/" + name, finalizer: metav1.FinalizerDeleteDependents, ref: owner("v1", "ServiceAccount"),
+		{what: "serviceaccount/" + namespace + "/" + name, kind: "serviceaccount", finalizer: metav1.FinalizerDeleteDependents, ref: owner("v1", "ServiceAccount"),
 			get: func(ctx context.Context) (metav1.Object, error) { return sa.Get(ctx, name, metav1.GetOptions{}) },
 			patch: func(ctx context.Context, p []byte) error {
 				_, err := sa.Patch(ctx, name, types.JSONPatchType, p, uninstallPatch)
 				return err
 			}},
-		{what: "clusterrolebinding/" + name, finalizer: metav1.FinalizerDeleteDependents, ref: owner("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+		{what: "clusterrolebinding/" + name, kind: "clusterrolebinding", finalizer: metav1.FinalizerDeleteDependents, ref: owner("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
 			get: func(ctx context.Context) (metav1.Object, error) { return crb.Get(ctx, name, metav1.GetOptions{}) },
 			patch: func(ctx context.Context, p []byte) error {
 				_, err := crb.Patch(ctx, name, types.JSONPatchType, p, uninstallPatch)
 				return err
 			}},
-		{what: "clusterrole/" + name, finalizer: metav1.FinalizerDeleteDependents, ref: owner("rbac.authorization.k8s.io/v1", "ClusterRole"),
+		{what: "clusterrole/" + name, kind: "clusterrole", finalizer: metav1.FinalizerDeleteDependents, ref: owner("rbac.authorization.k8s.io/v1", "ClusterRole"),
 			get: func(ctx context.Context) (metav1.Object, error) { return cr.Get(ctx, name, metav1.GetOptions{}) },
 			patch: func(ctx context.Context, p []byte) error {
 				_, err := cr.Patch(ctx, name, types.JSONPatchType, p, uninstallPatch)
 				return err
 			}},
-		{what: "deployment/" + namespace + "/" + name, finalizer: UninstallFinalizer,
+		{what: "deployment/" + namespace + "/" + name, kind: "deployment", finalizer: UninstallFinalizer,
 			get: func(ctx context.Context) (metav1.Object, error) { return d.Get(ctx, name, metav1.GetOptions{}) },
 			patch: func(ctx context.Context, p []byte) error {
 				_, err := d.Patch(ctx, name, types.JSONPatchType, p, uninstallPatch)
@@ -79,8 +81,9 @@ func heldObjects(c kubernetes.Interface, namespace, name string) []heldObject {
 	}
 }
 
-// guardName is the guard Lease's name.
-func guardName(install string) string { return install + "-uninstall" }
+// guardName is the name of the guard Lease of the install's object of
+// kind.
+func guardName(install, kind string) string { return install + "-uninstall-" + kind }
 
 // hold adds h's finalizer to o unless it has it, or o is being deleted
 // (the API server refuses a new finalizer then); it returns o.
@@ -124,12 +127,12 @@ func finalizersPatch(o metav1.Object, fin []string) []byte {
 	return p
 }
 
-// ensureGuard makes the guard Lease, owned by owners (blocking their
+// ensureGuard makes a guard Lease, name, owned by owner (blocking its
 // deletion) and held with UninstallFinalizer, or brings one made before
 // to that.
-func ensureGuard(ctx context.Context, c kubernetes.Interface, namespace, install string, owners []metav1.OwnerReference) error {
+func ensureGuard(ctx context.Context, c kubernetes.Interface, namespace, name string, owner metav1.OwnerReference) error {
 	leases := c.CoordinationV1().Leases(namespace)
-	name := guardName(install)
+	owners := []metav1.OwnerReference{owner}
 	l, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
@@ -160,13 +163,14 @@ func ensureGuard(ctx context.Context, c kubernetes.Interface, namespace, install
 	return nil
 }
 
-func sameOwner(a, b metav1.OwnerReference) bool { return a.UID == b.UID && a.Kind == b.Kind && a.Name == b.Name }
+func sameOwner(a, b metav1.OwnerReference) bool {
+	return a.UID == b.UID && a.Kind == b.Kind && a.Name == b.Name
+}
 
-// releaseGuard lets the guard Lease go: the garbage collector then lets
-// the ServiceAccount, the ClusterRole and the ClusterRoleBinding go.
-func releaseGuard(ctx context.Context, c kubernetes.Interface, namespace, install string) error {
+// releaseGuard lets a guard Lease, name, go: the garbage collector then
+// lets its owner go.
+func releaseGuard(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
 	leases := c.CoordinationV1().Leases(namespace)
-	name := guardName(install)
 	l, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("read the uninstall guard, lease %s/%s: %w", namespace, name, err)

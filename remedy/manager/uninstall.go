@@ -132,16 +132,16 @@ func (g *uninstallGuard) waitForDeletion(ctx context.Context) bool {
 // guard Lease they own, and UninstallFinalizer on the Deployment. It says
 // a refusal when told to.
 func (g *uninstallGuard) holdAll(ctx context.Context, say bool) bool {
-	var owners []metav1.OwnerReference
 	err := func() error {
 		for _, h := range g.held {
 			o, err := h.hold(ctx)
 			if err != nil {
 				return err
 			}
-			if h.ref != nil {
-				owners = append(owners, h.ref(o))
-			} else if err := ensureGuard(ctx, g.m.o.Client, g.m.o.Election.Namespace, g.m.o.Uninstall, owners); err != nil {
+			if h.ref == nil {
+				continue
+			}
+			if err := ensureGuard(ctx, g.m.o.Client, g.m.o.Election.Namespace, guardName(g.m.o.Uninstall, h.kind), h.ref(o)); err != nil {
 				return err
 			}
 		}
@@ -154,7 +154,7 @@ func (g *uninstallGuard) holdAll(ctx context.Context, say bool) bool {
 		return false
 	}
 	klog.InfoS("Holding the install until an uninstall has cleaned the Nodes", "finalizer", UninstallFinalizer,
-		"deployment", g.deployment().what, "guard", "lease/"+g.m.o.Election.Namespace+"/"+guardName(g.m.o.Uninstall))
+		"deployment", g.deployment().what, "guards", "lease/"+g.m.o.Election.Namespace+"/"+guardName(g.m.o.Uninstall, "*"))
 	return true
 }
 
@@ -250,24 +250,29 @@ func (g *uninstallGuard) conditionTypes() []string {
 }
 
 // releaseAll lets the Deployment go (the garbage collector then deletes
-// its pods, this one among them), then the guard Lease (the collector then
-// lets the ServiceAccount and the RBAC go), each tried again every poll
-// until it is done. The guard is let go on a context of its own: this
-// pod's SIGTERM may come between the two.
+// its pods, this one among them), then the guard Leases (the collector
+// then lets the ServiceAccount and the RBAC go), each tried again every
+// poll until it is done. The guards are let go on a context of their own:
+// this pod's SIGTERM may come between.
 func (g *uninstallGuard) releaseAll(ctx context.Context) {
 	t := g.m.o.Clock.NewTicker(uninstallPoll)
 	defer t.Stop()
 	guardCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
-	steps := []struct {
+	ns := g.m.o.Election.Namespace
+	type step struct {
 		what string
 		ctx  context.Context
 		do   func(context.Context) error
-	}{
-		{g.deployment().what, ctx, g.deployment().release},
-		{"lease/" + g.m.o.Election.Namespace + "/" + guardName(g.m.o.Uninstall), guardCtx, func(ctx context.Context) error {
-			return releaseGuard(ctx, g.m.o.Client, g.m.o.Election.Namespace, g.m.o.Uninstall)
-		}},
+	}
+	steps := []step{{g.deployment().what, ctx, g.deployment().release}}
+	for _, h := range g.held {
+		if h.ref != nil {
+			name := guardName(g.m.o.Uninstall, h.kind)
+			steps = append(steps, step{"lease/" + ns + "/" + name, guardCtx, func(ctx context.Context) error {
+				return releaseGuard(ctx, g.m.o.Client, ns, name)
+			}})
+		}
 	}
 	for _, s := range steps {
 		for said := false; ; said = true {

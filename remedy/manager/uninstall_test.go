@@ -56,8 +56,11 @@ func (p *inProcess) finalizers(t *testing.T) map[string]bool {
 		}
 		held[h.what] = slices.Contains(o.GetFinalizers(), h.finalizer)
 	}
-	l, err := p.api.CoordinationV1().Leases("kube-system").Get(context.Background(), "hangwatch-remedy-uninstall", metav1.GetOptions{})
-	held["guard"] = err == nil && slices.Contains(l.Finalizers, UninstallFinalizer) && len(l.OwnerReferences) == 3
+	for _, kind := range []string{"serviceaccount", "clusterrolebinding", "clusterrole"} {
+		l, err := p.api.CoordinationV1().Leases("kube-system").Get(context.Background(), "hangwatch-remedy-uninstall-"+kind, metav1.GetOptions{})
+		held["guard of the "+kind] = err == nil && slices.Contains(l.Finalizers, UninstallFinalizer) && len(l.OwnerReferences) == 1 &&
+			strings.EqualFold(l.OwnerReferences[0].Kind, kind) && *l.OwnerReferences[0].BlockOwnerDeletion
+	}
 	return held
 }
 
@@ -92,7 +95,8 @@ func TestUninstallTakesHangwatchsMarksOffTheNodesThenLetsTheInstallGo(t *testing
 	// collector's (foregroundDeletion, once the guard is gone)
 	p.until(t, "the install let go", func() bool {
 		held := p.finalizers(t)
-		return !held["deployment/kube-system/hangwatch-remedy"] && !held["guard"]
+		return !held["deployment/kube-system/hangwatch-remedy"] && !held["guard of the serviceaccount"] &&
+			!held["guard of the clusterrole"] && !held["guard of the clusterrolebinding"]
 	})
 	for what, h := range p.finalizers(t) {
 		if strings.HasPrefix(what, "clusterrole") || strings.HasPrefix(what, "serviceaccount") {

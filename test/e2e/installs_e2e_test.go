@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
@@ -73,38 +74,83 @@ func uninstall(t *testing.T, in *harness.Installs) {
 // B. Each rung's time from the freeze is measured.
 func TestInstallsLadderToFence(t *testing.T) {
 	for _, how := range append(installs, "binaries") {
-		t.Run(how, func(t *testing.T) {
-			in := harness.StartInstalls(t, how)
-			in.WaitRunning(t, 3*time.Minute)
-			harness.StatefulSet(t, in.CP, "web", in.A)
-			before := in.RunningOn(t, 2*time.Minute, "web-0", in.A)
-			in.WaitRuntimeOldEnough(t)
-			in.WedgeRuntimeStarts(t)
-			harness.Freeze(t, in.C)
-			frozen := time.Now()
-			rungs := in.WatchLadder(t, frozen, before.UID)
-			moved := in.WaitMovedToB(t, 3*time.Minute, rungs)
-			onB := time.Since(frozen)
-			// the fence deletes web-0 before it releases anything and
-			// attests: the StatefulSet's new web-0 may run on B first
-			harness.Eventually(t, time.Minute, "every rung of the ladder", func() bool { return len(rungs.Missing()) == 0 },
-				harness.Explaining(func() string { return fmt.Sprintf("missing %v", rungs.Missing()) }))
-			rungs.Stop()
-			for _, r := range rungs.Seen() {
-				harness.Measure(t, "installs_"+how+"_ladder_"+r.Name+"_after_freeze", r.After)
-			}
-			harness.Measure(t, "installs_"+how+"_ladder_web0_on_b_after_freeze", onB)
-			if moved.UID == before.UID {
-				t.Fatalf("web-0 on B has A's UID %s", moved.UID)
-			}
-			if onB > 75*time.Second {
-				t.Errorf("web-0 Running on B %v after the freeze; want within 75s", onB.Round(time.Millisecond))
-			}
-			in.UnwedgeRuntime(t) // a node whose runtime is down cannot stop the pods an uninstall deletes
-			if how != "binaries" {
-				uninstall(t, in)
-			}
-		})
+		t.Run(how, func(t *testing.T) { installedLadder(t, how, false) })
+	}
+}
+
+// TestInstallsLadderToFenceWithAVolume: the same ladder, installed with
+// kustomize, web-0 writing on a ReadWriteOnce volume of the harness's CSI
+// driver, whose node instance on A runs in A's mount namespace as a node's
+// CSI node plugin does. The fence from the repair pod has the driver
+// unpublish and unstage the volume on A; web-0 runs on B writing on the
+// same volume, and the old web-0 wrote nothing after the attestation.
+func TestInstallsLadderToFenceWithAVolume(t *testing.T) {
+	installedLadder(t, "kustomize", true)
+}
+
+// installedLadder runs the whole ladder on a cluster installed by how, web-0 with
+// a volume when rwo; each rung is measured from the freeze.
+func installedLadder(t *testing.T, how string, rwo bool) {
+	in := harness.StartInstalls(t, how)
+	in.WaitRunning(t, 3*time.Minute)
+	name, limit := how, 75*time.Second
+	if rwo {
+		name, limit = how+"_rwo", 90*time.Second
+		in.StartCSI(t)
+		harness.WriterStatefulSet(t, in.CP, "web", in.A)
+	} else {
+		harness.StatefulSet(t, in.CP, "web", in.A)
+	}
+	before := in.RunningOn(t, 2*time.Minute, "web-0", in.A)
+	var log string
+	if rwo {
+		log = in.VolumeFile(t, "web-0", "log")
+		harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(harness.LinesOf(t, log, string(before.UID))) > 3 })
+	}
+	in.WaitRuntimeOldEnough(t)
+	in.WedgeRuntimeStarts(t)
+	harness.Freeze(t, in.C)
+	frozen := time.Now()
+	rungs := in.WatchLadder(t, frozen, before.UID)
+	moved := in.WaitMovedToB(t, 3*time.Minute, rungs)
+	onB := time.Since(frozen)
+	// the fence deletes web-0 before it releases anything and
+	// attests: the StatefulSet's new web-0 may run on B first
+	harness.Eventually(t, time.Minute, "every rung of the ladder", func() bool { return len(rungs.Missing()) == 0 },
+		harness.Explaining(func() string { return fmt.Sprintf("missing %v", rungs.Missing()) }))
+	rungs.Stop()
+	for _, r := range rungs.Seen() {
+		harness.Measure(t, "installs_"+name+"_ladder_"+r.Name+"_after_freeze", r.After)
+	}
+	harness.Measure(t, "installs_"+name+"_ladder_web0_on_b_after_freeze", onB)
+	if moved.UID == before.UID {
+		t.Fatalf("web-0 on B has A's UID %s", moved.UID)
+	}
+	if onB > limit {
+		t.Errorf("web-0 Running on B %v after the freeze; want within %v", onB.Round(time.Millisecond), limit)
+	}
+	if rwo {
+		checkVolumeMoved(t, in, log, before.UID, moved.UID, frozen.Add(rungs.After("attested")))
+	}
+	in.UnwedgeRuntime(t) // a node whose runtime is down cannot stop the pods an uninstall deletes
+	if how != "binaries" {
+		uninstall(t, in)
+	}
+}
+
+// checkVolumeMoved wants the web-0 on B writing on the volume, the old one
+// silent since the attestation, and A's unstage done before B's stage.
+func checkVolumeMoved(t *testing.T, in *harness.Installs, log string, old, moved types.UID, attested time.Time) {
+	t.Helper()
+	harness.Eventually(t, time.Minute, "the new web-0 writing on the volume", func() bool { return len(harness.LinesOf(t, log, string(moved))) > 3 })
+	for _, l := range harness.LinesOf(t, log, string(old)) {
+		if l.At.After(attested) {
+			t.Errorf("the fenced web-0 wrote %q %v after the attestation was seen", l.Text, l.At.Sub(attested))
+		}
+	}
+	unstaged, staged := lastCall(in.CSI.Calls(in.A), "NodeUnstageVolume"), lastCall(in.CSI.Calls(in.B), "NodeStageVolume")
+	if unstaged.End.IsZero() || staged.Time.IsZero() || !unstaged.End.Before(staged.Time) {
+		t.Errorf("A's unstage %+v, B's stage %+v: want the unstage done before the stage", unstaged, staged)
 	}
 }
 

@@ -262,13 +262,9 @@ func (c *CSI) AddNode(ctx context.Context, k *Kubelet) error {
 	root := filepath.Join(k.Dir, "root")
 	socket := filepath.Join(root, "plugins", CSIDriverName, "csi.sock")
 	n := &csiNode{}
-	c.mu.Lock()
-	if c.nodes[k.Node] != nil {
-		c.mu.Unlock()
-		return fmt.Errorf("node %s has the CSI driver already", k.Node)
+	if err := c.claim(k.Node, n); err != nil {
+		return err
 	}
-	c.nodes[k.Node] = n
-	c.mu.Unlock()
 	var err error
 	if n.plugin, err = startProcess(c.Dir, "csi-node-"+k.Node, c.driver, "-mode=node", "-endpoint="+socket,
 		"-name="+CSIDriverName, "-node-id="+k.Node, "-data-dir="+c.DataDir, "-calls="+c.callLog(k.Node)); err != nil {
@@ -278,23 +274,39 @@ func (c *CSI) AddNode(ctx context.Context, k *Kubelet) error {
 		"-registration-socket="+filepath.Join(root, "plugins_registry", CSIDriverName+"-reg.sock")); err != nil {
 		return err
 	}
+	return c.waitListed(ctx, k.Node, func() string { return n.plugin.logTail(10) + "\n" + n.registrar.logTail(10) },
+		UnlessExited(n.plugin, n.registrar))
+}
+
+// claim makes n node's instance of the driver, unless it has one.
+func (c *CSI) claim(node string, n *csiNode) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nodes[node] != nil {
+		return fmt.Errorf("node %s has the CSI driver already", node)
+	}
+	c.nodes[node] = n
+	return nil
+}
+
+// waitListed waits until node's CSINode lists the driver with the node's
+// ID; logs are the node instance's, for a timeout's message.
+func (c *CSI) waitListed(ctx context.Context, node string, logs func() string, opts ...WaitOption) error {
 	last := ""
-	_, err = Poll(ctx, 90*time.Second, "node "+k.Node+"'s CSINode to list "+CSIDriverName, func() bool {
-		cn, err := c.cp.Admin.StorageV1().CSINodes().Get(ctx, k.Node, metav1.GetOptions{})
+	_, err := Poll(ctx, 90*time.Second, "node "+node+"'s CSINode to list "+CSIDriverName, func() bool {
+		cn, err := c.cp.Admin.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false
 		}
 		for _, d := range cn.Spec.Drivers {
-			if d.Name == CSIDriverName && d.NodeID == k.Node {
+			if d.Name == CSIDriverName && d.NodeID == node {
 				return true
 			}
 		}
 		last = fmt.Sprintf("drivers %v", cn.Spec.Drivers)
 		return false
-	}, Every(100*time.Millisecond), UnlessExited(n.plugin, n.registrar), Explaining(func() string {
-		return last + "\n" + n.plugin.logTail(10) + "\n" + n.registrar.logTail(10)
-	}))
+	}, append(opts, Every(100*time.Millisecond), Explaining(func() string { return last + "\n" + logs() }))...)
 	return err
 }
 

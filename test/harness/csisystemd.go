@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // csiUnitTemplate runs one of the driver's node-side processes (%s: its
@@ -33,13 +31,9 @@ func (c *CSI) AddNodeUnder(ctx context.Context, sd *Systemd, k *Kubelet) error {
 	root := k.RootDir()
 	socket := filepath.Join(root, "plugins", CSIDriverName, "csi.sock")
 	n := &csiNode{sd: sd}
-	c.mu.Lock()
-	if c.nodes[k.Node] != nil {
-		c.mu.Unlock()
-		return fmt.Errorf("node %s has the CSI driver already", k.Node)
+	if err := c.claim(k.Node, n); err != nil {
+		return err
 	}
-	c.nodes[k.Node] = n
-	c.mu.Unlock()
 	for _, u := range []struct{ name, mode, arg string }{
 		{"csi-node.service", "node", "-node-id=" + k.Node + " -data-dir=" + c.DataDir + " -calls=" + c.callLog(k.Node) + " -name=" + CSIDriverName},
 		{"csi-registrar.service", "registrar", "-registration-socket=" + filepath.Join(root, "plugins_registry", CSIDriverName+"-reg.sock")},
@@ -57,22 +51,7 @@ func (c *CSI) AddNodeUnder(ctx context.Context, sd *Systemd, k *Kubelet) error {
 		}
 		n.units, n.logs = append(n.units, u.name), append(n.logs, log)
 	}
-	last := ""
-	_, err := Poll(ctx, 90*time.Second, "node "+k.Node+"'s CSINode to list "+CSIDriverName, func() bool {
-		cn, err := c.cp.Admin.StorageV1().CSINodes().Get(ctx, k.Node, metav1.GetOptions{})
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		for _, d := range cn.Spec.Drivers {
-			if d.Name == CSIDriverName && d.NodeID == k.Node {
-				return true
-			}
-		}
-		last = fmt.Sprintf("drivers %v", cn.Spec.Drivers)
-		return false
-	}, Every(100*time.Millisecond), Explaining(func() string { return last + "\n" + n.logTails() }))
-	return err
+	return c.waitListed(ctx, k.Node, n.logTails)
 }
 
 // stopUnits stops a node instance run under systemd.

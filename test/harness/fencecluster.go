@@ -393,13 +393,20 @@ func (fc *FenceCluster) TakesNewPods(t *testing.T, node string) {
 // VolumeFile is the host path of file on the volume of pod's claim "data".
 func (fc *FenceCluster) VolumeFile(t *testing.T, pod, file string) string {
 	t.Helper()
-	pvc, err := fc.CP.Admin.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data-"+pod, metav1.GetOptions{})
+	return volumeFile(t, fc.CP, fc.CSI, pod, file)
+}
+
+// volumeFile is the host path of file on the volume of pod's claim
+// "data", a volume of csi.
+func volumeFile(t *testing.T, cp *ControlPlane, csi *CSI, pod, file string) string {
+	t.Helper()
+	pvc, err := cp.Admin.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data-"+pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv, err := fc.CP.Admin.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
+	pv, err := cp.Admin.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil || pv.Spec.CSI == nil {
 		t.Fatalf("the claim's volume: %v %v", pv, err)
 	}
-	return filepath.Join(fc.CSI.DataDir, pv.Spec.CSI.VolumeHandle, file)
+	return filepath.Join(csi.DataDir, pv.Spec.CSI.VolumeHandle, file)
 }

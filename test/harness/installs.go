@@ -48,6 +48,7 @@ type Installs struct {
 	K    *Kubelet // A's
 	KB   *Kubelet
 	CB   *Containerd
+	CSI  *CSI   // after StartCSI
 	How  string // "kustomize" or "helm"
 	// Installed is when the install command returned.
 	Installed time.Time
@@ -243,4 +244,27 @@ func (in *Installs) UninstallAndList(t *testing.T) (left []string, conditions []
 		}
 	}
 	return left, conditions
+}
+
+// StartCSI starts the harness's CSI driver for the installs cluster: its
+// controller side, B's node instance, and A's as units of A's systemd (in
+// A's mount namespace, where A's kubelet and pods mount, as a node runs
+// its CSI node plugin).
+func (in *Installs) StartCSI(t *testing.T) {
+	t.Helper()
+	in.CSI = StartCSIT(t, in.CP)
+	in.CSI.AddNodeT(t, in.KB)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { in.CSI.StopNode(in.A) })
+	if err := in.CSI.AddNodeUnder(ctx, in.SD, in.K); err != nil {
+		t.Fatalf("add the CSI driver to node %s under its systemd: %v", in.A, err)
+	}
+}
+
+// VolumeFile is the host path of file on the volume of pod's claim
+// "data" (WriterStatefulSet's).
+func (in *Installs) VolumeFile(t *testing.T, pod, file string) string {
+	t.Helper()
+	return volumeFile(t, in.CP, in.CSI, pod, file)
 }

@@ -149,9 +149,9 @@ func TestRemedyChangesOnlyItsFinalizerOnItsInstall(t *testing.T) {
 		"the Deployment's ServiceAccount": {"deployment", `{"spec":{"template":{"spec":{"serviceAccountName":"default"}}}}`, "not spec"},
 		"the binding's subjects": {"clusterrolebinding",
 			`{"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"default"}]}`, "not subjects"},
-		"the role's rules":   {"clusterrole", `{"rules":[{"apiGroups":[""],"resources":["nodes"],"verbs":["get"]}]}`, "not rules"},
-		"another finalizer":  {"serviceaccount", `{"metadata":{"finalizers":["example.com/hold"]}}`, "may add only hangwatch.io/uninstall"},
-		"a label with it":    {"deployment", `{"metadata":{"labels":{"x":"y"},"finalizers":["hangwatch.io/uninstall"]}}`, "not metadata.labels"},
+		"the role's rules":  {"clusterrole", `{"rules":[{"apiGroups":[""],"resources":["nodes"],"verbs":["get"]}]}`, "not rules"},
+		"another finalizer": {"serviceaccount", `{"metadata":{"finalizers":["example.com/hold"]}}`, "may add only hangwatch.io/uninstall"},
+		"a label with it":   {"deployment", `{"metadata":{"labels":{"x":"y"},"finalizers":["hangwatch.io/uninstall"]}}`, "not metadata.labels"},
 	}
 	for what, d := range denied {
 		err := patch(d.kind, d.patch)
