@@ -1,18 +1,25 @@
 package remedy
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 )
 
-// OwnedConditionTypes are the Node conditions hangwatch's agent writes
-// and an uninstall takes off (the remedy admission policy's owned types).
+// OwnedConditionTypes are the Node conditions hangwatch's agent writes,
+// which `hangwatch-remedy uninstall` takes off.
 var OwnedConditionTypes = []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock", "KubeletUnresponsive"}
 
 // Leftovers is what hangwatch left on one Node that an uninstall takes
@@ -98,4 +105,100 @@ func replacePatch(n *corev1.Node, path string, value any, drop []string) ([]byte
 		ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + strings.ReplaceAll(k, "/", "~1")})
 	}
 	return json.Marshal(ops)
+}
+
+// CleanOptions are what CleanNodes takes off and how it waits.
+type CleanOptions struct {
+	Client kubernetes.Interface
+	// Types are the condition types whose conditions and remedy taints go
+	// (OwnedConditionTypes and the policy's).
+	Types []string
+	// DryRun lists what would go and changes nothing.
+	DryRun bool
+	// Clock times the passes; Poll is the time between them.
+	Clock clock.WithTicker
+	Poll  time.Duration
+	// Cleaned, when set, is told each Node's leftovers as they go (or
+	// would go).
+	Cleaned func(node string, what []string)
+}
+
+// CleanNodes takes what hangwatch left off every Node (LeftOn): its
+// conditions first, in the Node's status, then remedy's taints, the
+// out-of-service taint and the fence's annotations, each a JSON patch on
+// the Node just read. It passes again until two passes in a row find
+// nothing (a hangwatch pod still stopping may write once more), or ctx
+// ends; it returns how many Nodes it changed and the last pass's error.
+func CleanNodes(ctx context.Context, o CleanOptions) (int, error) {
+	t := o.Clock.NewTicker(o.Poll)
+	defer t.Stop()
+	cleaned := map[string]bool{}
+	for quiet := 0; ; {
+		found, err := cleanPass(ctx, o, cleaned)
+		if err == nil && (found == 0 || o.DryRun) {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if quiet == 2 || o.DryRun {
+			return len(cleaned), err
+		}
+		select {
+		case <-ctx.Done():
+			return len(cleaned), errors.Join(err, ctx.Err())
+		case <-t.C():
+		}
+	}
+}
+
+// cleanPass cleans each Node once and returns how many had leftovers.
+func cleanPass(ctx context.Context, o CleanOptions, cleaned map[string]bool) (int, error) {
+	nodes, err := o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("list the Nodes: %w", err)
+	}
+	var errs []error
+	found := 0
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		l, err := LeftOn(n, o.Types)
+		if err != nil || l.Empty() {
+			errs = append(errs, err)
+			continue
+		}
+		found++
+		if !o.DryRun {
+			if err := cleanNode(ctx, o, n, l); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		cleaned[n.Name] = true
+		if o.Cleaned != nil {
+			o.Cleaned(n.Name, l.What)
+		}
+	}
+	return found, errors.Join(errs...)
+}
+
+// cleanNode removes l from n: the conditions first, then, on the Node
+// that patch returned, the taints and annotations.
+func cleanNode(ctx context.Context, o CleanOptions, n *corev1.Node, l Leftovers) error {
+	nodes := o.Client.CoreV1().Nodes()
+	name := n.Name
+	if l.Status != nil {
+		var err error
+		if n, err = nodes.Patch(ctx, name, types.JSONPatchType, l.Status, metav1PatchOptions, "status"); err != nil {
+			return fmt.Errorf("take hangwatch's conditions off node %s: %w", name, err)
+		}
+		if l, err = LeftOn(n, o.Types); err != nil {
+			return err
+		}
+	}
+	if l.Node != nil {
+		if _, err := nodes.Patch(ctx, name, types.JSONPatchType, l.Node, metav1PatchOptions); err != nil {
+			return fmt.Errorf("take hangwatch's taints and annotations off node %s: %w", name, err)
+		}
+	}
+	return nil
 }

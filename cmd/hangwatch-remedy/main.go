@@ -34,11 +34,12 @@ well. maxUnhealthy, a rate limit, a per-node opt-out annotation
 
   hangwatch-remedy run            the controller (leader-elected)
   hangwatch-remedy status         the fleet table: node, condition, since, action, next
-  hangwatch-remedy config check   validate a RemedyConfiguration file`,
+  hangwatch-remedy config check   validate a RemedyConfiguration file
+  hangwatch-remedy uninstall      take what hangwatch wrote off every Node`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	cli.AddVerbosityFlags(root.PersistentFlags())
-	root.AddCommand(newRunCommand(), newStatusCommand(), newConfigCommand())
+	root.AddCommand(newRunCommand(), newStatusCommand(), newConfigCommand(), newUninstallCommand())
 	return cli.Execute(root, args, os.Stderr)
 }

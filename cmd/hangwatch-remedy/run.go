@@ -26,7 +26,6 @@ type runOptions struct {
 	listen       string
 	secureListen string
 	namespace    string
-	install      string
 	election     manager.Election // completed by identity
 }
 
@@ -123,8 +122,6 @@ func newRunCommand() *cobra.Command {
 	fs.StringVar(&o.listen, "listen-address", "127.0.0.1:9766", "plain HTTP, not authenticated: /healthz, and with no --secure-listen-address also /metrics (then keep it on loopback)")
 	fs.StringVar(&o.secureListen, "secure-listen-address", "", "HTTPS /metrics for Prometheus, with bearer tokens checked by TokenReview and SubjectAccessReview (get on the non-resource URL /metrics), for example 0.0.0.0:9767")
 	fs.StringVar(&o.namespace, "namespace", "", "namespace of the leader-election Lease (default $POD_NAMESPACE, else kube-system)")
-	fs.StringVar(&o.install, "install-name", "", "the install's Deployment and ServiceAccount (in --namespace), ClusterRole and ClusterRoleBinding, all of this name: held with the finalizer "+manager.UninstallFinalizer+
-		" so that deleting the Deployment (kubectl delete -k, helm uninstall) first takes hangwatch's taints, fence annotations and conditions off every Node; empty: nothing held, an uninstall leaves them")
 	fs.StringVar(&o.election.Name, "leader-elect-lease-name", "hangwatch-remedy", "the leader-election Lease")
 	fs.BoolVar(&o.election.Enabled, "leader-elect", true, "elect a leader on the Lease; only the leader acts")
 	fs.DurationVar(&o.election.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a leader's Lease lasts unrenewed before another replica takes over")
@@ -161,7 +158,7 @@ func (o *runOptions) managerOptions() (manager.Options, error) {
 		return manager.Options{}, err
 	}
 	return manager.Options{Client: cs, WatchClient: watchCS, ElectionClient: electionCS, API: api, PolicyPath: o.config, ListenAddress: o.listen,
-		SecureListenAddress: o.secureListen, Host: host, Election: e, Uninstall: o.install}, nil
+		SecureListenAddress: o.secureListen, Host: host, Election: e}, nil
 }
 
 // identity completes the election: the namespace of the Leases (leader

@@ -52,12 +52,6 @@ type Options struct {
 	// self-signed certificate.
 	Host     string
 	Election Election
-	// Uninstall names the install (its Deployment and ServiceAccount in
-	// Election.Namespace, its ClusterRole and ClusterRoleBinding): they
-	// are held with UninstallFinalizer, and the Deployment's deletion
-	// takes hangwatch's marks off the Nodes. Empty: nothing held, nothing
-	// taken off.
-	Uninstall string
 	// Clock is the controller's and the policy poll's clock; nil: the
 	// real one. Leader election keeps client-go's real clock.
 	Clock clock.WithTicker
@@ -169,21 +163,13 @@ func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); m.policy.watch(ctx, m.o.Clock, m.o.PolicyPoll) }()
-	acted, actStopped := make(chan error, 1), make(chan struct{})
-	actCtx, stopActing := context.WithCancel(ctx)
-	defer stopActing()
-	go func() { acted <- m.act(actCtx, servers.Addrs()); close(actStopped) }()
-	guard := m.newUninstallGuard()
-	wg.Add(1)
-	go func() { defer wg.Done(); guard.run(ctx, stopActing, actStopped) }()
+	acted := make(chan error, 1)
+	go func() { acted <- m.act(ctx, servers.Addrs()) }()
 	select {
 	case err = <-acted:
 	case err = <-serveErr:
 		stop()
 		<-acted
-	}
-	if guard.uninstalling() {
-		err = waitUninstalled(ctx, guard, serveErr)
 	}
 	stop()
 	wg.Wait()
@@ -194,20 +180,4 @@ func (m *Manager) Run(ctx context.Context) error {
 		err = serr
 	}
 	return err
-}
-
-// waitUninstalled waits for the uninstall, then serves (its /healthz
-// still answers) until the garbage collector deletes the pod and ctx ends.
-func waitUninstalled(ctx context.Context, guard *uninstallGuard, serveErr <-chan error) error {
-	select {
-	case <-guard.done:
-	case err := <-serveErr:
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-serveErr:
-		return err
-	}
 }

@@ -49,11 +49,11 @@ func TestInstallsRestartKeepsPods(t *testing.T) {
 }
 
 // uninstall removes hangwatch as it was installed (kubectl delete -k,
-// helm uninstall) and wants nothing of hangwatch's left on the Nodes:
-// no taint of its, no out-of-service, no fence annotation, none of its
-// conditions (the remedy pod takes them off before its install goes:
-// docs/install.md, "Uninstall"). The time from the uninstall to its pods
-// gone is measured.
+// helm uninstall), then runs `hangwatch-remedy uninstall`, and wants
+// nothing of hangwatch's left on the Nodes: no taint of its, no
+// out-of-service, no fence annotation, none of its conditions
+// (docs/install.md, "Uninstall"). The time from the uninstall command to
+// the Nodes clean is measured.
 func uninstall(t *testing.T, in *harness.Installs) {
 	t.Helper()
 	start := time.Now()

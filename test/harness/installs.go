@@ -213,15 +213,24 @@ func (in *Installs) ConditionIs(t *testing.T, condType string, status corev1.Con
 	return func() bool { c := NodeCond(t, in.CP, in.A, condType); return c != nil && c.Status == status }
 }
 
-// UninstallAndList removes hangwatch as it was installed and waits until
-// its pods are gone; it returns what hangwatch left on the Nodes (its
-// taints, its out-of-service taint, fence annotations) and its conditions.
+// UninstallAndList removes hangwatch as it was installed, waits until its
+// pods are gone, and runs `hangwatch-remedy uninstall` as an operator does
+// (the cluster's administrator: docs/install.md, "Uninstall"); it returns
+// what hangwatch left on the Nodes (its taints, its out-of-service taint,
+// fence annotations) and its conditions.
 func (in *Installs) UninstallAndList(t *testing.T) (left []string, conditions []string) {
 	t.Helper()
 	in.Uninstall(t)
 	Eventually(t, 2*time.Minute, "hangwatch's pods gone", func() bool {
 		return len(in.Pods(t, "hangwatch"))+len(in.Pods(t, "hangwatch-repair"))+len(in.Pods(t, "hangwatch-remedy")) == 0
 	}, Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, RemedyBinary(t), "uninstall", "--kubeconfig", in.CP.AdminKubeconfig, "--timeout", "90s").CombinedOutput()
+	if err != nil {
+		t.Fatalf("hangwatch-remedy uninstall: %v\n%s", err, out)
+	}
+	t.Logf("hangwatch-remedy uninstall:\n%s", out)
 	for _, node := range []string{in.A, in.B} {
 		n, err := in.CP.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 		if err != nil {
