@@ -28,6 +28,9 @@ func TestConfigCheckExitCodes(t *testing.T) {
 	if _, err := remedy.LoadPolicyFile(ready); err == nil || !strings.Contains(err.Error(), "conditions[0].type Ready") {
 		t.Errorf("a policy on Ready: %v, want conditions[0].type named", err)
 	}
+	if code := execute([]string{"uninstall", "--condition-type", "Ready"}); code != 2 {
+		t.Errorf("uninstall taking the kubelet's Ready off: exit %d, want 2", code)
+	}
 	if code := execute([]string{"run", "--leader-elect-lease-duration", "1s"}); code != 2 {
 		t.Errorf("lease shorter than the renew deadline: exit %d, want 2", code)
 	}

@@ -22,6 +22,7 @@ func newUninstallCommand() *cobra.Command {
 	a := &api{}
 	var dryRun bool
 	var timeout time.Duration
+	var extra []string
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Take what hangwatch wrote off every Node, once hangwatch is removed",
@@ -45,15 +46,21 @@ stay. --dry-run lists what would go.`,
 			if err != nil {
 				return err
 			}
+			types := slices.Clone(remedy.OwnedConditionTypes)
+			for _, c := range p.Conditions {
+				extra = append(extra, c.Type)
+			}
+			for _, typ := range extra {
+				if err := remedy.CheckConditionType(typ); err != nil {
+					return cli.Exit(2, fmt.Errorf("--condition-type %s: %w", typ, err))
+				}
+				if !slices.Contains(types, typ) {
+					types = append(types, typ)
+				}
+			}
 			cs, err := a.client()
 			if err != nil {
 				return err
-			}
-			types := slices.Clone(remedy.OwnedConditionTypes)
-			for _, c := range p.Conditions {
-				if !slices.Contains(types, c.Type) {
-					types = append(types, c.Type)
-				}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
@@ -71,6 +78,7 @@ stay. --dry-run lists what would go.`,
 	a.add(cmd.Flags())
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be taken off, change nothing")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up after this long")
+	cmd.Flags().StringSliceVar(&extra, "condition-type", nil, "a condition type of your own to take off too, with its remedy taint (repeat it; the policy of --config adds its own)")
 	return cmd
 }
 

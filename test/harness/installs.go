@@ -23,17 +23,20 @@ const ShippedImage = "hangwatch.local/hangwatch:v0.1.0"
 // The roles of the installs cluster's nodes, a label on each Node that the
 // installs patches select on (installs-patches.yaml).
 const (
-	installsRoleLabel = "test.hangwatch.io/role"
-	roleWatched       = "watched"
-	roleSpare         = "spare"
+	// installsRoleLabelValue is installsRoleLabel as a helm --set path in
+	// uninstall.nodeSelector.
+	installsRoleLabelValue = `uninstall.nodeSelector.test\.hangwatch\.io/role`
+	installsRoleLabel      = "test.hangwatch.io/role"
+	roleWatched            = "watched"
+	roleSpare              = "spare"
 )
 
 // installsControllers are the controllers the shipped installs and the
-// whole ladder need: DaemonSets, the remedy Deployment, the garbage collector (an uninstall deletes their pods through it), the StatefulSet the
+// whole ladder need: DaemonSets, the remedy Deployment, the garbage collector (an uninstall deletes their pods through it), the chart's uninstall hook Job, the StatefulSet the
 // fence moves, evictions, the out-of-service path, and the kube-root-ca.crt
 // ConfigMap every pod's ServiceAccount token volume mounts.
 var installsControllers = append([]string{"daemonset-controller", "deployment-controller", "replicaset-controller",
-	"disruption-controller", "root-ca-certificate-publisher-controller", "garbage-collector-controller"}, fenceControllers...)
+	"disruption-controller", "root-ca-certificate-publisher-controller", "garbage-collector-controller", "job-controller"}, fenceControllers...)
 
 // Installs is a cluster on which hangwatch is installed as it ships, from
 // its image, as pods: node A (watched), whose containerd and kubelet (pod
@@ -214,8 +217,9 @@ func (in *Installs) ConditionIs(t *testing.T, condType string, status corev1.Con
 }
 
 // UninstallAndList removes hangwatch as it was installed, waits until its
-// pods are gone, and runs `hangwatch-remedy uninstall` as an operator does
-// (the cluster's administrator: docs/install.md, "Uninstall"); it returns
+// pods are gone, and after kubectl delete -k runs `hangwatch-remedy
+// uninstall` as an operator does (the cluster's administrator; the chart
+// runs it in its post-delete hook: docs/install.md, "Uninstall"); it returns
 // what hangwatch left on the Nodes (its taints, its out-of-service taint,
 // fence annotations) and its conditions.
 func (in *Installs) UninstallAndList(t *testing.T) (left []string, conditions []string) {
@@ -224,13 +228,15 @@ func (in *Installs) UninstallAndList(t *testing.T) (left []string, conditions []
 	Eventually(t, 2*time.Minute, "hangwatch's pods gone", func() bool {
 		return len(in.Pods(t, "hangwatch"))+len(in.Pods(t, "hangwatch-repair"))+len(in.Pods(t, "hangwatch-remedy")) == 0
 	}, Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, RemedyBinary(t), "uninstall", "--kubeconfig", in.CP.AdminKubeconfig, "--timeout", "90s").CombinedOutput()
-	if err != nil {
-		t.Fatalf("hangwatch-remedy uninstall: %v\n%s", err, out)
+	if in.How != "helm" { // helm uninstall ran it already, in its post-delete hook
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, RemedyBinary(t), "uninstall", "--kubeconfig", in.CP.AdminKubeconfig, "--timeout", "90s").CombinedOutput()
+		if err != nil {
+			t.Fatalf("hangwatch-remedy uninstall: %v\n%s", err, out)
+		}
+		t.Logf("hangwatch-remedy uninstall:\n%s", out)
 	}
-	t.Logf("hangwatch-remedy uninstall:\n%s", out)
 	for _, node := range []string{in.A, in.B} {
 		n, err := in.CP.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 		if err != nil {

@@ -42,7 +42,11 @@ func (in *Installs) Install(t *testing.T) {
 		in.helm(t, "install", HelmRelease, filepath.Join(ModuleRoot(), "manifests", "helm", "hangwatch"),
 			"--namespace", "kube-system", "--post-renderer", in.postRenderer(t),
 			"--set", "repair.enabled=true", "--set", "repair.fence.enabled=true",
-			"--set", "remedy.enabled=true", "--set", "remedy.config.fence.enabled=true")
+			"--set", "remedy.enabled=true", "--set", "remedy.config.fence.enabled=true",
+			// the uninstall hook's Job, which a post-renderer does not reach
+			// (Helm renders hooks apart): installs-patches.yaml's changes as values
+			"--set", "uninstall.hostNetwork=true", "--set", installsRoleLabelValue+"="+roleSpare,
+			"--set-json", fmt.Sprintf(`uninstall.env=[{"name":"KUBERNETES_SERVICE_HOST","value":"127.0.0.1"},{"name":"KUBERNETES_SERVICE_PORT","value":%q}]`, in.CP.Port()))
 	case "binaries":
 		in.startBinaries(t)
 	default:
