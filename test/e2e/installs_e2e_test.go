@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,8 +113,19 @@ func installedLadder(t *testing.T, how string, rwo bool) {
 	harness.Freeze(t, in.C)
 	frozen := time.Now()
 	rungs := in.WatchLadder(t, frozen, before.UID)
+	hung, pleg := in.WatchCondition(t, "RuntimeHung"), in.WatchCondition(t, "PLEGUnhealthy")
 	moved := in.WaitMovedToB(t, 3*time.Minute, rungs)
 	onB := time.Since(frozen)
+	// remedy's fence.after counts from RuntimeHung's transition, and waits
+	// for PLEGUnhealthy's RelistStalled: what each did, for the log
+	for name, w := range map[string]*harness.ConditionWatch{"RuntimeHung": hung, "PLEGUnhealthy": pleg} {
+		var seen []string
+		for _, c := range w.Stop() {
+			seen = append(seen, fmt.Sprintf("%s %s %s (transition %s) at %s", name, c.Status, c.Reason,
+				c.Transition.Sub(frozen).Round(100*time.Millisecond), c.At.Sub(frozen).Round(100*time.Millisecond)))
+		}
+		t.Logf("after the freeze: %s", strings.Join(seen, "; "))
+	}
 	// the fence deletes web-0 before it releases anything and
 	// attests: the StatefulSet's new web-0 may run on B first
 	harness.Eventually(t, time.Minute, "every rung of the ladder", func() bool { return len(rungs.Missing()) == 0 },

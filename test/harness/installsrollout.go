@@ -67,10 +67,13 @@ func (in *Installs) AgentMetric(series string) float64 {
 type CondSeen struct {
 	Status corev1.ConditionStatus
 	Reason string
-	At     time.Time
+	// Transition is the condition's lastTransitionTime (the writer's).
+	Transition time.Time
+	At         time.Time
 }
 
-// ConditionWatch records every change of one of A's conditions.
+// ConditionWatch records every change of one of A's conditions (its
+// status, reason or transition time).
 type ConditionWatch struct {
 	mu     sync.Mutex
 	seen   []CondSeen
@@ -88,7 +91,7 @@ func (in *Installs) WatchCondition(t *testing.T, condType string) *ConditionWatc
 		defer tick.Stop()
 		for {
 			if c := nodeCondition(ctx, in.CP, in.A, condType); c != nil {
-				w.add(CondSeen{Status: c.Status, Reason: c.Reason, At: time.Now()})
+				w.add(CondSeen{Status: c.Status, Reason: c.Reason, Transition: c.LastTransitionTime.Time, At: time.Now()})
 			}
 			select {
 			case <-ctx.Done():
@@ -103,7 +106,7 @@ func (in *Installs) WatchCondition(t *testing.T, condType string) *ConditionWatc
 func (w *ConditionWatch) add(s CondSeen) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if n := len(w.seen); n == 0 || w.seen[n-1].Status != s.Status || w.seen[n-1].Reason != s.Reason {
+	if n := len(w.seen); n == 0 || w.seen[n-1].Status != s.Status || w.seen[n-1].Reason != s.Reason || !w.seen[n-1].Transition.Equal(s.Transition) {
 		w.seen = append(w.seen, s)
 	}
 }
