@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -192,7 +193,12 @@ func TestInstallsRolloutDuringAHang(t *testing.T) {
 			harness.Measure(t, "installs_"+how+"_rollout_rolled_after_freeze", time.Since(frozen))
 			harness.Eventually(t, time.Minute, "RuntimeHung False on A", in.ConditionIs(t, "RuntimeHung", corev1.ConditionFalse))
 			rungs.Stop()
-			restarted := frozen.Add(rungs.After("restart"))
+			// the restart as systemd started it (the rungs' poll sees it
+			// later, and the restarted runtime may answer before)
+			restarted, err := in.SD.MainStartedAt(context.Background(), harness.ContainerdUnit)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, s := range seen.Stop() {
 				if s.Status == corev1.ConditionUnknown || (s.Status == corev1.ConditionFalse && s.At.Before(restarted)) {
 					t.Errorf("RuntimeHung %s (%s) %v after the freeze; want True until the restarted runtime answered (restarted %v after)",

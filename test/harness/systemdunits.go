@@ -36,6 +36,20 @@ func (s *Systemd) pidProperty(ctx context.Context, unit, name string) (int, erro
 	return s.HostPID(int(nsPID))
 }
 
+// MainStartedAt is when unit's main process started, by systemd's
+// ExecMainStartTimestamp (this machine's clock).
+func (s *Systemd) MainStartedAt(ctx context.Context, unit string) (time.Time, error) {
+	prop, err := s.conn.GetServicePropertyContext(ctx, unit, "ExecMainStartTimestamp")
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ExecMainStartTimestamp of %s: %w", unit, err)
+	}
+	us, ok := prop.Value.Value().(uint64)
+	if !ok || us == 0 {
+		return time.Time{}, fmt.Errorf("ExecMainStartTimestamp of %s is %v", unit, prop.Value)
+	}
+	return time.UnixMicro(int64(us)), nil
+}
+
 // ActiveState is unit's ActiveState (active, activating, failed, ...).
 func (s *Systemd) ActiveState(ctx context.Context, unit string) (string, error) {
 	prop, err := s.conn.GetUnitPropertyContext(ctx, unit, "ActiveState")
