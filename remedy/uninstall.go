@@ -38,16 +38,18 @@ type Leftovers struct {
 // Empty tells whether there is nothing of hangwatch's on the Node.
 func (l Leftovers) Empty() bool { return len(l.What) == 0 }
 
-// LeftOn finds what hangwatch left on n: the conditions of types (the
-// owned ones), remedy's taints for them (hangwatch.io/<type>=hangwatch-remedy:NoSchedule),
-// the out-of-service taint it adds after a fence, and the fence's
-// annotations. Nothing anyone else wrote is touched: another value or
-// effect of a taint key, another component's out-of-service, a label.
+// LeftOn finds what hangwatch left on n: the conditions of types that
+// hangwatch wrote (its field manager, DefaultWriter, owns their content:
+// node-problem-detector's KernelDeadlock stays), remedy's taints for them
+// (hangwatch.io/<type>=hangwatch-remedy:NoSchedule), the out-of-service
+// taint it adds after a fence, and the fence's annotations. Nothing anyone
+// else wrote is touched: another value or effect of a taint key, another
+// component's out-of-service, a label.
 func LeftOn(n *corev1.Node, types []string) (Leftovers, error) {
 	var l Leftovers
 	conds := []corev1.NodeCondition{}
 	for _, c := range n.Status.Conditions {
-		if slices.Contains(types, string(c.Type)) {
+		if slices.Contains(types, string(c.Type)) && slices.Contains(writersOf(n, string(c.Type)), DefaultWriter) {
 			l.What = append(l.What, fmt.Sprintf("condition %s=%s", c.Type, c.Status))
 			continue
 		}

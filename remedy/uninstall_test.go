@@ -2,7 +2,9 @@ package remedy
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 func markedNode(name string) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{fencing.OptInLabel: fencing.OptInValue},
+			ManagedFields: []metav1.ManagedFieldsEntry{statusWriter(DefaultWriter, "RuntimeHung", "KernelDeadlock"),
+				statusWriter("node-problem-detector", "ExampleProblem", "PLEGUnhealthy")},
 			Annotations: map[string]string{fencing.RequestAnnotation: "f1-ab", fencing.AttestedAnnotation: "f1-ab", OptOutAnnotation: "disabled"}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{
 			{Key: "hangwatch.io/runtime-hung", Value: TaintValue, Effect: corev1.TaintEffectNoSchedule},
@@ -29,8 +33,21 @@ func markedNode(name string) *corev1.Node {
 			{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
 			{Type: "RuntimeHung", Status: corev1.ConditionTrue}, {Type: corev1.NodeReady, Status: corev1.ConditionTrue},
-			{Type: "KernelDeadlock", Status: corev1.ConditionFalse}, {Type: "ExampleProblem", Status: corev1.ConditionTrue}}},
+			{Type: "KernelDeadlock", Status: corev1.ConditionFalse}, {Type: "ExampleProblem", Status: corev1.ConditionTrue},
+			{Type: "PLEGUnhealthy", Status: corev1.ConditionTrue}}},
 	}
+}
+
+// statusWriter is a managedFields entry of manager owning the content of
+// the conditions of types.
+func statusWriter(manager string, types ...string) metav1.ManagedFieldsEntry {
+	conds := []string{}
+	for _, t := range types {
+		conds = append(conds, fmt.Sprintf(`"k:{\"type\":\"%s\"}":{".":{},"f:status":{},"f:type":{}}`, t))
+	}
+	raw := `{"f:status":{"f:conditions":{` + strings.Join(conds, ",") + `}}}`
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}
 }
 
 // cleanNodes runs CleanNodes on a fake clock, stepping it whenever the
@@ -76,8 +93,8 @@ func TestCleanNodesTakesOffWhatHangwatchWroteAndNothingElse(t *testing.T) {
 		for _, c := range got.Status.Conditions {
 			types = append(types, c.Type)
 		}
-		if !slices.Equal(types, []corev1.NodeConditionType{corev1.NodeReady, "ExampleProblem"}) {
-			t.Errorf("%s: conditions %v, want the kubelet's Ready and another writer's", name, types)
+		if !slices.Equal(types, []corev1.NodeConditionType{corev1.NodeReady, "ExampleProblem", "PLEGUnhealthy"}) {
+			t.Errorf("%s: conditions %v, want the kubelet's Ready and another writer's two (one of a type of hangwatch's)", name, types)
 		}
 		want := []corev1.Taint{
 			{Key: "hangwatch.io/runtime-hung", Value: "someone-else", Effect: corev1.TaintEffectNoSchedule},
@@ -106,7 +123,7 @@ func TestCleanNodesDryRunChangesNothing(t *testing.T) {
 }
 
 func TestLeftOnAPolicyConditionsTaint(t *testing.T) {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7"},
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7", ManagedFields: []metav1.ManagedFieldsEntry{statusWriter(DefaultWriter, "GPUHung")}},
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: TaintKey("GPUHung"), Value: TaintValue, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: "GPUHung", Status: corev1.ConditionTrue}}}}
 	if l, err := LeftOn(n, OwnedConditionTypes); err != nil || !l.Empty() {
