@@ -2,7 +2,6 @@ package remedy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -290,11 +289,7 @@ func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, a Action) err
 	if a.Kind == ActionTaint {
 		taints = append(taints, a.Taint)
 	}
-	ops := []map[string]any{{"op": "add", "path": "/spec/taints", "value": taints}}
-	if n.ResourceVersion != "" { // always, but on a fake Clientset
-		ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": n.ResourceVersion}}, ops...)
-	}
-	patch, err := json.Marshal(ops)
+	patch, err := replacePatch(n, "/spec/taints", taints, nil)
 	if err != nil {
 		return err
 	}

@@ -214,16 +214,13 @@ func outOfServicePatch(n *corev1.Node, on bool) ([]byte, error) {
 		oos.TimeAdded = &now
 		taints = append(taints, oos)
 	}
-	ops := []map[string]any{{"op": "add", "path": "/spec/taints", "value": taints}}
-	if n.ResourceVersion != "" {
-		ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": n.ResourceVersion}}, ops...)
-	}
+	var drop []string
 	if !on {
 		for _, k := range append(append([]string{}, fencing.RequestAnnotations...), fencing.AttestationAnnotations...) {
 			if _, ok := n.Annotations[k]; ok {
-				ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + strings.ReplaceAll(k, "/", "~1")})
+				drop = append(drop, k)
 			}
 		}
 	}
-	return json.Marshal(ops)
+	return replacePatch(n, "/spec/taints", taints, drop)
 }
