@@ -181,7 +181,10 @@ func (p *Prober) Relax() {
 
 // WithBeat is the cycle as the latest beat of a kind updates it. A beat
 // the socket refused after the cycle stands for the whole cycle: the
-// runtime is unreachable. A Version beat: see withVersionBeat. A list beat
+// runtime is unreachable. No beat older than a cycle whose every call was
+// refused changes it: the runtime, killed since (a repair's SIGKILL),
+// answers nothing now, whatever its Version said before. A Version beat:
+// see withVersionBeat. A list beat
 // newer than the cycle and hung stands for the cycle's ListPodSandbox, so
 // a list path that wedges raises RuntimeHung between cycles; one that
 // answered changes nothing (the cycle's full list is the better evidence,
@@ -189,6 +192,8 @@ func (p *Prober) Relax() {
 func (c Cycle) WithBeat(b Beat) Cycle {
 	newer := !b.Call.Start.Before(c.Start)
 	switch {
+	case !newer && c.refusedEveryCall():
+		return c
 	case newer && b.Call.Class == ClassUnreachable:
 		// None of the cycle's calls would reach the runtime now either.
 		c.Calls = []CallResult{b.Call}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/clocktest"
 	"github.com/hangwatch/hangwatch/internal/critest"
+	"github.com/hangwatch/hangwatch/observations"
 )
 
 func nextBeat(t *testing.T, beats <-chan Beat, clk *clocktesting.FakeClock, step time.Duration) Beat {
@@ -307,5 +308,35 @@ func TestAHungBeatWhoseConnectionClosedStillStands(t *testing.T) {
 	v.onCycle(cycle)
 	if obs := seen.Observation(2 * time.Second); len(obs.HungMethods) != 0 {
 		t.Fatalf("Version answered by the runtime since: hung %v, want none", obs.HungMethods)
+	}
+}
+
+// TestACycleRefusedEverywhereIsNotHealedByAnOlderBeat: the runtime frozen
+// since t0, the list beat hung, then killed by repair. The cycle the
+// kill wakes finds its socket refusing every call; the last Version beat
+// answered before the freeze and the list beat's call, joined, returned
+// refused at the kill, both older than the cycle. Neither may turn it
+// healthy: that cleared RuntimeHung for a beat, which restarted remedy's
+// wait for the fence (seen in the installs suite's ladder).
+func TestACycleRefusedEverywhereIsNotHealedByAnOlderBeat(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 7, 14, 15, 0, time.UTC)
+	v := &runtimeView{}
+	var seen []observations.CRI
+	v.observe = func(c Cycle) { seen = append(seen, c.Observation(2*time.Second)) }
+	v.onCycle(Cycle{Start: t0.Add(-2 * time.Second), Calls: []CallResult{{Method: MethodListPodSandbox, Start: t0.Add(-2 * time.Second), Class: ClassOK}}})
+	v.onBeat(Beat{Call: CallResult{Method: MethodVersion, Start: t0.Add(-time.Second), Class: ClassOK}})
+	v.onBeat(Beat{Call: CallResult{Method: MethodListPodSandbox, Start: t0.Add(2 * time.Second), Class: ClassTimeout, InFlight: true}})
+	killed := t0.Add(20 * time.Second)
+	refused := func(m string) CallResult {
+		return CallResult{Method: m, Start: killed, Class: ClassUnreachable, Err: "rpc error: code = Unavailable desc = connection refused"}
+	}
+	v.onBeat(Beat{Call: CallResult{Method: MethodListPodSandbox, Start: t0.Add(2 * time.Second), Duration: 18 * time.Second, Class: ClassUnreachable,
+		Err: "rpc error: code = Unavailable desc = error reading from server: EOF"}})
+	v.onCycle(Cycle{Start: killed, Calls: []CallResult{refused(MethodStatus), refused(MethodListPodSandbox), refused(MethodListContainers), refused(MethodImageFsInfo)}})
+	v.onBeat(v.beats[MethodListPodSandbox]) // another input re-judges the same view
+	for i, obs := range seen[3:] {
+		if !obs.Unreachable {
+			t.Errorf("judgement %d after the kill: unreachable=false, hung %v: healthy", i, obs.HungCalls)
+		}
 	}
 }

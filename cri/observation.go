@@ -12,7 +12,7 @@ import (
 func (c Cycle) Observation(timeout time.Duration) observations.CRI {
 	hung, hungMethods := []string{}, []string{}
 	fixed, fixedHung := map[string]bool{}, map[string]bool{}
-	unreachable, counted, slow, failed := 0, 0, 0, 0
+	slow, failed := 0, 0
 	// In the order sent: a beat's call, added after the cycle's, may be older.
 	sent := slices.Clone(c.Calls)
 	slices.SortStableFunc(sent, func(a, b CallResult) int { return a.Start.Compare(b.Start) })
@@ -20,7 +20,6 @@ func (c Cycle) Observation(timeout time.Duration) observations.CRI {
 		if r.Class == ClassCanceled {
 			continue
 		}
-		counted++
 		if r.Object == "" {
 			fixed[r.Method] = true
 		}
@@ -33,8 +32,6 @@ func (c Cycle) Observation(timeout time.Duration) observations.CRI {
 			if r.Object == "" {
 				fixedHung[r.Method] = true
 			}
-		case ClassUnreachable:
-			unreachable++
 		case ClassSlow:
 			slow++
 		case ClassError, ClassTooLarge:
@@ -44,7 +41,7 @@ func (c Cycle) Observation(timeout time.Duration) observations.CRI {
 	slices.Sort(hung)
 	return observations.CRI{
 		Timeout: timeout.String(), TimeoutSeconds: timeout.Seconds(),
-		Unreachable: counted > 0 && unreachable == counted,
+		Unreachable: c.refusedEveryCall(),
 		HungCalls:   slices.Compact(hung), HungMethods: hungMethods,
 		FixedMethods: len(fixed), FixedHung: len(fixedHung),
 		SlowCalls: slow, FailedCalls: failed, RuntimeNotReady: NotReady(c.Conditions),
@@ -66,4 +63,22 @@ func shortID(id string) string {
 		return id[:13]
 	}
 	return id
+}
+
+// refusedEveryCall tells whether the cycle sent calls and the runtime's
+// socket refused each one, or closed its connection (Observation's
+// Unreachable).
+func (c Cycle) refusedEveryCall() bool {
+	counted := 0
+	for _, r := range c.Calls {
+		switch r.Class {
+		case ClassCanceled:
+			continue
+		case ClassUnreachable:
+			counted++
+		default:
+			return false
+		}
+	}
+	return counted > 0
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/hangwatch/hangwatch/observations"
 )
 
@@ -89,7 +91,10 @@ type Watch struct {
 // Run probes until ctx ends, handing on the input after each cycle and
 // each beat (once a cycle has been).
 func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
-	view := &runtimeView{observe: func(c Cycle) { emit(c.Observation(w.Timeout)) }, runtimeAnswered: w.Prober.inflight.answeredSince}
+	view := &runtimeView{observe: func(c Cycle) {
+		logCalls(c)
+		emit(c.Observation(w.Timeout))
+	}, runtimeAnswered: w.Prober.inflight.answeredSince}
 	var wg sync.WaitGroup
 	if w.Heartbeat > 0 {
 		w.Prober.VersionByHeartbeat() // before the first cycle
@@ -103,4 +108,24 @@ func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
 		view.onCycle(c)
 	})
 	wg.Wait()
+}
+
+// logCalls logs, at -v=4, the calls the condition rules are about to
+// judge: how each ended and when it was sent, relative to the cycle.
+func logCalls(c Cycle) {
+	if !klog.V(4).Enabled() {
+		return
+	}
+	calls := make([]string, 0, len(c.Calls))
+	for _, r := range c.Calls {
+		s := callName(r) + "=" + string(r.Class) + "@" + r.Start.Sub(c.Start).Round(time.Millisecond).String()
+		if r.InFlight {
+			s += "(in flight)"
+		}
+		if r.Err != "" {
+			s += ": " + r.Err
+		}
+		calls = append(calls, s)
+	}
+	klog.V(4).InfoS("CRI calls judged", "cycleStart", c.Start, "calls", calls)
 }

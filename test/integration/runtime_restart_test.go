@@ -2,6 +2,10 @@ package integration
 
 import (
 	"context"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,5 +165,53 @@ func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
 				t.Errorf("RuntimeHung False on the Node %v after the socket answered, want within two periods (%v) plus slack", recovered, 2*period)
 			}
 		})
+	}
+}
+
+// TestAFrozenRuntimeKilledStaysHung: containerd frozen, RuntimeHung True,
+// then SIGKILLed as repair kills it, and not started again. RuntimeHung
+// must go from the hang to RuntimeUnreachable and never be False in
+// between: the cycle the kill wakes finds every call refused, and the last
+// Version beat, answered before the freeze, once turned that healthy for a
+// beat, which restarted remedy's wait before the fence. hangwatch runs
+// with its defaults (the heartbeat, the PLEG emulation judging between
+// beats); every change it made is in its log.
+func TestAFrozenRuntimeKilledStaysHung(t *testing.T) {
+	harness.Parallel(t)
+	c := harness.StartContainerdT(t, 1, 1)
+	d := harness.StartDaemon(t, c.Endpoint, "--kernel=false")
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.Condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
+	if err := c.Freeze(); err != nil { // no thaw: it is killed frozen
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True after the freeze", func() bool { s, _, _ := d.Condition(t, "RuntimeHung"); return s == "True" }, harness.UnlessExited(d))
+	if err := syscall.Kill(c.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	harness.Eventually(t, 30*time.Second, "RuntimeHung True (RuntimeUnreachable)", func() bool {
+		s, r, _ := d.Condition(t, "RuntimeHung")
+		return s == "True" && r == "RuntimeUnreachable"
+	}, harness.UnlessExited(d))
+	t.Logf("RuntimeUnreachable %v after the kill", time.Since(killed).Round(time.Millisecond))
+	// two heartbeat periods more: a blink comes within one of the kill
+	harness.Throughout(t, 5*time.Second, "RuntimeHung True (RuntimeUnreachable) with containerd killed", func() bool {
+		s, r, _ := d.Condition(t, "RuntimeHung")
+		return s == "True" && r == "RuntimeUnreachable"
+	}, harness.Every(200*time.Millisecond))
+	log, err := os.ReadFile(d.Log.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []string
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, `"Condition changed" type="RuntimeHung"`) {
+			changes = append(changes, line[strings.Index(line, "status="):])
+		}
+	}
+	raised := slices.IndexFunc(changes, func(c string) bool { return strings.HasPrefix(c, `status="True"`) })
+	if raised < 0 || slices.ContainsFunc(changes[raised:], func(c string) bool { return !strings.HasPrefix(c, `status="True"`) }) ||
+		!strings.Contains(changes[len(changes)-1], "RuntimeUnreachable") {
+		t.Errorf("RuntimeHung's changes: %q; want True from the hang on, ending RuntimeUnreachable", changes)
 	}
 }
