@@ -18,6 +18,7 @@ import (
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/pleg"
+	"github.com/hangwatch/hangwatch/podstarts"
 )
 
 // Agent is `hangwatch run` wired together.
@@ -26,7 +27,8 @@ type Agent struct {
 	cfg        *config.Configuration
 	conn       *cri.Conn
 	prober     *cri.Prober
-	relister   *pleg.Relister // nil without the PLEG emulation
+	relister   *pleg.Relister     // nil without the PLEG emulation
+	podsAPI    *podstarts.PodsAPI // nil without the kubelet's Pods API
 	criMetrics *cri.Metrics
 	engine     *conditions.Engine
 	view       *conditions.Latest // the engine's conditions, for /conditions
@@ -122,6 +124,11 @@ func (a *Agent) signals() ([]conditions.Spec, error) {
 	if a.kernel != nil {
 		a.feeds = append(a.feeds, feed{conditions.InputKernel, a.kernel})
 	}
+	if ps, err := a.podStartsWatch(); err != nil {
+		return nil, err
+	} else if ps != nil {
+		a.feeds = append(a.feeds, feed{conditions.InputPodStarts, ps})
+	}
 	pw, err := a.plegWatch()
 	if err != nil || pw == nil {
 		return specs, err
@@ -164,6 +171,9 @@ func (a *Agent) openKernelLog() {
 func (a *Agent) Close() {
 	if a.relister != nil {
 		a.relister.Close()
+	}
+	if a.podsAPI != nil {
+		_ = a.podsAPI.Close()
 	}
 	if a.conn != nil {
 		_ = a.conn.Close()

@@ -104,7 +104,7 @@ func fencePods(pods []corev1.Pod) []repair.FencePod {
 		for _, t := range p.Spec.Tolerations {
 			// a toleration with tolerationSeconds keeps the pod only that
 			// long: the taint evicts it all the same
-			fp.StaysOutOfService = fp.StaysOutOfService || (t.ToleratesTaint(&oos) && t.TolerationSeconds == nil)
+			fp.StaysOutOfService = fp.StaysOutOfService || (t.ToleratesTaint(klog.Background(), &oos, false) && t.TolerationSeconds == nil)
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			fp.Running = fp.Running || c.State.Running != nil

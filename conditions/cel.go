@@ -26,11 +26,12 @@ func newCELEnv() (*cel.Env, error) {
 	return cel.NewEnv(cel.CrossTypeNumericComparisons(true), ext.Strings(), cel.OptionalTypes(),
 		ext.NativeTypes(ext.ParseStructTags(true), reflect.TypeFor[observations.CRI](),
 			reflect.TypeFor[observations.KernelCondition](), reflect.TypeFor[observations.Lease](),
-			reflect.TypeFor[observations.PLEG](), reflect.TypeFor[observations.Params]()),
+			reflect.TypeFor[observations.PLEG](), reflect.TypeFor[observations.PodStarts](), reflect.TypeFor[observations.Params]()),
 		cel.Variable(InputCRI, celObject[observations.CRI]()),
 		cel.Variable(InputKernel, cel.MapType(cel.StringType, celObject[observations.KernelCondition]())),
 		cel.Variable(InputLease, celObject[observations.Lease]()),
 		cel.Variable(InputPLEG, celObject[observations.PLEG]()),
+		cel.Variable(InputPodStarts, celObject[observations.PodStarts]()),
 		cel.Variable(observations.NameParams, celObject[observations.Params]()))
 }
 

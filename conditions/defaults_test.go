@@ -209,3 +209,49 @@ func TestDefaultKernelRuleFollowsTheKernelMonitor(t *testing.T) {
 		t.Fatalf("got %+v", c)
 	}
 }
+
+// TestDefaultPodStartStuckRule: a pod that has waited 45s for its sandbox
+// with none started for 45s is the write path stuck, while the runtime
+// answers reads; a burst still starting, or a wait under 45s, is not; a
+// runtime that does not answer reads either is RuntimeHung's, and
+// PodStartStuck cannot tell.
+func TestDefaultPodStartStuckRule(t *testing.T) {
+	e, _ := newDefaultEngine(t, "cri", "podStarts")
+	answering := observations.CRI{HungCalls: []string{}, Timeout: "2s"}
+	e.Observe(answering)
+	steps := []struct {
+		obs    observations.PodStarts
+		cri    observations.CRI
+		status conditions.Status
+		reason string
+	}{
+		{observations.PodStarts{SinceSandboxStartedSeconds: 600}, answering, conditions.StatusFalse, "SandboxesStart"},
+		{observations.PodStarts{Waiting: 3, OldestWaitingSeconds: 50, OldestPod: "default/web-0", SinceSandboxStartedSeconds: 2}, answering,
+			conditions.StatusFalse, "SandboxesStart"}, // a burst: sandboxes still start
+		{observations.PodStarts{Waiting: 1, OldestWaitingSeconds: 40, OldestPod: "default/web-0", SinceSandboxStartedSeconds: 600}, answering,
+			conditions.StatusFalse, "SandboxesStart"},
+		{observations.PodStarts{Waiting: 1, OldestWaitingSeconds: 45, OldestPod: "default/web-0", OldestRuntimeClass: "nvidia", SinceSandboxStartedSeconds: 600},
+			answering, conditions.StatusTrue, "SandboxStartStuck"},
+		{observations.PodStarts{Waiting: 1, OldestWaitingSeconds: 60, OldestPod: "default/web-0", SinceSandboxStartedSeconds: 600},
+			observations.CRI{Unreachable: true, HungCalls: []string{}}, conditions.StatusUnknown, "RuntimeNotAnswering"},
+	}
+	for i, s := range steps {
+		e.Observe(s.cri)
+		e.Observe(s.obs)
+		c := condition(t, e, "PodStartStuck")
+		if c.Status != s.status || c.Reason != s.reason {
+			t.Fatalf("step %d: %s %s (%s), want %s %s", i, c.Status, c.Reason, c.Message, s.status, s.reason)
+		}
+		if i == 3 && !strings.Contains(c.Message, "pod default/web-0 (runtime class nvidia) has waited 45s or more") {
+			t.Errorf("message %q", c.Message)
+		}
+	}
+	// from an Unknown the rule chose, False after settling verdicts
+	e.Observe(answering)
+	for range 3 {
+		e.Observe(observations.PodStarts{SinceSandboxStartedSeconds: 1})
+	}
+	if c := condition(t, e, "PodStartStuck"); c.Status != conditions.StatusFalse || c.Reason != "SandboxesStart" {
+		t.Fatalf("after a start: %s %s, want False SandboxesStart", c.Status, c.Reason)
+	}
+}

@@ -127,7 +127,7 @@ func TestMergeSpecs(t *testing.T) {
 	for _, s := range merged {
 		types = append(types, s.Type)
 	}
-	if got := strings.Join(types, ","); got != "RuntimeHung,KubeletUnresponsive,PLEGUnhealthy,ContainersPiling" {
+	if got := strings.Join(types, ","); got != "RuntimeHung,KubeletUnresponsive,PLEGUnhealthy,PodStartStuck,ContainersPiling" {
 		t.Fatalf("types %s", got)
 	}
 	if merged[0].ClearAfter != 5 {

@@ -153,7 +153,7 @@ func TestReloadStartsOverTheRulesThatReadChangedParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(res.Changed, ",") != "KubeletUnresponsive,PLEGUnhealthy" || strings.Join(res.Kept, ",") != "KernelDeadlock,RuntimeHung" {
+	if strings.Join(res.Changed, ",") != "KubeletUnresponsive,PLEGUnhealthy" || strings.Join(res.Kept, ",") != "KernelDeadlock,PodStartStuck,RuntimeHung" {
 		t.Fatalf("reload with a new share: %+v", res)
 	}
 	if res, _ = e.Reload(DefaultSpecs(), observations.Params{LeaseGraceShare: 0.5, PLEGSlowFor: 2 * time.Minute}); len(res.Changed) != 0 {

@@ -71,10 +71,11 @@ func ValidType(t string) bool { return len(t) <= 316 && typeRE.MatchString(t) }
 // The inputs a rule may read, each a CEL variable holding one signal's
 // latest observation, of a type of package observations.
 const (
-	InputCRI    = observations.NameCRI
-	InputKernel = observations.NameKernel
-	InputLease  = observations.NameLease
-	InputPLEG   = observations.NamePLEG
+	InputCRI       = observations.NameCRI
+	InputKernel    = observations.NameKernel
+	InputLease     = observations.NameLease
+	InputPLEG      = observations.NamePLEG
+	InputPodStarts = observations.NamePodStarts
 )
 
 // Inputs are the observations a rule may read, each a CEL variable.

@@ -9,6 +9,7 @@ import (
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/pleg"
+	"github.com/hangwatch/hangwatch/podstarts"
 	"github.com/hangwatch/hangwatch/repair"
 )
 
@@ -44,6 +45,7 @@ func Default() *Configuration {
 		PLEG: PLEG{Window: d(5 * time.Minute), StaleAfter: d(plegDefaults.StaleAfter),
 			EmulationStallAfter: d(plegDefaults.EmulationStallAfter), SlowRelist: d(plegDefaults.SlowRelist),
 			SlowFor: d(2 * time.Minute), EmulationPeriod: d(5 * time.Second)},
+		PodStarts: PodStarts{PodsAPISocket: podstarts.DefaultPodsAPISocket, PodLogsDir: podstarts.DefaultPodLogsDir, Period: d(5 * time.Second)},
 		Repair: Repair{RestartRuntimeAfter: d(repair.DefaultRestartAfter), RestartKubeletAfter: d(repair.DefaultRestartKubeletAfter),
 			MaxRestartsPerHour: repair.DefaultMaxRestartsPerHour, KubeletUnit: repair.DefaultKubeletUnit,
 			SystemdSocket: repair.DefaultSystemdSocket, StateFile: repair.DefaultStateFile,

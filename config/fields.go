@@ -19,7 +19,7 @@ type field struct {
 func (c *Configuration) fields() []field {
 	s := &c.Settings
 	return slices.Concat(runtimeFields(&s.Runtime), serverFields(&s.Server), kernelFields(&s.Kernel),
-		apiServerFields(&s.APIServer), kubeletFields(&s.Kubelet), plegFields(&s.PLEG), conditionFields(s), repairFields(&s.Repair))
+		apiServerFields(&s.APIServer), kubeletFields(&s.Kubelet), plegFields(&s.PLEG), podStartsFields(&s.PodStarts), conditionFields(s), repairFields(&s.Repair))
 }
 
 func runtimeFields(r *Runtime) []field {
@@ -95,6 +95,14 @@ func plegFields(p *PLEG) []field {
 		{"pleg.slowRelist", "pleg-slow-relist", "", "PLEGUnhealthy (RelistSlow) when the relist p99, or two emulated relists in a row, take this long", &p.SlowRelist},
 		{"pleg.slowFor", "pleg-slow-for", "", "how long RelistSlow must last before PLEGUnhealthy rises (a burst of pods starting slows relists for a while on a healthy node)", &p.SlowFor},
 		{"pleg.emulationPeriod", "pleg-emulation-period", "", "time between emulated relists while the kubelet's gauge cannot tell (0 turns the emulation off)", &p.EmulationPeriod},
+	}
+}
+
+func podStartsFields(p *PodStarts) []field {
+	return []field{
+		{"podStarts.podsAPISocket", "pods-api-socket", "", "the kubelet's Pods API socket (<kubelet root>/pods-api/pods-api.sock; feature gate PodsAPI, on by default from 1.37), from which PodStartStuck sees pods wait for their sandbox; empty, or no socket there at start: PodStartStuck is not reported", &p.PodsAPISocket},
+		{"podStarts.podLogsDir", "pod-logs-dir", "", "the kubelet's podLogsDir: a pod's log directory there says the kubelet has asked the runtime for its sandbox (after its volumes are mounted)", &p.PodLogsDir},
+		{"podStarts.period", "pod-starts-period", "", "how often the pods waiting for their sandbox are judged", &p.Period},
 	}
 }
 

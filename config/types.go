@@ -30,6 +30,7 @@ type Settings struct {
 	APIServer           APIServer           `json:"apiServer"`
 	Kubelet             Kubelet             `json:"kubelet"`
 	PLEG                PLEG                `json:"pleg"`
+	PodStarts           PodStarts           `json:"podStarts"`
 	RuntimeHung         RuntimeHung         `json:"runtimeHung"`
 	KubeletUnresponsive KubeletUnresponsive `json:"kubeletUnresponsive"`
 	Repair              Repair              `json:"repair"`
@@ -109,6 +110,18 @@ type PLEG struct {
 	SlowRelist          metav1.Duration `json:"slowRelist"`
 	SlowFor             metav1.Duration `json:"slowFor"`
 	EmulationPeriod     metav1.Duration `json:"emulationPeriod"`
+}
+
+// PodStarts watches the write path through the kubelet's Pods API
+// (PodStartStuck).
+type PodStarts struct {
+	// PodsAPISocket is the kubelet's Pods API; empty, or no socket there
+	// at start: PodStartStuck is not reported.
+	PodsAPISocket string `json:"podsAPISocket"`
+	// PodLogsDir is the kubelet's podLogsDir: a pod's log directory there
+	// says the kubelet has asked the runtime for its sandbox.
+	PodLogsDir string          `json:"podLogsDir"`
+	Period     metav1.Duration `json:"period"`
 }
 
 // RuntimeHung overrides single settings of the built-in RuntimeHung rule;

@@ -50,6 +50,8 @@ func Validate(c *Configuration) []error {
 	validateKubelet(&p, c.Kubelet)
 	validateKubeletHealthz(&p, c.Kubelet)
 	validatePLEG(&p, c.PLEG, c.Kubelet.MetricsPeriod.Duration)
+	p.check(c.PodStarts.Period.Duration <= 0, "podStarts.period", c.PodStarts.Period.Duration, "must be positive")
+	p.check(c.PodStarts.PodsAPISocket != "" && c.PodStarts.PodLogsDir == "", "podStarts.podLogsDir", c.PodStarts.PodLogsDir, "must be set with podStarts.podsAPISocket")
 	validateConditions(&p, c)
 	validateRepair(&p, c.Repair, c.Kubelet.HealthzURL)
 	return p

@@ -8,6 +8,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // ErrEmpty is returned for a body without a single sample.
@@ -59,7 +60,7 @@ func parseText(body []byte) (fams map[string]*dto.MetricFamily, err error) {
 			fams, err = nil, fmt.Errorf("text format parser failed on malformed input: %v", r)
 		}
 	}()
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	return p.TextToMetricFamilies(bytes.NewReader(body))
 }
 

@@ -30,7 +30,7 @@ func ReadWriters(entries []metav1.ManagedFieldsEntry) Writers {
 		if e.FieldsV1 == nil {
 			continue
 		}
-		for condType, fields := range managedfields.ConditionEntries(e.FieldsV1.Raw) {
+		for condType, fields := range managedfields.ConditionEntries(e.FieldsV1.GetRawBytes()) {
 			switch {
 			case e.Manager == FieldManager:
 				w.Ours[condType] = true

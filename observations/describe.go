@@ -24,6 +24,7 @@ func Fields() []Field {
 	out = append(out, structFields(NameKernel, "<ConditionType>.", reflect.TypeFor[KernelCondition]())...)
 	out = append(out, structFields(NameLease, "", reflect.TypeFor[Lease]())...)
 	out = append(out, structFields(NamePLEG, "", reflect.TypeFor[PLEG]())...)
+	out = append(out, structFields(NamePodStarts, "", reflect.TypeFor[PodStarts]())...)
 	out = append(out, structFields(NameParams, "", reflect.TypeFor[Params]())...)
 	return out
 }

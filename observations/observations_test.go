@@ -27,7 +27,7 @@ func TestEveryFieldIsNamedAndDocumented(t *testing.T) {
 
 func TestEachInputNamesItself(t *testing.T) {
 	var got []string
-	for _, in := range []Input{CRI{}, Kernel{}, Lease{}, PLEG{}} {
+	for _, in := range []Input{CRI{}, Kernel{}, Lease{}, PLEG{}, PodStarts{}} {
 		got = append(got, in.InputName())
 	}
 	if !reflect.DeepEqual(got, Names) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 )
 
 // LeftPod is a pod of an evicting node that the policy leaves where it is,
@@ -123,7 +124,7 @@ func Evictable(pod *corev1.Pod, taint corev1.Taint) bool {
 		return false
 	}
 	for i := range pod.Spec.Tolerations {
-		if pod.Spec.Tolerations[i].ToleratesTaint(&taint) {
+		if pod.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &taint, false) {
 			return false
 		}
 	}

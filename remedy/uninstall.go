@@ -20,7 +20,7 @@ import (
 
 // OwnedConditionTypes are the Node conditions hangwatch's agent writes,
 // which `hangwatch-remedy uninstall` takes off.
-var OwnedConditionTypes = []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock", "KubeletUnresponsive"}
+var OwnedConditionTypes = []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock", "KubeletUnresponsive", "PodStartStuck"}
 
 // Leftovers is what hangwatch left on one Node that an uninstall takes
 // off: each as a JSON patch that holds only on the Node just read (its

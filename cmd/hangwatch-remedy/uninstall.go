@@ -28,7 +28,7 @@ func newUninstallCommand() *cobra.Command {
 		Short: "Take what hangwatch wrote off every Node, once hangwatch is removed",
 		Long: `uninstall takes off every Node what hangwatch wrote there and nothing else:
 its conditions (RuntimeHung, PLEGUnhealthy, KernelDeadlock, KubeletUnresponsive,
-and those of the policy of --config; only where hangwatch's field manager wrote
+PodStartStuck, and those of the policy of --config; only where hangwatch's field manager wrote
 them, so node-problem-detector's KernelDeadlock stays), hangwatch-remedy's taints
 (hangwatch.io/<condition>=hangwatch-remedy:NoSchedule), its out-of-service
 taint (node.kubernetes.io/out-of-service=hangwatch-fenced:NoExecute) and the

@@ -14,7 +14,7 @@ const module = "github.com/hangwatch/hangwatch/"
 // signals are the packages that read a signal; each hands the engine
 // observations and imports no other signal package but these pairs.
 var (
-	signals      = []string{"cri", "pleg", "kubeletmetrics", "leases", "kernellog"}
+	signals      = []string{"cri", "pleg", "kubeletmetrics", "leases", "kernellog", "podstarts"}
 	signalImport = map[string][]string{"pleg": {"cri", "kubeletmetrics"}}
 )
 

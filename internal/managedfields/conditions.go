@@ -58,7 +58,7 @@ func ContentWriters(entries []metav1.ManagedFieldsEntry, condType string) []stri
 		if e.FieldsV1 == nil {
 			continue
 		}
-		if fields, ok := ConditionEntries(e.FieldsV1.Raw)[condType]; ok && OwnsContent(fields) {
+		if fields, ok := ConditionEntries(e.FieldsV1.GetRawBytes())[condType]; ok && OwnsContent(fields) {
 			out = append(out, e.Manager)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"math"
 )
 
@@ -96,7 +97,7 @@ func parseMetrics(text string) (fams map[string]*dto.MetricFamily, err error) {
 			fams, err = nil, fmt.Errorf("malformed metrics text: %v", r)
 		}
 	}()
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	return p.TextToMetricFamilies(strings.NewReader(text))
 }
 

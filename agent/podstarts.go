@@ -1,0 +1,38 @@
+package agent
+
+import (
+	"os"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/hangwatch/hangwatch/podstarts"
+)
+
+// podStartsWatch watches the write path through the kubelet's Pods API;
+// nil, and PodStartStuck not owned, when it is off or the kubelet serves
+// no Pods API (a kubelet before 1.37, or with the PodsAPI gate off): the
+// condition is not reported there, at no cost.
+func (a *Agent) podStartsWatch() (*podstarts.Watch, error) {
+	ps := a.cfg.PodStarts
+	if ps.PodsAPISocket == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(ps.PodsAPISocket); err != nil {
+		klog.InfoS("No kubelet Pods API: PodStartStuck is not reported", "socket", ps.PodsAPISocket, "err", err)
+		return nil, nil
+	}
+	api, err := podstarts.NewPodsAPI(ps.PodsAPISocket)
+	if err != nil {
+		return nil, err
+	}
+	a.podsAPI = api
+	logs := ps.PodLogsDir
+	asked := func(namespace, name, uid string) bool {
+		_, err := os.Stat(podstarts.LogDirectory(logs, namespace, name, uid))
+		return err == nil
+	}
+	klog.InfoS("Watching pod starts", "podsAPI", ps.PodsAPISocket, "podLogsDir", logs)
+	return &podstarts.Watch{Source: api, Tracker: podstarts.NewTracker(a.o.Clock, asked), Period: ps.Period.Duration,
+		Retry: time.Second, MaxRetry: 30 * time.Second, Clock: a.o.Clock}, nil
+}
