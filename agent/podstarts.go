@@ -2,6 +2,7 @@ package agent
 
 import (
 	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -28,11 +29,12 @@ func (a *Agent) podStartsWatch() (*podstarts.Watch, error) {
 	}
 	a.podsAPI = api
 	logs := ps.PodLogsDir
-	asked := func(namespace, name, uid string) bool {
-		_, err := os.Stat(podstarts.LogDirectory(logs, namespace, name, uid))
+	asked := func(namespace, name, uid, container string) bool {
+		_, err := os.Stat(filepath.Join(podstarts.LogDirectory(logs, namespace, name, uid), container))
 		return err == nil
 	}
 	klog.InfoS("Watching pod starts", "podsAPI", ps.PodsAPISocket, "podLogsDir", logs)
-	return &podstarts.Watch{Source: api, Tracker: podstarts.NewTracker(a.o.Clock, asked), Period: ps.Period.Duration,
+	return &podstarts.Watch{Source: api, Tracker: podstarts.NewTracker(a.o.Clock, asked, a.conn.Runtime),
+		Period: ps.Period.Duration, Timeout: a.o.Endpoint.Timeout,
 		Retry: time.Second, MaxRetry: 30 * time.Second, Clock: a.o.Clock}, nil
 }

@@ -212,7 +212,8 @@ func TestDefaultKernelRuleFollowsTheKernelMonitor(t *testing.T) {
 
 // TestDefaultPodStartStuckRule: a pod that has waited 45s for its sandbox
 // with none started for 45s is the write path stuck, while the runtime
-// answers reads; a burst still starting, or a wait under 45s, is not; a
+// answers reads, and so does a container whose create or start has not
+// answered while no other started; a burst still starting, or a wait under 45s, is not; a
 // runtime that does not answer reads either is RuntimeHung's, and
 // PodStartStuck cannot tell.
 func TestDefaultPodStartStuckRule(t *testing.T) {
@@ -225,15 +226,20 @@ func TestDefaultPodStartStuckRule(t *testing.T) {
 		status conditions.Status
 		reason string
 	}{
-		{observations.PodStarts{SinceSandboxStartedSeconds: 600}, answering, conditions.StatusFalse, "SandboxesStart"},
+		{observations.PodStarts{SinceSandboxStartedSeconds: 600}, answering, conditions.StatusFalse, "PodsStart"},
 		{observations.PodStarts{Waiting: 3, OldestWaitingSeconds: 50, OldestPod: "default/web-0", SinceSandboxStartedSeconds: 2}, answering,
-			conditions.StatusFalse, "SandboxesStart"}, // a burst: sandboxes still start
+			conditions.StatusFalse, "PodsStart"}, // a burst: sandboxes still start
 		{observations.PodStarts{Waiting: 1, OldestWaitingSeconds: 40, OldestPod: "default/web-0", SinceSandboxStartedSeconds: 600}, answering,
-			conditions.StatusFalse, "SandboxesStart"},
+			conditions.StatusFalse, "PodsStart"},
 		{observations.PodStarts{Waiting: 1, OldestWaitingSeconds: 45, OldestPod: "default/web-0", OldestRuntimeClass: "nvidia", SinceSandboxStartedSeconds: 600},
 			answering, conditions.StatusTrue, "SandboxStartStuck"},
 		{observations.PodStarts{Waiting: 1, OldestWaitingSeconds: 60, OldestPod: "default/web-0", SinceSandboxStartedSeconds: 600},
 			observations.CRI{Unreachable: true, HungCalls: []string{}}, conditions.StatusUnknown, "RuntimeNotAnswering"},
+		{containerWait(50, 600, "create"), answering, conditions.StatusTrue, "ContainerCreateStuck"},
+		{containerWait(50, 600, "start"), answering, conditions.StatusTrue, "ContainerStartStuck"},
+		{containerWait(50, 10, "start"), answering, conditions.StatusFalse, "PodsStart"}, // others start
+		{containerWait(40, 600, "create"), answering, conditions.StatusFalse, "PodsStart"},
+		{containerWait(50, 600, "create"), observations.CRI{HungCalls: []string{"ListContainers"}}, conditions.StatusUnknown, "RuntimeNotAnswering"},
 	}
 	for i, s := range steps {
 		e.Observe(s.cri)
@@ -245,13 +251,23 @@ func TestDefaultPodStartStuckRule(t *testing.T) {
 		if i == 3 && !strings.Contains(c.Message, "pod default/web-0 (runtime class nvidia) has waited 45s or more") {
 			t.Errorf("message %q", c.Message)
 		}
+		if i == 5 && !strings.Contains(c.Message, "container default/gpu-0/app (runtime class nvidia) has waited 45s or more for the container runtime to create it") {
+			t.Errorf("message %q", c.Message)
+		}
 	}
 	// from an Unknown the rule chose, False after settling verdicts
 	e.Observe(answering)
 	for range 3 {
 		e.Observe(observations.PodStarts{SinceSandboxStartedSeconds: 1})
 	}
-	if c := condition(t, e, "PodStartStuck"); c.Status != conditions.StatusFalse || c.Reason != "SandboxesStart" {
-		t.Fatalf("after a start: %s %s, want False SandboxesStart", c.Status, c.Reason)
+	if c := condition(t, e, "PodStartStuck"); c.Status != conditions.StatusFalse || c.Reason != "PodsStart" {
+		t.Fatalf("after a start: %s %s, want False PodsStart", c.Status, c.Reason)
 	}
+}
+
+// containerWait is a container of gpu-0 (runtime class nvidia) waiting
+// on step for waited seconds, none other started for since.
+func containerWait(waited, since float64, step string) observations.PodStarts {
+	return observations.PodStarts{SinceSandboxStartedSeconds: 600, ContainersWaiting: 1, OldestContainerWaitingSeconds: waited,
+		OldestContainer: "default/gpu-0/app", OldestContainerStep: step, OldestContainerRuntimeClass: "nvidia", SinceContainerStartedSeconds: since}
 }

@@ -45,7 +45,7 @@ func Default() *Configuration {
 		PLEG: PLEG{Window: d(5 * time.Minute), StaleAfter: d(plegDefaults.StaleAfter),
 			EmulationStallAfter: d(plegDefaults.EmulationStallAfter), SlowRelist: d(plegDefaults.SlowRelist),
 			SlowFor: d(2 * time.Minute), EmulationPeriod: d(5 * time.Second)},
-		PodStarts: PodStarts{PodsAPISocket: podstarts.DefaultPodsAPISocket, PodLogsDir: podstarts.DefaultPodLogsDir, Period: d(5 * time.Second)},
+		PodStarts: PodStarts{PodsAPISocket: podstarts.DefaultPodsAPISocket, PodLogsDir: podstarts.DefaultPodLogsDir, Period: d(2 * time.Second)},
 		Repair: Repair{RestartRuntimeAfter: d(repair.DefaultRestartAfter), RestartKubeletAfter: d(repair.DefaultRestartKubeletAfter),
 			MaxRestartsPerHour: repair.DefaultMaxRestartsPerHour, KubeletUnit: repair.DefaultKubeletUnit,
 			SystemdSocket: repair.DefaultSystemdSocket, StateFile: repair.DefaultStateFile,

@@ -102,7 +102,7 @@ func podStartsFields(p *PodStarts) []field {
 	return []field{
 		{"podStarts.podsAPISocket", "pods-api-socket", "", "the kubelet's Pods API socket (<kubelet root>/pods-api/pods-api.sock; feature gate PodsAPI, on by default from 1.37), from which PodStartStuck sees pods wait for their sandbox; empty, or no socket there at start: PodStartStuck is not reported", &p.PodsAPISocket},
 		{"podStarts.podLogsDir", "pod-logs-dir", "", "the kubelet's podLogsDir: a pod's log directory there says the kubelet has asked the runtime for its sandbox (after its volumes are mounted)", &p.PodLogsDir},
-		{"podStarts.period", "pod-starts-period", "", "how often the pods waiting for their sandbox are judged", &p.Period},
+		{"podStarts.period", "pod-starts-period", "", "how often the pods waiting for their sandbox or a container's create or start are judged", &p.Period},
 	}
 }
 

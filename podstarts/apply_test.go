@@ -1,6 +1,7 @@
 package podstarts
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func marshal(t *testing.T, p *corev1.Pod) []byte {
 // them (pod bytes of v1.Pod's Marshal), and what is refused with the
 // field and value named.
 func TestApplyFollowsTheStream(t *testing.T) {
-	tr := NewTracker(clocktesting.NewFakeClock(time.Now()), asking{"web-0": true}.asked)
+	tr := NewTracker(clocktesting.NewFakeClock(time.Now()), asking{"web-0": true}.asked, nil)
 	tr.Resync()
 	for _, ev := range []struct {
 		typ podsv1alpha1.EventType
@@ -38,7 +39,7 @@ func TestApplyFollowsTheStream(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if obs, ok := tr.Observe(); !ok || obs.Waiting != 1 {
+	if obs, ok := tr.Observe(context.Background()); !ok || obs.Waiting != 1 {
 		t.Fatalf("%+v %v", obs, ok)
 	}
 	for _, bad := range []struct {
@@ -63,10 +64,10 @@ func FuzzApply(f *testing.F) {
 	b, _ := p.Marshal()
 	f.Add(int32(2), b)
 	f.Fuzz(func(t *testing.T, typ int32, raw []byte) {
-		tr := NewTracker(clocktesting.NewFakeClock(time.Now()), func(string, string, string) bool { return true })
+		tr := NewTracker(clocktesting.NewFakeClock(time.Now()), func(string, string, string, string) bool { return true }, nil)
 		tr.Resync()
 		_ = Apply(tr, podsv1alpha1.EventType(typ), raw)
 		tr.Synced()
-		tr.Observe()
+		tr.Observe(context.Background())
 	})
 }

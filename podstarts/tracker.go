@@ -6,34 +6,45 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
-
-	"github.com/hangwatch/hangwatch/observations"
 )
 
 // Tracker keeps the pods the kubelet reports and times, on hangwatch's
-// own clock, how long each has waited for its sandbox and since when no
-// sandbox has started. It is safe for concurrent use: the stream applies
-// events while Run observes.
+// own clock, how long each has waited for its sandbox, and each
+// container for its first create or start, and since when none has
+// started. It is safe for concurrent use: the stream applies events while
+// Run observes.
 type Tracker struct {
 	clock clock.PassiveClock
 	// asked tells whether the kubelet has asked the runtime for the pod's
-	// sandbox (its log directory exists).
-	asked func(namespace, name, uid string) bool
+	// sandbox (container ""), or for the named container: its log
+	// directory exists.
+	asked func(namespace, name, uid, container string) bool
+	// runtime, when set, is asked which step a waiting pod is at; nil:
+	// the sandbox from the kubelet's report alone, no container step.
+	runtime Runtime
 
 	mu   sync.Mutex
 	pods map[string]podState // by UID, as of the last complete sync
 	// next collects a new stream's first listing until it is complete.
 	next    map[string]podState
 	synced  bool
-	waiting map[string]time.Time // by UID: first seen waiting for its sandbox
-	// lastStart is when a sandbox last became ready, or the first sync.
-	lastStart time.Time
+	waiting map[string]wait // by UID (a sandbox) or UID/container
+	// lastStart is when a sandbox last became ready, lastContainerStart
+	// when a container last started, or the first sync.
+	lastStart, lastContainerStart time.Time
+}
+
+// wait is one sandbox or container waiting, since when first seen.
+type wait struct {
+	since time.Time
+	step  string // a container's: StepCreate or StepStart
 }
 
 // NewTracker returns a tracker that asks asked whether the kubelet has
-// gone as far as the pod's sandbox.
-func NewTracker(clk clock.PassiveClock, asked func(namespace, name, uid string) bool) *Tracker {
-	return &Tracker{clock: clk, asked: asked, pods: map[string]podState{}, waiting: map[string]time.Time{}}
+// gone as far as a pod's sandbox or container, and rt (nil: none) which
+// step they wait on.
+func NewTracker(clk clock.PassiveClock, asked func(namespace, name, uid, container string) bool, rt Runtime) *Tracker {
+	return &Tracker{clock: clk, asked: asked, runtime: rt, pods: map[string]podState{}, waiting: map[string]wait{}}
 }
 
 // Resync starts a new stream's listing: until Synced, Observe says
@@ -63,7 +74,7 @@ func (t *Tracker) Synced() {
 	}
 	t.pods, t.next, t.synced = t.next, nil, true
 	if t.lastStart.IsZero() {
-		t.lastStart = t.clock.Now()
+		t.lastStart, t.lastContainerStart = t.clock.Now(), t.clock.Now()
 	}
 }
 
@@ -92,45 +103,15 @@ func (t *Tracker) Delete(uid string) {
 }
 
 // noteStart records a sandbox start when a pod goes from not ready to
-// start containers to ready. t.mu is held.
+// start containers to ready, and a container start when one goes
+// running. t.mu is held.
 func (t *Tracker) noteStart(before, after podState) {
 	if before.notReadyToStart() && after.readyToStart != nil && *after.readyToStart {
 		t.lastStart = t.clock.Now()
 	}
-}
-
-// Observe is the `podStarts` input now, and false until a first sync,
-// or while the stream is down.
-func (t *Tracker) Observe() (observations.PodStarts, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.synced {
-		return observations.PodStarts{}, false
-	}
-	now := t.clock.Now()
-	obs := observations.PodStarts{SinceSandboxStartedSeconds: now.Sub(t.lastStart).Seconds()}
-	var oldest time.Time
-	for uid, p := range t.pods {
-		if !p.notReadyToStart() || !t.asked(p.namespace, p.name, p.uid) {
-			delete(t.waiting, uid)
-			continue
-		}
-		since, ok := t.waiting[uid]
-		if !ok {
-			since, t.waiting[uid] = now, now
-		}
-		obs.Waiting++
-		if oldest.IsZero() || since.Before(oldest) || since.Equal(oldest) && p.key < obs.OldestPod {
-			oldest, obs.OldestPod, obs.OldestRuntimeClass = since, p.key, p.runtimeClass
+	for _, c := range after.containers {
+		if before.uid != "" && c.running && !before.running(c.name) {
+			t.lastContainerStart = t.clock.Now()
 		}
 	}
-	for uid := range t.waiting {
-		if _, ok := t.pods[uid]; !ok {
-			delete(t.waiting, uid)
-		}
-	}
-	if obs.Waiting > 0 {
-		obs.OldestWaitingSeconds = now.Sub(oldest).Seconds()
-	}
-	return obs, true
 }

@@ -1,6 +1,7 @@
 package podstarts
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -19,15 +20,21 @@ func pod(name string, ready corev1.ConditionStatus) *corev1.Pod {
 	return p
 }
 
-// asking is a log-directory check that says yes for the names in it.
+// asking is a log-directory check that says yes for the names in it:
+// a pod's name, or pod/container.
 type asking map[string]bool
 
-func (a asking) asked(_, name, _ string) bool { return a[name] }
+func (a asking) asked(_, name, _, container string) bool {
+	if container != "" {
+		return a[name+"/"+container]
+	}
+	return a[name]
+}
 
 func newSynced(t *testing.T, asked asking, pods ...*corev1.Pod) (*Tracker, *clocktesting.FakeClock) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC))
-	tr := NewTracker(clk, asked.asked)
+	tr := NewTracker(clk, asked.asked, nil)
 	tr.Resync()
 	for _, p := range pods {
 		tr.Update(p)
@@ -38,7 +45,7 @@ func newSynced(t *testing.T, asked asking, pods ...*corev1.Pod) (*Tracker, *cloc
 
 func observe(t *testing.T, tr *Tracker) (waiting int, oldest float64, pod string, since float64) {
 	t.Helper()
-	obs, ok := tr.Observe()
+	obs, ok := tr.Observe(context.Background())
 	if !ok {
 		t.Fatal("no observation after a sync")
 	}
@@ -87,21 +94,21 @@ func TestOnlyAPodTheKubeletAskedASandboxForWaits(t *testing.T) {
 // keeps its wait.
 func TestNothingIsJudgedWhileTheStreamIsDown(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC))
-	tr := NewTracker(clk, asking{"web-0": true}.asked)
-	if _, ok := tr.Observe(); ok {
+	tr := NewTracker(clk, asking{"web-0": true}.asked, nil)
+	if _, ok := tr.Observe(context.Background()); ok {
 		t.Fatal("an observation before any listing")
 	}
 	tr.Resync()
 	tr.Update(pod("web-0", corev1.ConditionFalse))
 	tr.Update(pod("gone", corev1.ConditionTrue))
-	if _, ok := tr.Observe(); ok {
+	if _, ok := tr.Observe(context.Background()); ok {
 		t.Fatal("an observation before the listing was complete")
 	}
 	tr.Synced()
 	observe(t, tr)
 	clk.Step(30 * time.Second)
 	tr.Lost()
-	if _, ok := tr.Observe(); ok {
+	if _, ok := tr.Observe(context.Background()); ok {
 		t.Fatal("an observation with the stream down")
 	}
 	tr.Resync()
@@ -140,12 +147,12 @@ func TestTheOldestWaitNamesItsPodAndRuntimeClass(t *testing.T) {
 	observe(t, tr)
 	clk.Step(5 * time.Second)
 	tr.Update(pod("later", corev1.ConditionFalse))
-	obs, _ := tr.Observe()
+	obs, _ := tr.Observe(context.Background())
 	if obs.Waiting != 2 || obs.OldestPod != "default/gpu" || obs.OldestRuntimeClass != "nvidia" || obs.OldestWaitingSeconds != 5 {
 		t.Fatalf("%+v", obs)
 	}
 	tr.Delete("uid-gpu")
-	if obs, _ := tr.Observe(); obs.Waiting != 1 || obs.OldestPod != "default/later" {
+	if obs, _ := tr.Observe(context.Background()); obs.Waiting != 1 || obs.OldestPod != "default/later" {
 		t.Fatalf("after gpu's deletion: %+v", obs)
 	}
 }

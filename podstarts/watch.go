@@ -21,9 +21,11 @@ type Source interface {
 // pods are known, streaming them from Source and streaming again after a
 // break (Retry, doubling to MaxRetry).
 type Watch struct {
-	Source   Source
-	Tracker  *Tracker
-	Period   time.Duration
+	Source  Source
+	Tracker *Tracker
+	Period  time.Duration
+	// Timeout bounds the runtime's lists on each observation.
+	Timeout  time.Duration
 	Retry    time.Duration
 	MaxRetry time.Duration
 	Clock    clock.WithTicker
@@ -42,11 +44,17 @@ func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
 		case <-ctx.Done():
 			return
 		case <-tick.C():
-			if obs, ok := w.Tracker.Observe(); ok {
+			if obs, ok := w.observe(ctx); ok {
 				emit(obs)
 			}
 		}
 	}
+}
+
+func (w *Watch) observe(ctx context.Context) (observations.PodStarts, bool) {
+	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	defer cancel()
+	return w.Tracker.Observe(ctx)
 }
 
 // stream keeps a stream open, logging a break once a spell: a kubelet

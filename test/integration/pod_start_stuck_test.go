@@ -2,29 +2,171 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// TestPodStartStuckSeesAHeldSandbox: a real kubelet (its Pods API on, as
-// from 1.37) whose CRI calls go through the fault proxy to containerd,
-// and hangwatch beside it reading containerd directly and the kubelet's
-// pods from its Pods API. A pod waiting for a ConfigMap that does not
-// exist waits on its volume, not on the runtime: no PodStartStuck while
-// it waits past the threshold. A RunPodSandbox the proxy holds, while
-// every read answers: PodStartStuck True (SandboxStartStuck) within 60s
-// of the pod's creation. Released, the pod runs and PodStartStuck is
-// False within 10s.
-func TestPodStartStuckSeesAHeldSandbox(t *testing.T) {
+// TestPodStartStuckSeesEachHeldStep: the fault proxy holds each call of
+// a pod's start in turn, RunPodSandbox, then CreateContainer, then
+// StartContainer, while every read answers: each time PodStartStuck is
+// True with the step's reason (SandboxStartStuck, ContainerCreateStuck,
+// ContainerStartStuck) within 60s of the pod's creation, and False within
+// 10s of its start once released.
+func TestPodStartStuckSeesEachHeldStep(t *testing.T) {
+	n := startPodStartNode(t, "hw-podstart")
+	n.heldStart(t, "RunPodSandbox", "SandboxStartStuck", "sandbox-held-"+n.k.Node)
+	n.heldStart(t, "CreateContainer", "ContainerCreateStuck", "create-held-"+n.k.Node)
+	n.heldStart(t, "StartContainer", "ContainerStartStuck", "start-held-"+n.k.Node)
+}
+
+// TestPodStartStuckRaisesNothingForNormalWaits: at once on one node, 50
+// pods starting, a pod waiting for a ConfigMap that does not exist (a
+// volume wait), one whose image does not exist, one whose image pull the
+// proxy holds, one whose init container runs on, and one in
+// CrashLoopBackOff (its liveness probe fails): each seen in its wait, and
+// PodStartStuck False throughout 75s, 30s past the threshold.
+func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
+	n := startPodStartNode(t, "hw-podwaits")
+	node := n.k.Node
+	for _, p := range normalWaits(node) {
+		createPod(t, n.cp, p)
+	}
+	harness.Eventually(t, time.Minute, "the missing image failing", n.podWaiting("no-image-"+node, "app", "ErrImagePull", "ImagePullBackOff"))
+	release := n.proxy.Inject(criproxy.Fault{Method: "PullImage"})
+	defer release()
+	pulling := pausePodOn(node, "pulling-"+node)
+	pulling.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
+	createPod(t, n.cp, pulling)
+	for i := range 50 {
+		createPod(t, n.cp, pausePodOn(node, fmt.Sprintf("burst-%d-%s", i, node)))
+	}
+	began := time.Now()
+	harness.Eventually(t, time.Minute, "the pull held", func() bool { return n.proxy.Held("PullImage") > 0 })
+	harness.Eventually(t, time.Minute, "the init container running", n.podRunning("init-"+node, true))
+	harness.Eventually(t, 2*time.Minute, "CrashLoopBackOff", n.podWaiting("crashloop-"+node, "pause", "CrashLoopBackOff"))
+	harness.Throughout(t, 75*time.Second-time.Since(began), "PodStartStuck False with the pods in their normal waits", func() bool {
+		s, _ := n.stuck(t)
+		return s == "False"
+	}, harness.Every(500*time.Millisecond))
+	for _, name := range []string{"no-configmap-", "no-image-", "pulling-"} {
+		if n.podRunning(name+node, false)() {
+			t.Errorf("%s%s ran: it was to wait throughout", name, node)
+		}
+	}
+}
+
+// normalWaits are pods that wait for a reason not the runtime's.
+func normalWaits(node string) []*corev1.Pod {
+	noConfigMap := pausePodOn(node, "no-configmap-"+node)
+	noConfigMap.Spec.Volumes = []corev1.Volume{{Name: "cm", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "no-such-configmap"}}}}}
+	noConfigMap.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cm", MountPath: "/cm"}}
+	noImage := pausePodOn(node, "no-image-"+node)
+	noImage.Spec.Containers[0] = corev1.Container{Name: "app", Image: "registry.invalid/hangwatch/none:1", ImagePullPolicy: corev1.PullIfNotPresent}
+	init := pausePodOn(node, "init-"+node)
+	init.Spec.InitContainers = []corev1.Container{{Name: "init", Image: harness.PauseImage, ImagePullPolicy: corev1.PullNever}}
+	crashloop := pausePodOn(node, "crashloop-"+node)
+	crashloop.Spec.Containers[0].LivenessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
+		ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Host: "127.0.0.1", Port: intstr.FromInt32(1)}}}
+	return []*corev1.Pod{noConfigMap, noImage, init, crashloop}
+}
+
+// podWaiting tells whether the pod's container waits with one of reasons.
+func (n *podStartNode) podWaiting(name, container string, reasons ...string) func() bool {
+	return func() bool {
+		p, err := n.cp.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, st := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if st.Name == container && st.State.Waiting != nil && slices.Contains(reasons, st.State.Waiting.Reason) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// podRunning tells whether one of the pod's containers runs: an init
+// container (init), or a regular one.
+func (n *podStartNode) podRunning(name string, init bool) func() bool {
+	return func() bool {
+		p, err := n.cp.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		statuses := p.Status.ContainerStatuses
+		if init {
+			statuses = p.Status.InitContainerStatuses
+		}
+		for _, st := range statuses {
+			if st.State.Running != nil {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// heldStart holds method at the proxy and starts a pause pod: PodStartStuck
+// True with reason within 60s of its creation, the reads answering
+// (RuntimeHung False); released, the pod runs and PodStartStuck is False
+// within 10s.
+func (n *podStartNode) heldStart(t *testing.T, method, reason, name string) {
+	release := n.proxy.Inject(criproxy.Fault{Method: method})
+	defer release()
+	held := pausePodOn(n.k.Node, name)
+	createPod(t, n.cp, held)
+	created := time.Now()
+	harness.Eventually(t, 2*time.Minute, "PodStartStuck True ("+reason+")", func() bool {
+		s, r := n.stuck(t)
+		return s == "True" && r == reason
+	}, harness.UnlessExited(n.d))
+	raised := time.Since(created)
+	_, _, msg := n.d.Condition(t, "PodStartStuck")
+	t.Logf("PodStartStuck %v after the pod's creation, %s held: %s", raised.Round(time.Millisecond), method, msg)
+	harness.Measure(t, "pod_start_stuck_after_held_"+method, raised)
+	if raised > time.Minute {
+		t.Errorf("PodStartStuck %v after a pod whose %s is held; want within 60s", raised, method)
+	}
+	if s, _, _ := n.d.Condition(t, "RuntimeHung"); s != "False" {
+		t.Errorf("RuntimeHung %s with only %s held: the reads answer", s, method)
+	}
+
+	release()
+	harness.RunningOn(t, n.cp, 2*time.Minute, held.Name, n.k.Node)
+	started := time.Now()
+	harness.Eventually(t, time.Minute, "PodStartStuck False after the pod started", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(n.d))
+	cleared := time.Since(started)
+	harness.Measure(t, "pod_start_stuck_cleared_after_"+method, cleared)
+	if cleared > 10*time.Second {
+		t.Errorf("PodStartStuck False %v after the pod ran; want within 10s", cleared)
+	}
+}
+
+// podStartNode is a real kubelet whose CRI calls go through the fault
+// proxy to containerd, and hangwatch beside it reading containerd
+// directly and the kubelet's pods from its Pods API.
+type podStartNode struct {
+	cp    *harness.ControlPlane
+	proxy *criproxy.Proxy
+	k     *harness.Kubelet
+	d     *harness.Daemon
+}
+
+func startPodStartNode(t *testing.T, name string) *podStartNode {
 	harness.Parallel(t, harness.Minutes)
 	cp := harness.SharedControlPlane(t)
 	c := harness.StartContainerdT(t, 0, 0)
@@ -33,51 +175,18 @@ func TestPodStartStuckSeesAHeldSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	k := harness.StartKubeletViaT(t, cp, c, proxy.Endpoint, harness.UniqueNode("hw-podstart"))
+	k := harness.StartKubeletViaT(t, cp, c, proxy.Endpoint, harness.UniqueNode(name))
 	d := harness.StartDaemon(t, c.Endpoint, "--kernel=false",
 		"--pods-api-socket", filepath.Join(k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(k.Dir, "logs"))
-	stuck := func() (string, string) { s, r, _ := d.Condition(t, "PodStartStuck"); return s, r }
-	harness.Eventually(t, time.Minute, "PodStartStuck False", func() bool { s, _ := stuck(); return s == "False" }, harness.UnlessExited(d))
+	n := &podStartNode{cp: cp, proxy: proxy, k: k, d: d}
+	harness.Eventually(t, time.Minute, "PodStartStuck False", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(d))
+	return n
+}
 
-	noConfigMap := pausePodOn(k.Node, "no-configmap-"+k.Node)
-	noConfigMap.Spec.Volumes = []corev1.Volume{{Name: "cm", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "no-such-configmap"}}}}}
-	noConfigMap.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cm", MountPath: "/cm"}}
-	createPod(t, cp, noConfigMap)
-	harness.Throughout(t, 55*time.Second, "PodStartStuck False with a pod waiting for its ConfigMap", func() bool {
-		s, _ := stuck()
-		return s == "False"
-	}, harness.Every(500*time.Millisecond))
-
-	release := proxy.Inject(criproxy.Fault{Method: "RunPodSandbox"})
-	defer release()
-	held := pausePodOn(k.Node, "held-"+k.Node)
-	createPod(t, cp, held)
-	created := time.Now()
-	harness.Eventually(t, 2*time.Minute, "PodStartStuck True (SandboxStartStuck)", func() bool {
-		s, r := stuck()
-		return s == "True" && r == "SandboxStartStuck"
-	}, harness.UnlessExited(d))
-	raised := time.Since(created)
-	_, _, msg := d.Condition(t, "PodStartStuck")
-	t.Logf("PodStartStuck %v after the pod's creation: %s", raised.Round(time.Millisecond), msg)
-	harness.Measure(t, "pod_start_stuck_after_held_sandbox", raised)
-	if raised > time.Minute {
-		t.Errorf("PodStartStuck %v after a pod whose RunPodSandbox is held; want within 60s", raised)
-	}
-	if s, _, _ := d.Condition(t, "RuntimeHung"); s != "False" {
-		t.Errorf("RuntimeHung %s with only RunPodSandbox held: the reads answer", s)
-	}
-
-	release()
-	harness.RunningOn(t, cp, 2*time.Minute, held.Name, k.Node)
-	started := time.Now()
-	harness.Eventually(t, time.Minute, "PodStartStuck False after the sandbox started", func() bool { s, _ := stuck(); return s == "False" }, harness.UnlessExited(d))
-	cleared := time.Since(started)
-	harness.Measure(t, "pod_start_stuck_cleared_after_start", cleared)
-	if cleared > 10*time.Second {
-		t.Errorf("PodStartStuck False %v after the pod ran; want within 10s", cleared)
-	}
+// stuck is PodStartStuck's status and reason, from the daemon.
+func (n *podStartNode) stuck(t *testing.T) (string, string) {
+	s, r, _ := n.d.Condition(t, "PodStartStuck")
+	return s, r
 }
 
 // pausePodOn is a host-network pause pod bound to node (no scheduler).
