@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ func (in *Installs) startNodeA(t *testing.T) {
 	}
 	t.Cleanup(k.Stop)
 	in.K, in.A = k, k.Node
-	if err := in.SD.GiveNodeDirs(ctx, k.RootDir(), in.C.Dir, "/run/containerd"); err != nil {
+	if err := in.SD.GiveNodeDirs(ctx, k.RootDir(), in.C.Dir, "/run/containerd", filepath.Join(k.Dir, "logs")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -179,7 +180,8 @@ func (in *Installs) Running(t *testing.T, name string) *corev1.Pod {
 }
 
 // WaitRunning waits until hangwatch's pods run: the agent and the repair
-// process on A, remedy on B, and A's four conditions are False.
+// process on A, remedy on B, and A's five conditions are False
+// (PodStartStuck: the kubelet's Pods API and pod logs read as installed).
 func (in *Installs) WaitRunning(t *testing.T, limit time.Duration) {
 	t.Helper()
 	where := map[string]string{"hangwatch": in.A, "hangwatch-repair": in.A, "hangwatch-remedy": in.B}
@@ -194,7 +196,7 @@ func (in *Installs) WaitRunning(t *testing.T, limit time.Duration) {
 		}
 		return true
 	}, Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
-	for _, c := range []string{"RuntimeHung", "KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy"} {
+	for _, c := range []string{"RuntimeHung", "KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy", "PodStartStuck"} {
 		if _, _, err := PollNode(t, in.CP, time.Minute, in.A, c, CondIs(corev1.ConditionFalse, "")); err != nil {
 			t.Fatalf("%v\n%s", err, in.PodLogs(t))
 		}

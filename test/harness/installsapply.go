@@ -177,8 +177,10 @@ func (in *Installs) startBinaries(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\n"+
 		"kubelet:\n  healthzURL: %s\n  metricsURL: %s\n  kubeconfig: %s\n  caFile: %s\n"+
-		"repair:\n  enabled: true\n  runtimeUnit: %s\n  runtimeSocket: %s\n  systemdSocket: %s\n  fence: true\n  kubeletRootDir: %s\n",
-		in.K.HealthzURL(), in.K.MetricsURL(), kc, in.K.ServingCert, ContainerdUnit, in.C.Socket, in.SD.Socket(), in.K.RootDir())
+		"repair:\n  enabled: true\n  runtimeUnit: %s\n  runtimeSocket: %s\n  systemdSocket: %s\n  fence: true\n  kubeletRootDir: %s\n"+
+		"podStarts:\n  podsAPISocket: %s\n  podLogsDir: %s\n",
+		in.K.HealthzURL(), in.K.MetricsURL(), kc, in.K.ServingCert, ContainerdUnit, in.C.Socket, in.SD.Socket(), in.K.RootDir(),
+		filepath.Join(in.K.RootDir(), "pods-api", "pods-api.sock"), filepath.Join(in.K.Dir, "logs"))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -107,13 +107,14 @@ func StartStaticPodNode(t *testing.T) StaticPodNode {
 	return StaticPodNode{KubeletNode: n, PodName: "hangwatch-" + n.K.Node, Proxy: proxy, ScrapeToken: ApplyScraperIdentity(t, cp)}
 }
 
-// WaitHealthy waits for hangwatch's four conditions to be False on the
-// Node and checks it sent no Warning while starting.
+// WaitHealthy waits for hangwatch's five conditions to be False on the
+// Node (PodStartStuck: the kubelet's Pods API read from the pod) and
+// checks it sent no Warning while starting.
 func (n StaticPodNode) WaitHealthy(t *testing.T) {
 	t.Helper()
 	started := time.Now()
 	n.WaitNodeCond(t, 2*time.Minute, "RuntimeHung", CondIs(corev1.ConditionFalse, "RuntimeResponsive"))
-	for _, c := range []string{"KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy"} {
+	for _, c := range []string{"KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy", "PodStartStuck"} {
 		n.WaitNodeCond(t, 30*time.Second, c, CondIs(corev1.ConditionFalse, ""))
 	}
 	t.Logf("static pod hangwatch wrote its conditions False %v after the manifest", time.Since(started).Round(time.Millisecond))
@@ -197,7 +198,8 @@ func WriteStaticPod(t *testing.T, n KubeletNode, configDir string) {
 		t.Fatal(err)
 	}
 	hostPaths := map[string]string{"runtime-socket-containerd": other, "runtime-socket-crio": other,
-		"kubeconfig": kubeconfig, "kubelet-pki": n.CP.Dir, "config": configDir}
+		"kubeconfig": kubeconfig, "kubelet-pki": n.CP.Dir, "config": configDir,
+		"kubelet-pods-api": filepath.Join(n.K.RootDir(), "pods-api"), "pod-logs": filepath.Join(n.K.Dir, "logs")}
 	hostPaths["runtime-socket-"+filepath.Base(where.NodeSocketDir)] = where.Dir
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
