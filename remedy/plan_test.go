@@ -58,7 +58,7 @@ func taintOf(n *corev1.Node, condType string) *corev1.Node {
 
 func TestTaintKeyIsKebabCase(t *testing.T) {
 	for in, want := range map[string]string{"RuntimeHung": "hangwatch.io/runtime-hung", "PLEGUnhealthy": "hangwatch.io/pleg-unhealthy",
-		"KernelDeadlock": "hangwatch.io/kernel-deadlock"} {
+		"KernelDeadlock": "hangwatch.io/kernel-deadlock", "PodStartStuck": "hangwatch.io/pod-start-stuck"} {
 		if got := TaintKey(in); got != want {
 			t.Errorf("TaintKey(%s) = %s, want %s", in, got, want)
 		}
@@ -90,6 +90,35 @@ func TestRuntimeHungTaintsAtOnceEvictsAfter45sClearsAfterAMinute(t *testing.T) {
 	}
 	if got := kinds(decideAt(p, k, []*corev1.Node{n}, thaw.Add(time.Minute))); got != "untaint a hangwatch.io/runtime-hung" {
 		t.Fatalf("60s after the thaw: %q", got)
+	}
+}
+
+// TestPodStartStuckTaintsAndNeverEvicts: a node that starts no pod is
+// tainted at once so new pods go elsewhere, its running pods are never
+// evicted however long it lasts, and it is untainted 15 s after it starts
+// pods again.
+func TestPodStartStuckTaintsAndNeverEvicts(t *testing.T) {
+	p, k := DefaultPolicy(), NewClocks()
+	n := node("a", "PodStartStuck", corev1.ConditionTrue, t0, t0)
+	if got := kinds(decideAt(p, k, []*corev1.Node{n}, t0)); got != "taint a hangwatch.io/pod-start-stuck" {
+		t.Fatalf("at the rise: %q", got)
+	}
+	n = taintOf(n, "PodStartStuck")
+	for _, at := range []time.Duration{45 * time.Second, 5 * time.Minute, time.Hour} {
+		n = beat(n, t0.Add(at))
+		if plan := decideAt(p, k, []*corev1.Node{n}, t0.Add(at)); len(plan.Actions) != 0 || rowOf(plan, "a", "PodStartStuck").State != StateTainted {
+			t.Fatalf("%v in: %q %+v", at, kinds(plan), plan.Rows[0])
+		}
+	}
+	started := t0.Add(time.Hour + time.Minute)
+	n.Status.Conditions[0].Status, n.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(started)
+	n = beat(n, started)
+	decideAt(p, k, []*corev1.Node{n}, started)
+	if plan := decideAt(p, k, []*corev1.Node{n}, started.Add(14*time.Second)); len(plan.Actions) != 0 {
+		t.Fatalf("14s after a start: %q", kinds(plan))
+	}
+	if got := kinds(decideAt(p, k, []*corev1.Node{n}, started.Add(15*time.Second))); got != "untaint a hangwatch.io/pod-start-stuck" {
+		t.Fatalf("15s after a start: %q", got)
 	}
 }
 
@@ -210,7 +239,7 @@ eviction:
 		}
 	}
 	p, err := DecodePolicy([]byte("apiVersion: hangwatch.io/v1alpha1\nkind: RemedyConfiguration\ndryRun: true\nmaxUnhealthy: 3\n"))
-	if err != nil || !p.DryRun || len(p.Conditions) != 3 {
+	if err != nil || !p.DryRun || len(p.Conditions) != len(DefaultPolicy().Conditions) {
 		t.Fatalf("a small file over the defaults: %+v, %v", p, err)
 	}
 }

@@ -124,8 +124,10 @@ func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d
 // DefaultPolicy is the policy without a file: taint at once on a hung
 // runtime and evict after 45 s (RuntimeHung rises about 4 s after a
 // freeze, so the pods are replaced within a minute of it); taint after a minute of an unhealthy
-// PLEG; taint at once on a kernel deadlock; leave KubeletUnresponsive to
-// the node lifecycle controller, which acts on the same Lease.
+// PLEG; taint at once on a kernel deadlock; taint at once a node that
+// starts no pod, evicting nothing (its running pods are fine), and untaint
+// 15 s after it starts pods again; leave KubeletUnresponsive to the node
+// lifecycle controller, which acts on the same Lease.
 func DefaultPolicy() *Policy {
 	clear := metav1.Duration{Duration: time.Minute}
 	return &Policy{
@@ -135,6 +137,7 @@ func DefaultPolicy() *Policy {
 			{Type: "RuntimeHung", TaintAfter: dur(0), EvictAfter: dur(45 * time.Second), ClearAfter: clear},
 			{Type: "PLEGUnhealthy", TaintAfter: dur(time.Minute), ClearAfter: clear},
 			{Type: "KernelDeadlock", TaintAfter: dur(0), ClearAfter: clear},
+			{Type: "PodStartStuck", TaintAfter: dur(0), ClearAfter: metav1.Duration{Duration: 15 * time.Second}},
 		},
 		Eviction: EvictionPolicy{Kinds: []string{"ReplicaSet"}},
 		Fence:    DefaultFencePolicy(),

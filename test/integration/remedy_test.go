@@ -309,6 +309,16 @@ func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
 	if err := patch(removeOurs); err != nil {
 		t.Fatalf("removing its own taint once RuntimeHung is False: %v", err)
 	}
+	// the write path's taint, tied to PodStartStuck alone
+	stuckTaint := fmt.Sprintf(`[{"op":"add","path":"/spec/taints/-","value":{"key":%q,"value":%q,"effect":"NoSchedule"}}]`,
+		remedy.TaintKey("PodStartStuck"), remedy.TaintValue)
+	if err := patch(stuckTaint); err == nil || !strings.Contains(err.Error(), "only while the Node's matching condition is True") {
+		t.Fatalf("adding %s with no PodStartStuck: %v, want a denial by the admission policy", remedy.TaintKey("PodStartStuck"), err)
+	}
+	f.write(t, 0, "PodStartStuck", remedy.DefaultWriter, corev1.ConditionTrue, time.Now(), time.Now())
+	if err := patch(stuckTaint); err != nil {
+		t.Fatalf("adding %s while PodStartStuck is True: %v", remedy.TaintKey("PodStartStuck"), err)
+	}
 	if err := cs.CoreV1().Nodes().Delete(ctx, f.names[0], metav1.DeleteOptions{}); err == nil {
 		t.Error("the remedy identity deleted a Node")
 	}
