@@ -36,5 +36,5 @@ func (a *Agent) podStartsWatch() (*podstarts.Watch, error) {
 	klog.InfoS("Watching pod starts", "podsAPI", ps.PodsAPISocket, "podLogsDir", logs)
 	return &podstarts.Watch{Source: api, Tracker: podstarts.NewTracker(a.o.Clock, asked, a.conn.Runtime),
 		Period: ps.Period.Duration, Timeout: a.o.Endpoint.Timeout,
-		Retry: time.Second, MaxRetry: 30 * time.Second, Clock: a.o.Clock}, nil
+		Retry: time.Second, MaxRetry: 30 * time.Second, Clock: a.o.Clock, Metrics: podstarts.NewMetrics(a.o.Registry)}, nil
 }

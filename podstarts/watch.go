@@ -29,6 +29,8 @@ type Watch struct {
 	Retry    time.Duration
 	MaxRetry time.Duration
 	Clock    clock.WithTicker
+	// Metrics, when set, follow each observation.
+	Metrics *Metrics
 }
 
 // Run streams and observes until ctx ends.
@@ -54,7 +56,11 @@ func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
 func (w *Watch) observe(ctx context.Context) (observations.PodStarts, bool) {
 	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	defer cancel()
-	return w.Tracker.Observe(ctx)
+	obs, ok := w.Tracker.Observe(ctx)
+	if ok {
+		w.Metrics.observe(obs)
+	}
+	return obs, ok
 }
 
 // stream keeps a stream open, logging a break once a spell: a kubelet
