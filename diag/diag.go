@@ -29,7 +29,8 @@ type Options struct {
 
 // Run checks the node once: it resolves the CRI endpoint, probes it
 // Samples times while the PLEG check runs beside the cycles, then reads
-// the kernel log (when on), the node Lease (with credentials) and whether
+// the kernel log (when on), the node Lease (with credentials), the pods
+// waiting on the runtime (where the kubelet serves its Pods API) and whether
 // repair could restart the runtime and the kubelet (when on). Only an
 // endpoint that cannot be chosen or dialed is an error; whatever a section
 // could not read, it reports.
@@ -61,6 +62,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	out.Lease = checkLease(ctx, cfg.APIServer, node, nodeErr, clk)
 	out.PLEG = pc.finish(ctx, o.Samples)
+	out.PodStarts = checkPodStarts(ctx, cfg.PodStarts, conn.Runtime, ep.Timeout, clk)
 	if cfg.Repair.Enabled {
 		r := repair.Diagnose(ctx, options.Repair(cfg.Repair), ep.Address, cfg.Kubelet.HealthzURL, o.Dial)
 		out.Repair = &r

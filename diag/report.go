@@ -21,12 +21,16 @@ type Report struct {
 	Lease  *leases.Report `json:"lease,omitempty"`
 	PLEG   *PLEGReport    `json:"pleg,omitempty"`
 	Repair *repair.Report `json:"repair,omitempty"`
+	// PodStarts is the write path, where the kubelet serves its Pods API.
+	PodStarts *PodStartsReport `json:"podStarts,omitempty"`
 }
 
-// Healthy reports whether the runtime answered well and the PLEG is not
-// Unhealthy: diag exits 0 then. The other sections do not change it.
+// Healthy reports whether the runtime answered well, the PLEG is not
+// Unhealthy and no pod start is Stuck: diag exits 0 then. The other
+// sections do not change it.
 func (r *Report) Healthy() bool {
-	return r.Verdict == VerdictHealthy && (r.PLEG == nil || r.PLEG.Verdict != pleg.VerdictUnhealthy)
+	return r.Verdict == VerdictHealthy && (r.PLEG == nil || r.PLEG.Verdict != pleg.VerdictUnhealthy) &&
+		(r.PodStarts == nil || r.PodStarts.Verdict != PodStartsStuck)
 }
 
 // Write prints r as a table (crictl's style), JSON or YAML.
@@ -66,6 +70,11 @@ func writeTable(w io.Writer, r *Report) error {
 	}
 	if r.PLEG != nil {
 		if err := r.PLEG.writeTable(w); err != nil {
+			return err
+		}
+	}
+	if r.PodStarts != nil {
+		if err := r.PodStarts.writeTable(w); err != nil {
 			return err
 		}
 	}

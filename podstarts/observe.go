@@ -55,14 +55,18 @@ func (t *Tracker) snapshot() ([]podState, bool) {
 // candidates are the pods that may wait on the runtime: their log
 // directory says the kubelet has asked for their sandbox.
 func (t *Tracker) candidates(pods []podState) []candidate {
+	return candidatesOf(pods, t.asked)
+}
+
+func candidatesOf(pods []podState, asked func(namespace, name, uid, container string) bool) []candidate {
 	var out []candidate
 	for _, p := range pods {
-		if !p.active || !t.asked(p.namespace, p.name, p.uid, "") {
+		if !p.active || !asked(p.namespace, p.name, p.uid, "") {
 			continue
 		}
 		c := candidate{pod: p, sandbox: p.notReadyToStart()}
 		for _, cs := range p.containers {
-			if cs.firstStart && t.asked(p.namespace, p.name, p.uid, cs.name) {
+			if cs.firstStart && asked(p.namespace, p.name, p.uid, cs.name) {
 				c.containers = append(c.containers, cs.name)
 			}
 		}
@@ -85,7 +89,7 @@ func (t *Tracker) judge(cands []candidate, view *runtimeView) observations.PodSt
 	waits := map[string]wait{}
 	var sandboxes, containers oldest
 	for _, c := range cands {
-		ready := view != nil && view.sandbox[c.pod.uid] != ""
+		ready := view.ready(c.pod.uid)
 		switch {
 		case c.sandbox && !ready:
 			sandboxes.add(c.pod.key, c.pod.runtimeClass, "", t.keep(waits, c.pod.uid, "", now))
@@ -96,10 +100,8 @@ func (t *Tracker) judge(cands []candidate, view *runtimeView) observations.PodSt
 		}
 		for _, name := range c.containers {
 			key := c.pod.uid + "/" + name
-			step, known := "", view != nil && ready
-			if known {
-				step = view.step(c.pod.uid, name)
-			} else if w, was := t.waiting[key]; was {
+			step, known := view.containerStep(c.pod.uid, name)
+			if w, was := t.waiting[key]; was && !known {
 				step = w.step
 			}
 			if step == "" {

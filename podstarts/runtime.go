@@ -59,6 +59,22 @@ func listRuntime(ctx context.Context, rt Runtime) (*runtimeView, error) {
 	return v, nil
 }
 
+// ready tells whether the runtime has a ready sandbox for the pod; false
+// without the runtime's word (v nil).
+func (v *runtimeView) ready(uid string) bool {
+	return v != nil && v.sandbox[uid] != ""
+}
+
+// containerStep is step for a container of a pod whose sandbox the
+// runtime has ready; known is false without the runtime's word or a
+// ready sandbox.
+func (v *runtimeView) containerStep(uid, container string) (step string, known bool) {
+	if !v.ready(uid) {
+		return "", false
+	}
+	return v.step(uid, container), true
+}
+
 // step says what the named container of the pod waits on in the runtime:
 // "" when it has started (running or exited), StepStart when created and
 // not started, StepCreate when the runtime has none of that name.

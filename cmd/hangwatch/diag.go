@@ -22,7 +22,8 @@ type diagOptions struct {
 var diagFlags = []string{"runtime-endpoint", "timeout", "crictl-config", "kubelet-config", "slow-threshold", "sample-size", "concurrency",
 	"kernel", "kmsg-path", "kernel-rules", "kernel-lookback", "kubeconfig", "node-name", "node-monitor-grace-period",
 	"kubelet-metrics-url", "kubelet-token-file", "kubelet-kubeconfig", "kubelet-ca-file", "kubelet-tls-server-name",
-	"kubelet-insecure-skip-tls-verify", "kubelet-metrics-timeout", "repair", "repair-dry-run", "runtime-unit", "kubelet-unit", "systemd-socket"}
+	"kubelet-insecure-skip-tls-verify", "kubelet-metrics-timeout", "repair", "repair-dry-run", "runtime-unit", "kubelet-unit", "systemd-socket",
+	"pods-api-socket", "pod-logs-dir"}
 
 func newDiagCommand() *cobra.Command {
 	o := &diagOptions{cfg: config.Default()}

@@ -38,6 +38,16 @@ type diagJSON struct {
 	Sandboxes  int      `json:"sandboxes"`
 	Containers int      `json:"containers"`
 	PLEG       plegJSON `json:"pleg"`
+	PodStarts  *struct {
+		Verdict string `json:"verdict"`
+		Waits   []struct {
+			Pod           string  `json:"pod"`
+			Container     string  `json:"container"`
+			Step          string  `json:"step"`
+			WaitedSeconds float64 `json:"waitedSeconds"`
+		} `json:"waits"`
+		Error string `json:"error"`
+	} `json:"podStarts"`
 }
 
 // runDiag runs `hangwatch diag -o json` and returns the report, exit code

@@ -67,6 +67,26 @@ func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 	}
 }
 
+// diagStep is the step hangwatch diag names for a held method.
+var diagStep = map[string]string{"RunPodSandbox": "sandbox", "CreateContainer": "create", "StartContainer": "start"}
+
+// diagSays runs hangwatch diag beside the node: its write path section is
+// Stuck, with the held pod's wait first at the held method's step, and it
+// exits 1.
+func (n *podStartNode) diagSays(t *testing.T, method, pod string) {
+	t.Helper()
+	r, code, _ := runDiag(t, n.c.Endpoint, "--kernel=false",
+		"--pods-api-socket", filepath.Join(n.k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(n.k.Dir, "logs"))
+	if r.PodStarts == nil || r.PodStarts.Verdict != "Stuck" || len(r.PodStarts.Waits) == 0 {
+		t.Fatalf("diag with %s held: exit %d, podStarts %+v; want Stuck with a wait", method, code, r.PodStarts)
+	}
+	w := r.PodStarts.Waits[0]
+	t.Logf("diag with %s held: exit %d, %s %s %s %.0fs", method, code, w.Pod, w.Container, w.Step, w.WaitedSeconds)
+	if w.Pod != "default/"+pod || w.Step != diagStep[method] || w.WaitedSeconds < 45 || code != 1 {
+		t.Errorf("diag with %s held: exit %d, first wait %+v; want default/%s at %s for 45s or more, exit 1", method, code, w, pod, diagStep[method])
+	}
+}
+
 // normalWaits are pods that wait for a reason not the runtime's.
 func normalWaits(node string) []*corev1.Pod {
 	noConfigMap := pausePodOn(node, "no-configmap-"+node)
@@ -144,6 +164,7 @@ func (n *podStartNode) heldStart(t *testing.T, method, reason, name string) {
 	if s, _, _ := n.d.Condition(t, "RuntimeHung"); s != "False" {
 		t.Errorf("RuntimeHung %s with only %s held: the reads answer", s, method)
 	}
+	n.diagSays(t, method, held.Name)
 
 	release()
 	harness.RunningOn(t, n.cp, 2*time.Minute, held.Name, n.k.Node)
@@ -161,6 +182,7 @@ func (n *podStartNode) heldStart(t *testing.T, method, reason, name string) {
 // directly and the kubelet's pods from its Pods API.
 type podStartNode struct {
 	cp    *harness.ControlPlane
+	c     *harness.Containerd
 	proxy *criproxy.Proxy
 	k     *harness.Kubelet
 	d     *harness.Daemon
@@ -178,7 +200,7 @@ func startPodStartNode(t *testing.T, name string) *podStartNode {
 	k := harness.StartKubeletViaT(t, cp, c, proxy.Endpoint, harness.UniqueNode(name))
 	d := harness.StartDaemon(t, c.Endpoint, "--kernel=false",
 		"--pods-api-socket", filepath.Join(k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(k.Dir, "logs"))
-	n := &podStartNode{cp: cp, proxy: proxy, k: k, d: d}
+	n := &podStartNode{cp: cp, c: c, proxy: proxy, k: k, d: d}
 	harness.Eventually(t, time.Minute, "PodStartStuck False", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(d))
 	return n
 }
