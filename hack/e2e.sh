@@ -47,6 +47,12 @@
 #       B's kubelet frozen, three runs (ALERT_RUNS): the time from the
 #       freeze to each page and from the thaw to its resolution, medians,
 #       into BENCHMARKS.md between the alerts markers. About 20 minutes.
+#   ./hack/e2e.sh --write-path
+#       PodStartStuck on a real kubelet through the CRI fault proxy: each
+#       step of a pod's start held in turn (RunPodSandbox, CreateContainer,
+#       StartContainer), and the normal waits beside 50 pods started at
+#       once (none may raise it); three runs (WRITE_PATH_RUNS), medians
+#       into BENCHMARKS.md between the write-path markers. About 10 minutes.
 #   ./hack/e2e.sh --api-budget
 #       what hangwatch costs the API server (issue 28): a frozen real kubelet
 #       under the static pod, three runs; 20 hangwatch processes with 20
@@ -111,6 +117,11 @@ fi
 if [ "${1:-}" = --alerts ]; then
   source "$ROOT/hack/e2e-alerts.sh"
   run_alerts
+  exit $?
+fi
+if [ "${1:-}" = --write-path ]; then
+  source "$ROOT/hack/e2e-writepath.sh"
+  run_write_path
   exit $?
 fi
 if [ "${1:-}" = --api-budget ]; then

@@ -89,6 +89,12 @@ func NodeArgs(kubeconfig, node string, extra ...string) []string {
 	return append([]string{"--kubeconfig", kubeconfig, "--node-name", node, "--kernel-lookback", "0s"}, extra...)
 }
 
+// PodStartsArgs point hangwatch at k's Pods API socket and pod log
+// directories, where a node has them under /var/lib/kubelet and /var/log.
+func PodStartsArgs(k *Kubelet) []string {
+	return []string{"--pods-api-socket", filepath.Join(k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(k.Dir, "logs")}
+}
+
 // RenewLease renews the node Lease as the kubelet would until stop closes.
 func RenewLease(t *testing.T, client kubernetes.Interface, node string, every time.Duration, stop <-chan struct{}) (lastRenew func() time.Time) {
 	t.Helper()

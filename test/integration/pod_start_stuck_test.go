@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // TestPodStartStuckSeesEachHeldStep: the fault proxy holds each call of
@@ -49,6 +51,7 @@ func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 	pulling := pausePodOn(node, "pulling-"+node)
 	pulling.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
 	createPod(t, n.cp, pulling)
+	burst := time.Now()
 	for i := range 50 {
 		createPod(t, n.cp, pausePodOn(node, fmt.Sprintf("burst-%d-%s", i, node)))
 	}
@@ -60,6 +63,9 @@ func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 		s, _ := n.stuck(t)
 		return s == "False"
 	}, harness.Every(500*time.Millisecond))
+	measurements.Record(t, "pod_start_stuck_normal_waits_raises", 0, "count")
+	harness.Eventually(t, 3*time.Minute, "the 50 pods started at once running", func() bool { return n.runningPods(t, "burst-") == 50 })
+	harness.Measure(t, "pod_start_burst_50_last_started", n.lastStarted(t, "burst-").Sub(burst))
 	for _, name := range []string{"no-configmap-", "no-image-", "pulling-"} {
 		if n.podRunning(name+node, false)() {
 			t.Errorf("%s%s ran: it was to wait throughout", name, node)
@@ -75,8 +81,7 @@ var diagStep = map[string]string{"RunPodSandbox": "sandbox", "CreateContainer": 
 // exits 1.
 func (n *podStartNode) diagSays(t *testing.T, method, pod string) {
 	t.Helper()
-	r, code, _ := runDiag(t, n.c.Endpoint, "--kernel=false",
-		"--pods-api-socket", filepath.Join(n.k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(n.k.Dir, "logs"))
+	r, code, _ := runDiag(t, n.c.Endpoint, append([]string{"--kernel=false"}, harness.PodStartsArgs(n.k)...)...)
 	if r.PodStarts == nil || r.PodStarts.Verdict != "Stuck" || len(r.PodStarts.Waits) == 0 {
 		t.Fatalf("diag with %s held: exit %d, podStarts %+v; want Stuck with a wait", method, code, r.PodStarts)
 	}
@@ -117,6 +122,42 @@ func (n *podStartNode) podWaiting(name, container string, reasons ...string) fun
 		}
 		return false
 	}
+}
+
+// runningPods counts the node's pods named with prefix that run.
+func (n *podStartNode) runningPods(t *testing.T, prefix string) int {
+	t.Helper()
+	pods, err := n.cp.Admin.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.k.Node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := 0
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Name, prefix) && p.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	return running
+}
+
+// lastStarted is when the last of the node's pods named with prefix
+// started its container (the kubelet's clock, this machine's; whole
+// seconds).
+func (n *podStartNode) lastStarted(t *testing.T, prefix string) time.Time {
+	t.Helper()
+	pods, err := n.cp.Admin.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.k.Node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for _, p := range pods.Items {
+		for _, st := range p.Status.ContainerStatuses {
+			if strings.HasPrefix(p.Name, prefix) && st.State.Running != nil && st.State.Running.StartedAt.After(last) {
+				last = st.State.Running.StartedAt.Time
+			}
+		}
+	}
+	return last
 }
 
 // podRunning tells whether one of the pod's containers runs: an init
@@ -198,8 +239,7 @@ func startPodStartNode(t *testing.T, name string) *podStartNode {
 	}
 	t.Cleanup(proxy.Stop)
 	k := harness.StartKubeletViaT(t, cp, c, proxy.Endpoint, harness.UniqueNode(name))
-	d := harness.StartDaemon(t, c.Endpoint, "--kernel=false",
-		"--pods-api-socket", filepath.Join(k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(k.Dir, "logs"))
+	d := harness.StartDaemon(t, c.Endpoint, append([]string{"--kernel=false"}, harness.PodStartsArgs(k)...)...)
 	n := &podStartNode{cp: cp, c: c, proxy: proxy, k: k, d: d}
 	harness.Eventually(t, time.Minute, "PodStartStuck False", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(d))
 	return n
