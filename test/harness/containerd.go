@@ -26,6 +26,9 @@ type Containerd struct {
 	// (runc's SystemdCgroup option), as a kubelet with cgroupDriver systemd
 	// needs; only under systemd (StartContainerdUnderSystemdWith).
 	SystemdCgroup bool
+	// starts, when set before the start, hangs its start path
+	// (StartContainerdHangingT).
+	starts *HangingStarts
 	runtimeProcess
 	conn *cri.Conn
 }
@@ -82,7 +85,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [plugins.'io.containerd.cri.v1.runtime']
   restrict_oom_score_adj = true
 [plugins.'io.containerd.cri.v1.runtime'.cni]
-  bin_dirs = ["/usr/lib/cni"]
+  bin_dirs = [%[3]s"/usr/lib/cni"]
   conf_dir = "%[1]s/cni"
 [plugins.'io.containerd.grpc.v1.cri']
   stream_server_address = "127.0.0.1"
@@ -195,13 +198,25 @@ func (c *Containerd) writeConfig() error {
 	if c.Bin.Major < 2 {
 		tmpl, systemd = configV2, systemdCgroupV2
 	}
-	config := fmt.Sprintf(tmpl, c.Dir, PauseImage)
+	args := []any{c.Dir, PauseImage}
+	if c.Bin.Major >= 2 {
+		args = append(args, c.starts.cniBinDirs()) // configV3's bin_dirs before the machine's
+	}
+	config := fmt.Sprintf(tmpl, args...)
 	if c.SystemdCgroup {
 		config += systemd
 	}
 	files := map[string]string{
 		"config.toml":              config,
 		"cni/10-loopback.conflist": loopbackCNI,
+	}
+	if c.starts != nil {
+		if c.Bin.Major < 2 {
+			return fmt.Errorf("hanging starts need containerd 2.x's configuration, not %s", c.Bin.Version)
+		}
+		if err := c.starts.configure(c, files); err != nil {
+			return err
+		}
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(c.Dir, name), []byte(body), 0o644); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,6 +34,17 @@ func TestPodStartStuckSeesEachHeldStep(t *testing.T) {
 	n.heldStart(t, "StartContainer", "ContainerStartStuck", "start-held-"+n.k.Node)
 }
 
+// TestPodStartStuckOnCRIO: the container steps on a real CRI-O (its
+// lists say which call a container waits on, as containerd's do):
+// CreateContainer, then StartContainer held, each ContainerCreateStuck
+// or ContainerStartStuck within 60s, False within 10s of the start.
+func TestPodStartStuckOnCRIO(t *testing.T) {
+	harness.Parallel(t, harness.Minutes)
+	n := startPodStartNodeOn(t, startCRIO(t, 0, 0), "hw-podstart-crio")
+	n.heldStart(t, "CreateContainer", "ContainerCreateStuck", "create-held-"+n.k.Node)
+	n.heldStart(t, "StartContainer", "ContainerStartStuck", "start-held-"+n.k.Node)
+}
+
 // TestPodStartStuckRaisesNothingForNormalWaits: at once on one node, 50
 // pods starting, a pod waiting for a ConfigMap that does not exist (a
 // volume wait), one whose image does not exist, one whose image pull the
@@ -48,8 +60,10 @@ func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 	harness.Eventually(t, time.Minute, "the missing image failing", n.podWaiting("no-image-"+node, "app", "ErrImagePull", "ImagePullBackOff"))
 	release := n.proxy.Inject(criproxy.Fault{Method: "PullImage"})
 	defer release()
+	// an image not on the node (its own name: a pull in progress of the
+	// pause image would make the kubelet refuse it to the PullNever pods)
 	pulling := pausePodOn(node, "pulling-"+node)
-	pulling.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
+	pulling.Spec.Containers[0].Image, pulling.Spec.Containers[0].ImagePullPolicy = "hangwatch.local/large-image:test", corev1.PullIfNotPresent
 	createPod(t, n.cp, pulling)
 	burst := time.Now()
 	for i := range 50 {
@@ -64,7 +78,8 @@ func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 		return s == "False"
 	}, harness.Every(500*time.Millisecond))
 	measurements.Record(t, "pod_start_stuck_normal_waits_raises", 0, "count")
-	harness.Eventually(t, 3*time.Minute, "the 50 pods started at once running", func() bool { return n.runningPods(t, "burst-") == 50 })
+	harness.Eventually(t, 3*time.Minute, "the 50 pods started at once running", func() bool { return n.runningPods(t, "burst-") == 50 },
+		harness.Explaining(func() string { return n.cp.KubectlLog("get", "pods", "-o", "wide", "--field-selector", "spec.nodeName="+node) }))
 	harness.Measure(t, "pod_start_burst_50_last_started", n.lastStarted(t, "burst-").Sub(burst))
 	for _, name := range []string{"no-configmap-", "no-image-", "pulling-"} {
 		if n.podRunning(name+node, false)() {
@@ -77,18 +92,17 @@ func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 var diagStep = map[string]string{"RunPodSandbox": "sandbox", "CreateContainer": "create", "StartContainer": "start"}
 
 // diagSays runs hangwatch diag beside the node: its write path section is
-// Stuck, with the held pod's wait first at the held method's step, and it
-// exits 1.
-func (n *podStartNode) diagSays(t *testing.T, method, pod string) {
+// Stuck, with the pod's wait first at step, and it exits 1.
+func (n *podStartNode) diagSays(t *testing.T, what, step, pod string) {
 	t.Helper()
 	r, code, _ := runDiag(t, n.c.Endpoint, append([]string{"--kernel=false"}, harness.PodStartsArgs(n.k)...)...)
 	if r.PodStarts == nil || r.PodStarts.Verdict != "Stuck" || len(r.PodStarts.Waits) == 0 {
-		t.Fatalf("diag with %s held: exit %d, podStarts %+v; want Stuck with a wait", method, code, r.PodStarts)
+		t.Fatalf("diag with %s hanging: exit %d, podStarts %+v; want Stuck with a wait", what, code, r.PodStarts)
 	}
 	w := r.PodStarts.Waits[0]
-	t.Logf("diag with %s held: exit %d, %s %s %s %.0fs", method, code, w.Pod, w.Container, w.Step, w.WaitedSeconds)
-	if w.Pod != "default/"+pod || w.Step != diagStep[method] || w.WaitedSeconds < 45 || code != 1 {
-		t.Errorf("diag with %s held: exit %d, first wait %+v; want default/%s at %s for 45s or more, exit 1", method, code, w, pod, diagStep[method])
+	t.Logf("diag with %s hanging: exit %d, %s %s %s %.0fs", what, code, w.Pod, w.Container, w.Step, w.WaitedSeconds)
+	if w.Pod != "default/"+pod || w.Step != step || w.WaitedSeconds < 45 || code != 1 {
+		t.Errorf("diag with %s hanging: exit %d, first wait %+v; want default/%s at %s for 45s or more, exit 1", what, code, w, pod, step)
 	}
 }
 
@@ -189,7 +203,16 @@ func (n *podStartNode) heldStart(t *testing.T, method, reason, name string) {
 	release := n.proxy.Inject(criproxy.Fault{Method: method})
 	defer release()
 	held := pausePodOn(n.k.Node, name)
-	createPod(t, n.cp, held)
+	n.stuckStart(t, held, reason, method, diagStep[method], release)
+}
+
+// stuckStart creates pod, whose start hangs at what (the step hangwatch
+// diag names step): PodStartStuck True with reason within 60s of its
+// creation, the reads answering (RuntimeHung False), and diag says so;
+// released, the pod runs and PodStartStuck is False within 10s.
+func (n *podStartNode) stuckStart(t *testing.T, pod *corev1.Pod, reason, what, step string, release func()) {
+	t.Helper()
+	createPod(t, n.cp, pod)
 	created := time.Now()
 	harness.Eventually(t, 2*time.Minute, "PodStartStuck True ("+reason+")", func() bool {
 		s, r := n.stuck(t)
@@ -197,25 +220,63 @@ func (n *podStartNode) heldStart(t *testing.T, method, reason, name string) {
 	}, harness.UnlessExited(n.d))
 	raised := time.Since(created)
 	_, _, msg := n.d.Condition(t, "PodStartStuck")
-	t.Logf("PodStartStuck %v after the pod's creation, %s held: %s", raised.Round(time.Millisecond), method, msg)
-	harness.Measure(t, "pod_start_stuck_after_held_"+method, raised)
+	t.Logf("PodStartStuck %v after the pod's creation, %s hanging: %s", raised.Round(time.Millisecond), what, msg)
+	harness.Measure(t, "pod_start_stuck_after_held_"+what, raised)
 	if raised > time.Minute {
-		t.Errorf("PodStartStuck %v after a pod whose %s is held; want within 60s", raised, method)
+		t.Errorf("PodStartStuck %v after a pod whose %s hangs; want within 60s", raised, what)
 	}
 	if s, _, _ := n.d.Condition(t, "RuntimeHung"); s != "False" {
-		t.Errorf("RuntimeHung %s with only %s held: the reads answer", s, method)
+		t.Errorf("RuntimeHung %s with only %s hanging: the reads answer", s, what)
 	}
-	n.diagSays(t, method, held.Name)
+	if rc := pod.Spec.RuntimeClassName; rc != nil && !strings.Contains(msg, "(runtime class "+*rc+")") {
+		t.Errorf("the message does not name the pod's runtime class %s: %s", *rc, msg)
+	}
+	n.diagSays(t, what, step, pod.Name)
 
 	release()
-	harness.RunningOn(t, n.cp, 2*time.Minute, held.Name, n.k.Node)
+	harness.RunningOn(t, n.cp, 2*time.Minute, pod.Name, n.k.Node)
 	started := time.Now()
 	harness.Eventually(t, time.Minute, "PodStartStuck False after the pod started", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(n.d))
 	cleared := time.Since(started)
-	harness.Measure(t, "pod_start_stuck_cleared_after_"+method, cleared)
+	harness.Measure(t, "pod_start_stuck_cleared_after_"+what, cleared)
 	if cleared > 10*time.Second {
 		t.Errorf("PodStartStuck False %v after the pod ran; want within 10s", cleared)
 	}
+}
+
+// TestPodStartStuckSeesAHandlerAndANetworkThatHang: below the CRI, in
+// containerd itself: a RuntimeClass whose handler's OCI runtime waits in
+// `runc create` (as the NVIDIA runtime's hook can), then a pod network
+// whose CNI plugin waits in ADD (a wrapper around the machine's loopback
+// plugin). Each: SandboxStartStuck within 60s (the first naming the
+// RuntimeClass), False within 10s of the start once let go.
+func TestPodStartStuckSeesAHandlerAndANetworkThatHang(t *testing.T) {
+	harness.Parallel(t, harness.Minutes)
+	c, starts := harness.StartContainerdHangingT(t, true)
+	n := startPodStartNodeOn(t, c, "hw-podhang")
+	class := createRuntimeClass(t, n.cp, harness.HangHandler)
+	handler := pausePodOn(n.k.Node, "handler-hangs-"+n.k.Node)
+	handler.Spec.RuntimeClassName = &class
+	n.stuckStart(t, handler, "SandboxStartStuck", "runtime_handler_create", "sandbox", starts.ReleaseRuntime)
+	network := pausePodOn(n.k.Node, "network-hangs-"+n.k.Node)
+	network.Spec.HostNetwork = false
+	n.stuckStart(t, network, "SandboxStartStuck", "cni_add", "sandbox", starts.ReleaseNetwork)
+}
+
+// createRuntimeClass makes a RuntimeClass of handler, named for the test,
+// and deletes it at the end.
+func createRuntimeClass(t *testing.T, cp *harness.ControlPlane, handler string) string {
+	t.Helper()
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: harness.UniqueNode("hw-class")}, Handler: handler}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cp.Admin.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Admin.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{})
+	})
+	return rc.Name
 }
 
 // podStartNode is a real kubelet whose CRI calls go through the fault
@@ -223,22 +284,27 @@ func (n *podStartNode) heldStart(t *testing.T, method, reason, name string) {
 // directly and the kubelet's pods from its Pods API.
 type podStartNode struct {
 	cp    *harness.ControlPlane
-	c     *harness.Containerd
+	c     harness.RuntimePaths
 	proxy *criproxy.Proxy
 	k     *harness.Kubelet
 	d     *harness.Daemon
 }
 
+// startPodStartNode is a podStartNode on containerd.
 func startPodStartNode(t *testing.T, name string) *podStartNode {
 	harness.Parallel(t, harness.Minutes)
+	return startPodStartNodeOn(t, harness.StartContainerdT(t, 0, 0), name)
+}
+
+func startPodStartNodeOn(t *testing.T, rt harness.NodeRuntime, name string) *podStartNode {
 	cp := harness.SharedControlPlane(t)
-	c := harness.StartContainerdT(t, 0, 0)
+	c := rt.Where()
 	proxy, err := criproxy.Start(filepath.Join(harness.SocketDir(t), "cri.sock"), c.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	k := harness.StartKubeletViaT(t, cp, c, proxy.Endpoint, harness.UniqueNode(name))
+	k := harness.StartKubeletViaT(t, cp, rt, proxy.Endpoint, harness.UniqueNode(name))
 	d := harness.StartDaemon(t, c.Endpoint, append([]string{"--kernel=false"}, harness.PodStartsArgs(k)...)...)
 	n := &podStartNode{cp: cp, c: c, proxy: proxy, k: k, d: d}
 	harness.Eventually(t, time.Minute, "PodStartStuck False", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(d))
