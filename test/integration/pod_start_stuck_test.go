@@ -79,7 +79,9 @@ func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 	}, harness.Every(500*time.Millisecond))
 	measurements.Record(t, "pod_start_stuck_normal_waits_raises", 0, "count")
 	harness.Eventually(t, 3*time.Minute, "the 50 pods started at once running", func() bool { return n.runningPods(t, "burst-") == 50 },
-		harness.Explaining(func() string { return n.cp.KubectlLog("get", "pods", "-o", "wide", "--field-selector", "spec.nodeName="+node) }))
+		harness.Explaining(func() string {
+			return n.cp.KubectlLog("get", "pods", "-o", "wide", "--field-selector", "spec.nodeName="+node)
+		}))
 	harness.Measure(t, "pod_start_burst_50_last_started", n.lastStarted(t, "burst-").Sub(burst))
 	for _, name := range []string{"no-configmap-", "no-image-", "pulling-"} {
 		if n.podRunning(name+node, false)() {
