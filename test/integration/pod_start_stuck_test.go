@@ -41,6 +41,7 @@ func TestPodStartStuckSeesEachHeldStep(t *testing.T) {
 func TestPodStartStuckOnCRIO(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
 	n := startPodStartNodeOn(t, startCRIO(t, 0, 0), "hw-podstart-crio")
+	n.measured = "crio_"
 	n.heldStart(t, "CreateContainer", "ContainerCreateStuck", "create-held-"+n.k.Node)
 	n.heldStart(t, "StartContainer", "ContainerStartStuck", "start-held-"+n.k.Node)
 }
@@ -223,7 +224,7 @@ func (n *podStartNode) stuckStart(t *testing.T, pod *corev1.Pod, reason, what, s
 	raised := time.Since(created)
 	_, _, msg := n.d.Condition(t, "PodStartStuck")
 	t.Logf("PodStartStuck %v after the pod's creation, %s hanging: %s", raised.Round(time.Millisecond), what, msg)
-	harness.Measure(t, "pod_start_stuck_after_held_"+what, raised)
+	harness.Measure(t, "pod_start_stuck_after_held_"+n.measured+what, raised)
 	if raised > time.Minute {
 		t.Errorf("PodStartStuck %v after a pod whose %s hangs; want within 60s", raised, what)
 	}
@@ -240,7 +241,7 @@ func (n *podStartNode) stuckStart(t *testing.T, pod *corev1.Pod, reason, what, s
 	started := time.Now()
 	harness.Eventually(t, time.Minute, "PodStartStuck False after the pod started", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(n.d))
 	cleared := time.Since(started)
-	harness.Measure(t, "pod_start_stuck_cleared_after_"+what, cleared)
+	harness.Measure(t, "pod_start_stuck_cleared_after_"+n.measured+what, cleared)
 	if cleared > 10*time.Second {
 		t.Errorf("PodStartStuck False %v after the pod ran; want within 10s", cleared)
 	}
@@ -290,6 +291,9 @@ type podStartNode struct {
 	proxy *criproxy.Proxy
 	k     *harness.Kubelet
 	d     *harness.Daemon
+	// measured prefixes what the node measures with its runtime's name,
+	// but containerd's.
+	measured string
 }
 
 // startPodStartNode is a podStartNode on containerd.
