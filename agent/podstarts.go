@@ -33,8 +33,13 @@ func (a *Agent) podStartsWatch() (*podstarts.Watch, error) {
 		_, err := os.Stat(filepath.Join(podstarts.LogDirectory(logs, namespace, name, uid), container))
 		return err == nil
 	}
-	klog.InfoS("Watching pod starts", "podsAPI", ps.PodsAPISocket, "podLogsDir", logs)
-	return &podstarts.Watch{Source: api, Tracker: podstarts.NewTracker(a.o.Clock, asked, a.conn.Runtime),
+	klog.InfoS("Watching pod starts", "podsAPI", ps.PodsAPISocket, "podLogsDir", logs, "probe", ps.Probe.Enabled)
+	w := &podstarts.Watch{Source: api, Tracker: podstarts.NewTracker(a.o.Clock, asked, a.conn.Runtime),
 		Period: ps.Period.Duration, Timeout: a.o.Endpoint.Timeout,
-		Retry: time.Second, MaxRetry: 30 * time.Second, Clock: a.o.Clock, Metrics: podstarts.NewMetrics(a.o.Registry)}, nil
+		Retry: time.Second, MaxRetry: 30 * time.Second, Clock: a.o.Clock, Metrics: podstarts.NewMetrics(a.o.Registry)}
+	if ps.Probe.Enabled {
+		w.Probe = &podstarts.Probe{Runtime: a.conn.Runtime, Images: a.conn.Image, SandboxImage: ps.Probe.SandboxImage, Clock: a.o.Clock,
+			Period: ps.Probe.Period.Duration, Quiet: w.Tracker.Quiet, Timeout: a.o.Endpoint.Timeout, Metrics: w.Metrics}
+	}
+	return w, nil
 }

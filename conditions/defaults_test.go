@@ -239,6 +239,8 @@ func TestDefaultPodStartStuckRule(t *testing.T) {
 		{containerWait(50, 600, "start"), answering, conditions.StatusTrue, "ContainerStartStuck"},
 		{containerWait(50, 10, "start"), answering, conditions.StatusFalse, "PodsStart"}, // others start
 		{containerWait(40, 600, "create"), answering, conditions.StatusFalse, "PodsStart"},
+		{observations.PodStarts{SinceSandboxStartedSeconds: 600, ProbeInFlightSeconds: 44}, answering, conditions.StatusFalse, "PodsStart"},
+		{observations.PodStarts{SinceSandboxStartedSeconds: 600, ProbeInFlightSeconds: 45}, answering, conditions.StatusTrue, "ProbeSandboxStuck"},
 		{containerWait(50, 600, "create"), observations.CRI{HungCalls: []string{"ListContainers"}}, conditions.StatusUnknown, "RuntimeNotAnswering"},
 	}
 	for i, s := range steps {

@@ -122,6 +122,18 @@ type PodStarts struct {
 	// says the kubelet has asked the runtime for its sandbox.
 	PodLogsDir string          `json:"podLogsDir"`
 	Period     metav1.Duration `json:"period"`
+	// Probe is the opt-in write path probe.
+	Probe PodStartProbe `json:"probe"`
+}
+
+// PodStartProbe starts a sandbox of hangwatch's own where no pod has
+// started for a Period (docs/run.md).
+type PodStartProbe struct {
+	Enabled bool            `json:"enabled"`
+	Period  metav1.Duration `json:"period"`
+	// SandboxImage is the runtime's sandbox (pause) image: the probe runs
+	// only while it is on the node, so it never makes the runtime pull.
+	SandboxImage string `json:"sandboxImage"`
 }
 
 // RuntimeHung overrides single settings of the built-in RuntimeHung rule;

@@ -52,6 +52,9 @@ func Validate(c *Configuration) []error {
 	validatePLEG(&p, c.PLEG, c.Kubelet.MetricsPeriod.Duration)
 	p.check(c.PodStarts.Period.Duration <= 0, "podStarts.period", c.PodStarts.Period.Duration, "must be positive")
 	p.check(c.PodStarts.PodsAPISocket != "" && c.PodStarts.PodLogsDir == "", "podStarts.podLogsDir", c.PodStarts.PodLogsDir, "must be set with podStarts.podsAPISocket")
+	p.check(c.PodStarts.Probe.Period.Duration <= 0, "podStarts.probe.period", c.PodStarts.Probe.Period.Duration, "must be positive")
+	p.check(c.PodStarts.Probe.Enabled && c.PodStarts.Probe.SandboxImage == "", "podStarts.probe.sandboxImage", `""`, "must name the runtime's sandbox image when the probe is enabled")
+	p.check(c.PodStarts.Probe.Enabled && c.PodStarts.PodsAPISocket == "", "podStarts.probe.enabled", true, "needs podStarts.podsAPISocket: the probe runs only where no pod is starting")
 	validateConditions(&p, c)
 	validateRepair(&p, c.Repair, c.Kubelet.HealthzURL)
 	return p

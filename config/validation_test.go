@@ -64,6 +64,13 @@ var fieldCases = []fieldCase{
 	{"pleg.emulationPeriod", "-1s", "must not be negative", func(c *Configuration) { c.PLEG.EmulationPeriod = d(-time.Second) }},
 	{"podStarts.period", "0s", "must be positive", func(c *Configuration) { c.PodStarts.Period = d(0) }},
 	{"podStarts.podLogsDir", "", "must be set with podStarts.podsAPISocket", func(c *Configuration) { c.PodStarts.PodLogsDir = "" }},
+	{"podStarts.probe.period", "0s", "must be positive", func(c *Configuration) { c.PodStarts.Probe.Period = d(0) }},
+	{"podStarts.probe.sandboxImage", `""`, "must name the runtime's sandbox image when the probe is enabled", func(c *Configuration) {
+		c.PodStarts.Probe.Enabled, c.PodStarts.Probe.SandboxImage = true, ""
+	}},
+	{"podStarts.probe.enabled", "true", "needs podStarts.podsAPISocket: the probe runs only where no pod is starting", func(c *Configuration) {
+		c.PodStarts.Probe.Enabled, c.PodStarts.PodsAPISocket = true, ""
+	}},
 	{"pleg.slowFor", "-1s", "must not be negative", func(c *Configuration) { c.PLEG.SlowFor = d(-time.Second) }},
 	{"repair.restartRuntimeAfter", "-1s", "must not be negative (0: never)", func(c *Configuration) { c.Repair.RestartRuntimeAfter = d(-time.Second) }},
 	{"repair.restartKubeletAfter", "-1s", "must not be negative (0: never)", func(c *Configuration) { c.Repair.RestartKubeletAfter = d(-time.Second) }},

@@ -3,7 +3,7 @@
 # the CRI fault proxy (test/integration/pod_start_stuck_test.go): each
 # step of a pod's start held in turn, on containerd and CRI-O, a runtime
 # handler and a CNI plugin that hang inside containerd, and the normal
-# waits beside 50 pods started at once; three runs (WRITE_PATH_RUNS), and the table in
+# waits beside 50 pods started at once, and the opt-in probe; three runs (WRITE_PATH_RUNS), and the table in
 # BENCHMARKS.md (write-path markers).
 run_write_path() {
   ensure_containerd
@@ -11,7 +11,7 @@ run_write_path() {
   local log=$HANGWATCH_CACHE/e2e-write-path.log rc=0 runs=${WRITE_PATH_RUNS:-3}
   local machine
   machine="$(machine_text), containerd $CONTAINERD_VERSION, CRI-O $CRIO_VERSION, kubelets and control plane $KUBE_VERSION"
-  local run='TestPodStartStuck(SeesEachHeldStep|OnCRIO|SeesAHandlerAndANetworkThatHang|RaisesNothingForNormalWaits)$'
+  local run='TestPodStart(Stuck(SeesEachHeldStep|OnCRIO|SeesAHandlerAndANetworkThatHang|RaisesNothingForNormalWaits)|ProbeSeesAHungSandboxWithNoPodStarting)$'
   local cmd="go test -count $runs -timeout 60m -v -run '$run' ./test/integration/"
   local measured; measured=$(measurements_file e2e-write-path)
   log "running: $cmd"

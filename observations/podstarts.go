@@ -16,4 +16,5 @@ type PodStarts struct {
 	OldestContainerStep           string  "cel:\"oldestContainerStep\" doc:\"the call it waits on: `create` (the runtime has no such container: `CreateContainer` has not answered) or `start` (created, `StartContainer` has not answered)\""
 	OldestContainerRuntimeClass   string  "cel:\"oldestContainerRuntimeClass\" doc:\"its pod's `runtimeClassName`; empty for the runtime's default handler\""
 	SinceContainerStartedSeconds  float64 "cel:\"sinceContainerStartedSeconds\" doc:\"since a container last started on this node, or since hangwatch first listed the kubelet's pods\""
+	ProbeInFlightSeconds          float64 "cel:\"probeInFlightSeconds\" doc:\"how long the write path probe's `RunPodSandbox` (opt-in: `podStarts.probe`) has waited; 0 when none is out\""
 }

@@ -10,6 +10,7 @@ import (
 type Metrics struct {
 	waiting *metrics.GaugeVec
 	longest *metrics.GaugeVec
+	probes  *metrics.CounterVec
 }
 
 // Stages of a pod's start the metrics are labelled with.
@@ -27,9 +28,18 @@ func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 		longest: metrics.NewGaugeVec(&metrics.GaugeOpts{Name: "hangwatch_pod_start_longest_wait_seconds", StabilityLevel: metrics.ALPHA,
 			Help: "How long the one of the stage that has waited longest has waited, on hangwatch's clock; 0 when none waits."},
 			[]string{"stage"}),
+		probes: metrics.NewCounterVec(&metrics.CounterOpts{Name: "hangwatch_pod_start_probes_total", StabilityLevel: metrics.ALPHA,
+			Help: "The write path probe's sandboxes (podStarts.probe), by result: ok, error (the runtime refused it) or timeout (no answer within 4 minutes)."},
+			[]string{"result"}),
 	}
-	reg.MustRegister(m.waiting, m.longest)
+	reg.MustRegister(m.waiting, m.longest, m.probes)
 	return m
+}
+
+func (m *Metrics) probe(result string) {
+	if m != nil {
+		m.probes.WithLabelValues(result).Inc()
+	}
 }
 
 func (m *Metrics) observe(o observations.PodStarts) {

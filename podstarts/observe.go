@@ -155,3 +155,12 @@ func (o *oldest) seconds(now time.Time) float64 {
 	}
 	return now.Sub(o.since).Seconds()
 }
+
+// Quiet tells whether the kubelet's pods are known, none waits on the
+// runtime, and no sandbox has started for period: the write path's probe
+// may run without getting in a real pod's way, and has something to see.
+func (t *Tracker) Quiet(period time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.synced && len(t.waiting) == 0 && t.clock.Since(t.lastStart) >= period
+}

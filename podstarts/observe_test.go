@@ -26,7 +26,7 @@ func (f *fakeRuntime) ListPodSandbox(_ context.Context, in *runtimeapi.ListPodSa
 	}
 	var out []*runtimeapi.PodSandbox
 	for _, s := range f.sandboxes {
-		if st := in.GetFilter().GetState(); st == nil || st.State == s.State {
+		if st := in.GetFilter().GetState(); (st == nil || st.State == s.State) && labelsMatch(in.GetFilter().GetLabelSelector(), s.Labels) {
 			out = append(out, s)
 		}
 	}
@@ -147,4 +147,13 @@ func TestWithoutTheRuntimesWordWaitsKeep(t *testing.T) {
 	if obs.Waiting != 1 || obs.OldestWaitingSeconds != 50 || obs.ContainersWaiting != 1 || obs.OldestContainerStep != StepCreate || obs.OldestContainerWaitingSeconds != 50 {
 		t.Fatalf("%+v", obs)
 	}
+}
+
+func labelsMatch(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }

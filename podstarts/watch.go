@@ -31,6 +31,9 @@ type Watch struct {
 	Clock    clock.WithTicker
 	// Metrics, when set, follow each observation.
 	Metrics *Metrics
+	// Probe, when set (opt-in), starts sandboxes of its own on a quiet
+	// node; its wait is the observation's probeInFlightSeconds.
+	Probe *Probe
 }
 
 // Run streams and observes until ctx ends.
@@ -38,6 +41,10 @@ func (w *Watch) Run(ctx context.Context, emit func(observations.Input)) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); w.stream(ctx) }()
+	if w.Probe != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Probe.Run(ctx) }()
+	}
 	defer wg.Wait()
 	tick := w.Clock.NewTicker(w.Period)
 	defer tick.Stop()
@@ -58,6 +65,7 @@ func (w *Watch) observe(ctx context.Context) (observations.PodStarts, bool) {
 	defer cancel()
 	obs, ok := w.Tracker.Observe(ctx)
 	if ok {
+		obs.ProbeInFlightSeconds = w.Probe.InFlight().Seconds()
 		w.Metrics.observe(obs)
 	}
 	return obs, ok

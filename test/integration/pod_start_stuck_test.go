@@ -303,6 +303,12 @@ func startPodStartNode(t *testing.T, name string) *podStartNode {
 }
 
 func startPodStartNodeOn(t *testing.T, rt harness.NodeRuntime, name string) *podStartNode {
+	return startPodStartNodeWith(t, rt, name, false)
+}
+
+// startPodStartNodeWith is startPodStartNodeOn with hangwatch's CRI calls
+// through the fault proxy too (viaProxy), and extra arguments.
+func startPodStartNodeWith(t *testing.T, rt harness.NodeRuntime, name string, viaProxy bool, extra ...string) *podStartNode {
 	cp := harness.SharedControlPlane(t)
 	c := rt.Where()
 	proxy, err := criproxy.Start(filepath.Join(harness.SocketDir(t), "cri.sock"), c.Socket)
@@ -311,7 +317,11 @@ func startPodStartNodeOn(t *testing.T, rt harness.NodeRuntime, name string) *pod
 	}
 	t.Cleanup(proxy.Stop)
 	k := harness.StartKubeletViaT(t, cp, rt, proxy.Endpoint, harness.UniqueNode(name))
-	d := harness.StartDaemon(t, c.Endpoint, append([]string{"--kernel=false"}, harness.PodStartsArgs(k)...)...)
+	endpoint := c.Endpoint
+	if viaProxy {
+		endpoint = proxy.Endpoint
+	}
+	d := harness.StartDaemon(t, endpoint, append(append([]string{"--kernel=false"}, harness.PodStartsArgs(k)...), extra...)...)
 	n := &podStartNode{cp: cp, c: c, proxy: proxy, k: k, d: d}
 	harness.Eventually(t, time.Minute, "PodStartStuck False", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(d))
 	return n
