@@ -34,7 +34,7 @@ func (a *Agent) podStartsWatch() (*podstarts.Watch, error) {
 		return err == nil
 	}
 	klog.InfoS("Watching pod starts", "podsAPI", ps.PodsAPISocket, "podLogsDir", logs, "probe", ps.Probe.Enabled)
-	w := &podstarts.Watch{Source: api, Tracker: podstarts.NewTracker(a.o.Clock, asked, a.conn.Runtime),
+	w := &podstarts.Watch{Source: api, Tracker: podstarts.NewTracker(a.o.Clock, asked, a.conn.Runtime).WithTasks(podstarts.ContainerdTaskDir(ps.ContainerdStateDir)),
 		Period: ps.Period.Duration, Timeout: a.o.Endpoint.Timeout,
 		Retry: time.Second, MaxRetry: 30 * time.Second, Clock: a.o.Clock, Metrics: podstarts.NewMetrics(a.o.Registry)}
 	if ps.Probe.Enabled {

@@ -235,6 +235,8 @@ func TestDefaultPodStartStuckRule(t *testing.T) {
 			answering, conditions.StatusTrue, "SandboxStartStuck"},
 		{observations.PodStarts{Waiting: 1, OldestWaitingSeconds: 60, OldestPod: "default/web-0", SinceSandboxStartedSeconds: 600},
 			observations.CRI{Unreachable: true, HungCalls: []string{}}, conditions.StatusUnknown, "RuntimeNotAnswering"},
+		{observations.PodStarts{Waiting: 1, OldestWaitingSeconds: 45, OldestPod: "default/web-0", OldestSandboxStep: "network", SinceSandboxStartedSeconds: 600},
+			answering, conditions.StatusTrue, "NetworkSetupStuck"},
 		{containerWait(50, 600, "create"), answering, conditions.StatusTrue, "ContainerCreateStuck"},
 		{containerWait(50, 600, "start"), answering, conditions.StatusTrue, "ContainerStartStuck"},
 		{containerWait(50, 10, "start"), answering, conditions.StatusFalse, "PodsStart"}, // others start
@@ -253,7 +255,10 @@ func TestDefaultPodStartStuckRule(t *testing.T) {
 		if i == 3 && !strings.Contains(c.Message, "pod default/web-0 (runtime class nvidia) has waited 45s or more") {
 			t.Errorf("message %q", c.Message)
 		}
-		if i == 5 && !strings.Contains(c.Message, "container default/gpu-0/app (runtime class nvidia) has waited 45s or more for the container runtime to create it") {
+		if i == 5 && !strings.Contains(c.Message, "pod default/web-0 has waited 45s or more for its sandbox, and containerd has not got as far as its sandbox container") {
+			t.Errorf("message %q", c.Message)
+		}
+		if i == 6 && !strings.Contains(c.Message, "container default/gpu-0/app (runtime class nvidia) has waited 45s or more for the container runtime to create it") {
 			t.Errorf("message %q", c.Message)
 		}
 	}

@@ -102,6 +102,7 @@ func podStartsFields(p *PodStarts) []field {
 	return []field{
 		{"podStarts.podsAPISocket", "pods-api-socket", "", "the kubelet's Pods API socket (<kubelet root>/pods-api/pods-api.sock; feature gate PodsAPI, on by default from 1.37), from which PodStartStuck sees pods wait for their sandbox; empty, or no socket there at start: PodStartStuck is not reported", &p.PodsAPISocket},
 		{"podStarts.podLogsDir", "pod-logs-dir", "", "the kubelet's podLogsDir: a pod's log directory there says the kubelet has asked the runtime for its sandbox (after its volumes are mounted)", &p.PodLogsDir},
+		{"podStarts.containerdStateDir", "containerd-state-dir", "", "containerd's state directory: a pod waiting for its sandbox while containerd has made no sandbox container it does not list waits for its network's setup (the CNI plugin's ADD; PodStartStuck NetworkSetupStuck); names of its task directory only are read. Absent (CRI-O) or empty: the step is not told", &p.ContainerdStateDir},
 		{"podStarts.period", "pod-starts-period", "", "how often the pods waiting for their sandbox or a container's create or start are judged", &p.Period},
 		{"podStarts.probe.enabled", "pod-start-probe", "", "opt-in: where no pod has started for podStarts.probe.period and none waits, start and remove a host-network sandbox of hangwatch's own, timed in flight (PodStartStuck ProbeSandboxStuck); needs the Pods API", &p.Probe.Enabled},
 		{"podStarts.probe.period", "pod-start-probe-period", "", "at most one probe this often, and only after this long without a sandbox started", &p.Probe.Period},

@@ -120,8 +120,12 @@ type PodStarts struct {
 	PodsAPISocket string `json:"podsAPISocket"`
 	// PodLogsDir is the kubelet's podLogsDir: a pod's log directory there
 	// says the kubelet has asked the runtime for its sandbox.
-	PodLogsDir string          `json:"podLogsDir"`
-	Period     metav1.Duration `json:"period"`
+	PodLogsDir string `json:"podLogsDir"`
+	// ContainerdStateDir is containerd's state directory: its task
+	// directory there tells a pod waiting for its network from one
+	// waiting for its sandbox container. Absent (CRI-O) or "": not told.
+	ContainerdStateDir string          `json:"containerdStateDir"`
+	Period             metav1.Duration `json:"period"`
 	// Probe is the opt-in write path probe.
 	Probe PodStartProbe `json:"probe"`
 }

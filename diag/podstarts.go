@@ -68,7 +68,7 @@ func checkPodStarts(ctx context.Context, ps config.PodStarts, rt podstarts.Runti
 		}
 		return fi.ModTime(), true
 	}
-	waits, err := podstarts.Waits(ctx, pods, made, rt, clk.Now())
+	waits, err := podstarts.Waits(ctx, pods, made, rt, podstarts.ContainerdTaskDir(ps.ContainerdStateDir), clk.Now())
 	if err != nil {
 		r.Error = err.Error()
 		return r

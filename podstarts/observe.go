@@ -30,7 +30,7 @@ func (t *Tracker) Observe(ctx context.Context) (observations.PodStarts, bool) {
 	cands := t.candidates(pods)
 	var view *runtimeView
 	if len(cands) > 0 && t.runtime != nil {
-		v, err := listRuntime(ctx, t.runtime)
+		v, err := listRuntime(ctx, t.runtime, t.tasks)
 		if err != nil {
 			klog.V(2).InfoS("Cannot tell which step waiting pods are at; the kubelet's report alone counts", "err", err)
 		}
@@ -92,7 +92,8 @@ func (t *Tracker) judge(cands []candidate, view *runtimeView) observations.PodSt
 		ready := view.ready(c.pod.uid)
 		switch {
 		case c.sandbox && !ready:
-			sandboxes.add(c.pod.key, c.pod.runtimeClass, "", t.keep(waits, c.pod.uid, "", now))
+			step := view.sandboxStep(c.pod)
+			sandboxes.add(c.pod.key, c.pod.runtimeClass, step, t.keep(waits, c.pod.uid, step, now))
 		case ready:
 			if _, was := t.waiting[c.pod.uid]; was {
 				t.lastStart = now
@@ -116,6 +117,7 @@ func (t *Tracker) judge(cands []candidate, view *runtimeView) observations.PodSt
 	t.waiting = waits
 	return observations.PodStarts{
 		Waiting: sandboxes.n, OldestWaitingSeconds: sandboxes.seconds(now), OldestPod: sandboxes.key, OldestRuntimeClass: sandboxes.class,
+		OldestSandboxStep:          sandboxes.step,
 		SinceSandboxStartedSeconds: now.Sub(t.lastStart).Seconds(),
 		ContainersWaiting:          containers.n, OldestContainerWaitingSeconds: containers.seconds(now), OldestContainer: containers.key,
 		OldestContainerStep: containers.step, OldestContainerRuntimeClass: containers.class,

@@ -3,6 +3,8 @@ package podstarts
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -156,4 +158,48 @@ func labelsMatch(selector, labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestContainerdsTasksTellTheNetworkFromTheSandboxContainer: a pod whose
+// sandbox is not ready, while containerd has made no sandbox container it
+// does not list, waits for its network; one such container made, for the
+// sandbox container; a host-network pod, or no task directory (CRI-O),
+// always for its sandbox.
+func TestContainerdsTasksTellTheNetworkFromTheSandboxContainer(t *testing.T) {
+	dir := t.TempDir()
+	rt := &fakeRuntime{}
+	rt.readySandbox("running")
+	hostNet := pod("host-net", corev1.ConditionFalse)
+	hostNet.Spec.HostNetwork = true
+	tr, step := trackerWith(t, rt, asking{"web-0": true}, pod("web-0", corev1.ConditionFalse), hostNet)
+	tr.WithTasks(TaskDir(dir))
+	step(50 * time.Second)
+	for _, task := range []string{"sb-running", "c-running-app"} {
+		if err := os.Mkdir(filepath.Join(dir, task), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt.container("running", "app", runtimeapi.ContainerState_CONTAINER_RUNNING)
+	if obs, _ := tr.Observe(context.Background()); obs.Waiting != 1 || obs.OldestSandboxStep != StepNetwork {
+		t.Fatalf("no unlisted task: %+v", obs)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sb-being-made"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if obs, _ := tr.Observe(context.Background()); obs.OldestSandboxStep != StepSandbox || obs.Waiting != 1 {
+		t.Fatalf("an unlisted sandbox container: %+v", obs)
+	}
+	rt.sandboxes = append(rt.sandboxes, &runtimeapi.PodSandbox{Id: "sb-being-made", State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY})
+	if obs, _ := tr.Observe(context.Background()); obs.OldestSandboxStep != StepNetwork {
+		t.Fatalf("every task listed: %+v", obs)
+	}
+	tr.WithTasks(TaskDir(filepath.Join(dir, "absent")))
+	if obs, _ := tr.Observe(context.Background()); obs.OldestSandboxStep != StepSandbox {
+		t.Fatalf("no task directory: %+v", obs)
+	}
+	tr.WithTasks(TaskDir(dir))
+	tr.asked = asking{"host-net": true}.asked
+	if obs, _ := tr.Observe(context.Background()); obs.Waiting != 1 || obs.OldestPod != "default/host-net" || obs.OldestSandboxStep != StepSandbox {
+		t.Fatalf("a host-network pod: %+v", obs)
+	}
 }

@@ -16,6 +16,10 @@ type podState struct {
 	runtimeClass string
 	// active: not terminal and not being deleted.
 	active bool
+	// networkFirst: a network of its own that containerd sets up before
+	// it creates the sandbox container (not the host's, and not in a user
+	// namespace, whose network comes after).
+	networkFirst bool
 	// readyToStart is its PodReadyToStartContainers condition: true or
 	// false when reported, nil when not (a kubelet before 1.29).
 	readyToStart *bool
@@ -43,6 +47,7 @@ var creatingReasons = map[string]bool{"": true, "ContainerCreating": true, "PodI
 func stateOf(p *corev1.Pod) podState {
 	s := podState{key: p.Namespace + "/" + p.Name, namespace: p.Namespace, name: p.Name, uid: string(p.UID),
 		active: p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed}
+	s.networkFirst = !p.Spec.HostNetwork && (p.Spec.HostUsers == nil || *p.Spec.HostUsers)
 	if p.Spec.RuntimeClassName != nil {
 		s.runtimeClass = *p.Spec.RuntimeClassName
 	}

@@ -15,7 +15,7 @@ import (
 type Wait struct {
 	Pod          string `json:"pod"`                 // namespace/name
 	Container    string `json:"container,omitempty"` // empty: the pod's sandbox
-	Step         string `json:"step"`                // sandbox, create or start
+	Step         string `json:"step"`                // sandbox, network, create or start
 	RuntimeClass string `json:"runtimeClass,omitempty"`
 	// WaitedSeconds is since the kubelet made the log directory of the
 	// step (this node's clock).
@@ -44,8 +44,9 @@ func (a *PodsAPI) List(ctx context.Context) ([]*corev1.Pod, error) {
 
 // Waits are the waits on the runtime among pods now, longest first:
 // asked and made say whether, and when, the kubelet made a pod's or a
-// container's log directory; rt's lists say which step each is at.
-func Waits(ctx context.Context, pods []*corev1.Pod, asked func(namespace, name, uid, container string) (time.Time, bool), rt Runtime, now time.Time) ([]Wait, error) {
+// container's log directory; rt's lists, and tasks where it is
+// containerd's, say which step each is at.
+func Waits(ctx context.Context, pods []*corev1.Pod, asked func(namespace, name, uid, container string) (time.Time, bool), rt Runtime, tasks TaskDir, now time.Time) ([]Wait, error) {
 	states := make([]podState, 0, len(pods))
 	for _, p := range pods {
 		states = append(states, stateOf(p))
@@ -59,14 +60,14 @@ func Waits(ctx context.Context, pods []*corev1.Pod, asked func(namespace, name, 
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	view, err := listRuntime(ctx, rt)
-	if err != nil {
+	view, err := listRuntime(ctx, rt, tasks)
+	if view == nil {
 		return nil, err
 	}
 	var out []Wait
 	for _, c := range cands {
 		if c.sandbox && !view.ready(c.pod.uid) {
-			out = append(out, Wait{Pod: c.pod.key, Step: StepSandbox, RuntimeClass: c.pod.runtimeClass, WaitedSeconds: now.Sub(made[c.pod.uid+"/"]).Seconds()})
+			out = append(out, Wait{Pod: c.pod.key, Step: view.sandboxStep(c.pod), RuntimeClass: c.pod.runtimeClass, WaitedSeconds: now.Sub(made[c.pod.uid+"/"]).Seconds()})
 		}
 		for _, name := range c.containers {
 			if step, known := view.containerStep(c.pod.uid, name); known && step != "" {

@@ -22,6 +22,9 @@ type Tracker struct {
 	// runtime, when set, is asked which step a waiting pod is at; nil:
 	// the sandbox from the kubelet's report alone, no container step.
 	runtime Runtime
+	// tasks, when set, tells a pod's network setup from its sandbox
+	// container (containerd's task directory).
+	tasks TaskDir
 
 	mu   sync.Mutex
 	pods map[string]podState // by UID, as of the last complete sync
@@ -37,7 +40,7 @@ type Tracker struct {
 // wait is one sandbox or container waiting, since when first seen.
 type wait struct {
 	since time.Time
-	step  string // a container's: StepCreate or StepStart
+	step  string // StepSandbox or StepNetwork, a container's StepCreate or StepStart
 }
 
 // NewTracker returns a tracker that asks asked whether the kubelet has
@@ -45,6 +48,13 @@ type wait struct {
 // step they wait on.
 func NewTracker(clk clock.PassiveClock, asked func(namespace, name, uid, container string) bool, rt Runtime) *Tracker {
 	return &Tracker{clock: clk, asked: asked, runtime: rt, pods: map[string]podState{}, waiting: map[string]wait{}}
+}
+
+// WithTasks has the tracker read containerd's task directory d to tell a
+// pod waiting for its network from one waiting for its sandbox container.
+func (t *Tracker) WithTasks(d TaskDir) *Tracker {
+	t.tasks = d
+	return t
 }
 
 // Resync starts a new stream's listing: until Synced, Observe says

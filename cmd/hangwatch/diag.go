@@ -23,7 +23,7 @@ var diagFlags = []string{"runtime-endpoint", "timeout", "crictl-config", "kubele
 	"kernel", "kmsg-path", "kernel-rules", "kernel-lookback", "kubeconfig", "node-name", "node-monitor-grace-period",
 	"kubelet-metrics-url", "kubelet-token-file", "kubelet-kubeconfig", "kubelet-ca-file", "kubelet-tls-server-name",
 	"kubelet-insecure-skip-tls-verify", "kubelet-metrics-timeout", "repair", "repair-dry-run", "runtime-unit", "kubelet-unit", "systemd-socket",
-	"pods-api-socket", "pod-logs-dir"}
+	"pods-api-socket", "pod-logs-dir", "containerd-state-dir"}
 
 func newDiagCommand() *cobra.Command {
 	o := &diagOptions{cfg: config.Default()}

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,11 +29,13 @@ type NodeRuntime interface {
 type RuntimePaths struct {
 	Dir, Socket, Endpoint string
 	NodeSocketDir         string
+	// StateDir is containerd's state directory; empty for CRI-O.
+	StateDir string
 }
 
 // Where is containerd's RuntimePaths.
 func (c *Containerd) Where() RuntimePaths {
-	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/containerd"}
+	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/containerd", StateDir: filepath.Join(c.Dir, "state")}
 }
 
 // Where is CRI-O's RuntimePaths.

@@ -91,8 +91,9 @@ func NodeArgs(kubeconfig, node string, extra ...string) []string {
 
 // PodStartsArgs point hangwatch at k's Pods API socket and pod log
 // directories, where a node has them under /var/lib/kubelet and /var/log.
-func PodStartsArgs(k *Kubelet) []string {
-	return []string{"--pods-api-socket", filepath.Join(k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(k.Dir, "logs")}
+func PodStartsArgs(k *Kubelet, rt RuntimePaths) []string {
+	return []string{"--pods-api-socket", filepath.Join(k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(k.Dir, "logs"),
+		"--containerd-state-dir", rt.StateDir}
 }
 
 // RenewLease renews the node Lease as the kubelet would until stop closes.

@@ -90,7 +90,7 @@ func alertDaemon(t *testing.T, n harness.KubeletNode, scraper string, repair boo
 	args := harness.NodeArgs(kc, n.K.Node, "--secure-listen-address", secure,
 		"--kubelet-metrics-url", n.K.MetricsURL(), "--kubelet-ca-file", n.K.ServingCert, "--kubelet-tls-server-name", n.K.Node,
 		"--kubelet-token-file", token)
-	args = append(append(args, harness.PodStartsArgs(n.K)...), "--config", alertConfig(t, n, repair))
+	args = append(append(args, harness.PodStartsArgs(n.K, n.C.Where())...), "--config", alertConfig(t, n, repair))
 	if repair {
 		args = harness.RepairArgs(t, append(args, "--repair-state-file", spentRepairBudget(t))...)
 	}

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,14 +35,16 @@ func TestPodStartStuckSeesEachHeldStep(t *testing.T) {
 	n.heldStart(t, "StartContainer", "ContainerStartStuck", "start-held-"+n.k.Node)
 }
 
-// TestPodStartStuckOnCRIO: the container steps on a real CRI-O (its
-// lists say which call a container waits on, as containerd's do):
-// CreateContainer, then StartContainer held, each ContainerCreateStuck
-// or ContainerStartStuck within 60s, False within 10s of the start.
+// TestPodStartStuckOnCRIO: each step on a real CRI-O (its lists say
+// which call a pod or container waits on, as containerd's do):
+// RunPodSandbox, CreateContainer, then StartContainer held, each
+// SandboxStartStuck, ContainerCreateStuck or ContainerStartStuck within
+// 60s, False within 10s of the start.
 func TestPodStartStuckOnCRIO(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
 	n := startPodStartNodeOn(t, startCRIO(t, 0, 0), "hw-podstart-crio")
 	n.measured = "crio_"
+	n.heldStart(t, "RunPodSandbox", "SandboxStartStuck", "sandbox-held-"+n.k.Node)
 	n.heldStart(t, "CreateContainer", "ContainerCreateStuck", "create-held-"+n.k.Node)
 	n.heldStart(t, "StartContainer", "ContainerStartStuck", "start-held-"+n.k.Node)
 }
@@ -51,7 +54,8 @@ func TestPodStartStuckOnCRIO(t *testing.T) {
 // volume wait), one whose image does not exist, one whose image pull the
 // proxy holds, one whose init container runs on, and one in
 // CrashLoopBackOff (its liveness probe fails): each seen in its wait, and
-// PodStartStuck False throughout 75s, 30s past the threshold.
+// PodStartStuck False throughout 75s, 30s past the threshold (3 minutes
+// in hack/e2e.sh --write-path).
 func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 	n := startPodStartNode(t, "hw-podwaits")
 	node := n.k.Node
@@ -74,11 +78,13 @@ func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 	harness.Eventually(t, time.Minute, "the pull held", func() bool { return n.proxy.Held("PullImage") > 0 })
 	harness.Eventually(t, time.Minute, "the init container running", n.podRunning("init-"+node, true))
 	harness.Eventually(t, 2*time.Minute, "CrashLoopBackOff", n.podWaiting("crashloop-"+node, "pause", "CrashLoopBackOff"))
-	harness.Throughout(t, 75*time.Second-time.Since(began), "PodStartStuck False with the pods in their normal waits", func() bool {
+	hold := normalWaitsHeld(t)
+	harness.Throughout(t, hold-time.Since(began), "PodStartStuck False with the pods in their normal waits", func() bool {
 		s, _ := n.stuck(t)
 		return s == "False"
 	}, harness.Every(500*time.Millisecond))
 	measurements.Record(t, "pod_start_stuck_normal_waits_raises", 0, "count")
+	harness.Measure(t, "pod_start_stuck_normal_waits_held", time.Since(began))
 	harness.Eventually(t, 3*time.Minute, "the 50 pods started at once running", func() bool { return n.runningPods(t, "burst-") == 50 },
 		harness.Explaining(func() string {
 			return n.cp.KubectlLog("get", "pods", "-o", "wide", "--field-selector", "spec.nodeName="+node)
@@ -91,6 +97,22 @@ func TestPodStartStuckRaisesNothingForNormalWaits(t *testing.T) {
 	}
 }
 
+// normalWaitsHeld is how long the normal waits are watched from the 50
+// pods' creation: 75s, 30s past the threshold (the judgement is on state,
+// a directory the kubelet has not made, which a longer wait cannot
+// change), or $HANGWATCH_NORMAL_WAITS (hack/e2e.sh --write-path: 3m).
+func normalWaitsHeld(t *testing.T) time.Duration {
+	v := os.Getenv("HANGWATCH_NORMAL_WAITS")
+	if v == "" {
+		return 75 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("HANGWATCH_NORMAL_WAITS=%q: want a positive duration such as 3m", v)
+	}
+	return d
+}
+
 // diagStep is the step hangwatch diag names for a held method.
 var diagStep = map[string]string{"RunPodSandbox": "sandbox", "CreateContainer": "create", "StartContainer": "start"}
 
@@ -98,7 +120,7 @@ var diagStep = map[string]string{"RunPodSandbox": "sandbox", "CreateContainer": 
 // Stuck, with the pod's wait first at step, and it exits 1.
 func (n *podStartNode) diagSays(t *testing.T, what, step, pod string) {
 	t.Helper()
-	r, code, _ := runDiag(t, n.c.Endpoint, append([]string{"--kernel=false"}, harness.PodStartsArgs(n.k)...)...)
+	r, code, _ := runDiag(t, n.c.Endpoint, append([]string{"--kernel=false"}, harness.PodStartsArgs(n.k, n.c)...)...)
 	if r.PodStarts == nil || r.PodStarts.Verdict != "Stuck" || len(r.PodStarts.Waits) == 0 {
 		t.Fatalf("diag with %s hanging: exit %d, podStarts %+v; want Stuck with a wait", what, code, r.PodStarts)
 	}
@@ -251,8 +273,9 @@ func (n *podStartNode) stuckStart(t *testing.T, pod *corev1.Pod, reason, what, s
 // containerd itself: a RuntimeClass whose handler's OCI runtime waits in
 // `runc create` (as the NVIDIA runtime's hook can), then a pod network
 // whose CNI plugin waits in ADD (a wrapper around the machine's loopback
-// plugin). Each: SandboxStartStuck within 60s (the first naming the
-// RuntimeClass), False within 10s of the start once let go.
+// plugin). Each within 60s: SandboxStartStuck naming the RuntimeClass,
+// then NetworkSetupStuck (containerd had made no sandbox container);
+// False within 10s of the start once let go.
 func TestPodStartStuckSeesAHandlerAndANetworkThatHang(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
 	c, starts := harness.StartContainerdHangingT(t, true)
@@ -263,7 +286,7 @@ func TestPodStartStuckSeesAHandlerAndANetworkThatHang(t *testing.T) {
 	n.stuckStart(t, handler, "SandboxStartStuck", "runtime_handler_create", "sandbox", starts.ReleaseRuntime)
 	network := pausePodOn(n.k.Node, "network-hangs-"+n.k.Node)
 	network.Spec.HostNetwork = false
-	n.stuckStart(t, network, "SandboxStartStuck", "cni_add", "sandbox", starts.ReleaseNetwork)
+	n.stuckStart(t, network, "NetworkSetupStuck", "cni_add", "network", starts.ReleaseNetwork)
 }
 
 // createRuntimeClass makes a RuntimeClass of handler, named for the test,
@@ -321,7 +344,7 @@ func startPodStartNodeWith(t *testing.T, rt harness.NodeRuntime, name string, vi
 	if viaProxy {
 		endpoint = proxy.Endpoint
 	}
-	d := harness.StartDaemon(t, endpoint, append(append([]string{"--kernel=false"}, harness.PodStartsArgs(k)...), extra...)...)
+	d := harness.StartDaemon(t, endpoint, append(append([]string{"--kernel=false"}, harness.PodStartsArgs(k, c)...), extra...)...)
 	n := &podStartNode{cp: cp, c: c, proxy: proxy, k: k, d: d}
 	harness.Eventually(t, time.Minute, "PodStartStuck False", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(d))
 	return n
