@@ -15,7 +15,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
-	"github.com/hangwatch/hangwatch/internal/options"
+	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 

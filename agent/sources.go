@@ -7,7 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hangwatch/hangwatch/cri"
-	"github.com/hangwatch/hangwatch/internal/options"
+	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"

@@ -6,5 +6,5 @@
 // The layout follows the kubelet's pkg/kubelet/apis/config: types here,
 // defaults in defaults.go, checks in validation.go. What each package
 // takes as its options is built from these types by the assemblies, through
-// internal/options; config builds none of them.
+// options; config builds none of them.
 package config

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/config"
-	"github.com/hangwatch/hangwatch/internal/options"
+	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/internal/cli"
-	"github.com/hangwatch/hangwatch/internal/options"
+	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/repair"
 )
 

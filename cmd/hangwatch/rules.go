@@ -12,7 +12,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/internal/cli"
-	"github.com/hangwatch/hangwatch/internal/options"
+	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/internal/cli"
-	"github.com/hangwatch/hangwatch/internal/options"
+	"github.com/hangwatch/hangwatch/options"
 )
 
 func newRunCommand() *cobra.Command {
