@@ -19,6 +19,9 @@ type Loader struct {
 	Named string
 	// Flags is the parsed command line, its flags bound with AddFlags.
 	Flags *pflag.FlagSet
+	// Check, when set, adds the checks of the options built from the
+	// configuration (options.Check): config builds none of them.
+	Check func(*Configuration) []error
 }
 
 // Loaded is a configuration that passed every check.
@@ -62,6 +65,9 @@ func (l *Loader) load(raw []byte) (*Loaded, error) {
 		return nil, err
 	}
 	problems = append(problems, Validate(out.Configuration)...)
+	if l.Check != nil {
+		problems = append(problems, l.Check(out.Configuration)...)
+	}
 	if len(problems) == 0 {
 		return out, nil
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
-	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
 )
 
@@ -99,22 +98,10 @@ func validateAPIServer(p *checks, a APIServer) {
 	}
 }
 
-// validateKubelet checks the kubelet options when a URL is given.
+// validateKubelet checks the kubelet settings of config's own; the
+// scraper's checks of its options are options.Check's.
 func validateKubelet(p *checks, k Kubelet) {
-	if k.MetricsURL == "" {
-		return
-	}
-	if k.MetricsTimeout.Duration <= 0 {
-		p.check(true, "kubelet.metricsTimeout", k.MetricsTimeout.Duration, "must be positive")
-		return
-	}
-	p.add(scraperChecks(k).Validate())
-}
-
-// scraperChecks are the kubelet settings the scraper's own checks read.
-func scraperChecks(k Kubelet) kubeletmetrics.Options {
-	return kubeletmetrics.Options{URL: k.MetricsURL, TokenFile: k.TokenFile, Kubeconfig: k.Kubeconfig,
-		CAFile: k.CAFile, InsecureSkipVerify: k.InsecureSkipTLSVerify, Timeout: k.MetricsTimeout.Duration}
+	p.check(k.MetricsURL != "" && k.MetricsTimeout.Duration <= 0, "kubelet.metricsTimeout", k.MetricsTimeout.Duration, "must be positive")
 }
 
 func validatePLEG(p *checks, g PLEG, metricsPeriod time.Duration) {

@@ -111,9 +111,6 @@ var delegatedCases = []struct {
 	name, want string
 	set        func(c *Configuration)
 }{
-	{"kubelet metrics options", `--kubelet-metrics-url "ftp://node/metrics": want an http:// or https:// URL`, func(c *Configuration) {
-		c.Kubelet.MetricsURL = "ftp://node/metrics"
-	}},
 	{"condition rules", "conditions[0].problems[0].when", func(c *Configuration) {
 		c.Conditions = []conditions.Spec{{Type: "Broken", Problems: []conditions.Problem{{When: "cri.nope(", Outcome: conditions.Outcome{Reason: "Bad"}}},
 			Healthy: conditions.Outcome{Reason: "Fine"}}}

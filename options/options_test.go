@@ -22,7 +22,7 @@ func load(t *testing.T, body string) (*config.Loaded, error) {
 	}
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	config.AddFlags(fs, config.Default())
-	return (&config.Loader{Path: path, Named: "--config", Flags: fs}).Load()
+	return (&config.Loader{Path: path, Named: "--config", Flags: fs, Check: Check}).Load()
 }
 
 // TestRuntimeHungSettingsTuneItsRule: runtimeHung.raiseAfter and
@@ -103,5 +103,21 @@ func TestRuleFilesCannotOwnKubeletConditions(t *testing.T) {
 	_, err := RuleSets(config.Kernel{Rules: []string{path}})
 	if err == nil || !strings.Contains(err.Error(), `conditions[0].type "DiskPressure": is the kubelet's`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestCheckHasTheScrapersChecks: the kubelet scraper's own checks of its
+// options run as the configuration loads, naming the setting as given.
+func TestCheckHasTheScrapersChecks(t *testing.T) {
+	for body, want := range map[string]string{
+		"kubelet:\n  metricsURL: ftp://node/metrics\n": `--kubelet-metrics-url "ftp://node/metrics": want an http:// or https:// URL`,
+		"kubelet:\n  metricsURL: https://10.0.0.1:10250/metrics\n  insecureSkipTLSVerify: true\n": "--kubelet-insecure-skip-tls-verify: allowed only for a loopback address",
+	} {
+		if _, err := load(t, body); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error with %q", body, err, want)
+		}
+	}
+	if _, err := load(t, "kubelet:\n  metricsURL: https://127.0.0.1:10250/metrics\n  tlsServerName: node-a\n"); err != nil {
+		t.Errorf("a good kubelet URL: %v", err)
 	}
 }

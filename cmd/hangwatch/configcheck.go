@@ -9,8 +9,8 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
-	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/options"
 )
 
 func newConfigCommand() *cobra.Command {
@@ -38,7 +38,7 @@ built-in ones merged. Exit code 0 when valid, 2 when not.`,
 			if output != "" && output != "yaml" {
 				return fieldError("--output", output, "must be empty or yaml")
 			}
-			c, err := (&config.Loader{Path: args[0], Named: "FILE", Flags: cmd.Flags()}).Load()
+			c, err := (&config.Loader{Path: args[0], Named: "FILE", Flags: cmd.Flags(), Check: options.Check}).Load()
 			if err != nil {
 				return err
 			}

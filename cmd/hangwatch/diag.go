@@ -10,6 +10,7 @@ import (
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/diag"
 	"github.com/hangwatch/hangwatch/internal/cli"
+	"github.com/hangwatch/hangwatch/options"
 )
 
 type diagOptions struct {
@@ -73,7 +74,7 @@ func (o *diagOptions) validate(cmd *cobra.Command) error {
 	if o.samples < 1 {
 		return fieldError("--samples", o.samples, "must be at least 1")
 	}
-	_, err := (&config.Loader{Flags: cmd.Flags()}).Load()
+	_, err := (&config.Loader{Flags: cmd.Flags(), Check: options.Check}).Load()
 	return err
 }
 

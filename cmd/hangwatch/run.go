@@ -50,7 +50,7 @@ on SIGHUP. SIGTERM or SIGINT stops it gracefully.`,
 // withConfig loads --config with the command line's flags over it, as run
 // and repair both start, and hands it to start.
 func withConfig(cmd *cobra.Command, configPath string, start func(*config.Loader, *config.Loaded) error) error {
-	loader := &config.Loader{Path: configPath, Named: "--config", Flags: cmd.Flags()}
+	loader := &config.Loader{Path: configPath, Named: "--config", Flags: cmd.Flags(), Check: options.Check}
 	loaded, err := loader.Load()
 	if err != nil {
 		return err
