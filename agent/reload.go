@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -15,8 +14,9 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
-	"github.com/hangwatch/hangwatch/options"
+	"github.com/hangwatch/hangwatch/internal/filewatch"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/options"
 )
 
 // configPoll is how often the reloader reads --config for a change: a
@@ -25,9 +25,10 @@ import (
 const configPoll = 500 * time.Millisecond
 
 // configReloader reloads the condition rules of --config when the file
-// changes and on SIGHUP. A file that fails the checks of `config check`
-// is refused, the running rules stay, and the refusal is logged, counted
-// in hangwatch_config_last_reload_successful and told as a Warning Event.
+// changes and on SIGHUP (filewatch). A file that fails the checks of
+// `config check` is refused, the running rules stay, and the refusal is
+// logged, counted in hangwatch_config_last_reload_successful and told as a
+// Warning Event.
 type configReloader struct {
 	Reload
 	running     *config.Configuration
@@ -36,8 +37,7 @@ type configReloader struct {
 	warn        func(reason, message string)
 	clk         clock.WithTicker
 	ok, okTime  *metrics.Gauge
-	sum         [sha256.Size]byte // of the file last loaded or refused
-	unsettled   [sha256.Size]byte // of a changed file that failed once
+	watch       filewatch.Watcher
 	// leaseIdle: there is an API server but no rule read the Lease at
 	// start, so it is not being read (Agent.assemble adds no Lease feed).
 	leaseIdle bool
@@ -49,11 +49,14 @@ func newConfigReloader(a *Agent) *configReloader {
 		kernelTypes = a.kernel.Monitor().ConditionTypes()
 	}
 	r := &configReloader{Reload: *a.o.Reload, running: a.cfg, engine: a.engine, kernelTypes: kernelTypes, clk: a.o.Clock,
-		warn: func(string, string) {}, sum: a.o.Config.Sum, // the file as start-up read it: a change since is reloaded
+		warn: func(string, string) {},
 		ok: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_successful", StabilityLevel: metrics.ALPHA,
 			Help: "1 when the last load of --config (at start or a reload) succeeded, 0 when the last reload was refused."}),
 		okTime: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_success_timestamp_seconds", StabilityLevel: metrics.ALPHA,
 			Help: "When --config was last loaded successfully, in seconds since the Unix epoch."})}
+	r.watch = filewatch.Watcher{Path: r.Path, Read: config.ReadFile, Poll: configPoll, Clock: a.o.Clock, Signal: r.Signal,
+		Forced: func() { klog.InfoS("SIGHUP: reloading the config file", "path", r.Path) }, Apply: r.apply, Refused: r.refuse}
+	r.watch.RunningSum(a.o.Config.Sum) // the file as start-up read it: a change since is reloaded
 	a.o.Registry.MustRegister(r.ok, r.okTime)
 	if a.api != nil {
 		r.warn = a.api.events.Warning
@@ -65,61 +68,21 @@ func newConfigReloader(a *Agent) *configReloader {
 }
 
 // run polls the file and listens for SIGHUP until ctx ends.
-func (r *configReloader) run(ctx context.Context) {
-	tick := r.clk.NewTicker(configPoll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.Signal:
-			klog.InfoS("SIGHUP: reloading the config file", "path", r.Path)
-			r.check(true)
-		case <-tick.C():
-			r.check(false)
-		}
-	}
-}
+func (r *configReloader) run(ctx context.Context) { r.watch.Run(ctx) }
 
-// check reloads when the file's content changed, or always when forced.
-// A changed file that fails the checks is refused only once a later poll
-// reads the same content: an editor that truncates and then writes is
-// read half-written now and then, and that is not worth a Warning Event.
-func (r *configReloader) check(force bool) {
-	raw, err := config.ReadFile(r.Path)
-	if err != nil {
-		if force {
-			r.refuse(err)
-		}
-		return // a ConfigMap mid-swap, say: the next poll reads it again
-	}
-	sum := sha256.Sum256(raw)
-	if sum == r.sum && !force {
-		return
-	}
+// apply loads new content and puts its rules in the engine.
+func (r *configReloader) apply(raw []byte) error {
 	c, err := r.Load(raw)
-	if err != nil && !force && sum != r.unsettled {
-		r.unsettled = sum // read it again at the next poll
-		return
-	}
-	r.sum, r.unsettled = sum, [sha256.Size]byte{}
 	if err != nil {
-		r.refuse(err)
-		return
+		return err
 	}
-	r.install(c)
-}
-
-// install puts a loaded file's rules in the engine.
-func (r *configReloader) install(c *config.Loaded) {
 	specs := options.Specs(c.Configuration)
 	if r.kernelTypes != nil {
 		specs = options.WithKernelSpecs(c.Configuration, specs, r.kernelTypes)
 	}
 	res, err := r.engine.Reload(specs, c.RuleParams())
 	if err != nil {
-		r.refuse(err)
-		return
+		return err
 	}
 	restart := changedSections(r.running, c.Configuration)
 	r.running = c.Configuration
@@ -136,6 +99,7 @@ func (r *configReloader) install(c *config.Loaded) {
 	if len(restart) > 0 {
 		klog.InfoS("The config file changed settings a reload does not apply; restart hangwatch to apply them", "sections", restart)
 	}
+	return nil
 }
 
 func (r *configReloader) refuse(err error) {

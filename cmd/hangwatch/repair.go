@@ -15,6 +15,7 @@ import (
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/internal/cli"
+	"github.com/hangwatch/hangwatch/internal/filewatch"
 	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/repair"
 )
@@ -85,39 +86,25 @@ func runRepair(ctx context.Context, loader *config.Loader, loaded *config.Loaded
 }
 
 // reloadRepair applies the repair settings of --config when the file
-// changes (polled) and on SIGHUP; a file that fails the checks of
-// `config check` is refused and the running settings stay.
+// changes (polled) and on SIGHUP (filewatch); a file that fails the checks
+// of `config check` is refused and the running settings stay.
 func reloadRepair(ctx context.Context, loader *config.Loader, sum [sha256.Size]byte, r *repair.Repairer, f *repair.Fencer) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	t := time.NewTicker(repairConfigPoll)
-	defer t.Stop()
-	for {
-		forced := false
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-hup:
-			forced = true
-		}
-		raw, err := os.ReadFile(loader.Path)
-		if err != nil {
-			klog.ErrorS(err, "Repair cannot read its config file; the running settings stay", "path", loader.Path)
-			continue
-		}
-		if now := sha256.Sum256(raw); now == sum && !forced {
-			continue
-		} else {
-			sum = now // a refused file is told once, until it changes again
-		}
-		loaded, err := loader.LoadBytes(raw)
-		if err != nil {
+	w := filewatch.Watcher{Path: loader.Path, Read: config.ReadFile, Poll: repairConfigPoll, Clock: clock.RealClock{}, Signal: hup,
+		Apply: func(raw []byte) error {
+			loaded, err := loader.LoadBytes(raw)
+			if err != nil {
+				return err
+			}
+			r.Update(options.Repair(loaded.Repair))
+			f.Update(options.Fence(loaded.Repair))
+			return nil
+		},
+		Refused: func(err error) {
 			klog.ErrorS(err, "Config reload refused; the running repair settings stay", "path", loader.Path)
-			continue
-		}
-		r.Update(options.Repair(loaded.Repair))
-		f.Update(options.Fence(loaded.Repair))
-	}
+		}}
+	w.RunningSum(sum)
+	w.Run(ctx)
 }

@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"bytes"
 	"context"
 	"sync/atomic"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/internal/boundedfile"
+	"github.com/hangwatch/hangwatch/internal/filewatch"
 	"github.com/hangwatch/hangwatch/remedy"
 )
 
@@ -34,34 +34,25 @@ func newPolicyFile(path string) (*policyFile, error) {
 
 func (f *policyFile) get() *remedy.Policy { return f.current.Load() }
 
-// watch reads the file every period until ctx ends.
+// watch reads the file every period until ctx ends (filewatch).
 func (f *policyFile) watch(ctx context.Context, clk clock.WithTicker, period time.Duration) {
 	if f.path == "" {
 		return
 	}
-	t := clk.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		f.reload()
-	}
+	w := filewatch.Watcher{Path: f.path, Read: func(path string) ([]byte, error) { return boundedfile.Read(path, remedy.MaxPolicyBytes) },
+		Poll: period, Clock: clk, Apply: f.apply,
+		Refused: func(err error) { klog.ErrorS(err, "Policy reload refused; the running policy stays", "path", f.path) }}
+	w.Running(f.raw)
+	w.Run(ctx)
 }
 
-func (f *policyFile) reload() {
-	raw, err := boundedfile.Read(f.path, remedy.MaxPolicyBytes)
-	if err != nil || bytes.Equal(raw, f.raw) {
-		return
-	}
-	f.raw = raw
-	p, err := remedy.DecodePolicy(raw) // the content just read, not the file read again
+// apply puts new content of the file in effect.
+func (f *policyFile) apply(raw []byte) error {
+	p, err := remedy.DecodePolicy(raw)
 	if err != nil {
-		klog.ErrorS(err, "Policy reload refused; the running policy stays", "path", f.path)
-		return
+		return err
 	}
 	f.current.Store(p)
 	klog.InfoS("Reloaded the policy", "path", f.path, "paused", p.Paused, "dryRun", p.DryRun)
+	return nil
 }
