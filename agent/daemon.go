@@ -14,9 +14,9 @@ import (
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/httpauth"
 	"github.com/hangwatch/hangwatch/internal/buildinfo"
-	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
+	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/pleg"
 	"github.com/hangwatch/hangwatch/podstarts"
 )

@@ -7,11 +7,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hangwatch/hangwatch/cri"
-	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/observations"
+	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/pleg"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
-	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
+	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/repair"
 )
 

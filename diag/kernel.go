@@ -9,8 +9,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/config"
-	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/options"
 )
 
 // KernelSection is the kernel log part of diag: matches in the lookback

@@ -110,7 +110,7 @@ func TestRuleFilesCannotOwnKubeletConditions(t *testing.T) {
 // options run as the configuration loads, naming the setting as given.
 func TestCheckHasTheScrapersChecks(t *testing.T) {
 	for body, want := range map[string]string{
-		"kubelet:\n  metricsURL: ftp://node/metrics\n": `--kubelet-metrics-url "ftp://node/metrics": want an http:// or https:// URL`,
+		"kubelet:\n  metricsURL: ftp://node/metrics\n":                                            `--kubelet-metrics-url "ftp://node/metrics": want an http:// or https:// URL`,
 		"kubelet:\n  metricsURL: https://10.0.0.1:10250/metrics\n  insecureSkipTLSVerify: true\n": "--kubelet-insecure-skip-tls-verify: allowed only for a loopback address",
 	} {
 		if _, err := load(t, body); err == nil || !strings.Contains(err.Error(), want) {

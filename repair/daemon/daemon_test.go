@@ -107,7 +107,9 @@ func TestTheRepairProcessReadsTheViewAndReloads(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Now())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, Options{Config: loaded, Reload: &Reload{Path: path, Load: loader.LoadBytes}, Clock: clk}) }()
+	go func() {
+		done <- Run(ctx, Options{Config: loaded, Reload: &Reload{Path: path, Load: loader.LoadBytes}, Clock: clk})
+	}()
 	defer func() { cancel(); <-done }()
 	clocktest.StepUntil(t, clk, 2, time.Second, time.Minute, "the view read", func() bool { v, _ := agent.counts(); return v >= 3 })
 	if _, events := agent.counts(); events != 0 {
