@@ -36,7 +36,6 @@ func (a *Agent) criWatch() *cri.Watch {
 			if c.SocketReplaced {
 				klog.InfoS("Runtime socket was recreated (runtime restarted or upgraded); dialed it again", "endpoint", ep.Address)
 			}
-			a.criMetrics.ObserveCycle(c)
 			a.health.beat()
 		}}
 }

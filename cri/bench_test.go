@@ -24,6 +24,7 @@ type callCounter struct{ calls atomic.Int64 }
 
 func (c *callCounter) ObserveProbe(cri.CallResult)      {}
 func (c *callCounter) ObserveCompletion(cri.CallResult) { c.calls.Add(1) }
+func (c *callCounter) ObserveCycle(cri.Cycle)           {}
 
 // BenchmarkProbeCycle times one probe cycle against a real containerd
 // holding 100 running containers in 100 sandboxes: wall time and

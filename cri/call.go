@@ -39,6 +39,8 @@ type CallResult struct {
 type Observer interface {
 	ObserveProbe(r CallResult)
 	ObserveCompletion(r CallResult)
+	// ObserveCycle is told each full cycle's counts and runtime conditions.
+	ObserveCycle(c Cycle)
 }
 
 type rpc func(ctx context.Context) (proto.Message, error)

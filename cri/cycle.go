@@ -102,6 +102,7 @@ func (p *Prober) Cycle(ctx context.Context) Cycle {
 		c.Calls = append(c.Calls, p.objectCalls(ctx, pods, ctrs)...)
 	}
 	c.Duration = p.clock.Since(c.Start)
+	p.observer.ObserveCycle(c)
 	return c
 }
 

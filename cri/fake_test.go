@@ -18,6 +18,7 @@ type countingObserver struct{ probes, completions atomic.Int64 }
 
 func (o *countingObserver) ObserveProbe(CallResult)      { o.probes.Add(1) }
 func (o *countingObserver) ObserveCompletion(CallResult) { o.completions.Add(1) }
+func (o *countingObserver) ObserveCycle(Cycle)           {}
 
 // cycleWithFakeClock runs one cycle and, once `fast` calls have been
 // reported, steps the fake clock a timeout whenever `hung` calls are

@@ -136,3 +136,4 @@ type nopObserver struct{}
 
 func (nopObserver) ObserveProbe(CallResult)      {}
 func (nopObserver) ObserveCompletion(CallResult) {}
+func (nopObserver) ObserveCycle(Cycle)           {}

@@ -186,3 +186,4 @@ type callCounter struct{ calls atomic.Int64 }
 
 func (c *callCounter) ObserveProbe(cri.CallResult)      {}
 func (c *callCounter) ObserveCompletion(cri.CallResult) { c.calls.Add(1) }
+func (c *callCounter) ObserveCycle(cri.Cycle)           {}
