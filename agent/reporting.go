@@ -48,9 +48,8 @@ func newAPIReporting(o Options, cfg *config.Configuration) (*apiReporting, error
 func (a *apiReporting) subscribe(engine *conditions.Engine, clk clock.WithTicker) {
 	a.reporter = nodestatus.NewReporter(a.client, engine, nodestatus.ReporterConfig{Node: a.node, Heartbeat: a.heartbeat,
 		Coalesce: 100 * time.Millisecond, RetryMin: 500 * time.Millisecond, RetryMax: 8 * time.Second, RejectedRetry: 30 * time.Second,
-		RequestTimeout: 10 * time.Second, Overwrite: a.overwrite, OnShared: a.events.Shared}, clk, a.metrics)
-	engine.Subscribe(a.reporter)
-	engine.Subscribe(a.events)
+		RequestTimeout: 10 * time.Second, Overwrite: a.overwrite}, clk, a.metrics)
+	nodestatus.Subscribe(engine, a.reporter, a.events)
 }
 
 // report writes the conditions to the Node until ctx ends.

@@ -111,6 +111,15 @@ func (e *Events) Shared(condType string, managers []string, overwrite bool) {
 		fmt.Sprintf("Node condition %s is also written by %s; %s", condType, strings.Join(managers, ", "), what))
 }
 
+// Subscribe makes the Node's status writer w and its Events e subscribers
+// of engine, w telling e of each owned condition it finds written by
+// another manager (ConditionSharedWithAnotherWriter). Call before w runs.
+func Subscribe(engine *conditions.Engine, w *Reporter, e *Events) {
+	w.cfg.OnShared = e.Shared
+	engine.Subscribe(w)
+	engine.Subscribe(e)
+}
+
 // Warning records a Warning Event on the Node about hangwatch itself (a
 // config reload it refused, say), rate-limited like the others.
 func (e *Events) Warning(reason, message string) { e.emit(corev1.EventTypeWarning, reason, message) }
