@@ -1,0 +1,128 @@
+package docs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// retiredTags are build tags the suites no longer accept: they are
+// directories (test/e2e, test/bench) since the suites were split.
+var retiredTags = []string{"e2e", "bench"}
+
+// goTestCommand is a `go test` command as a page prints it: up to the end
+// of its code span or line.
+var goTestCommand = regexp.MustCompile("go test( [^`\\n;|]*)?")
+
+// testFunc is a test, benchmark or fuzz target's declaration.
+var testFunc = regexp.MustCompile(`(?m)^func ((Test|Benchmark|Fuzz)\w*)\(`)
+
+// TestEveryGoTestCommandRuns: every `go test` command in the README,
+// BENCHMARKS.md and docs/ (but docs/history/, which keeps what was run
+// then) names packages that exist, uses no retired build tag, and its -run
+// pattern matches a test of the packages it names.
+func TestEveryGoTestCommandRuns(t *testing.T) {
+	root := filepath.Join("..")
+	pages := []string{"README.md", "BENCHMARKS.md"}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		pages = append(pages, filepath.Join("docs", filepath.Base(d)))
+	}
+	seen := 0
+	for _, page := range pages {
+		raw, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range goTestCommand.FindAllString(string(raw), -1) {
+			seen++
+			if why := wrongCommand(root, cmd); why != "" {
+				t.Errorf("%s: `%s`: %s", page, cmd, why)
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("read %d go test commands in %v; the pages have more", seen, pages)
+	}
+}
+
+// wrongCommand says what is wrong with cmd, or "".
+func wrongCommand(root, cmd string) string {
+	args := strings.Fields(cmd)[2:]
+	var pkgs []string
+	run := ""
+	for i := 0; i < len(args); i++ {
+		a := strings.Trim(args[i], `'"`)
+		switch {
+		case a == "-tags" && i+1 < len(args):
+			i++
+			for _, tag := range strings.Split(strings.Trim(args[i], `'"`), ",") {
+				for _, r := range retiredTags {
+					if tag == r {
+						return "build tag " + tag + " is retired: the suite is the directory test/" + r
+					}
+				}
+			}
+		case a == "-run" && i+1 < len(args):
+			i++
+			run = strings.Trim(args[i], `'"`)
+		case strings.HasPrefix(a, "-run="):
+			run = strings.Trim(strings.TrimPrefix(a, "-run="), `'"`)
+		case strings.HasPrefix(a, "./"):
+			pkgs = append(pkgs, a)
+		}
+	}
+	var tests []string
+	for _, p := range pkgs {
+		if strings.ContainsAny(p, "<>") || strings.Contains(p, "PACKAGE") || strings.HasSuffix(p, "...") {
+			return "" // a placeholder, or every package
+		}
+		dir := filepath.Join(root, filepath.FromSlash(p))
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		if len(files) == 0 {
+			return "no Go package at " + p
+		}
+		tests = append(tests, testsIn(files)...)
+	}
+	return wrongRun(run, pkgs, tests)
+}
+
+// wrongRun says when a -run pattern matches none of tests.
+func wrongRun(run string, pkgs, tests []string) string {
+	if run == "" || len(pkgs) == 0 || run == "^$" || strings.ContainsAny(run, "<$") && !strings.HasSuffix(run, "$") {
+		return ""
+	}
+	top, _, _ := strings.Cut(run, "/") // the subtest's part is the test's own
+	re, err := regexp.Compile(top)
+	if err != nil {
+		return "-run " + run + ": " + err.Error()
+	}
+	for _, name := range tests {
+		if re.MatchString(name) {
+			return ""
+		}
+	}
+	return "-run " + run + " matches no test in " + strings.Join(pkgs, " ")
+}
+
+func testsIn(files []string) []string {
+	var out []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, m := range testFunc.FindAllStringSubmatch(string(raw), -1) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
