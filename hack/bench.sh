@@ -27,7 +27,7 @@ if [ "${1:-}" = "--hang-after-slowness" ]; then
     HANGWATCH_E2E_HEALTHY=5m HANGWATCH_SUITE=e2e go test -timeout 30m -v -run TestStaticPodHealthyNodeRaisesNothing ./test/e2e/; } \
     > "$log_file" 2>&1 || rc=$?
   grep -E 'MEASURE|^(---|ok|FAIL)' "$log_file" || true
-  publish_section hang-after-slowness "## A hang after a spell of slowness (issue 31)" "$log_file" "$rc" "$HANGWATCH_MEASUREMENTS" \
+  publish_section hang-after-slowness "## A hang after a spell of slowness" "$log_file" "$rc" "$HANGWATCH_MEASUREMENTS" \
     -var "machine=$(machine_text), containerd $CONTAINERD_VERSION" -var "command=$cmd"
   exit $?
 fi

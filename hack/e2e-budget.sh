@@ -20,6 +20,6 @@ run_budget() {
     HANGWATCH_MEASUREMENTS=$measured bash -c "$cmd" 2>&1 | tee -a "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)' || true; } || rc=$?
   done
   # the frozen kubelet's figures are the medians of its three runs
-  publish_section api-budget "## The API request budget, a frozen kubelet in seconds, a secure port that holds (issue 28)" "$log" "$rc" "$measured" \
+  publish_section api-budget "## The API request budget, a frozen kubelet in seconds, a secure port that holds" "$log" "$rc" "$measured" \
     -var "machine=$machine" -var "steady=$steady" -var "command=./hack/e2e.sh --api-budget"
 }

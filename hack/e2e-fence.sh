@@ -18,6 +18,6 @@ run_fence() {
   { HANGWATCH_MEASUREMENTS=$measured HANGWATCH_SUITE=e2e go test -count "$runs" -timeout 60m -v -run 'TestFenceMovesAStatefulSetPod(WithItsVolume)?$' ./test/e2e/ &&
     HANGWATCH_MEASUREMENTS=$measured HANGWATCH_SUITE=e2e go test -count 1 -timeout 30m -v -run 'TestFenceBaseline' ./test/e2e/; } 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|web-0 was' || true; } || rc=$?
-  publish_section fence "## The fence on two nodes: a StatefulSet pod elsewhere without a reboot (issue 39)" "$log" "$rc" "$measured" \
+  publish_section fence "## The fence on two nodes: a StatefulSet pod elsewhere without a reboot" "$log" "$rc" "$measured" \
     -var "machine=$machine" -var "command=$cmd" -var "baseline=$base"
 }

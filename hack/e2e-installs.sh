@@ -17,6 +17,6 @@ run_installs() {
   log "running: $cmd"
   HANGWATCH_MEASUREMENTS=$measured HANGWATCH_SUITE=e2e go test -count "$runs" -timeout 90m -v -run 'TestInstalls' ./test/e2e/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^\s*(---|ok|FAIL)' || true; } || rc=$?
-  publish_section installs "## As shipped: every install from its image, as pods, through the whole ladder (issue 49)" "$log" "$rc" "$measured" \
+  publish_section installs "## As shipped: every install from its image, as pods, through the whole ladder" "$log" "$rc" "$measured" \
     -var "machine=$machine" -var "command=\`./hack/e2e.sh --installs\`, which runs \`$cmd\`"
 }

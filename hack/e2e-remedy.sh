@@ -11,6 +11,6 @@ run_remedy() {
   log "running: $cmd"
   HANGWATCH_MEASUREMENTS=$measured HANGWATCH_SUITE=e2e go test -count 1 -timeout 40m -v -run 'TestTwoNodeFreeze' ./test/e2e/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)' || true; } || rc=$?
-  publish_section remedy "## Early recovery: hangwatch-remedy on two nodes (issue 19)" "$log" "$rc" "$measured" \
+  publish_section remedy "## Early recovery: hangwatch-remedy on two nodes" "$log" "$rc" "$measured" \
     -var "machine=$machine" -var "command=$cmd"
 }

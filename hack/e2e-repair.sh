@@ -13,7 +13,7 @@ run_repair() {
   HANGWATCH_MEASUREMENTS=$measured go test -count "$runs" -timeout 60m -v -run "$run" ./test/integration/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)' || true; } || rc=$?
   # the table holds the medians of the runs
-  publish_section repair "## The repair rung: a hung runtime or kubelet restarted through a real systemd (issue 27)" "$log" "$rc" "$measured" \
+  publish_section repair "## The repair rung: a hung runtime or kubelet restarted through a real systemd" "$log" "$rc" "$measured" \
     -var "machine=$machine" -var "command=$cmd"
 }
 
@@ -30,6 +30,6 @@ run_ladder() {
   log "running: $cmd"
   HANGWATCH_MEASUREMENTS=$measured HANGWATCH_SUITE=e2e go test -count 1 -timeout 40m -v -run 'TestTwoNodeLadder' ./test/e2e/ 2>&1 \
     | tee "$log" | { grep -E 'MEASURE|^(---|ok|FAIL)|kept:' || true; } || rc=$?
-  publish_section ladder "## The recovery ladder on two nodes: taint, restart, evict (issue 27)" "$log" "$rc" "$measured" \
+  publish_section ladder "## The recovery ladder on two nodes: taint, restart, evict" "$log" "$rc" "$measured" \
     -var "machine=$machine" -var "command=$cmd"
 }

@@ -204,10 +204,20 @@ func group(s string) string {
 }
 
 // source is where name's latest record came from: its date, machine and
-// command, as recorded.
+// command, as recorded. A record without one of them is refused, as a
+// missing measurement is: the page would print an empty field.
 func (f *figures) source(name string) Record {
 	if _, ok := f.latest(name); !ok {
 		return Record{}
 	}
-	return f.records[name]
+	r, recorded := f.records[name]
+	if !recorded {
+		return r // fresh measurements (-section): the -var values carry these
+	}
+	for field, v := range map[string]string{"date": r.Date, "machine": r.Machine, "command": r.Command} {
+		if strings.TrimSpace(v) == "" {
+			f.missing[name+" (its "+field+" is empty)"] = true
+		}
+	}
+	return r
 }

@@ -239,3 +239,30 @@ ok
 		t.Errorf("records: %+v", f.records)
 	}
 }
+
+// TestARecordWithAnEmptyFieldFailsTheSection: a record the page prints
+// the date, machine or command of, without one, fails the section naming
+// it, as a missing measurement does (the page printed "(; the baseline"
+// once).
+func TestARecordWithAnEmptyFieldFailsTheSection(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("records", "remedy-notes.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	undated := strings.Replace(string(raw), `"date": "2026-11-25"`, `"date": ""`, 1)
+	if undated == string(raw) {
+		t.Fatal("records/remedy-notes.jsonl has no record dated 2026-11-25 to take the date of")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "remedy-notes.jsonl"), []byte(undated), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	records, err := readRecords(filepath.Join(dir, "remedy-notes.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = render("remedy-notes", figuresOf(records))
+	if err == nil || !strings.Contains(err.Error(), "remedy_replacement_running (its date is empty)") {
+		t.Fatalf("render = %v, want the undated record named", err)
+	}
+}

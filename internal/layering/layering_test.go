@@ -29,7 +29,7 @@ var layers = []layer{
 		why: "options turns the configuration into each package's options, for the assemblies"},
 	{name: "assemblies", pkgs: []string{"agent", "diag", "remedy/manager", "repair/daemon"},
 		why: "an assembly wires the packages for one command; assemblies do not import each other"},
-	{name: "tests and tools", pkgs: []string{"test/", "hack/", "manifests"}, open: true,
+	{name: "tests and tools", pkgs: []string{"test/", "hack/", "manifests", "docs"}, open: true,
 		why: "the tests and tools use what they test, never a command"},
 	{name: "commands", pkgs: []string{"cmd/"},
 		why: "nothing imports a command"},
