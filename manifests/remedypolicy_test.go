@@ -65,7 +65,7 @@ func TestHelmChartConditionWritersMatchesTheBase(t *testing.T) {
 
 // TestFlowSchemaHoldsAFleetWideBurst: every agent is one user, so one flow;
 // it may hold handSize x queueLengthLimit requests waiting, which must take
-// a 5,000-node fleet's status patch and Event at once (docs/install.md).
+// a 5,000-node fleet's status patch and Event at once (docs/remediation.md).
 func TestFlowSchemaHoldsAFleetWideBurst(t *testing.T) {
 	var plc map[string]any
 	mustUnmarshal(t, []byte(strings.Split(string(mustRead(t, "overlays/daemonset/flowcontrol.yaml")), "\n---\n")[0]), &plc)

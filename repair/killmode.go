@@ -28,7 +28,7 @@ const maxNamed = 5
 //     under CRI-O's default systemd cgroup manager (each conmon in a
 //     crio-conmon-<id>.scope of its own); under its cgroupfs manager, or
 //     a containerd unit without KillMode=process, the conmons and shims
-//     are there, and every container would be lost (docs/install.md,
+//     are there, and every container would be lost (docs/remediation.md,
 //     "CRI-O nodes").
 //
 // A refusal (errKillMode) makes repair impossible on this node until the

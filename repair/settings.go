@@ -31,7 +31,7 @@ var Outcomes = []string{OutcomeRestarted, OutcomeDryRun, OutcomeRefused, Outcome
 const (
 	// DefaultRestartAfter is restartRuntimeAfter's: 20 s in which a call
 	// that judges the whole runtime got no answer at all, while the
-	// heartbeat and the cycles kept asking (docs/install.md says why).
+	// heartbeat and the cycles kept asking (docs/remediation.md says why).
 	DefaultRestartAfter = 20 * time.Second
 	// DefaultRestartKubeletAfter is restartKubeletAfter's: the node
 	// lifecycle controller marks a node Unknown 50 s after its last Lease

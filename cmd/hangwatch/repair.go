@@ -24,7 +24,7 @@ process of its own: it needs hostPID and systemd's private socket, and it
 listens on no port and holds no API credential. Every second it reads the
 agent's view (the node's conditions and how long the runtime and the
 kubelet have given no answer) over repair.agentSocket, the Unix socket that
-` + "`hangwatch run`" + ` serves, and restarts what the checks of docs/install.md
+` + "`hangwatch run`" + ` serves, and restarts what the checks of docs/remediation.md
 ("Repair") allow. The agent writes its Events, reads the Node for
 maintenance, takes the fleet's slots and exports its metrics. Without the
 view nothing is restarted. It takes the same --config and flags as run and

@@ -17,7 +17,7 @@ var NHCVersion = pins.NHCVersion
 // Where the NodeHealthCheck controller runs, and as whom.
 const (
 	// NHCNamespace is the controller's own namespace (DEPLOYMENT_NAMESPACE)
-	// and the remediation template's in docs/install.md, as the medik8s
+	// and the remediation template's in docs/remediation.md, as the medik8s
 	// operators install together there.
 	NHCNamespace = "openshift-workload-availability"
 	// NHCServiceAccount is the controller's identity: the shipped RBAC's

@@ -121,7 +121,7 @@ func alertConfig(t *testing.T, n harness.KubeletNode, repair bool) string {
 
 // spentRepairBudget is repair's state file after three restarts of the
 // runtime in the last hour of this boot, its default budget (counted on
-// the boot clock: docs/install.md, Repair).
+// the boot clock: docs/remediation.md, Repair).
 func spentRepairBudget(t *testing.T) string {
 	t.Helper()
 	boot, err := repair.HostBoot()

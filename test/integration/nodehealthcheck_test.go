@@ -19,7 +19,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// What docs/install.md's NodeHealthCheck names, and what the test gives it.
+// What docs/remediation.md's NodeHealthCheck names, and what the test gives it.
 const (
 	snrTemplateName = "self-node-remediation-automatic-strategy-template"
 	// nhcDuration is RuntimeHung's duration in the docs' NodeHealthCheck.
@@ -37,7 +37,7 @@ const (
 // controller (node-healthcheck-operator, which ensure_nhc builds from its
 // Go module) with its shipped RBAC and validating webhook against an API
 // server of the test's own (harness.StartNHCCluster), and applies
-// docs/install.md's NodeHealthCheck as the docs print it, byte for byte.
+// docs/remediation.md's NodeHealthCheck as the docs print it, byte for byte.
 // Self Node Remediation's part is played by recording CRDs:
 // NodeHealthCheck's remediation is a SelfNodeRemediation object that
 // nothing acts on. Two Nodes have a real `hangwatch run` on a containerd
@@ -245,29 +245,29 @@ func nodeTaints(t *testing.T, cp *harness.ControlPlane, node string) string {
 	return fmt.Sprint(n.Spec.Taints)
 }
 
-// nodeHealthCheckFromDocs returns the first yaml block of docs/install.md's
+// nodeHealthCheckFromDocs returns the first yaml block of docs/remediation.md's
 // section "Remediation: medik8s NodeHealthCheck", as the docs print it, and
 // the name it gives.
 func nodeHealthCheckFromDocs(t *testing.T) ([]byte, string) {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(harness.ModuleRoot(), "docs", "install.md"))
+	doc, err := os.ReadFile(filepath.Join(harness.ModuleRoot(), "docs", "remediation.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := bytes.Cut(doc, []byte("\n## Remediation: medik8s NodeHealthCheck\n"))
 	if !ok {
-		t.Fatal(`docs/install.md has no section "Remediation: medik8s NodeHealthCheck"`)
+		t.Fatal(`docs/remediation.md has no section "Remediation: medik8s NodeHealthCheck"`)
 	}
 	if next := bytes.Index(section, []byte("\n## ")); next >= 0 {
 		section = section[:next]
 	}
 	_, block, ok := bytes.Cut(section, []byte("\n```yaml\n"))
 	if !ok {
-		t.Fatal("docs/install.md's NodeHealthCheck section has no yaml block")
+		t.Fatal("docs/remediation.md's NodeHealthCheck section has no yaml block")
 	}
 	block, _, ok = bytes.Cut(block, []byte("\n```"))
 	if !ok {
-		t.Fatal("docs/install.md's NodeHealthCheck yaml block does not end")
+		t.Fatal("docs/remediation.md's NodeHealthCheck yaml block does not end")
 	}
 	block = append(block, '\n')
 	var head struct {
@@ -276,10 +276,10 @@ func nodeHealthCheckFromDocs(t *testing.T) ([]byte, string) {
 		Metadata   struct{ Name string } `json:"metadata"`
 	}
 	if err := yaml.Unmarshal(block, &head); err != nil {
-		t.Fatalf("docs/install.md's NodeHealthCheck: %v", err)
+		t.Fatalf("docs/remediation.md's NodeHealthCheck: %v", err)
 	}
 	if head.APIVersion != harness.NodeHealthCheckGVR.GroupVersion().String() || head.Kind != "NodeHealthCheck" || head.Metadata.Name == "" {
-		t.Fatalf("docs/install.md's yaml block is a %s %s named %q, want a NodeHealthCheck of %s", head.APIVersion, head.Kind, head.Metadata.Name, harness.NodeHealthCheckGVR.GroupVersion())
+		t.Fatalf("docs/remediation.md's yaml block is a %s %s named %q, want a NodeHealthCheck of %s", head.APIVersion, head.Kind, head.Metadata.Name, harness.NodeHealthCheckGVR.GroupVersion())
 	}
 	return block, head.Metadata.Name
 }
@@ -292,7 +292,7 @@ func applyAsYAML(t *testing.T, cp *harness.ControlPlane, body []byte, name strin
 		AbsPath("/apis", harness.NodeHealthCheckGVR.Group, harness.NodeHealthCheckGVR.Version, harness.NodeHealthCheckGVR.Resource, name).
 		Param("fieldManager", "docs-install-md").Body(body).Do(context.Background()).Error()
 	if err != nil {
-		t.Fatalf("apply docs/install.md's NodeHealthCheck: %v", err)
+		t.Fatalf("apply docs/remediation.md's NodeHealthCheck: %v", err)
 	}
 }
 

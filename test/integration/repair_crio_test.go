@@ -21,7 +21,7 @@ import (
 // API after the shipped restartRuntimeAfter; systemd starts CRI-O again,
 // and its containers run on, each with its conmon.
 //
-// KillMode=process is what docs/install.md asks for on a node whose CRI-O
+// KillMode=process is what docs/remediation.md asks for on a node whose CRI-O
 // uses the cgroupfs manager, as here (systemd is not PID 1 on the test
 // machine, so CRI-O's default systemd manager, which gives each conmon a
 // scope of its own, cannot run). With the shipped unit's control-group,
