@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // retiredTags are build tags the suites no longer accept: they are
@@ -123,6 +124,83 @@ func testsIn(files []string) []string {
 		for _, m := range testFunc.FindAllStringSubmatch(string(raw), -1) {
 			out = append(out, m[1])
 		}
+	}
+	return out
+}
+
+// TestEveryLinkedHeadingExists: a link from a page to a heading of a page
+// of this repository (`page.md#heading`) finds that heading, as GitHub
+// makes its anchors: a heading renamed or moved to another page fails here.
+func TestEveryLinkedHeadingExists(t *testing.T) {
+	root := ".."
+	pages := []string{"README.md", "BENCHMARKS.md"}
+	for _, glob := range []string{"docs/*.md", "docs/history/*.md"} {
+		found, err := filepath.Glob(filepath.Join(root, glob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range found {
+			rel, _ := filepath.Rel(root, f)
+			pages = append(pages, rel)
+		}
+	}
+	anchors := map[string]map[string]bool{}
+	for _, p := range pages {
+		anchors[p] = headingAnchors(t, filepath.Join(root, p))
+	}
+	links := 0
+	for _, p := range pages {
+		raw, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range anchorLink.FindAllStringSubmatch(string(raw), -1) {
+			target := p
+			if m[1] != "" {
+				target = filepath.Clean(filepath.Join(filepath.Dir(p), m[1]))
+			}
+			heads, ok := anchors[target]
+			if !ok {
+				continue // not a page this test reads
+			}
+			links++
+			if !heads[m[2]] {
+				t.Errorf("%s links to %s#%s: no such heading there", p, target, m[2])
+			}
+		}
+	}
+	if links < 20 {
+		t.Fatalf("read %d links to headings; the pages have more", links)
+	}
+}
+
+// anchorLink is a Markdown link with a heading: its page (empty: this
+// one) and the anchor.
+var anchorLink = regexp.MustCompile(`\]\(([^)#\s]*\.md)?#([^)\s]+)\)`)
+
+var codeBlock = regexp.MustCompile("(?s)```.*?```")
+
+// headingAnchors are the anchors GitHub gives a page's headings: lower
+// case, punctuation but hyphens and underscores dropped, spaces hyphens.
+func headingAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	text := codeBlock.ReplaceAllString(string(raw), "")
+	for _, m := range regexp.MustCompile(`(?m)^#{1,6} (.*)$`).FindAllStringSubmatch(text, -1) {
+		slug := strings.Map(func(r rune) rune {
+			switch {
+			case r == ' ':
+				return '-'
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				return unicode.ToLower(r)
+			}
+			return -1
+		}, strings.TrimSpace(m[1]))
+		out[slug] = true
 	}
 	return out
 }
