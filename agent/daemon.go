@@ -23,26 +23,26 @@ import (
 
 // Agent is `hangwatch run` wired together.
 type Agent struct {
-	o          Options
-	cfg        *config.Configuration
-	conn       *cri.Conn
-	prober     *cri.Prober
-	relister   *pleg.Relister     // nil without the PLEG emulation
-	podsAPI    *podstarts.PodsAPI // nil without the kubelet's Pods API
-	criMetrics *cri.Metrics
-	engine     *conditions.Engine
-	view       *conditions.Latest // the engine's conditions, for /conditions
-	verdicts   *repairVerdicts    // the engine's conditions, for repair; nil without the link
-	feeds      []feed             // the signals, each feeding one input
-	events     *kernelEventLog
-	kernel     *kernellog.Watch // nil when the kernel log is not watched
-	api        *apiReporting    // nil when there is no API server
-	health     *liveness
-	secure     *httpauth.SecureServer // nil without --secure-listen-address
-	reloader   *configReloader        // nil without --config
-	link       *repairLink            // nil without repair.agentSocket
-	leases     *leases.Watch          // nil when the Lease is not read
-	memLimit   *metrics.Gauge         // hangwatch_go_memory_limit_bytes
+	o           Options
+	cfg         *config.Configuration
+	conn        *cri.Conn
+	prober      *cri.Prober
+	relister    *pleg.Relister     // nil without the PLEG emulation
+	podsAPI     *podstarts.PodsAPI // nil without the kubelet's Pods API
+	criMetrics  *cri.Metrics
+	engine      *conditions.Engine
+	view        *conditions.Latest // the engine's conditions, for /conditions
+	repairConds *repairConditions  // the engine's conditions, for repair; nil without the link
+	feeds       []feed             // the signals, each feeding one input
+	events      *kernelEventLog
+	kernel      *kernellog.Watch // nil when the kernel log is not watched
+	api         *apiReporting    // nil when there is no API server
+	health      *liveness
+	secure      *httpauth.SecureServer // nil without --secure-listen-address
+	reloader    *configReloader        // nil without --config
+	link        *repairLink            // nil without repair.agentSocket
+	leases      *leases.Watch          // nil when the Lease is not read
+	memLimit    *metrics.Gauge         // hangwatch_go_memory_limit_bytes
 	// leaseNudge carries the kubelet's metrics' word that its renewals
 	// fail to the Lease watch.
 	leaseNudge chan struct{}

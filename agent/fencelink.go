@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
+	"github.com/hangwatch/hangwatch/nodelink"
 	"github.com/hangwatch/hangwatch/repair"
 )
 
@@ -43,19 +44,19 @@ type fenceDesk struct {
 
 	mu        sync.Mutex
 	readAt    time.Time
-	last      repair.FenceOrder
+	last      nodelink.FenceOrder
 	firstSeen map[string]time.Time // by request ID: the current one only
 	// handed are the pods the last order with a request handed out, by
 	// UID, and deleted those deleted since for that request: the repair
 	// process may have only those deleted, and attest only those.
-	handed  map[string]repair.FencePod
+	handed  map[string]nodelink.FencePod
 	handFor string
 	deleted map[string]bool
 }
 
 // order reads the Node's request (at most every fenceReadEvery) and, with
 // one, the node's pods.
-func (d *fenceDesk) order(ctx context.Context) (repair.FenceOrder, error) {
+func (d *fenceDesk) order(ctx context.Context) (nodelink.FenceOrder, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.clock.Now()
@@ -64,9 +65,9 @@ func (d *fenceDesk) order(ctx context.Context) (repair.FenceOrder, error) {
 	}
 	n, err := d.api.GetNode(ctx, d.node)
 	if err != nil {
-		return repair.FenceOrder{}, fmt.Errorf("read Node %s: %w", d.node, err)
+		return nodelink.FenceOrder{}, fmt.Errorf("read Node %s: %w", d.node, err)
 	}
-	o := repair.FenceOrder{NodeBootID: n.Status.NodeInfo.BootID}
+	o := nodelink.FenceOrder{NodeBootID: n.Status.NodeInfo.BootID}
 	req, ok, err := fencing.RequestOf(n)
 	if err != nil {
 		klog.InfoS("The Node's fence request is malformed; not carried out", "node", d.node, "err", err)
@@ -76,11 +77,11 @@ func (d *fenceDesk) order(ctx context.Context) (repair.FenceOrder, error) {
 		if !seen {
 			first, d.firstSeen = now, map[string]time.Time{req.ID: now}
 		}
-		o.Request = &repair.FenceRequestNote{ID: req.ID, BootID: req.BootID, ValidFor: req.ValidFor, SeenFor: now.Sub(first),
+		o.Request = &nodelink.FenceRequestNote{ID: req.ID, BootID: req.BootID, ValidFor: req.ValidFor, SeenFor: now.Sub(first),
 			Deadline: req.Deadline, OptedIn: n.Labels[fencing.OptInLabel] == fencing.OptInValue}
 		pods, err := d.api.PodsOnNode(ctx, d.node)
 		if err != nil {
-			return repair.FenceOrder{}, fmt.Errorf("list the pods of node %s: %w", d.node, err)
+			return nodelink.FenceOrder{}, fmt.Errorf("list the pods of node %s: %w", d.node, err)
 		}
 		o.Pods = fencePods(pods)
 		d.hand(req.ID, o.Pods)
@@ -90,10 +91,10 @@ func (d *fenceDesk) order(ctx context.Context) (repair.FenceOrder, error) {
 }
 
 // fencePods describes pods for the fence's choice.
-func fencePods(pods []corev1.Pod) []repair.FencePod {
-	out := make([]repair.FencePod, 0, len(pods))
+func fencePods(pods []corev1.Pod) []nodelink.FencePod {
+	out := make([]nodelink.FencePod, 0, len(pods))
 	for _, p := range pods {
-		fp := repair.FencePod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}
+		fp := nodelink.FencePod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}
 		_, fp.Static = p.Annotations[corev1.MirrorPodAnnotationKey]
 		for _, ref := range p.OwnerReferences {
 			if ref.Controller != nil && *ref.Controller {
@@ -116,11 +117,11 @@ func fencePods(pods []corev1.Pod) []repair.FencePod {
 
 // hand remembers the pods an order handed out for request id; d.mu is
 // held.
-func (d *fenceDesk) hand(id string, pods []repair.FencePod) {
+func (d *fenceDesk) hand(id string, pods []nodelink.FencePod) {
 	if d.handFor != id {
 		d.handFor, d.deleted = id, map[string]bool{}
 	}
-	d.handed = make(map[string]repair.FencePod, len(pods))
+	d.handed = make(map[string]nodelink.FencePod, len(pods))
 	for _, p := range pods {
 		d.handed[p.UID] = p
 	}
@@ -128,7 +129,7 @@ func (d *fenceDesk) hand(id string, pods []repair.FencePod) {
 
 // handedOut says why pods are not all pods an order handed out for
 // request id, "" when they are; d.mu is held.
-func (d *fenceDesk) handedOut(id string, pods []repair.FencePod) string {
+func (d *fenceDesk) handedOut(id string, pods []nodelink.FencePod) string {
 	if id != d.handFor {
 		return fmt.Sprintf("fence %s is not the request the agent handed out (%q)", id, d.handFor)
 	}
@@ -143,7 +144,7 @@ func (d *fenceDesk) handedOut(id string, pods []repair.FencePod) string {
 // delete deletes the pods the fence killed (grace 0, only the pod of that
 // UID): "" when every one is gone from the API. It deletes only pods the
 // last order handed out for the same request.
-func (d *fenceDesk) delete(ctx context.Context, del repair.FenceDeletion) string {
+func (d *fenceDesk) delete(ctx context.Context, del nodelink.FenceDeletion) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if why := d.handedOut(del.RequestID, del.Pods); why != "" {
@@ -162,7 +163,7 @@ func (d *fenceDesk) delete(ctx context.Context, del repair.FenceDeletion) string
 
 // report attests on the Node what the fence did. It takes a report only
 // for the request on the Node now, naming only pods it deleted for it.
-func (d *fenceDesk) report(ctx context.Context, rep repair.FenceReport) error {
+func (d *fenceDesk) report(ctx context.Context, rep nodelink.FenceReport) error {
 	if err := d.reportable(ctx, rep); err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func (d *fenceDesk) report(ctx context.Context, rep repair.FenceReport) error {
 
 // reportable refuses a report for another request than the Node's, or
 // naming a pod the agent did not delete for it.
-func (d *fenceDesk) reportable(ctx context.Context, rep repair.FenceReport) error {
+func (d *fenceDesk) reportable(ctx context.Context, rep nodelink.FenceReport) error {
 	n, err := d.api.GetNode(ctx, d.node)
 	if err != nil {
 		return fmt.Errorf("read Node %s: %w", d.node, err)
@@ -207,7 +208,7 @@ func (d *fenceDesk) reportable(ctx context.Context, rep repair.FenceReport) erro
 	return nil
 }
 
-func podList(pods []repair.FencePod) string {
+func podList(pods []nodelink.FencePod) string {
 	out := ""
 	for i, p := range pods {
 		if i > 0 {
@@ -236,7 +237,7 @@ func (l *repairLink) serveFenceOrder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *repairLink) serveFenceDelete(w http.ResponseWriter, r *http.Request) {
-	var del repair.FenceDeletion
+	var del nodelink.FenceDeletion
 	if !decodeChecked(w, r, &del, func() error { return del.Check() }) {
 		return
 	}
@@ -244,11 +245,11 @@ func (l *repairLink) serveFenceDelete(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no API server: no pod can be deleted", http.StatusServiceUnavailable)
 		return
 	}
-	writeJSON(w, repair.FenceDeleted{Failed: l.fence.delete(r.Context(), del)})
+	writeJSON(w, nodelink.FenceDeleted{Failed: l.fence.delete(r.Context(), del)})
 }
 
 func (l *repairLink) serveFenceReport(w http.ResponseWriter, r *http.Request) {
-	var rep repair.FenceReport
+	var rep nodelink.FenceReport
 	if !decodeChecked(w, r, &rep, func() error { return rep.Check() }) {
 		return
 	}

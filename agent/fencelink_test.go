@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
-	"github.com/hangwatch/hangwatch/repair"
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // TestTheFenceIsReadDeletedAndAttestedThroughTheLink: the repair process
@@ -49,25 +49,25 @@ func TestTheFenceIsReadDeletedAndAttestedThroughTheLink(t *testing.T) {
 	if err != nil || order.Request == nil || order.Request.ID != "f-1" || order.NodeBootID != "b1" || len(order.Pods) != 2 || order.Pods[1].Owner != "DaemonSet" {
 		t.Fatalf("order = %+v, %v", order, err)
 	}
-	bad := repair.FenceReport{RequestID: "f-1", BootID: "b1", Fenced: true, Pods: []repair.FencePod{{Namespace: "default", Name: "web-0", UID: "not a uid"}}}
+	bad := nodelink.FenceReport{RequestID: "f-1", BootID: "b1", Fenced: true, Pods: []nodelink.FencePod{{Namespace: "default", Name: "web-0", UID: "not a uid"}}}
 	if err := link.FenceReport(ctx, bad); err == nil || !strings.Contains(err.Error(), "not a pod UID") {
 		t.Errorf("a report naming a malformed UID: %v, want it refused", err)
 	}
-	rep := repair.FenceReport{RequestID: "f-1", BootID: "b1", Fenced: true, Pods: order.Pods[:1]}
+	rep := nodelink.FenceReport{RequestID: "f-1", BootID: "b1", Fenced: true, Pods: order.Pods[:1]}
 	if err := link.FenceReport(ctx, rep); err == nil || !strings.Contains(err.Error(), "not deleted through the agent") {
 		t.Errorf("a report naming a pod not deleted: %v, want it refused", err)
 	}
-	stranger := repair.FencePod{Namespace: "default", Name: "elsewhere", UID: "cc-3"}
-	if ans, err := link.FenceDelete(ctx, repair.FenceDeletion{RequestID: "f-1", Pods: []repair.FencePod{stranger}}); err != nil || !strings.Contains(ans.Failed, "not handed out") {
+	stranger := nodelink.FencePod{Namespace: "default", Name: "elsewhere", UID: "cc-3"}
+	if ans, err := link.FenceDelete(ctx, nodelink.FenceDeletion{RequestID: "f-1", Pods: []nodelink.FencePod{stranger}}); err != nil || !strings.Contains(ans.Failed, "not handed out") {
 		t.Errorf("deleting a pod of another node: %+v, %v, want it refused", ans, err)
 	}
-	if ans, err := link.FenceDelete(ctx, repair.FenceDeletion{RequestID: "f-0", Pods: order.Pods[:1]}); err != nil || !strings.Contains(ans.Failed, "not the request") {
+	if ans, err := link.FenceDelete(ctx, nodelink.FenceDeletion{RequestID: "f-0", Pods: order.Pods[:1]}); err != nil || !strings.Contains(ans.Failed, "not the request") {
 		t.Errorf("deleting for another request: %+v, %v, want it refused", ans, err)
 	}
-	if ans, err := link.FenceDelete(ctx, repair.FenceDeletion{RequestID: "f-1", Pods: order.Pods[:1]}); err != nil || ans.Failed != "" {
+	if ans, err := link.FenceDelete(ctx, nodelink.FenceDeletion{RequestID: "f-1", Pods: order.Pods[:1]}); err != nil || ans.Failed != "" {
 		t.Fatalf("delete web-0: %+v, %v", ans, err)
 	}
-	if err := link.FenceReport(ctx, repair.FenceReport{RequestID: "f-9", BootID: "b1"}); err == nil || !strings.Contains(err.Error(), "the Node's request is \"f-1\"") {
+	if err := link.FenceReport(ctx, nodelink.FenceReport{RequestID: "f-9", BootID: "b1"}); err == nil || !strings.Contains(err.Error(), "the Node's request is \"f-1\"") {
 		t.Errorf("a report for another request than the Node's: %v, want it refused", err)
 	}
 	if err := link.FenceReport(ctx, rep); err != nil {

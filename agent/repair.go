@@ -8,7 +8,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/internal/maintenance"
-	"github.com/hangwatch/hangwatch/repair"
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // maintenance reads the Node fresh and names its condition that says an
@@ -21,26 +21,26 @@ func (r *apiReporting) maintenance(ctx context.Context) (string, error) {
 	return maintenance.TrueOn(n), nil
 }
 
-// repairVerdicts are the engine's conditions as repair reads them, kept
-// as the engine publishes them (a conditions.Subscriber).
-type repairVerdicts struct {
+// repairConditions are the engine's conditions as repair reads them,
+// kept as the engine publishes them (a conditions.Subscriber).
+type repairConditions struct {
 	mu sync.Mutex
-	v  []repair.Verdict
+	v  []nodelink.Condition
 }
 
-// Judged keeps the latest conditions as verdicts.
-func (r *repairVerdicts) Judged(j conditions.Judgement) {
-	var out []repair.Verdict
+// Judged keeps the latest conditions.
+func (r *repairConditions) Judged(j conditions.Judgement) {
+	var out []nodelink.Condition
 	for _, c := range j.Conditions {
-		out = append(out, repair.Verdict{Type: c.Type, True: c.Status == conditions.StatusTrue, Reason: c.Reason, Since: c.LastTransitionTime})
+		out = append(out, nodelink.Condition{Type: c.Type, True: c.Status == conditions.StatusTrue, Reason: c.Reason})
 	}
 	r.mu.Lock()
 	r.v = out
 	r.mu.Unlock()
 }
 
-// get returns the latest verdicts.
-func (r *repairVerdicts) get() []repair.Verdict {
+// get returns the latest conditions.
+func (r *repairConditions) get() []nodelink.Condition {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.v)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/hangwatch/hangwatch/nodelink"
 	"github.com/hangwatch/hangwatch/repair"
 )
 
@@ -32,7 +33,7 @@ const linkedWithin = 30 * time.Second
 type repairLink struct {
 	path  string
 	clock clock.PassiveClock
-	view  func() repair.View
+	view  func() nodelink.View
 	relay *repair.Relay
 	// maintenance and fleet are nil without an API server.
 	maintenance func(ctx context.Context) (string, error)
@@ -54,8 +55,8 @@ func (a *Agent) newRepairLink() {
 	if path == "" {
 		return
 	}
-	a.verdicts = &repairVerdicts{}
-	a.engine.Subscribe(a.verdicts)
+	a.repairConds = &repairConditions{}
+	a.engine.Subscribe(a.repairConds)
 	l := &repairLink{path: path, clock: a.o.Clock, view: a.repairView, notify: logNotifier{}}
 	l.relay = repair.NewRelay(a.o.Registry, l.linked)
 	if a.api != nil {
@@ -72,12 +73,12 @@ func (a *Agent) newRepairLink() {
 
 // repairView is what the repair process reads: the conditions and each
 // target's silence, on the agent's clock.
-func (a *Agent) repairView() repair.View {
+func (a *Agent) repairView() nodelink.View {
 	what, d := a.prober.Unanswered(repair.WholeRuntimeCalls)
-	v := repair.View{Verdicts: a.verdicts.get(), Silences: map[repair.Target]repair.SilenceNote{repair.TargetRuntime: {What: what, For: d}},
+	v := nodelink.View{Conditions: a.repairConds.get(), Silences: map[repair.Target]nodelink.SilenceNote{repair.TargetRuntime: {What: what, For: d}},
 		Lifecycle: a.prober.Silent(repair.LifecycleCalls)}
 	if a.leases != nil && a.leases.Healthz != nil {
-		v.Silences[repair.TargetKubelet] = repair.SilenceNote{What: "/healthz", For: a.leases.KubeletUnanswered()}
+		v.Silences[repair.TargetKubelet] = nodelink.SilenceNote{What: "/healthz", For: a.leases.KubeletUnanswered()}
 	}
 	return v
 }
@@ -166,19 +167,19 @@ func peerUID(c *net.UnixConn) int {
 
 func (l *repairLink) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+repair.LinkViewPath, l.serveView)
-	mux.HandleFunc("POST "+repair.LinkMaintenancePath, l.serveMaintenance)
-	mux.HandleFunc("POST "+repair.LinkFleetPath, l.serveFleet)
-	mux.HandleFunc("POST "+repair.LinkEventPath, l.serveEvent)
-	mux.HandleFunc("POST "+repair.LinkFenceOrderPath, l.serveFenceOrder)
-	mux.HandleFunc("POST "+repair.LinkFenceDeletePath, l.serveFenceDelete)
-	mux.HandleFunc("POST "+repair.LinkFenceReportPath, l.serveFenceReport)
+	mux.HandleFunc("POST "+nodelink.ViewPath, l.serveView)
+	mux.HandleFunc("POST "+nodelink.MaintenancePath, l.serveMaintenance)
+	mux.HandleFunc("POST "+nodelink.FleetPath, l.serveFleet)
+	mux.HandleFunc("POST "+nodelink.EventPath, l.serveEvent)
+	mux.HandleFunc("POST "+nodelink.FenceOrderPath, l.serveFenceOrder)
+	mux.HandleFunc("POST "+nodelink.FenceDeletePath, l.serveFenceDelete)
+	mux.HandleFunc("POST "+nodelink.FenceReportPath, l.serveFenceReport)
 	return mux
 }
 
 func (l *repairLink) serveView(w http.ResponseWriter, r *http.Request) {
-	var t repair.Tally
-	if !decodeChecked(w, r, &t, func() error { return t.Check() }) {
+	var t nodelink.Tally
+	if !decodeChecked(w, r, &t, func() error { return repair.CheckTally(t) }) {
 		return
 	}
 	l.relay.Set(t)
@@ -193,7 +194,7 @@ func (l *repairLink) serveMaintenance(w http.ResponseWriter, r *http.Request) {
 	if !decodeChecked(w, r, &none, func() error { return nil }) {
 		return
 	}
-	var a repair.MaintenanceAnswer
+	var a nodelink.MaintenanceAnswer
 	if l.maintenance != nil {
 		var err error
 		if a.Condition, err = l.maintenance(r.Context()); err != nil {
@@ -205,25 +206,25 @@ func (l *repairLink) serveMaintenance(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *repairLink) serveFleet(w http.ResponseWriter, r *http.Request) {
-	var ask repair.FleetAsk
-	if !decodeChecked(w, r, &ask, func() error { return ask.Check() }) {
+	var ask nodelink.FleetAsk
+	if !decodeChecked(w, r, &ask, func() error { return repair.CheckFleetAsk(ask) }) {
 		return
 	}
 	if l.fleet == nil {
 		http.Error(w, "no API server: the fleet's bound cannot be consulted", http.StatusServiceUnavailable)
 		return
 	}
-	ok, why, err := l.fleet.Acquire(r.Context(), ask.Target, ask.Settings())
+	ok, why, err := l.fleet.Acquire(r.Context(), ask.Target, repair.FleetSettingsOf(ask))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	writeJSON(w, repair.FleetAnswer{OK: ok, Why: why})
+	writeJSON(w, nodelink.FleetAnswer{OK: ok, Why: why})
 }
 
 func (l *repairLink) serveEvent(w http.ResponseWriter, r *http.Request) {
-	var n repair.EventNote
-	if !decodeChecked(w, r, &n, func() error { return n.Check() }) {
+	var n nodelink.EventNote
+	if !decodeChecked(w, r, &n, func() error { return repair.CheckEventNote(n) }) {
 		return
 	}
 	if n.Warning {
@@ -237,7 +238,7 @@ func (l *repairLink) serveEvent(w http.ResponseWriter, r *http.Request) {
 // decodeChecked decodes the request into v and checks it, answering 400
 // with what is wrong.
 func decodeChecked(w http.ResponseWriter, r *http.Request, v any, check func() error) bool {
-	err := repair.DecodeLink(r.Body, v)
+	err := nodelink.Decode(r.Body, v)
 	if err == nil {
 		err = check()
 	}

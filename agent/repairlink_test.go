@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/nodelink"
 	"github.com/hangwatch/hangwatch/repair"
 )
 
@@ -51,7 +52,7 @@ func TestTheRepairProcessReadsTheAgentsViewOverItsSocket(t *testing.T) {
 	p.stepUntil(t, "RuntimeHung True in the view, the runtime silent", func() bool {
 		link.Refresh(ctx, tally)
 		what, d := link.Silence(repair.TargetRuntime)()
-		return hasTrue(link.Verdicts(), "RuntimeHung") && what != "" && d > 0
+		return hasTrue(link.Conditions(), "RuntimeHung") && what != "" && d > 0
 	})
 	text := metricsText(t, p)
 	for _, want := range []string{`hangwatch_repairs_total{outcome="restarted",target="runtime"} 2`,
@@ -108,13 +109,13 @@ func TestTheLinkRefusesWhatItWillNotPass(t *testing.T) {
 		return d.DialContext(ctx, "unix", socket)
 	}}}
 	for _, c := range []struct{ path, body, want string }{
-		{repair.LinkEventPath, `{"reason":"NodeNotReady","message":"x"}`, "not one of repair's reasons"},
-		{repair.LinkEventPath, `{"reason":"RepairRefused","message":"x","node":"node-b"}`, "unknown field"},
-		{repair.LinkViewPath, `{"repairs":{"runtime":{"rebooted":1}}}`, `outcome "rebooted"`},
-		{repair.LinkViewPath, `{"repairs":{"runtime":{"restarted":-1}}}`, "want a known outcome and a count"},
-		{repair.LinkFleetPath, `{"target":"runtime","maxRestarts":1000,"window":600000000000,"namespace":"kube-system"}`, "maxRestarts 1000"},
-		{repair.LinkViewPath, `{}{}`, "more than one value"},
-		{repair.LinkViewPath, `{"repairs":{"` + strings.Repeat("a", repair.LinkMaxBody) + `":{}}}`, "decode"},
+		{nodelink.EventPath, `{"reason":"NodeNotReady","message":"x"}`, "not one of repair's reasons"},
+		{nodelink.EventPath, `{"reason":"RepairRefused","message":"x","node":"node-b"}`, "unknown field"},
+		{nodelink.ViewPath, `{"repairs":{"runtime":{"rebooted":1}}}`, `outcome "rebooted"`},
+		{nodelink.ViewPath, `{"repairs":{"runtime":{"restarted":-1}}}`, "want a known outcome and a count"},
+		{nodelink.FleetPath, `{"target":"runtime","maxRestarts":1000,"window":600000000000,"namespace":"kube-system"}`, "maxRestarts 1000"},
+		{nodelink.ViewPath, `{}{}`, "more than one value"},
+		{nodelink.ViewPath, `{"repairs":{"` + strings.Repeat("a", nodelink.MaxBody) + `":{}}}`, "decode"},
 	} {
 		resp, err := client.Post("http://agent"+c.path, "application/json", strings.NewReader(c.body))
 		if err != nil {
@@ -128,7 +129,7 @@ func TestTheLinkRefusesWhatItWillNotPass(t *testing.T) {
 	}
 }
 
-func hasTrue(vs []repair.Verdict, condType string) bool {
+func hasTrue(vs []nodelink.Condition, condType string) bool {
 	for _, v := range vs {
 		if v.Type == condType && v.True {
 			return true

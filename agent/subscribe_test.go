@@ -36,8 +36,8 @@ func TestEveryConsumerHearsAChangeAsASubscriber(t *testing.T) {
 		events: nodestatus.NewEvents(api, "node-a", nil, time.Second, clk)}}
 	defer a.api.shutdown()
 	a.subscribe()
-	a.verdicts = &repairVerdicts{} // as newRepairLink does
-	engine.Subscribe(a.verdicts)
+	a.repairConds = &repairConditions{} // as newRepairLink does
+	engine.Subscribe(a.repairConds)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go a.api.report(ctx)
@@ -57,8 +57,8 @@ func TestEveryConsumerHearsAChangeAsASubscriber(t *testing.T) {
 
 	a.observe(cri.Cycle{Calls: []cri.CallResult{{Method: "ListPodSandbox", Class: cri.ClassTimeout}}}.Observation(2 * time.Second))
 
-	if v := a.verdicts.get(); len(v) != 1 || !v[0].True || v[0].Reason != "ListPodSandboxHung" {
-		t.Errorf("repair's verdicts %+v, want RuntimeHung True at once", v)
+	if v := a.repairConds.get(); len(v) != 1 || !v[0].True || v[0].Reason != "ListPodSandboxHung" {
+		t.Errorf("repair's conditions %+v, want RuntimeHung True at once", v)
 	}
 	if got := conditionsServed(t, a); got.Status != conditions.StatusTrue || got.Reason != "ListPodSandboxHung" {
 		t.Errorf("/conditions serves %+v, want RuntimeHung True at once", got)

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // linkTimeout bounds one exchange on the link: the agent answers from
@@ -28,7 +30,7 @@ type AgentLink struct {
 	client *http.Client
 
 	mu     sync.Mutex
-	view   View
+	view   nodelink.View
 	broken error // the last exchange's failure, logged once until one works
 }
 
@@ -79,13 +81,13 @@ func every(ctx context.Context, clk clock.WithTicker, step func()) {
 
 // Refresh hands the agent the tally and keeps the view it answers with;
 // on any failure the view is empty.
-func (l *AgentLink) Refresh(ctx context.Context, tally Tally) {
-	var v View
-	err := l.call(ctx, LinkViewPath, tally, &v)
+func (l *AgentLink) Refresh(ctx context.Context, tally nodelink.Tally) {
+	var v nodelink.View
+	err := l.call(ctx, nodelink.ViewPath, tally, &v)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
-		v = View{}
+		v = nodelink.View{}
 		if l.broken == nil {
 			klog.ErrorS(err, "Repair cannot read the agent's view: nothing is restarted until it can", "socket", l.socket)
 		}
@@ -95,11 +97,11 @@ func (l *AgentLink) Refresh(ctx context.Context, tally Tally) {
 	l.view, l.broken = v, err
 }
 
-// Verdicts are the conditions of the last view.
-func (l *AgentLink) Verdicts() []Verdict {
+// Conditions are the node's conditions of the last view.
+func (l *AgentLink) Conditions() []nodelink.Condition {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.view.Verdicts
+	return l.view.Conditions
 }
 
 // Silence is target's silence as the last view said.
@@ -124,35 +126,35 @@ func (l *AgentLink) LifecycleSilence() Silence {
 
 // Maintenance asks the agent for the Node's maintenance condition.
 func (l *AgentLink) Maintenance(ctx context.Context) (string, error) {
-	var a MaintenanceAnswer
-	err := l.call(ctx, LinkMaintenancePath, struct{}{}, &a)
+	var a nodelink.MaintenanceAnswer
+	err := l.call(ctx, nodelink.MaintenancePath, struct{}{}, &a)
 	return a.Condition, err
 }
 
 // Acquire asks the agent for one of the fleet's slots.
 func (l *AgentLink) Acquire(ctx context.Context, t Target, fs FleetSettings) (bool, string, error) {
-	var a FleetAnswer
-	err := l.call(ctx, LinkFleetPath, FleetAsk{Target: t, MaxRestarts: fs.MaxRestarts, Window: fs.Window, Namespace: fs.Namespace}, &a)
+	var a nodelink.FleetAnswer
+	err := l.call(ctx, nodelink.FleetPath, nodelink.FleetAsk{Target: t, MaxRestarts: fs.MaxRestarts, Window: fs.Window, Namespace: fs.Namespace}, &a)
 	return a.OK, a.Why, err
 }
 
 // FenceOrder asks the agent for the Node's fence request.
-func (l *AgentLink) FenceOrder(ctx context.Context) (FenceOrder, error) {
-	var o FenceOrder
-	err := l.call(ctx, LinkFenceOrderPath, struct{}{}, &o)
+func (l *AgentLink) FenceOrder(ctx context.Context) (nodelink.FenceOrder, error) {
+	var o nodelink.FenceOrder
+	err := l.call(ctx, nodelink.FenceOrderPath, struct{}{}, &o)
 	return o, err
 }
 
 // FenceDelete has the agent delete the pods the fence killed.
-func (l *AgentLink) FenceDelete(ctx context.Context, d FenceDeletion) (FenceDeleted, error) {
-	var a FenceDeleted
-	err := l.callFor(ctx, LinkFenceDeletePath, d, &a, fenceReportTimeout)
+func (l *AgentLink) FenceDelete(ctx context.Context, d nodelink.FenceDeletion) (nodelink.FenceDeleted, error) {
+	var a nodelink.FenceDeleted
+	err := l.callFor(ctx, nodelink.FenceDeletePath, d, &a, fenceReportTimeout)
 	return a, err
 }
 
 // FenceReport hands the agent what the fence did.
-func (l *AgentLink) FenceReport(ctx context.Context, r FenceReport) error {
-	return l.callFor(ctx, LinkFenceReportPath, r, nil, fenceReportTimeout)
+func (l *AgentLink) FenceReport(ctx context.Context, r nodelink.FenceReport) error {
+	return l.callFor(ctx, nodelink.FenceReportPath, r, nil, fenceReportTimeout)
 }
 
 // fenceReportTimeout bounds the deletion, in which the agent deletes every
@@ -169,7 +171,7 @@ func (l *AgentLink) Warning(reason, message string) { l.event(true, reason, mess
 func (l *AgentLink) event(warning bool, reason, message string) {
 	ctx, cancel := context.WithTimeout(context.Background(), linkTimeout)
 	defer cancel()
-	if err := l.call(ctx, LinkEventPath, EventNote{Warning: warning, Reason: reason, Message: message}, nil); err != nil {
+	if err := l.call(ctx, nodelink.EventPath, nodelink.EventNote{Warning: warning, Reason: reason, Message: message}, nil); err != nil {
 		klog.ErrorS(err, "The agent did not take repair's Event", "reason", reason)
 	}
 }
@@ -205,7 +207,7 @@ func (l *AgentLink) callFor(ctx context.Context, path string, in, out any, timeo
 	if out == nil {
 		return nil
 	}
-	if err := DecodeLink(resp.Body, out); err != nil {
+	if err := nodelink.Decode(resp.Body, out); err != nil {
 		return fmt.Errorf("link %s on %s: %w", path, l.socket, err)
 	}
 	return nil

@@ -311,7 +311,7 @@ func TestARestartThatNeverListensAgainIsGivenUp(t *testing.T) {
 	}
 	g.silentSince = time.Time{} // each call refused at once: an answer to the silence,
 	g.run(2 * time.Second)      // while RuntimeHung still says VersionHung,
-	g.verdicts = nil            // then one cycle judged responsive as the killed runtime's calls ended
+	g.conds = nil            // then one cycle judged responsive as the killed runtime's calls ended
 	g.run(2 * time.Second)
 	g.hang("RuntimeUnreachable")
 	g.silentSince = time.Time{}
@@ -334,7 +334,7 @@ func TestARestartThatCuresEndsTheSpell(t *testing.T) {
 	g.run(21 * time.Second)
 	g.silentSince = time.Time{}
 	g.run(3 * time.Second)
-	g.verdicts = nil
+	g.conds = nil
 	g.run(30 * time.Second)
 	g.givenUp(false, "has not restarted")
 	if g.sd.kills != 1 {

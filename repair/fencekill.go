@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hangwatch/hangwatch/fence"
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // stop records each pod's volume mounts, kills each pod's cgroups, has
@@ -21,7 +22,7 @@ import (
 // them. A volume is released when no mount namespace of the node still
 // mounts the device or source it had before the kill, wherever it is
 // mounted: never because a path looks empty.
-func (r *fenceRun) stop(ctx context.Context, pods []FencePod, groups map[string][]string) string {
+func (r *fenceRun) stop(ctx context.Context, pods []nodelink.FencePod, groups map[string][]string) string {
 	records := make([]fence.VolumeRecord, 0, len(pods))
 	for _, p := range pods {
 		rec, err := r.host.RecordPodVolumes(p.UID)
@@ -55,7 +56,7 @@ func (r *fenceRun) stop(ctx context.Context, pods []FencePod, groups map[string]
 // heldAnywhere checks, once every pod is released (a volume two of them
 // share is still the other's before), that no mount namespace of the node
 // mounts what the pods' volumes had; "" when none does.
-func (r *fenceRun) heldAnywhere(ctx context.Context, pods []FencePod, records []fence.VolumeRecord) string {
+func (r *fenceRun) heldAnywhere(ctx context.Context, pods []nodelink.FencePod, records []fence.VolumeRecord) string {
 	for i, rec := range records {
 		hctx, cancel := context.WithTimeout(ctx, r.f.settings.KillTimeout)
 		held, err := r.host.HeldAnywhere(hctx, rec)
@@ -74,8 +75,8 @@ func (r *fenceRun) heldAnywhere(ctx context.Context, pods []FencePod, records []
 
 // kill empties each pod's cgroups, each within KillTimeout; it stops at
 // the first pod it cannot kill and returns the pods killed whole.
-func (r *fenceRun) kill(ctx context.Context, pods []FencePod, groups map[string][]string) ([]FencePod, string) {
-	var killed []FencePod
+func (r *fenceRun) kill(ctx context.Context, pods []nodelink.FencePod, groups map[string][]string) ([]nodelink.FencePod, string) {
+	var killed []nodelink.FencePod
 	for _, p := range pods {
 		for _, dir := range groups[p.UID] {
 			kctx, cancel := context.WithTimeout(ctx, r.f.settings.KillTimeout)
@@ -93,10 +94,10 @@ func (r *fenceRun) kill(ctx context.Context, pods []FencePod, groups map[string]
 
 // delete has the agent delete the killed pods; "" when every one is gone
 // from the API.
-func (r *fenceRun) delete(ctx context.Context, killed []FencePod) string {
+func (r *fenceRun) delete(ctx context.Context, killed []nodelink.FencePod) string {
 	dctx, cancel := context.WithTimeout(ctx, fenceReportTimeout)
 	defer cancel()
-	ans, err := r.f.o.Link.FenceDelete(dctx, FenceDeletion{RequestID: r.req.ID, Pods: killed})
+	ans, err := r.f.o.Link.FenceDelete(dctx, nodelink.FenceDeletion{RequestID: r.req.ID, Pods: killed})
 	switch {
 	case err != nil:
 		return err.Error()
@@ -110,7 +111,7 @@ func (r *fenceRun) delete(ctx context.Context, killed []FencePod) string {
 // release has the CSI node plugins unpublish and unstage the pod's
 // volumes and unmounts what is left, within KillTimeout; "" when done,
 // else why not.
-func (r *fenceRun) release(ctx context.Context, p FencePod) string {
+func (r *fenceRun) release(ctx context.Context, p nodelink.FencePod) string {
 	rctx, cancel := context.WithTimeout(ctx, r.f.settings.KillTimeout)
 	defer cancel()
 	unstaged, err := r.host.ReleaseCSI(rctx, p.UID)

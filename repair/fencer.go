@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/fence"
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // Defaults of the fence.
@@ -55,9 +56,9 @@ type FenceSettings struct {
 // FenceLink is the agent's side of the fence: it reads the request and the
 // node's pods, deletes the pods the fence killed, and attests its report.
 type FenceLink interface {
-	FenceOrder(ctx context.Context) (FenceOrder, error)
-	FenceDelete(ctx context.Context, d FenceDeletion) (FenceDeleted, error)
-	FenceReport(ctx context.Context, r FenceReport) error
+	FenceOrder(ctx context.Context) (nodelink.FenceOrder, error)
+	FenceDelete(ctx context.Context, d nodelink.FenceDeletion) (nodelink.FenceDeleted, error)
+	FenceReport(ctx context.Context, r nodelink.FenceReport) error
 }
 
 // Host is what the fence does to the node: find, check and kill pod
@@ -84,9 +85,9 @@ type Host interface {
 
 // FencerOptions wire a Fencer.
 type FencerOptions struct {
-	Settings FenceSettings
-	Clock    clock.PassiveClock
-	Verdicts func() []Verdict
+	Settings   FenceSettings
+	Clock      clock.PassiveClock
+	Conditions func() []nodelink.Condition
 	// Silence is how long every call of LifecycleCalls has gone without
 	// an answer, on the agent's clock.
 	Silence Silence
@@ -120,7 +121,7 @@ type Fencer struct {
 	// firstSeen is when this process first saw each request, on its own
 	// clock: the agent's count starts again when the agent restarts.
 	firstSeen map[string]time.Time
-	pending   *FenceReport // made, not yet taken by the agent
+	pending   *nodelink.FenceReport // made, not yet taken by the agent
 	pendingAt time.Time
 	broken    bool
 }
@@ -149,7 +150,7 @@ func (f *Fencer) Step(ctx context.Context) {
 		f.report(ctx)
 		return
 	}
-	vs := f.o.Verdicts()
+	vs := f.o.Conditions()
 	if !f.settings.Enabled || !f.hung(vs) || f.o.Clock.Since(f.askedAt) < fenceOrderEvery {
 		return
 	}
@@ -170,7 +171,7 @@ func (f *Fencer) Step(ctx context.Context) {
 }
 
 // readOrder reads the request; ok false when there is none to consider.
-func (f *Fencer) readOrder(ctx context.Context) (FenceOrder, bool) {
+func (f *Fencer) readOrder(ctx context.Context) (nodelink.FenceOrder, bool) {
 	order, err := f.o.Link.FenceOrder(ctx)
 	if err != nil {
 		if !f.broken {
@@ -196,7 +197,7 @@ func (f *Fencer) readOrder(ctx context.Context) (FenceOrder, bool) {
 // fenceMinSilence (the reason names the first call of a cycle past its
 // timeout, which in a freeze may be any of them: the silence is what
 // tells ImageFsInfo held alone, or a slow list, from a stuck lifecycle).
-func (f *Fencer) hung(vs []Verdict) bool {
+func (f *Fencer) hung(vs []nodelink.Condition) bool {
 	if v, sick := unwell(TargetRuntime, vs); sick {
 		_, silent := f.o.Silence()
 		return wholeRuntimeReason(v.Reason) && silent >= fenceMinSilence
@@ -227,7 +228,7 @@ func (f *Fencer) report(ctx context.Context) {
 	f.pending = nil
 }
 
-func podNames(pods []FencePod) string {
+func podNames(pods []nodelink.FencePod) string {
 	names := make([]string, len(pods))
 	for i, p := range pods {
 		names[i] = p.Namespace + "/" + p.Name

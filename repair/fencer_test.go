@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/hangwatch/hangwatch/fence"
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // fakeHost is a node whose pods' cgroups are dirs named after their UIDs.
@@ -81,30 +82,30 @@ func (h *fakeHost) ReleaseCSI(ctx context.Context, uid string) ([]string, error)
 }
 
 type fakeFenceLink struct {
-	order      FenceOrder
+	order      nodelink.FenceOrder
 	asked      int
-	reports    []FenceReport
+	reports    []nodelink.FenceReport
 	deleted    []string
 	failDelete string
 	steps      *[]string
 }
 
-func (l *fakeFenceLink) FenceOrder(context.Context) (FenceOrder, error) {
+func (l *fakeFenceLink) FenceOrder(context.Context) (nodelink.FenceOrder, error) {
 	l.asked++
 	return l.order, nil
 }
-func (l *fakeFenceLink) FenceDelete(_ context.Context, d FenceDeletion) (FenceDeleted, error) {
+func (l *fakeFenceLink) FenceDelete(_ context.Context, d nodelink.FenceDeletion) (nodelink.FenceDeleted, error) {
 	if l.failDelete != "" {
-		return FenceDeleted{Failed: l.failDelete}, nil
+		return nodelink.FenceDeleted{Failed: l.failDelete}, nil
 	}
 	for _, p := range d.Pods {
 		l.deleted = append(l.deleted, p.Name)
 		*l.steps = append(*l.steps, "delete "+p.UID)
 	}
-	return FenceDeleted{}, nil
+	return nodelink.FenceDeleted{}, nil
 }
 
-func (l *fakeFenceLink) FenceReport(_ context.Context, r FenceReport) error {
+func (l *fakeFenceLink) FenceReport(_ context.Context, r nodelink.FenceReport) error {
 	l.reports = append(l.reports, r)
 	return nil
 }
@@ -121,16 +122,16 @@ type fencerRig struct {
 	host    *fakeHost
 	notes   *notes
 	up      bool
-	vs      []Verdict
+	vs      []nodelink.Condition
 	f       *Fencer
 }
 
 func newFencerRig(s FenceSettings) *fencerRig {
 	g := &fencerRig{clk: clocktesting.NewFakeClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)), host: &fakeHost{}, notes: &notes{}, up: true, silence: 15 * time.Second,
-		vs: []Verdict{{Type: "RuntimeHung", True: true, Reason: "RuntimeNotResponding"}}}
-	g.link = &fakeFenceLink{steps: &g.steps, order: FenceOrder{NodeBootID: "b1", Request: &FenceRequestNote{ID: "f-1", BootID: "b1", ValidFor: time.Minute, SeenFor: time.Second,
+		vs: []nodelink.Condition{{Type: "RuntimeHung", True: true, Reason: "RuntimeNotResponding"}}}
+	g.link = &fakeFenceLink{steps: &g.steps, order: nodelink.FenceOrder{NodeBootID: "b1", Request: &nodelink.FenceRequestNote{ID: "f-1", BootID: "b1", ValidFor: time.Minute, SeenFor: time.Second,
 		Deadline: g.clk.Now().Add(time.Minute), OptedIn: true},
-		Pods: []FencePod{
+		Pods: []nodelink.FencePod{
 			{Namespace: "default", Name: "web-0", UID: "u1", Owner: "StatefulSet", Running: true},
 			{Namespace: "kube-system", Name: "kube-proxy-x", UID: "u2", Owner: "DaemonSet", Running: true},
 			{Namespace: "kube-system", Name: "etcd-a", UID: "u3", Static: true, Running: true},
@@ -138,7 +139,7 @@ func newFencerRig(s FenceSettings) *fencerRig {
 			{Namespace: "csi", Name: "plugin", UID: "u4", StaysOutOfService: true, Running: true},
 			{Namespace: "default", Name: "pending", UID: "gone"},
 		}}}
-	g.f = NewFencer(FencerOptions{Settings: s, Clock: g.clk, Verdicts: func() []Verdict { return g.vs },
+	g.f = NewFencer(FencerOptions{Settings: s, Clock: g.clk, Conditions: func() []nodelink.Condition { return g.vs },
 		Silence: func() (string, time.Duration) { return "the pod lifecycle's calls", g.silence }, GivenUp: func() (bool, string) { return g.up, "" },
 		Link: g.link, Notify: g.notes, BootID: func() (string, error) { return "b1", nil }, Host: g.host,
 		Probe: func(context.Context) string {
@@ -198,7 +199,7 @@ func TestFencerRefusals(t *testing.T) {
 		"D state":            {func(g *fencerRig) { g.host.stuck = map[string]bool{"/cg/podu1": true} }, true, "uninterruptible"},
 		"another boot":       {func(g *fencerRig) { g.link.order.Request.BootID = "b0" }, true, "boot b0"},
 		"old request":        {func(g *fencerRig) { g.link.order.Request.SeenFor = 2 * time.Minute }, true, "first seen"},
-		"kernel deadlock":    {func(g *fencerRig) { g.vs = append(g.vs, Verdict{Type: "KernelDeadlock", True: true}) }, true, "KernelDeadlock"},
+		"kernel deadlock":    {func(g *fencerRig) { g.vs = append(g.vs, nodelink.Condition{Type: "KernelDeadlock", True: true}) }, true, "KernelDeadlock"},
 		"a volume held":      {func(g *fencerRig) { g.host.mounted = map[string][]string{"u1": {"pid 9: /v"}} }, true, "still mounted"},
 		"running, no cgroup": {func(g *fencerRig) { g.link.order.Pods[5].Running = true }, true, "cgroup is not found"},
 		"repair still at it": {func(g *fencerRig) { g.up = false }, false, ""},
@@ -343,7 +344,7 @@ func TestFencerDropsAReportTheAgentNeverTakes(t *testing.T) {
 
 type refusingLink struct{ *fakeFenceLink }
 
-func (refusingLink) FenceReport(context.Context, FenceReport) error {
+func (refusingLink) FenceReport(context.Context, nodelink.FenceReport) error {
 	return errors.New("fence report for f-1: the Node's request is \"\"")
 }
 
@@ -354,14 +355,14 @@ func (refusingLink) FenceReport(context.Context, FenceReport) error {
 // the request timed out.
 func TestALongWhyStillReachesTheNode(t *testing.T) {
 	why := "pod default/web-0: " + strings.Repeat("é/long/path", 60)
-	rep := FenceReport{RequestID: "f-1", BootID: "b1", Why: shortWhy(why)}
+	rep := nodelink.FenceReport{RequestID: "f-1", BootID: "b1", Why: nodelink.ShortWhy(why)}
 	if err := rep.Check(); err != nil {
 		t.Fatalf("a cut why: %v", err)
 	}
-	if len(rep.Why) > maxFenceWhy || !strings.HasSuffix(rep.Why, "…") || !utf8.ValidString(rep.Why) {
+	if len(rep.Why) > nodelink.MaxFenceWhy || !strings.HasSuffix(rep.Why, "…") || !utf8.ValidString(rep.Why) {
 		t.Errorf("why %d bytes, valid %v: %q", len(rep.Why), utf8.ValidString(rep.Why), rep.Why)
 	}
-	if shortWhy("short") != "short" {
+	if nodelink.ShortWhy("short") != "short" {
 		t.Errorf("a short why changed")
 	}
 }

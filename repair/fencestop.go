@@ -7,24 +7,26 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // fenceRun is one fence being carried out: the request, the host and what
 // has been done so far, for the report.
 type fenceRun struct {
 	f     *Fencer
-	req   *FenceRequestNote
+	req   *nodelink.FenceRequestNote
 	host  Host
-	rep   FenceReport
-	vs    []Verdict
-	order FenceOrder
+	rep   nodelink.FenceReport
+	vs    []nodelink.Condition
+	order nodelink.FenceOrder
 }
 
 // fence checks the request on this node and carries it out: the report,
 // and whether there is one to send (a dry run sends none).
-func (f *Fencer) fence(ctx context.Context, order FenceOrder, vs []Verdict) (FenceReport, bool) {
+func (f *Fencer) fence(ctx context.Context, order nodelink.FenceOrder, vs []nodelink.Condition) (nodelink.FenceReport, bool) {
 	boot, err := f.o.BootID()
-	run := &fenceRun{f: f, req: order.Request, rep: FenceReport{RequestID: order.Request.ID, BootID: boot}, vs: vs, order: order}
+	run := &fenceRun{f: f, req: order.Request, rep: nodelink.FenceReport{RequestID: order.Request.ID, BootID: boot}, vs: vs, order: order}
 	if err != nil {
 		return run.impossible("this boot's ID cannot be read: " + err.Error())
 	}
@@ -54,8 +56,8 @@ func (f *Fencer) fence(ctx context.Context, order FenceOrder, vs []Verdict) (Fen
 	return run.rep, true
 }
 
-func (r *fenceRun) impossible(why string) (FenceReport, bool) {
-	r.rep.Fenced, r.rep.Why = false, shortWhy(why) // the whole of it in the log
+func (r *fenceRun) impossible(why string) (nodelink.FenceReport, bool) {
+	r.rep.Fenced, r.rep.Why = false, nodelink.ShortWhy(why) // the whole of it in the log
 	klog.InfoS("Fence impossible", "request", r.req.ID, "why", why, "podsKilledAndDeleted", len(r.rep.Pods))
 	return r.rep, true
 }
@@ -115,8 +117,8 @@ func (r *fenceRun) probe(ctx context.Context) string {
 // of its file, whatever the agent says) and a pod that tolerates the
 // out-of-service taint for good. A DaemonSet's pod that does not is
 // fenced like any other: the taint would force-delete it while it ran.
-func choosePods(host Host, all []FencePod) ([]FencePod, map[string][]string, string) {
-	var pods []FencePod
+func choosePods(host Host, all []nodelink.FencePod) ([]nodelink.FencePod, map[string][]string, string) {
+	var pods []nodelink.FencePod
 	var uids []string
 	for _, p := range all {
 		if p.Static || staticUID(p.UID) || p.StaysOutOfService {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // TestNoAgentIsNoView: a link whose agent does not answer holds no
@@ -20,10 +22,10 @@ func TestNoAgentIsNoView(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	l := NewAgentLink(filepath.Join(dir, "absent.sock"))
-	l.view = View{Verdicts: []Verdict{{Type: "RuntimeHung", True: true}}, Silences: map[Target]SilenceNote{TargetRuntime: {What: "Version", For: 1e12}}}
+	l.view = nodelink.View{Conditions: []nodelink.Condition{{Type: "RuntimeHung", True: true}}, Silences: map[Target]nodelink.SilenceNote{TargetRuntime: {What: "Version", For: 1e12}}}
 	l.Refresh(context.Background(), NewMetrics().Tally())
-	if what, d := l.Silence(TargetRuntime)(); len(l.Verdicts()) != 0 || what != "" || d != 0 {
-		t.Errorf("after a failed read: verdicts %v, silence %q %v; want none", l.Verdicts(), what, d)
+	if what, d := l.Silence(TargetRuntime)(); len(l.Conditions()) != 0 || what != "" || d != 0 {
+		t.Errorf("after a failed read: conditions %v, silence %q %v; want none", l.Conditions(), what, d)
 	}
 	if _, err := l.Maintenance(context.Background()); err == nil || !strings.Contains(err.Error(), "absent.sock") {
 		t.Errorf("maintenance with no agent: %v, want an error naming the socket", err)
@@ -35,36 +37,36 @@ func TestNoAgentIsNoView(t *testing.T) {
 func FuzzDecodeLink(f *testing.F) {
 	for _, seed := range []string{`{"repairs":{"runtime":{"restarted":1}},"budgetRemaining":{"runtime":2}}`,
 		`{"reason":"RepairRestarted","message":"m","warning":true}`, `{"target":"kubelet","maxRestarts":5,"window":600000000000,"namespace":"kube-system"}`,
-		`{"verdicts":[{"Type":"RuntimeHung","True":true}],"silences":{"runtime":{"what":"Version","for":5}}}`, `{}{}`, `[`} {
+		`{"conditions":[{"type":"RuntimeHung","true":true}],"silences":{"runtime":{"what":"Version","for":5}}}`, `{}{}`, `[`} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(_ *testing.T, s string) {
-		var tally Tally
-		if DecodeLink(strings.NewReader(s), &tally) == nil {
-			_ = tally.Check()
+		var tally nodelink.Tally
+		if nodelink.Decode(strings.NewReader(s), &tally) == nil {
+			_ = CheckTally(tally)
 		}
-		var note EventNote
-		if DecodeLink(strings.NewReader(s), &note) == nil {
-			_ = note.Check()
+		var note nodelink.EventNote
+		if nodelink.Decode(strings.NewReader(s), &note) == nil {
+			_ = CheckEventNote(note)
 		}
-		var ask FleetAsk
-		if DecodeLink(strings.NewReader(s), &ask) == nil {
-			_ = ask.Check()
+		var ask nodelink.FleetAsk
+		if nodelink.Decode(strings.NewReader(s), &ask) == nil {
+			_ = CheckFleetAsk(ask)
 		}
-		var v View
-		_ = DecodeLink(strings.NewReader(s), &v)
+		var v nodelink.View
+		_ = nodelink.Decode(strings.NewReader(s), &v)
 	})
 }
 
 // TestAFenceThatWaitsDoesNotHoldRepairBack: while the fence waits (here
-// on its verdicts, as it would on a CSI node plugin or an unmount within
+// on its conditions, as it would on a CSI node plugin or an unmount within
 // their deadlines), the link goes on reading the view and repair goes on
 // judging, tick after tick.
 func TestAFenceThatWaitsDoesNotHoldRepairBack(t *testing.T) {
 	dir := shortTempDir(t)
 	clk := clocktesting.NewFakeClock(t0)
 	judged := make(chan struct{}, 16)
-	r := New(Options{Clock: clk, Metrics: NewMetrics(), Verdicts: func() []Verdict {
+	r := New(Options{Clock: clk, Metrics: NewMetrics(), Conditions: func() []nodelink.Condition {
 		select {
 		case judged <- struct{}{}:
 		default:
@@ -72,7 +74,7 @@ func TestAFenceThatWaitsDoesNotHoldRepairBack(t *testing.T) {
 		return nil
 	}})
 	fenceWaits, fenceIn := make(chan struct{}), make(chan struct{}, 1)
-	f := NewFencer(FencerOptions{Clock: clk, Verdicts: func() []Verdict {
+	f := NewFencer(FencerOptions{Clock: clk, Conditions: func() []nodelink.Condition {
 		select {
 		case fenceIn <- struct{}{}:
 		default:

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"k8s.io/component-base/metrics"
+
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // Metrics count repair attempts and keep what is left of each budget.
@@ -55,10 +57,10 @@ func (m *Metrics) gaveUp(t Target, up bool) {
 }
 
 // Tally copies the counts, budgets and what repair has given up on.
-func (m *Metrics) Tally() Tally {
+func (m *Metrics) Tally() nodelink.Tally {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t := Tally{Repairs: map[Target]map[string]float64{}, Left: maps.Clone(m.left), GivenUp: maps.Clone(m.givenUp)}
+	t := nodelink.Tally{Repairs: map[Target]map[string]float64{}, Left: maps.Clone(m.left), GivenUp: maps.Clone(m.givenUp)}
 	for target, outcomes := range m.repairs {
 		t.Repairs[target] = maps.Clone(outcomes)
 	}
@@ -84,7 +86,7 @@ var (
 type Relay struct {
 	metrics.BaseStableCollector
 	mu     sync.Mutex
-	tally  Tally
+	tally  nodelink.Tally
 	linked func() bool
 }
 
@@ -97,7 +99,7 @@ func NewRelay(reg metrics.KubeRegistry, linked func() bool) *Relay {
 }
 
 // Set keeps a checked tally.
-func (r *Relay) Set(t Tally) {
+func (r *Relay) Set(t nodelink.Tally) {
 	r.mu.Lock()
 	r.tally = t
 	r.mu.Unlock()

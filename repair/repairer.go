@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // tick is how often the repair process reads the view and judges it
@@ -35,8 +37,8 @@ type Silence func() (what string, d time.Duration)
 type Options struct {
 	Settings Settings
 	Clock    clock.WithTicker
-	// Verdicts are the node's conditions as the agent holds them.
-	Verdicts func() []Verdict
+	// Conditions are the node's conditions as the agent holds them.
+	Conditions func() []nodelink.Condition
 	// Unanswered times each target's silence on the agent's clock: for the
 	// runtime, the calls that judge it as a whole (WholeRuntimeCalls); for
 	// the kubelet, its local /healthz. A target without one is never
@@ -165,7 +167,7 @@ func (r *Repairer) Update(s Settings) {
 func (r *Repairer) Step(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now, vs := r.o.Clock.Now(), r.o.Verdicts()
+	now, vs := r.o.Clock.Now(), r.o.Conditions()
 	for _, t := range []Target{TargetRuntime, TargetKubelet} {
 		if a, due := r.due(t, now, vs); due {
 			a.deadlock = deadlocked(vs)
@@ -196,7 +198,7 @@ func (r *Repairer) logGivenUp(t Target) {
 // on the agent's clock from the call (or probe) that went unanswered,
 // never from the condition's transition, and never from before the last
 // attempt; any answer, however late, starts it again.
-func (r *Repairer) due(t Target, now time.Time, vs []Verdict) (attempt, bool) {
+func (r *Repairer) due(t Target, now time.Time, vs []nodelink.Condition) (attempt, bool) {
 	st, after := r.targets[t], r.settings.after(t)
 	v, sick := unwell(t, vs)
 	what, silent := r.silence(t)

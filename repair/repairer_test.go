@@ -13,6 +13,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // fakeSystemd is a Manager over one unit.
@@ -77,7 +79,7 @@ type rig struct {
 	clk         *clocktesting.FakeClock
 	sd          *fakeSystemd
 	notes       *notes
-	verdicts    []Verdict
+	conds    []nodelink.Condition
 	silentSince time.Time
 	maintenance string
 	proc        string
@@ -122,7 +124,7 @@ func (g *rig) newRepairer() *Repairer {
 		}
 		return "Version", g.clk.Since(g.silentSince)
 	}
-	return New(Options{Settings: g.settings, Clock: g.clk, Verdicts: func() []Verdict { return g.verdicts },
+	return New(Options{Settings: g.settings, Clock: g.clk, Conditions: func() []nodelink.Condition { return g.conds },
 		Unanswered:  map[Target]Silence{TargetRuntime: silence, TargetKubelet: silence},
 		Maintenance: func(context.Context) (string, error) { return g.maintenance, nil },
 		CRISocket:   "unix://" + listen(g.t, filepath.Join(g.dir, fmt.Sprintf("cri%d.sock", g.sockets.Add(1)))), Proc: Procfs{Root: g.proc},
@@ -203,7 +205,7 @@ func (g *rig) step(d time.Duration) {
 
 // hang raises RuntimeHung and makes the runtime silent from now.
 func (g *rig) hang(reason string) {
-	g.verdicts = []Verdict{{Type: "RuntimeHung", True: true, Reason: reason, Since: g.clk.Now()}}
+	g.conds = []nodelink.Condition{{Type: "RuntimeHung", True: true, Reason: reason}}
 	g.silentSince = g.clk.Now()
 }
 
@@ -240,7 +242,7 @@ func TestRuntimeRestartedAfterItsTimeAndNotBefore(t *testing.T) {
 // nothing is killed (the review saw 3 kills in 150 s).
 func TestSlowButAnsweringIsNeverRestarted(t *testing.T) {
 	g := newRig(t, Settings{RestartRuntimeAfter: 20 * time.Second})
-	g.verdicts = []Verdict{{Type: "RuntimeHung", True: true, Reason: "ListContainersHung", Since: g.clk.Now()}}
+	g.conds = []nodelink.Condition{{Type: "RuntimeHung", True: true, Reason: "ListContainersHung"}}
 	for end := g.clk.Now().Add(3 * time.Minute); g.clk.Now().Before(end); {
 		g.silentSince = g.clk.Now() // a call sent now answers in 2.5-3 s
 		g.run(3 * time.Second)
@@ -258,11 +260,10 @@ func TestSlowButAnsweringIsNeverRestarted(t *testing.T) {
 func TestSilenceIsTimedFromTheUnansweredCall(t *testing.T) {
 	g := newRig(t, Settings{RestartRuntimeAfter: 20 * time.Second})
 	g.run(time.Minute)
-	since := g.clk.Now()
-	g.verdicts = []Verdict{{Type: "RuntimeHung", True: true, Reason: "RuntimeUnreachable", Since: since}}
+	g.conds = []nodelink.Condition{{Type: "RuntimeHung", True: true, Reason: "RuntimeUnreachable"}}
 	g.run(40 * time.Second)
 	g.restartedAt(g.clk.Now()) // the operator starts the new containerd
-	g.verdicts = []Verdict{{Type: "RuntimeHung", True: true, Reason: "ListPodSandboxHung", Since: since}}
+	g.conds = []nodelink.Condition{{Type: "RuntimeHung", True: true, Reason: "ListPodSandboxHung"}}
 	g.silentSince = g.clk.Now()
 	g.run(5 * time.Second)
 	if g.sd.kills != 0 {
@@ -405,7 +406,7 @@ func TestGuardsThatMakeRepairImpossibleOrRefused(t *testing.T) {
 		{"uninterruptible leader", func(g *rig) { g.setState('D') }, OutcomeImpossible, "in uninterruptible sleep (D)"},
 		{"uninterruptible thread", func(g *rig) { g.setThreads('S', 'D') }, OutcomeImpossible, fmt.Sprintf("thread %d1 of the main process", os.Getpid())},
 		{"kernel deadlock", func(g *rig) {
-			g.verdicts = append(g.verdicts, Verdict{Type: "KernelDeadlock", True: true, Reason: "TaskBlocked"})
+			g.conds = append(g.conds, nodelink.Condition{Type: "KernelDeadlock", True: true, Reason: "TaskBlocked"})
 		}, OutcomeImpossible, "KernelDeadlock is True"},
 		{"no restart policy", func(g *rig) { g.sd.unit.Restart = "no" }, OutcomeRefused, "Restart=no, so systemd would not start it again"},
 		{"restart prevented", func(g *rig) { g.sd.unit.KillKeepsItDown = "RestartPreventExitStatus=SIGKILL" }, OutcomeRefused,
@@ -481,13 +482,13 @@ func kubeletRig(t *testing.T, pid int, holderUnit string) *rig {
 func TestKubeletRestartedOnlyWhenItsHealthPortGoesUnanswered(t *testing.T) {
 	g := kubeletRig(t, os.Getpid(), "kubelet.service")
 	g.run(time.Minute)
-	g.verdicts = []Verdict{{Type: "KubeletUnresponsive", True: true, Reason: "NodeLeaseNotRenewed"}}
+	g.conds = []nodelink.Condition{{Type: "KubeletUnresponsive", True: true, Reason: "NodeLeaseNotRenewed"}}
 	g.silentSince = time.Time{}
 	g.run(5 * time.Minute)
 	if g.sd.kills != 0 {
 		t.Fatalf("a Lease not renewed while the kubelet answers restarted it")
 	}
-	g.verdicts = []Verdict{{Type: "KubeletUnresponsive", True: true, Reason: ReasonKubeletSilent, Since: g.clk.Now()}}
+	g.conds = []nodelink.Condition{{Type: "KubeletUnresponsive", True: true, Reason: ReasonKubeletSilent}}
 	g.silentSince = g.clk.Now()
 	g.run(20 * time.Second)
 	if len(g.sd.killed) != 1 || g.sd.killed[0] != "kubelet.service" || !strings.HasPrefix(g.notes.got[0], "Normal KubeletRestarted") {
@@ -499,7 +500,7 @@ func TestKubeletRestartedOnlyWhenItsHealthPortGoesUnanswered(t *testing.T) {
 // that took 10248 while the kubelet restarted is not the kubelet.
 func TestAKubeletHealthPortHeldByAnotherProcessIsRefused(t *testing.T) {
 	g := kubeletRig(t, 1, "cri-containerd-abc.scope")
-	g.verdicts = []Verdict{{Type: "KubeletUnresponsive", True: true, Reason: ReasonKubeletSilent, Since: g.clk.Now()}}
+	g.conds = []nodelink.Condition{{Type: "KubeletUnresponsive", True: true, Reason: ReasonKubeletSilent}}
 	g.silentSince = g.clk.Now()
 	g.run(time.Minute)
 	if g.sd.kills != 0 || len(g.notes.got) != 1 || !strings.Contains(g.notes.got[0], `held by PID 1 (unit "cri-containerd-abc.scope"), not by kubelet.service`) {

@@ -1,14 +1,18 @@
 package repair
 
-import "time"
+import (
+	"time"
 
-// Target is what a repair restarts.
-type Target string
+	"github.com/hangwatch/hangwatch/nodelink"
+)
+
+// Target is what a repair restarts, named as the link names it.
+type Target = string
 
 // The targets.
 const (
-	TargetRuntime Target = "runtime"
-	TargetKubelet Target = "kubelet"
+	TargetRuntime = nodelink.TargetRuntime
+	TargetKubelet = nodelink.TargetKubelet
 )
 
 // Outcomes of an attempt, the `outcome` label of hangwatch_repairs_total.

@@ -19,8 +19,8 @@ const module = "github.com/hangwatch/hangwatch/"
 var layers = []layer{
 	{name: "leaves", pkgs: []string{"internal/", "observations"},
 		why: "a leaf imports nothing of the module: observations is what the signals fill and the rules read, internal/ holds helpers"},
-	{name: "mechanisms", pkgs: []string{"apiclient", "httpauth", "fence"},
-		why: "a mechanism (the API client's transport, the secure port's authentication, the fence's kernel steps) knows nothing of what uses it"},
+	{name: "mechanisms", pkgs: []string{"apiclient", "httpauth", "fence", "nodelink"},
+		why: "a mechanism (the API client's transport, the secure port's authentication, the fence's kernel steps, the node link's wire) knows nothing of what uses it"},
 	{name: "the data path", pkgs: []string{"cri", "pleg", "kubeletmetrics", "leases", "kernellog", "podstarts", "conditions", "nodestatus", "repair", "remedy"},
 		why: "signals fill observations, conditions judges them, nodestatus writes what it judged, repair and remedy act on verdicts: none of them imports another (but the named pairs), and none reads the configuration"},
 	{name: "configuration", pkgs: []string{"config"},

@@ -58,11 +58,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	m, link := repair.NewMetrics(), repair.NewAgentLink(s.AgentSocket)
-	r := repair.New(repair.Options{Settings: options.Repair(s), Clock: o.Clock, Verdicts: link.Verdicts,
+	r := repair.New(repair.Options{Settings: options.Repair(s), Clock: o.Clock, Conditions: link.Conditions,
 		Unanswered:  map[repair.Target]repair.Silence{repair.TargetRuntime: link.Silence(repair.TargetRuntime), repair.TargetKubelet: link.Silence(repair.TargetKubelet)},
 		Maintenance: link.Maintenance, Fleet: link, CRISocket: ep.Address, KubeletHealthzPort: repair.PortOf(loaded.Kubelet.HealthzURL),
 		Metrics: m, Notify: link})
-	f := repair.NewFencer(repair.FencerOptions{Settings: options.Fence(s), Clock: o.Clock, Verdicts: link.Verdicts,
+	f := repair.NewFencer(repair.FencerOptions{Settings: options.Fence(s), Clock: o.Clock, Conditions: link.Conditions,
 		Silence: link.LifecycleSilence(), GivenUp: func() (bool, string) { return r.GivenUp(repair.TargetRuntime) },
 		Restarted: func() bool { return r.Restarted(repair.TargetRuntime) },
 		Probe:     repair.ProbeRuntime(ep.Address), Maintenance: link.Maintenance, Link: link, Notify: link})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/internal/clocktest"
+	"github.com/hangwatch/hangwatch/nodelink"
 	"github.com/hangwatch/hangwatch/repair"
 )
 
@@ -27,7 +28,7 @@ import (
 type fakeAgent struct {
 	mu     sync.Mutex
 	views  int
-	events []repair.EventNote
+	events []nodelink.EventNote
 }
 
 func (a *fakeAgent) serve(t *testing.T, socket string) {
@@ -37,16 +38,16 @@ func (a *fakeAgent) serve(t *testing.T, socket string) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc(repair.LinkViewPath, func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(nodelink.ViewPath, func(w http.ResponseWriter, _ *http.Request) {
 		a.mu.Lock()
 		a.views++
 		a.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(repair.View{
-			Verdicts: []repair.Verdict{{Type: "RuntimeHung", True: true, Reason: "RuntimeNotResponding"}},
-			Silences: map[repair.Target]repair.SilenceNote{repair.TargetRuntime: {What: "Version", For: 5 * time.Minute}}})
+		_ = json.NewEncoder(w).Encode(nodelink.View{
+			Conditions: []nodelink.Condition{{Type: "RuntimeHung", True: true, Reason: "RuntimeNotResponding"}},
+			Silences:   map[repair.Target]nodelink.SilenceNote{repair.TargetRuntime: {What: "Version", For: 5 * time.Minute}}})
 	})
-	mux.HandleFunc(repair.LinkEventPath, func(w http.ResponseWriter, r *http.Request) {
-		var e repair.EventNote
+	mux.HandleFunc(nodelink.EventPath, func(w http.ResponseWriter, r *http.Request) {
+		var e nodelink.EventNote
 		_ = json.NewDecoder(r.Body).Decode(&e)
 		a.mu.Lock()
 		a.events = append(a.events, e)

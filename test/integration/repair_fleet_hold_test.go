@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/hangwatch/hangwatch/nodelink"
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
@@ -88,11 +89,11 @@ func TestTheFleetBoundHoldingAHungNodeHasNotGivenUp(t *testing.T) {
 		Settings: repair.Settings{Enabled: true, RestartRuntimeAfter: 5 * time.Second, MaxRestartsPerHour: 3, RuntimeUnit: harness.ContainerdUnit,
 			SystemdSocket: sd.Socket(), StateFile: filepath.Join(t.TempDir(), "budget.json"), Fleet: fs},
 		Clock: clock.RealClock{},
-		Verdicts: func() []repair.Verdict {
+		Conditions: func() []nodelink.Condition {
 			if !hung() {
 				return nil
 			}
-			return []repair.Verdict{{Type: "RuntimeHung", True: true, Reason: "VersionHung"}}
+			return []nodelink.Condition{{Type: "RuntimeHung", True: true, Reason: "VersionHung"}}
 		},
 		Unanswered: map[repair.Target]repair.Silence{repair.TargetRuntime: func() (string, time.Duration) {
 			mu.Lock()

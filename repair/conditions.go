@@ -2,6 +2,7 @@ package repair
 
 import (
 	"github.com/hangwatch/hangwatch/internal/maintenance"
+	"github.com/hangwatch/hangwatch/nodelink"
 	"slices"
 	"time"
 )
@@ -53,7 +54,7 @@ var MaintenanceConditions = maintenance.Conditions
 // timed is the silence of the whole-runtime calls, not the reason), or
 // KubeletUnresponsive True because the kubelet does not answer on the
 // node.
-func unwell(t Target, vs []Verdict) (Verdict, bool) {
+func unwell(t Target, vs []nodelink.Condition) (nodelink.Condition, bool) {
 	for _, v := range vs {
 		switch {
 		case !v.True:
@@ -63,19 +64,19 @@ func unwell(t Target, vs []Verdict) (Verdict, bool) {
 			return v, true
 		}
 	}
-	return Verdict{}, false
+	return nodelink.Condition{}, false
 }
 
 // unreachable tells whether RuntimeHung is True because nothing listens
 // on the runtime's socket.
-func unreachable(vs []Verdict) bool {
-	return slices.ContainsFunc(vs, func(v Verdict) bool {
+func unreachable(vs []nodelink.Condition) bool {
+	return slices.ContainsFunc(vs, func(v nodelink.Condition) bool {
 		return v.True && v.Type == conditionRuntimeHung && v.Reason == reasonRuntimeUnreachable
 	})
 }
 
 // deadlocked tells whether KernelDeadlock is True: a process blocked in
 // the kernel cannot be killed, so no restart can complete.
-func deadlocked(vs []Verdict) bool {
-	return slices.ContainsFunc(vs, func(v Verdict) bool { return v.Type == conditionDeadlock && v.True })
+func deadlocked(vs []nodelink.Condition) bool {
+	return slices.ContainsFunc(vs, func(v nodelink.Condition) bool { return v.Type == conditionDeadlock && v.True })
 }
