@@ -311,7 +311,7 @@ func TestARestartThatNeverListensAgainIsGivenUp(t *testing.T) {
 	}
 	g.silentSince = time.Time{} // each call refused at once: an answer to the silence,
 	g.run(2 * time.Second)      // while RuntimeHung still says VersionHung,
-	g.conds = nil            // then one cycle judged responsive as the killed runtime's calls ended
+	g.conds = nil               // then one cycle judged responsive as the killed runtime's calls ended
 	g.run(2 * time.Second)
 	g.hang("RuntimeUnreachable")
 	g.silentSince = time.Time{}

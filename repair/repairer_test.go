@@ -79,7 +79,7 @@ type rig struct {
 	clk         *clocktesting.FakeClock
 	sd          *fakeSystemd
 	notes       *notes
-	conds    []nodelink.Condition
+	conds       []nodelink.Condition
 	silentSince time.Time
 	maintenance string
 	proc        string
