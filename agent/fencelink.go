@@ -17,7 +17,6 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/nodelink"
-	"github.com/hangwatch/hangwatch/repair"
 )
 
 // fenceReadEvery paces the agent's reads of its Node for the fence, which
@@ -40,7 +39,7 @@ type fenceDesk struct {
 	api    FenceClient
 	node   string
 	clock  clock.PassiveClock
-	notify repair.Notifier
+	notify nodelink.Notifier
 
 	mu        sync.Mutex
 	readAt    time.Time

@@ -38,7 +38,7 @@ type repairLink struct {
 	// maintenance and fleet are nil without an API server.
 	maintenance func(ctx context.Context) (string, error)
 	fleet       repair.FleetBound
-	notify      repair.Notifier
+	notify      nodelink.Notifier
 	fence       *fenceDesk // nil without an API server
 
 	mu       sync.Mutex
@@ -74,9 +74,9 @@ func (a *Agent) newRepairLink() {
 // repairView is what the repair process reads: the conditions and each
 // target's silence, on the agent's clock.
 func (a *Agent) repairView() nodelink.View {
-	what, d := a.prober.Unanswered(repair.WholeRuntimeCalls)
+	what, d := a.prober.Unanswered(nodelink.WholeRuntimeCalls)
 	v := nodelink.View{Conditions: a.repairConds.get(), Silences: map[repair.Target]nodelink.SilenceNote{repair.TargetRuntime: {What: what, For: d}},
-		Lifecycle: a.prober.Silent(repair.LifecycleCalls)}
+		Lifecycle: a.prober.Silent(nodelink.LifecycleCalls)}
 	if a.leases != nil && a.leases.Healthz != nil {
 		v.Silences[repair.TargetKubelet] = nodelink.SilenceNote{What: "/healthz", For: a.leases.KubeletUnanswered()}
 	}

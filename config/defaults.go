@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/kubeletmetrics"
 	"github.com/hangwatch/hangwatch/leases"
 	"github.com/hangwatch/hangwatch/pleg"
@@ -52,7 +53,7 @@ func Default() *Configuration {
 			MaxRestartsPerHour: repair.DefaultMaxRestartsPerHour, KubeletUnit: repair.DefaultKubeletUnit,
 			SystemdSocket: repair.DefaultSystemdSocket, StateFile: repair.DefaultStateFile,
 			FleetWindow: d(repair.DefaultFleetWindow), FleetNamespace: repair.DefaultFleetNamespace,
-			FenceKillTimeout: d(repair.DefaultFenceKillTimeout), KubeletRootDir: repair.DefaultKubeletRootDir, CgroupRoot: repair.DefaultCgroupRoot},
+			FenceKillTimeout: d(fence.DefaultKillTimeout), KubeletRootDir: fence.DefaultKubeletRootDir, CgroupRoot: fence.DefaultCgroupRoot},
 	}}
 }
 

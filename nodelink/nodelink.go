@@ -131,6 +131,10 @@ const (
 	FenceReportPath = "/v1/fence/report"
 )
 
+// FenceReportTimeout bounds the deletion, in which the agent deletes every
+// killed pod at its API client's pace, and the report.
+const FenceReportTimeout = 2 * time.Minute
+
 // FenceOrder is the agent's read of the Node's fence request.
 type FenceOrder struct {
 	// Request is the request on the Node; nil: none.

@@ -2,6 +2,7 @@ package options
 
 import (
 	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/repair"
 )
 
@@ -14,7 +15,7 @@ func Repair(r config.Repair) repair.Settings {
 }
 
 // Fence are the fence's settings as the repair package takes them.
-func Fence(r config.Repair) repair.FenceSettings {
-	return repair.FenceSettings{Enabled: r.Fence, DryRun: r.FenceDryRun, KillTimeout: r.FenceKillTimeout.Duration,
+func Fence(r config.Repair) fence.Settings {
+	return fence.Settings{Enabled: r.Fence, DryRun: r.FenceDryRun, KillTimeout: r.FenceKillTimeout.Duration,
 		KubeletRootDir: r.KubeletRootDir, CgroupRoot: r.CgroupRoot}
 }

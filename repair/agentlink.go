@@ -44,19 +44,19 @@ func NewAgentLink(socket string) *AgentLink {
 	return &AgentLink{socket: socket, client: &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: false, MaxIdleConns: 1}}}
 }
 
-// Run reads the view and lets r judge it, and f (nil: none) carry out a
+// Run reads the view and lets r judge it, and fence (nil: none) step the
 // fence, every tick until ctx ends.
 //
 // The fence steps in a goroutine of its own: while it kills, waits on a
 // CSI node plugin or an unmount (each within its deadline), repair goes on
 // judging and restarting.
-func (l *AgentLink) Run(ctx context.Context, r *Repairer, f *Fencer, m *Metrics) {
-	if f != nil {
+func (l *AgentLink) Run(ctx context.Context, r *Repairer, fence func(context.Context), m *Metrics) {
+	if fence != nil {
 		done := make(chan struct{})
 		defer func() { <-done }()
 		go func() {
 			defer close(done)
-			every(ctx, r.o.Clock, func() { f.Step(ctx) })
+			every(ctx, r.o.Clock, func() { fence(ctx) })
 		}()
 	}
 	every(ctx, r.o.Clock, func() {
@@ -105,7 +105,7 @@ func (l *AgentLink) Conditions() []nodelink.Condition {
 }
 
 // Silence is target's silence as the last view said.
-func (l *AgentLink) Silence(t Target) Silence {
+func (l *AgentLink) Silence(t Target) nodelink.Silence {
 	return func() (string, time.Duration) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -116,7 +116,7 @@ func (l *AgentLink) Silence(t Target) Silence {
 
 // LifecycleSilence is how long, as the last view said, every call the
 // pod lifecycle needs has gone without an answer.
-func (l *AgentLink) LifecycleSilence() Silence {
+func (l *AgentLink) LifecycleSilence() nodelink.Silence {
 	return func() (string, time.Duration) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -148,18 +148,14 @@ func (l *AgentLink) FenceOrder(ctx context.Context) (nodelink.FenceOrder, error)
 // FenceDelete has the agent delete the pods the fence killed.
 func (l *AgentLink) FenceDelete(ctx context.Context, d nodelink.FenceDeletion) (nodelink.FenceDeleted, error) {
 	var a nodelink.FenceDeleted
-	err := l.callFor(ctx, nodelink.FenceDeletePath, d, &a, fenceReportTimeout)
+	err := l.callFor(ctx, nodelink.FenceDeletePath, d, &a, nodelink.FenceReportTimeout)
 	return a, err
 }
 
 // FenceReport hands the agent what the fence did.
 func (l *AgentLink) FenceReport(ctx context.Context, r nodelink.FenceReport) error {
-	return l.callFor(ctx, nodelink.FenceReportPath, r, nil, fenceReportTimeout)
+	return l.callFor(ctx, nodelink.FenceReportPath, r, nil, nodelink.FenceReportTimeout)
 }
-
-// fenceReportTimeout bounds the deletion, in which the agent deletes every
-// killed pod at its API client's pace, and the report.
-const fenceReportTimeout = 2 * time.Minute
 
 // Normal hands the agent a Normal Event for the Node.
 func (l *AgentLink) Normal(reason, message string) { l.event(false, reason, message) }

@@ -25,7 +25,7 @@ func CheckEventNote(n nodelink.EventNote) error {
 }
 
 func knownEventReason(reason string) bool {
-	if reason == ReasonFenceDryRun {
+	if reason == nodelink.ReasonFenceDryRun {
 		return true
 	}
 	for _, t := range []Target{TargetRuntime, TargetKubelet} {

@@ -58,9 +58,8 @@ func FuzzDecodeLink(f *testing.F) {
 	})
 }
 
-// TestAFenceThatWaitsDoesNotHoldRepairBack: while the fence waits (here
-// on its conditions, as it would on a CSI node plugin or an unmount within
-// their deadlines), the link goes on reading the view and repair goes on
+// TestAFenceThatWaitsDoesNotHoldRepairBack: while the fence's step waits
+// (as it would on a CSI node plugin or an unmount within their deadlines), the link goes on reading the view and repair goes on
 // judging, tick after tick.
 func TestAFenceThatWaitsDoesNotHoldRepairBack(t *testing.T) {
 	dir := shortTempDir(t)
@@ -74,17 +73,16 @@ func TestAFenceThatWaitsDoesNotHoldRepairBack(t *testing.T) {
 		return nil
 	}})
 	fenceWaits, fenceIn := make(chan struct{}), make(chan struct{}, 1)
-	f := NewFencer(FencerOptions{Clock: clk, Conditions: func() []nodelink.Condition {
+	fence := func(context.Context) {
 		select {
 		case fenceIn <- struct{}{}:
 		default:
 		}
 		<-fenceWaits
-		return nil
-	}})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
-	go func() { NewAgentLink(filepath.Join(dir, "absent.sock")).Run(ctx, r, f, NewMetrics()); close(ran) }()
+	go func() { NewAgentLink(filepath.Join(dir, "absent.sock")).Run(ctx, r, fence, NewMetrics()); close(ran) }()
 	defer func() { cancel(); close(fenceWaits); <-ran }()
 	<-fenceIn // the fence is stuck in its step
 	for n := range 4 {

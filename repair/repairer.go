@@ -22,17 +22,6 @@ const tick = time.Second
 // up, however slowly it first answers.
 const youngTimes = 3
 
-// Notifier tells people what repair did: Events on the Node.
-type Notifier interface {
-	Normal(reason, message string)
-	Warning(reason, message string)
-}
-
-// Silence is how long a target has given no answer at all, and to what
-// (a CRI method, the kubelet's /healthz); 0 while it answers, however
-// late.
-type Silence func() (what string, d time.Duration)
-
 // Options are what a Repairer reads and acts through.
 type Options struct {
 	Settings Settings
@@ -40,10 +29,10 @@ type Options struct {
 	// Conditions are the node's conditions as the agent holds them.
 	Conditions func() []nodelink.Condition
 	// Unanswered times each target's silence on the agent's clock: for the
-	// runtime, the calls that judge it as a whole (WholeRuntimeCalls); for
+	// runtime, the calls that judge it as a whole (nodelink.WholeRuntimeCalls); for
 	// the kubelet, its local /healthz. A target without one is never
 	// restarted.
-	Unanswered map[Target]Silence
+	Unanswered map[Target]nodelink.Silence
 	// Maintenance names the Node's condition that says an administrator is
 	// at work (MaintenanceConditions), read fresh before an attempt; "":
 	// none, or the API server could not say (a node cut off from it may
@@ -67,7 +56,7 @@ type Options struct {
 	// Proc reads processes; the zero value: HostProc.
 	Proc    Procfs
 	Metrics *Metrics
-	Notify  Notifier
+	Notify  nodelink.Notifier
 }
 
 // FleetBound is the restart budget shared by the fleet: Acquire says
@@ -170,7 +159,7 @@ func (r *Repairer) Step(ctx context.Context) {
 	now, vs := r.o.Clock.Now(), r.o.Conditions()
 	for _, t := range []Target{TargetRuntime, TargetKubelet} {
 		if a, due := r.due(t, now, vs); due {
-			a.deadlock = deadlocked(vs)
+			a.deadlock = nodelink.KernelDeadlocked(vs)
 			r.attempt(ctx, a)
 		}
 		r.logGivenUp(t)
@@ -212,7 +201,7 @@ func (r *Repairer) due(t Target, now time.Time, vs []nodelink.Condition) (attemp
 	// listening is not killed again (starting it is systemd's), and repair
 	// gives up a wait after the kill.
 	held := t == TargetRuntime && !st.killed.IsZero() &&
-		(r.o.Clock.Since(st.killed) < after || unreachable(vs))
+		(r.o.Clock.Since(st.killed) < after || nodelink.RuntimeUnreachable(vs))
 	if after <= 0 || (!sick && !held) || (silent <= 0 && !held) {
 		*st = targetState{judged: st.judged, askAt: st.askAt} // the spell is over
 		return attempt{}, false

@@ -125,7 +125,7 @@ func (g *rig) newRepairer() *Repairer {
 		return "Version", g.clk.Since(g.silentSince)
 	}
 	return New(Options{Settings: g.settings, Clock: g.clk, Conditions: func() []nodelink.Condition { return g.conds },
-		Unanswered:  map[Target]Silence{TargetRuntime: silence, TargetKubelet: silence},
+		Unanswered:  map[Target]nodelink.Silence{TargetRuntime: silence, TargetKubelet: silence},
 		Maintenance: func(context.Context) (string, error) { return g.maintenance, nil },
 		CRISocket:   "unix://" + listen(g.t, filepath.Join(g.dir, fmt.Sprintf("cri%d.sock", g.sockets.Add(1)))), Proc: Procfs{Root: g.proc},
 		Dial:    func(context.Context, string) (Manager, error) { return g.sd, nil },

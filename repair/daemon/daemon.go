@@ -16,7 +16,9 @@ import (
 
 	"github.com/hangwatch/hangwatch/config"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/internal/filewatch"
+	"github.com/hangwatch/hangwatch/nodelink"
 	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/repair"
 )
@@ -59,13 +61,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	m, link := repair.NewMetrics(), repair.NewAgentLink(s.AgentSocket)
 	r := repair.New(repair.Options{Settings: options.Repair(s), Clock: o.Clock, Conditions: link.Conditions,
-		Unanswered:  map[repair.Target]repair.Silence{repair.TargetRuntime: link.Silence(repair.TargetRuntime), repair.TargetKubelet: link.Silence(repair.TargetKubelet)},
+		Unanswered:  map[repair.Target]nodelink.Silence{repair.TargetRuntime: link.Silence(repair.TargetRuntime), repair.TargetKubelet: link.Silence(repair.TargetKubelet)},
 		Maintenance: link.Maintenance, Fleet: link, CRISocket: ep.Address, KubeletHealthzPort: repair.PortOf(loaded.Kubelet.HealthzURL),
 		Metrics: m, Notify: link})
-	f := repair.NewFencer(repair.FencerOptions{Settings: options.Fence(s), Clock: o.Clock, Conditions: link.Conditions,
+	f := fence.NewFencer(fence.FencerOptions{Settings: options.Fence(s), Clock: o.Clock, Conditions: link.Conditions,
 		Silence: link.LifecycleSilence(), GivenUp: func() (bool, string) { return r.GivenUp(repair.TargetRuntime) },
 		Restarted: func() bool { return r.Restarted(repair.TargetRuntime) },
-		Probe:     repair.ProbeRuntime(ep.Address), Maintenance: link.Maintenance, Link: link, Notify: link})
+		Probe:     fence.ProbeRuntime(ep.Address), Maintenance: link.Maintenance, Link: link, Notify: link})
 	klog.InfoS("hangwatch repair running", "agentSocket", s.AgentSocket, "endpoint", ep.Address, "enabled", s.Enabled, "dryRun", s.DryRun,
 		"restartRuntimeAfter", s.RestartRuntimeAfter.Duration, "restartKubeletAfter", s.RestartKubeletAfter.Duration,
 		"maxRestartsPerHour", s.MaxRestartsPerHour, "systemdSocket", s.SystemdSocket, "stateFile", s.StateFile,
@@ -74,14 +76,14 @@ func Run(ctx context.Context, o Options) error {
 		w := watcher(o, r, f)
 		go w.Run(ctx)
 	}
-	link.Run(ctx, r, f, m)
+	link.Run(ctx, r, f.Step, m)
 	return nil
 }
 
 // watcher applies the repair settings of the file when it changes (polled)
 // and on SIGHUP; a file that fails the checks of `config check` is
 // refused and the running settings stay.
-func watcher(o Options, r *repair.Repairer, f *repair.Fencer) *filewatch.Watcher {
+func watcher(o Options, r *repair.Repairer, f *fence.Fencer) *filewatch.Watcher {
 	w := &filewatch.Watcher{Path: o.Reload.Path, Read: config.ReadFile, Poll: configPoll, Clock: o.Clock, Signal: o.Reload.Signal,
 		Apply: func(raw []byte) error {
 			loaded, err := o.Reload.Load(raw)

@@ -95,7 +95,7 @@ func TestTheFleetBoundHoldingAHungNodeHasNotGivenUp(t *testing.T) {
 			}
 			return []nodelink.Condition{{Type: "RuntimeHung", True: true, Reason: "VersionHung"}}
 		},
-		Unanswered: map[repair.Target]repair.Silence{repair.TargetRuntime: func() (string, time.Duration) {
+		Unanswered: map[repair.Target]nodelink.Silence{repair.TargetRuntime: func() (string, time.Duration) {
 			mu.Lock()
 			defer mu.Unlock()
 			if frozen.IsZero() {

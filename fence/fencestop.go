@@ -1,4 +1,4 @@
-package repair
+package fence
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func (f *Fencer) fence(ctx context.Context, order nodelink.FenceOrder, vs []node
 		return run.impossible(why)
 	}
 	if f.settings.DryRun {
-		f.o.Notify.Normal(ReasonFenceDryRun, fmt.Sprintf("hangwatch dry run: would stop %d pods (%s) for fence %s", len(pods), podNames(pods), run.req.ID))
+		f.o.Notify.Normal(nodelink.ReasonFenceDryRun, fmt.Sprintf("hangwatch dry run: would stop %d pods (%s) for fence %s", len(pods), podNames(pods), run.req.ID))
 		return run.rep, false
 	}
 	if why := run.lastLook(ctx); why != "" {
@@ -76,7 +76,7 @@ func (r *fenceRun) refusal(_ context.Context, boot string) string {
 		return fmt.Sprintf("the request was first seen %v ago, past its %v", seenFor.Round(time.Second), req.ValidFor)
 	case !req.Deadline.IsZero() && now.After(req.Deadline.Add(fenceSkewAllowance)):
 		return fmt.Sprintf("the request's deadline %s has passed on this node's clock (allowing %v of skew)", req.Deadline.UTC().Format(time.RFC3339), fenceSkewAllowance)
-	case deadlocked(r.vs):
+	case nodelink.KernelDeadlocked(r.vs):
 		return "KernelDeadlock is True: a process blocked in the kernel cannot be killed"
 	}
 	return ""

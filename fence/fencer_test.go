@@ -1,4 +1,4 @@
-package repair
+package fence
 
 import (
 	"context"
@@ -11,11 +11,16 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // fakeHost is a node whose pods' cgroups are dirs named after their UIDs.
+// notes keeps the Events the fence tells.
+type notes struct{ got []string }
+
+func (n *notes) Normal(reason, message string)  { n.got = append(n.got, "Normal "+reason+" "+message) }
+func (n *notes) Warning(reason, message string) { n.got = append(n.got, "Warning "+reason+" "+message) }
+
 type fakeHost struct {
 	stuck    map[string]bool // dir: a task in D state
 	killed   []string
@@ -62,12 +67,12 @@ func (h *fakeHost) UnmountPod(_ context.Context, uid string) ([]string, error) {
 	return nil, nil
 }
 
-func (h *fakeHost) RecordPodVolumes(uid string) (fence.VolumeRecord, error) {
+func (h *fakeHost) RecordPodVolumes(uid string) (VolumeRecord, error) {
 	h.did("record " + uid)
-	return fence.VolumeRecord{Pod: uid}, nil
+	return VolumeRecord{Pod: uid}, nil
 }
 
-func (h *fakeHost) HeldAnywhere(_ context.Context, rec fence.VolumeRecord) ([]string, error) {
+func (h *fakeHost) HeldAnywhere(_ context.Context, rec VolumeRecord) ([]string, error) {
 	h.did("held " + rec.Pod)
 	return h.mounted[rec.Pod], nil
 }
@@ -126,7 +131,7 @@ type fencerRig struct {
 	f       *Fencer
 }
 
-func newFencerRig(s FenceSettings) *fencerRig {
+func newFencerRig(s Settings) *fencerRig {
 	g := &fencerRig{clk: clocktesting.NewFakeClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)), host: &fakeHost{}, notes: &notes{}, up: true, silence: 15 * time.Second,
 		vs: []nodelink.Condition{{Type: "RuntimeHung", True: true, Reason: "RuntimeNotResponding"}}}
 	g.link = &fakeFenceLink{steps: &g.steps, order: nodelink.FenceOrder{NodeBootID: "b1", Request: &nodelink.FenceRequestNote{ID: "f-1", BootID: "b1", ValidFor: time.Minute, SeenFor: time.Second,
@@ -155,7 +160,7 @@ func newFencerRig(s FenceSettings) *fencerRig {
 	return g
 }
 
-var fenceOn = FenceSettings{Enabled: true, KillTimeout: time.Second}
+var fenceOn = Settings{Enabled: true, KillTimeout: time.Second}
 
 // TestFencerStopsTheChosenPodsOnce: a request on this boot stops every
 // pod but the static ones (by the mirror annotation or by the UID the
@@ -251,7 +256,7 @@ func TestFencerFencesARuntimeThatNeverCameBack(t *testing.T) {
 
 // TestFencerDryRunTellsAndStopsNothing.
 func TestFencerDryRunTellsAndStopsNothing(t *testing.T) {
-	g := newFencerRig(FenceSettings{Enabled: true, DryRun: true, KillTimeout: time.Second})
+	g := newFencerRig(Settings{Enabled: true, DryRun: true, KillTimeout: time.Second})
 	g.f.Step(context.Background())
 	if len(g.host.killed) != 0 || len(g.link.reports) != 0 {
 		t.Fatalf("dry run killed %v, reported %+v", g.host.killed, g.link.reports)
@@ -301,7 +306,7 @@ func TestFencerNeverLeavesAKilledPodUndeleted(t *testing.T) {
 // TestFencerCSIHangIsImpossibleWithinItsDeadline: a CSI node plugin that
 // never answers makes the fence impossible once KillTimeout has passed.
 func TestFencerCSIHangIsImpossibleWithinItsDeadline(t *testing.T) {
-	g := newFencerRig(FenceSettings{Enabled: true, KillTimeout: 50 * time.Millisecond})
+	g := newFencerRig(Settings{Enabled: true, KillTimeout: 50 * time.Millisecond})
 	g.host.hangCSI = true
 	g.f.Step(context.Background())
 	if len(g.link.reports) != 1 || g.link.reports[0].Fenced || !strings.Contains(g.link.reports[0].Why, "deadline") {

@@ -1,4 +1,4 @@
-package repair
+package fence
 
 import (
 	"context"
@@ -12,21 +12,18 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/nodelink"
 )
 
 // Defaults of the fence.
 const (
-	DefaultFenceKillTimeout = 20 * time.Second
-	DefaultKubeletRootDir   = "/var/lib/kubelet"
-	DefaultCgroupRoot       = "/sys/fs/cgroup"
+	DefaultKillTimeout    = 20 * time.Second
+	DefaultKubeletRootDir = "/var/lib/kubelet"
+	DefaultCgroupRoot     = "/sys/fs/cgroup"
 	// fenceMinSilence: every call the pod lifecycle needs must have given
 	// no answer at all for this long when the fence acts, whatever the
 	// condition says.
 	fenceMinSilence = 10 * time.Second
-	// ReasonFenceDryRun is the Event of a fence the node's dry run did not make.
-	ReasonFenceDryRun = "FenceDryRun"
 	// fenceOrderEvery paces the fence's reads of the Node's request.
 	fenceOrderEvery = 2 * time.Second
 	// fenceSkewAllowance: a request past its deadline by more than this on
@@ -43,7 +40,7 @@ const (
 )
 
 // FenceSettings turn the fence on; the zero value fences nothing.
-type FenceSettings struct {
+type Settings struct {
 	Enabled bool
 	DryRun  bool
 	// KillTimeout bounds the wait for each pod's cgroup to empty, and
@@ -55,7 +52,7 @@ type FenceSettings struct {
 
 // FenceLink is the agent's side of the fence: it reads the request and the
 // node's pods, deletes the pods the fence killed, and attests its report.
-type FenceLink interface {
+type Link interface {
 	FenceOrder(ctx context.Context) (nodelink.FenceOrder, error)
 	FenceDelete(ctx context.Context, d nodelink.FenceDeletion) (nodelink.FenceDeleted, error)
 	FenceReport(ctx context.Context, r nodelink.FenceReport) error
@@ -70,7 +67,7 @@ type Host interface {
 	Kill(ctx context.Context, dir string) ([]int, error)
 	// RecordPodVolumes records, before the kill, every mount of the pod's
 	// volumes: the devices and network sources the release must free.
-	RecordPodVolumes(uid string) (fence.VolumeRecord, error)
+	RecordPodVolumes(uid string) (VolumeRecord, error)
 	// ReleaseCSI has the CSI node plugins unpublish (and unstage) the
 	// pod's CSI volumes, each call within its deadline; it returns the
 	// staging paths unstaged.
@@ -80,17 +77,17 @@ type Host interface {
 	UnmountPod(ctx context.Context, uid string) ([]string, error)
 	// HeldAnywhere lists every mount, in any mount namespace of the node,
 	// of a device or source rec recorded, wherever it is mounted.
-	HeldAnywhere(ctx context.Context, rec fence.VolumeRecord) ([]string, error)
+	HeldAnywhere(ctx context.Context, rec VolumeRecord) ([]string, error)
 }
 
 // FencerOptions wire a Fencer.
 type FencerOptions struct {
-	Settings   FenceSettings
+	Settings   Settings
 	Clock      clock.PassiveClock
 	Conditions func() []nodelink.Condition
 	// Silence is how long every call of LifecycleCalls has gone without
 	// an answer, on the agent's clock.
-	Silence Silence
+	Silence nodelink.Silence
 	// Probe asks the runtime itself whether it answers, before the kill
 	// and after it; nil: it is taken as silent (tests only).
 	Probe RuntimeProbe
@@ -103,8 +100,8 @@ type FencerOptions struct {
 	// then a socket nothing listens on again (RuntimeUnreachable) is a
 	// hang no restart cured. nil: never.
 	Restarted func() bool
-	Link      FenceLink
-	Notify    Notifier
+	Link      Link
+	Notify    nodelink.Notifier
 	// BootID reads this boot's ID; nil: /proc/sys/kernel/random/boot_id.
 	BootID func() (string, error)
 	// Host acts on the node; nil: HostFor(Settings) at each fence.
@@ -115,7 +112,7 @@ type FencerOptions struct {
 type Fencer struct {
 	o        FencerOptions
 	mu       sync.Mutex
-	settings FenceSettings
+	settings Settings
 	askedAt  time.Time
 	answered map[string]bool
 	// firstSeen is when this process first saw each request, on its own
@@ -135,7 +132,7 @@ func NewFencer(o FencerOptions) *Fencer {
 }
 
 // Update applies reloaded settings.
-func (f *Fencer) Update(s FenceSettings) {
+func (f *Fencer) Update(s Settings) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.settings = s
@@ -198,18 +195,18 @@ func (f *Fencer) readOrder(ctx context.Context) (nodelink.FenceOrder, bool) {
 // timeout, which in a freeze may be any of them: the silence is what
 // tells ImageFsInfo held alone, or a slow list, from a stuck lifecycle).
 func (f *Fencer) hung(vs []nodelink.Condition) bool {
-	if v, sick := unwell(TargetRuntime, vs); sick {
+	if v, sick := nodelink.RuntimeHung(vs); sick {
 		_, silent := f.o.Silence()
 		return wholeRuntimeReason(v.Reason) && silent >= fenceMinSilence
 	}
 	// nothing listens (each call refused at once, an answer to the agent's
 	// silence): only a runtime repair restarted in this spell that did not
 	// come back, never one an operator stopped
-	return unreachable(vs) && f.o.Restarted != nil && f.o.Restarted()
+	return nodelink.RuntimeUnreachable(vs) && f.o.Restarted != nil && f.o.Restarted()
 }
 
 func wholeRuntimeReason(reason string) bool {
-	return reason == "RuntimeNotResponding" || slices.ContainsFunc(WholeRuntimeCalls, func(m string) bool { return reason == m+"Hung" })
+	return reason == "RuntimeNotResponding" || slices.ContainsFunc(nodelink.WholeRuntimeCalls, func(m string) bool { return reason == m+"Hung" })
 }
 
 // report hands the pending report to the agent, again each step until it

@@ -1,4 +1,4 @@
-package repair
+package fence
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/nodelink"
 )
 
@@ -23,7 +22,7 @@ import (
 // mounts the device or source it had before the kill, wherever it is
 // mounted: never because a path looks empty.
 func (r *fenceRun) stop(ctx context.Context, pods []nodelink.FencePod, groups map[string][]string) string {
-	records := make([]fence.VolumeRecord, 0, len(pods))
+	records := make([]VolumeRecord, 0, len(pods))
 	for _, p := range pods {
 		rec, err := r.host.RecordPodVolumes(p.UID)
 		if err != nil {
@@ -56,7 +55,7 @@ func (r *fenceRun) stop(ctx context.Context, pods []nodelink.FencePod, groups ma
 // heldAnywhere checks, once every pod is released (a volume two of them
 // share is still the other's before), that no mount namespace of the node
 // mounts what the pods' volumes had; "" when none does.
-func (r *fenceRun) heldAnywhere(ctx context.Context, pods []nodelink.FencePod, records []fence.VolumeRecord) string {
+func (r *fenceRun) heldAnywhere(ctx context.Context, pods []nodelink.FencePod, records []VolumeRecord) string {
 	for i, rec := range records {
 		hctx, cancel := context.WithTimeout(ctx, r.f.settings.KillTimeout)
 		held, err := r.host.HeldAnywhere(hctx, rec)
@@ -95,7 +94,7 @@ func (r *fenceRun) kill(ctx context.Context, pods []nodelink.FencePod, groups ma
 // delete has the agent delete the killed pods; "" when every one is gone
 // from the API.
 func (r *fenceRun) delete(ctx context.Context, killed []nodelink.FencePod) string {
-	dctx, cancel := context.WithTimeout(ctx, fenceReportTimeout)
+	dctx, cancel := context.WithTimeout(ctx, nodelink.FenceReportTimeout)
 	defer cancel()
 	ans, err := r.f.o.Link.FenceDelete(dctx, nodelink.FenceDeletion{RequestID: r.req.ID, Pods: killed})
 	switch {
