@@ -119,14 +119,14 @@ func (r *Relay) CollectWithStability(ch chan<- metrics.Metric) {
 	defer r.mu.Unlock()
 	for t, outcomes := range r.tally.Repairs {
 		for o, v := range outcomes {
-			ch <- metrics.NewLazyConstMetric(repairsDesc, metrics.CounterValue, v, string(t), o)
+			ch <- metrics.NewLazyConstMetric(repairsDesc, metrics.CounterValue, v, t, o)
 		}
 	}
 	for t, v := range r.tally.Left {
-		ch <- metrics.NewLazyConstMetric(leftDesc, metrics.GaugeValue, v, string(t))
+		ch <- metrics.NewLazyConstMetric(leftDesc, metrics.GaugeValue, v, t)
 	}
 	for t, v := range r.tally.GivenUp {
-		ch <- metrics.NewLazyConstMetric(givenUpDesc, metrics.GaugeValue, v, string(t))
+		ch <- metrics.NewLazyConstMetric(givenUpDesc, metrics.GaugeValue, v, t)
 	}
 	linked := 0.0
 	if r.linked() {
