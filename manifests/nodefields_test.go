@@ -57,7 +57,7 @@ func TestAgentPolicyFreezesEveryNodeSpecField(t *testing.T) {
 func TestRepairSlotsPolicyFitsWhatRepairWrites(t *testing.T) {
 	raw := string(mustRead(t, "overlays/repair/rbac-fleet.yaml"))
 	for _, target := range []repair.Target{repair.TargetRuntime, repair.TargetKubelet} {
-		if !strings.Contains(raw, "variables.nodeName + '/"+string(target)+"'") {
+		if !strings.Contains(raw, "variables.nodeName + '/"+target+"'") {
 			t.Errorf("the slots policy's holders lack <node>/%s", target)
 		}
 	}

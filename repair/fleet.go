@@ -119,7 +119,7 @@ func (s *LeaseSlots) won(name string, err error) (bool, error) {
 // slot is l written as taken by this node for t; the times are for
 // people reading it, never for another node's decision.
 func (s *LeaseSlots) slot(l *coordinationv1.Lease, fs FleetSettings, t Target, now time.Time) *coordinationv1.Lease {
-	holder := s.Node + "/" + string(t)
+	holder := s.Node + "/" + t
 	seconds := int32(fs.Window / time.Second)
 	at := metav1.NewMicroTime(now)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.AcquireTime, l.Spec.RenewTime = &holder, &seconds, &at, &at

@@ -268,19 +268,19 @@ func (r *Repairer) givenUp(t Target) (bool, string) {
 	st, after := r.targets[t], r.settings.after(t)
 	switch {
 	case after <= 0:
-		return true, "repair is off for the " + string(t)
+		return true, "repair is off for the " + t
 	case r.settings.DryRun:
-		return false, "repair is in dry run: no restart of the " + string(t) + " is made, so none has been tried (turn repair off to let the next rung act without it)"
+		return false, "repair is in dry run: no restart of the " + t + " is made, so none has been tried (turn repair off to let the next rung act without it)"
 	case !st.killed.IsZero() && r.o.Clock.Since(st.killed) >= after:
 		return true, fmt.Sprintf("repair restarted the %s %s ago in this spell and it has given no answer since", t, r.o.Clock.Since(st.killed).Round(time.Second))
 	case st.cannot != "":
-		return true, "repair cannot restart the " + string(t) + " on this node: " + st.cannot
+		return true, "repair cannot restart the " + t + " on this node: " + st.cannot
 	case !st.killed.IsZero():
 		return false, fmt.Sprintf("repair restarted the %s %s ago; it is given %s to answer", t, r.o.Clock.Since(st.killed).Round(time.Second), after)
 	case st.held != "":
-		return false, "repair has not restarted the " + string(t) + " yet: " + st.held
+		return false, "repair has not restarted the " + t + " yet: " + st.held
 	}
-	return false, "repair has not restarted the " + string(t) + " yet (last attempt: " + or(st.outcome, "none") + ")"
+	return false, "repair has not restarted the " + t + " yet (last attempt: " + or(st.outcome, "none") + ")"
 }
 
 func or(s, fallback string) string {
