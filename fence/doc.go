@@ -1,12 +1,14 @@
 // Package fence is the node side of hangwatch's fence, the recovery
-// ladder's fourth rung, in the repair process: the Fencer reads the Node's
-// request through the agent's link (nodelink), checks it again for itself,
-// and carries it out; it stops every process of the chosen Kubernetes pods
-// through the kernel's cgroups, has the agent delete them, then releases
-// and unmounts their volumes, and proves that no mount namespace on the
-// node still holds them. The agent's side (reading the Node, deleting the
-// pods as the node, the attestation) is agent/fencelink.go; the request
-// and the attestation on the Node are internal/fencing's.
+// ladder's fourth rung, in the repair process: it carries out the Node's
+// fence request, stopping the chosen pods' processes through their cgroups,
+// releasing their volumes and proving that no mount namespace on the node
+// still holds them.
+//
+// The Fencer reads the request through the agent's link (nodelink), checks
+// it again for itself, has the agent delete the pods it killed before any
+// volume is released, and reports; the agent's side (reading the Node,
+// deleting the pods as the node, the attestation) is agent/fencelink.go,
+// and the request and the attestation on the Node are internal/fencing's.
 //
 // # Stopping the processes
 //
