@@ -39,7 +39,8 @@ func (a *Agent) podStartsWatch() (*podstarts.Watch, error) {
 		Retry: time.Second, MaxRetry: 30 * time.Second, Clock: a.o.Clock, Metrics: podstarts.NewMetrics(a.o.Registry)}
 	if ps.Probe.Enabled {
 		w.Probe = &podstarts.Probe{Runtime: a.conn.Runtime, Images: a.conn.Image, SandboxImage: ps.Probe.SandboxImage, Clock: a.o.Clock,
-			Period: ps.Probe.Period.Duration, Quiet: w.Tracker.Quiet, Timeout: a.o.Endpoint.Timeout, Metrics: w.Metrics}
+			Period: ps.Probe.Period.Duration, Quiet: w.Tracker.Quiet, Timeout: a.o.Endpoint.Timeout, Metrics: w.Metrics,
+			PodNetwork: ps.Probe.PodNetwork}
 	}
 	return w, nil
 }

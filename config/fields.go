@@ -106,6 +106,7 @@ func podStartsFields(p *PodStarts) []field {
 		{"podStarts.period", "pod-starts-period", "", "how often the pods waiting for their sandbox or a container's create or start are judged", &p.Period},
 		{"podStarts.probe.enabled", "pod-start-probe", "", "opt-in: where no pod has started for podStarts.probe.period and none waits, start and remove a host-network sandbox of hangwatch's own, timed in flight (PodStartStuck ProbeSandboxStuck); needs the Pods API", &p.Probe.Enabled},
 		{"podStarts.probe.period", "pod-start-probe-period", "", "at most one probe this often, and only after this long without a sandbox started", &p.Probe.Period},
+		{"podStarts.probe.podNetwork", "pod-start-probe-pod-network", "", "opt-in: the probe's sandbox on the pod network, so that it covers the CNI plugin's ADD and DEL; a start that times out can leak its pod IP (containerd#5438), so after one that timed out no pod-network probe runs for an hour", &p.Probe.PodNetwork},
 		{"podStarts.probe.sandboxImage", "pod-start-probe-sandbox-image", "", "the runtime's sandbox (pause) image: the probe runs only while it is on the node, never making the runtime pull it", &p.Probe.SandboxImage},
 	}
 }

@@ -138,6 +138,9 @@ type PodStartProbe struct {
 	// SandboxImage is the runtime's sandbox (pause) image: the probe runs
 	// only while it is on the node, so it never makes the runtime pull.
 	SandboxImage string `json:"sandboxImage"`
+	// PodNetwork puts the probe's sandbox on the pod network (its CNI ADD
+	// and DEL); after one that timed out, none for an hour.
+	PodNetwork bool `json:"podNetwork"`
 }
 
 // RuntimeHung overrides single settings of the built-in RuntimeHung rule;

@@ -43,8 +43,13 @@ const DefaultSandboxImage = "registry.k8s.io/pause:3.10.1"
 // given up: the kubelet's own wait (twice its 2-minute request timeout).
 const ProbeDeadline = 4 * time.Minute
 
-// Probe starts and removes a host-network sandbox of its own through the
-// CRI, as the kubelet would for a pod, when no pod has started on the node
+// PodNetworkBackoff is how long a pod-network probe waits after one that
+// timed out: such a start can leak its pod IP (containerd#5438), so at most
+// one a backoff.
+const PodNetworkBackoff = time.Hour
+
+// Probe starts and removes a sandbox of its own (on the host's network,
+// or, asked, the pod network) through the CRI, as the kubelet would for a pod, when no pod has started on the node
 // for a Period and none waits, timed while in flight: the write path seen
 // on a node where nothing starts for hours. One at a time (Run is one
 // loop), never while real pods start, and only when the runtime's sandbox
@@ -61,10 +66,15 @@ type Probe struct {
 	// Timeout bounds the probe's other calls (lists, stop, remove, image).
 	Timeout time.Duration
 	Metrics *Metrics
+	// PodNetwork puts the probe's sandbox on the pod network, so that its
+	// start runs the CNI plugin's ADD (and its removal DEL); false: the
+	// host's network, nothing to leak.
+	PodNetwork bool
 
-	mu      sync.Mutex
-	since   time.Time // the probe's RunPodSandbox went out; zero when none is out
-	noImage bool      // the sandbox image was missing at the last look (logged once)
+	mu       sync.Mutex
+	since    time.Time // the probe's RunPodSandbox went out; zero when none is out
+	noImage  bool      // the sandbox image was missing at the last look (logged once)
+	timedOut time.Time // a pod-network probe last timed out
 }
 
 // InFlight is how long the probe's RunPodSandbox has waited; 0 when none
@@ -92,22 +102,36 @@ func (p *Probe) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C():
-			if p.Quiet(p.Period) && p.imageThere(ctx) {
-				p.Metrics.probe(p.once(ctx))
+			if p.Quiet(p.Period) && !p.backingOff() && p.imageThere(ctx) {
+				result := p.once(ctx)
+				if result == "timeout" && p.PodNetwork {
+					p.timedOut = p.Clock.Now()
+				}
+				p.Metrics.probe(result)
 			}
 		}
 	}
+}
+
+// backingOff: a pod-network probe timed out less than PodNetworkBackoff
+// ago.
+func (p *Probe) backingOff() bool {
+	return p.PodNetwork && !p.timedOut.IsZero() && p.Clock.Since(p.timedOut) < PodNetworkBackoff
 }
 
 // once starts one sandbox, waits for it at most ProbeDeadline, and removes
 // every sandbox of the probe's. Its result: ok, error or timeout.
 func (p *Probe) once(ctx context.Context) string {
 	name := fmt.Sprintf("hangwatch-probe-%d", p.Clock.Now().UnixNano()) // a new name each time: a name still reserved fails
+	network := runtimeapi.NamespaceMode_NODE
+	if p.PodNetwork {
+		network = runtimeapi.NamespaceMode_POD
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Uid: name, Namespace: ProbeNamespace},
 		Labels:   map[string]string{ProbeLabel: "true"},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: network, Pid: runtimeapi.NamespaceMode_CONTAINER},
 		}},
 	}
 	p.mark(p.Clock.Now())

@@ -21,10 +21,12 @@ type probeRuntime struct {
 	runs, stops, rms int
 	image            bool
 	stopNotFound     bool
+	cfg              *runtimeapi.PodSandboxConfig // the last sandbox asked for
 }
 
 func (f *probeRuntime) RunPodSandbox(ctx context.Context, in *runtimeapi.RunPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.RunPodSandboxResponse, error) {
 	f.runs++
+	f.cfg = in.GetConfig()
 	if f.started != nil {
 		f.started <- struct{}{}
 	}
@@ -140,5 +142,37 @@ func TestAHungProbeIsTimedInFlightAndCleanedOnceItReturns(t *testing.T) {
 	}
 	if p.InFlight() != 0 || len(rt.sandboxes) != 0 {
 		t.Fatalf("in flight %v, left %v", p.InFlight(), rt.sandboxes)
+	}
+}
+
+// TestAPodNetworkProbeBacksOffAfterATimeout: asked, the probe's sandbox
+// is on the pod network (its start runs the CNI plugin's ADD); after one
+// that timed out (its pod IP may leak) no pod-network probe runs for an
+// hour. A host-network probe never backs off.
+func TestAPodNetworkProbeBacksOffAfterATimeout(t *testing.T) {
+	rt := &probeRuntime{image: true}
+	p, clk := newProbe(rt)
+	p.PodNetwork = true
+	if got := p.once(context.Background()); got != "ok" {
+		t.Fatalf("probe %s", got)
+	}
+	if n := rt.cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork(); n != runtimeapi.NamespaceMode_POD {
+		t.Fatalf("the pod-network probe's sandbox has network %v", n)
+	}
+	if p.backingOff() {
+		t.Fatal("backing off before any timeout")
+	}
+	p.timedOut = clk.Now()
+	clk.Step(59 * time.Minute)
+	if !p.backingOff() {
+		t.Fatal("another pod-network probe 59m after one timed out")
+	}
+	clk.Step(2 * time.Minute)
+	if p.backingOff() {
+		t.Fatal("still backing off an hour after the timeout")
+	}
+	p.PodNetwork, p.timedOut = false, clk.Now()
+	if p.backingOff() {
+		t.Fatal("a host-network probe backs off")
 	}
 }

@@ -53,6 +53,32 @@ func TestPodStartProbeSeesAHungSandboxWithNoPodStarting(t *testing.T) {
 	harness.Eventually(t, 30*time.Second, "the held probe's sandbox removed", func() bool { return probeSandboxes(t, c) == 0 })
 }
 
+// TestPodStartProbeOnThePodNetworkSeesAHungCNIAdd: the opt-in probe on
+// the pod network (--pod-start-probe-pod-network), beside a real kubelet on
+// a containerd whose CNI plugin's ADD waits: PodStartStuck True
+// (ProbeSandboxStuck) within 60s of the probe's start, RuntimeHung False;
+// the ADD let go, the probe's sandbox is removed (its DEL run) and
+// PodStartStuck is False.
+func TestPodStartProbeOnThePodNetworkSeesAHungCNIAdd(t *testing.T) {
+	harness.Parallel(t, harness.Minutes)
+	c, starts := harness.StartContainerdHangingT(t, true)
+	started := time.Now()
+	n := startPodStartNodeWith(t, c, "hw-probe-net", false, "--pod-start-probe", "--pod-start-probe-pod-network",
+		"--pod-start-probe-period", "1s", "--pod-start-probe-sandbox-image", harness.PauseImage)
+	harness.Eventually(t, 2*time.Minute, "PodStartStuck True (ProbeSandboxStuck)", func() bool {
+		s, r := n.stuck(t)
+		return s == "True" && r == "ProbeSandboxStuck"
+	}, harness.UnlessExited(n.d))
+	t.Logf("ProbeSandboxStuck %v after hangwatch started (the first probe a second in)", time.Since(started).Round(100*time.Millisecond))
+	if s, _, _ := n.d.Condition(t, "RuntimeHung"); s != "False" {
+		t.Errorf("RuntimeHung %s with only the CNI plugin's ADD waiting: the reads answer", s)
+	}
+	starts.ReleaseNetwork()
+	harness.Eventually(t, time.Minute, "PodStartStuck False once the probe's sandbox started", func() bool { s, _ := n.stuck(t); return s == "False" },
+		harness.UnlessExited(n.d))
+	harness.Eventually(t, 30*time.Second, "the probe's sandbox removed", func() bool { return probeSandboxes(t, c) == 0 })
+}
+
 // probes is how many probes made a sandbox, from hangwatch's /metrics.
 func probes(d *harness.Daemon) float64 {
 	text, err := d.Metrics()
