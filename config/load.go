@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+
+	"github.com/hangwatch/hangwatch/internal/fielderr"
 )
 
 // Loader loads the configuration `run` uses: the defaults, the file over
@@ -38,7 +40,7 @@ func (l *Loader) Load() (*Loaded, error) {
 	}
 	raw, err := ReadFile(l.Path)
 	if err != nil {
-		return nil, &FieldError{Path: l.Named, Value: l.Path, Problem: err.Error()}
+		return nil, &fielderr.Error{Path: l.Named, Value: l.Path, Problem: err.Error()}
 	}
 	return l.load(raw)
 }
@@ -81,10 +83,10 @@ func (l *Loader) load(raw []byte) (*Loaded, error) {
 	return nil, errors.Join(named...)
 }
 
-// nameAsGiven renames a FieldError's path to its flag, or to the path with
+// nameAsGiven renames an Error's path to its flag, or to the path with
 // its flag beside it when the file set it.
 func nameAsGiven(err error, cliSet, fileSet map[string]bool) error {
-	var fe *FieldError
+	var fe *fielderr.Error
 	if !errors.As(err, &fe) {
 		return err
 	}
@@ -96,5 +98,5 @@ func nameAsGiven(err error, cliSet, fileSet map[string]bool) error {
 	if fileSet[fe.Path] && !cliSet[flag] {
 		name = fe.Path + " (--" + flag + ")"
 	}
-	return &FieldError{Path: name, Value: fe.Value, Problem: fe.Problem}
+	return &fielderr.Error{Path: name, Value: fe.Value, Problem: fe.Problem}
 }

@@ -2,44 +2,26 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"time"
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/internal/fielderr"
 	"github.com/hangwatch/hangwatch/leases"
 )
 
-// FieldError is a setting with a value that is wrong, named by its path in
-// the file.
-type FieldError struct {
-	Path    string
-	Value   any
-	Problem string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s %v: %s", e.Path, e.Value, e.Problem)
-}
-
 // checks gathers every problem, so a configuration is reported whole.
-type checks []error
+type checks struct{ fielderr.List }
 
 func (p *checks) check(bad bool, path string, value any, problem string) {
-	if bad {
-		*p = append(*p, &FieldError{Path: path, Value: value, Problem: problem})
-	}
+	p.Check(bad, path, value, problem)
 }
 
-func (p *checks) add(err error) {
-	if err != nil {
-		*p = append(*p, err)
-	}
-}
+func (p *checks) add(err error) { p.Add(err) }
 
-// Validate returns every problem of c: invalid settings as FieldErrors,
+// Validate returns every problem of c: invalid settings as *fielderr.Error,
 // and condition rules that do not compile.
 func Validate(c *Configuration) []error {
 	var p checks
@@ -56,7 +38,7 @@ func Validate(c *Configuration) []error {
 	p.check(c.PodStarts.Probe.Enabled && c.PodStarts.PodsAPISocket == "", "podStarts.probe.enabled", true, "needs podStarts.podsAPISocket: the probe runs only where no pod is starting")
 	validateConditions(&p, c)
 	validateRepair(&p, c.Repair, c.Kubelet.HealthzURL)
-	return p
+	return p.List
 }
 
 func validateRuntime(p *checks, r Runtime) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/internal/checksites"
+	"github.com/hangwatch/hangwatch/internal/fielderr"
 )
 
 // fieldCase breaks one check of Validate on the defaults: the one problem
@@ -129,9 +130,9 @@ func TestEachCheckNamesItsFieldAndValue(t *testing.T) {
 			cfg := Default()
 			c.set(cfg)
 			errs := Validate(cfg)
-			var fe *FieldError
+			var fe *fielderr.Error
 			if len(errs) != 1 || !errors.As(errs[0], &fe) {
-				t.Fatalf("want one FieldError, got %q", errs)
+				t.Fatalf("want one fielderr.Error, got %q", errs)
 			}
 			if fe.Path != c.path || fmt.Sprint(fe.Value) != c.value || fe.Problem != c.problem {
 				t.Errorf("got %s %v: %s; want %s %s: %s", fe.Path, fe.Value, fe.Problem, c.path, c.value, c.problem)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
+	"github.com/hangwatch/hangwatch/internal/fielderr"
 	"github.com/hangwatch/hangwatch/internal/managedfields"
 )
 
@@ -188,10 +189,8 @@ func CheckConditionType(condType string) error {
 
 // Validate returns every problem of p, each with its field path.
 func Validate(p *Policy) []error {
-	var errs []error
-	bad := func(path string, value any, problem string) {
-		errs = append(errs, fmt.Errorf("%s %v: %s", path, value, problem))
-	}
+	var errs fielderr.List
+	bad := func(path string, value any, problem string) { errs.Check(true, path, value, problem) }
 	if _, err := p.unhealthyLimit(100); err != nil {
 		bad("maxUnhealthy", p.MaxUnhealthy.String(), err.Error())
 	}

@@ -1,8 +1,9 @@
 package main
 
-import "fmt"
+import "github.com/hangwatch/hangwatch/internal/fielderr"
 
-// fieldError names the flag and the value that is wrong.
+// fieldError names the flag and the value that is wrong, as the
+// configuration's checks do.
 func fieldError(flag string, value any, problem string) error {
-	return fmt.Errorf("%s %v: %s", flag, value, problem)
+	return fielderr.New(flag, value, problem)
 }
