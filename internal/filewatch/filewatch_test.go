@@ -128,7 +128,9 @@ func TestRunPollsAndHearsTheSignal(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
 	write("b")
-	clocktest.StepUntil(t, clk, 1, time.Second, time.Minute, "the change applied", func() bool { a, _ := r.counts(); return a == 1 })
+	clocktest.AwaitWaiters(t, clk, 1) // Run's ticker is made
+	clk.Step(time.Second)             // the tick waits in the ticker's channel until Run takes it
+	clocktest.Await(t, "the change applied", func() bool { a, _ := r.counts(); return a == 1 })
 	sig <- os.Interrupt
 	<-forced
 	clocktest.Await(t, "the forced apply", func() bool { a, _ := r.counts(); return a == 2 })
