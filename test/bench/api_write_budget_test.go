@@ -4,11 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // TestWriteBudget is test/integration's TestWriteBudget over 5 minutes of
-// steady state at a 30 s heartbeat (harness.WriteBudget).
+// steady state at a 30 s heartbeat (scenarios.WriteBudget).
 func TestWriteBudget(t *testing.T) {
-	harness.WriteBudget(t, 5*time.Minute, 30*time.Second)
+	scenarios.WriteBudget(t, 5*time.Minute, 30*time.Second)
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // TestHangAfterSlownessMeasured records, three times each, how long a
@@ -13,7 +13,7 @@ import (
 // and from a healthy start, for BENCHMARKS.md.
 func TestHangAfterSlownessMeasured(t *testing.T) {
 	perObject := []string{"--sample-size", "10"} // every container each cycle: the held one is read
-	trials := []harness.HangTrial{
+	trials := []scenarios.HangTrial{
 		{Name: "list_after_slowness", Method: "ListPodSandbox", SlowFor: time.Minute, Reason: "ListPodSandboxHung"},
 		{Name: "list_from_healthy", Method: "ListPodSandbox", Reason: "ListPodSandboxHung"},
 		{Name: "container_status_after_slowness", Method: "ContainerStatus", Object: true, SlowFor: time.Minute,
@@ -22,10 +22,10 @@ func TestHangAfterSlownessMeasured(t *testing.T) {
 	}
 	for _, tr := range trials {
 		for range 3 {
-			harness.RunHangTrial(t, tr)
+			scenarios.RunHangTrial(t, tr)
 		}
 	}
 	for range 3 {
-		harness.RunHangTrial(t, harness.HangTrial{Name: "list_slowness_ended", Method: "ListPodSandbox", SlowFor: time.Minute, Ends: true})
+		scenarios.RunHangTrial(t, scenarios.HangTrial{Name: "list_slowness_ended", Method: "ListPodSandbox", SlowFor: time.Minute, Ends: true})
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // TestHealthyNodeWithPodChurnStaysPLEGHealthy is test/integration's test
 // of the same name over 10 minutes of pod churn
-// (harness.PodChurnStaysPLEGHealthy).
+// (scenarios.PodChurnStaysPLEGHealthy).
 func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
-	harness.PodChurnStaysPLEGHealthy(t, 10*time.Minute)
+	scenarios.PodChurnStaysPLEGHealthy(t, 10*time.Minute)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
+	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // healthyRunDuration is HANGWATCH_E2E_HEALTHY, 10m by default (hack/e2e.sh
@@ -67,7 +68,7 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 	stopLoad := harness.BurnCPU(t, runtime.NumCPU()/2)
 	defer stopLoad()
 	before := n.FootprintSample(t, pid)
-	churn := &harness.PodChurn{K: n.K}
+	churn := &scenarios.PodChurn{K: n.K}
 	checks, peak, maxLastSeen := 0, before.Rss, 0.0
 	var raised string
 	harness.Throughout(t, d, "the 4 conditions False on a healthy node", func() bool {

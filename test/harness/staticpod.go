@@ -362,3 +362,9 @@ func (n StaticPodNode) CountRunningContainers() int {
 	}
 	return len(list.Containers)
 }
+
+// RunningContainers asks a runtime for its running containers.
+func RunningContainers() *runtimeapi.ListContainersRequest {
+	return &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}}
+}

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // TestWriteBudget counts, at the API server, what hangwatch writes: in a
 // steady state one status patch per heartbeat however often it probes (its
 // messages do not tick), and one patch and one Event per transition
-// (harness.WriteBudget). test/bench runs it for 5 minutes.
+// (scenarios.WriteBudget). test/bench runs it for 5 minutes.
 func TestWriteBudget(t *testing.T) {
 	harness.Parallel(t)
-	harness.WriteBudget(t, 25*time.Second, 10*time.Second)
+	scenarios.WriteBudget(t, 25*time.Second, 10*time.Second)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // TestAListHangAfterSlownessIsSeenAsFastAsFromHealthy runs hangwatch with
@@ -17,7 +18,7 @@ import (
 // case three times each (TestHangAfterSlownessMeasured).
 func TestAListHangAfterSlownessIsSeenAsFastAsFromHealthy(t *testing.T) {
 	harness.Parallel(t)
-	seen := harness.RunHangTrial(t, harness.HangTrial{Name: "list_after_slowness", Method: "ListPodSandbox", SlowFor: 40 * time.Second,
+	seen := scenarios.RunHangTrial(t, scenarios.HangTrial{Name: "list_after_slowness", Method: "ListPodSandbox", SlowFor: 40 * time.Second,
 		Reason: "ListPodSandboxHung"})
 	if seen.FromHold > 15*time.Second {
 		t.Errorf("a ListPodSandbox hold after slowness was seen %v after it began; goal 7s (bound 15s on shared machines)", seen.FromHold)

@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // waitRunningSandboxes waits until the kubelet's pods have n ready sandboxes.
@@ -92,9 +93,9 @@ func captureKubeletMetrics(t *testing.T, k *harness.Kubelet) {
 }
 
 // TestHealthyNodeWithPodChurnStaysPLEGHealthy churns pods for a minute on
-// a healthy node (harness.PodChurnStaysPLEGHealthy); test/bench churns
+// a healthy node (scenarios.PodChurnStaysPLEGHealthy); test/bench churns
 // for 10.
 func TestHealthyNodeWithPodChurnStaysPLEGHealthy(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	harness.PodChurnStaysPLEGHealthy(t, time.Minute)
+	scenarios.PodChurnStaysPLEGHealthy(t, time.Minute)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hangwatch/hangwatch/httpauth"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
+	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // The port's global review budget, as shipped.
@@ -43,8 +44,8 @@ func TestSecurePortFlood(t *testing.T) {
 		t.Fatalf("the scraper before the flood: %d %s", code, harness.FirstLine(body))
 	}
 
-	reviewsBefore := harness.APIRequests(t, cp, "POST", "tokenreviews", "")
-	accessBefore := harness.APIRequests(t, cp, "POST", "subjectaccessreviews", "")
+	reviewsBefore := scenarios.APIRequests(t, cp, "POST", "tokenreviews", "")
+	accessBefore := scenarios.APIRequests(t, cp, "POST", "subjectaccessreviews", "")
 	stop := make(chan struct{})
 	scrapes := make(chan scrapeLog, 1)
 	go func() { scrapes <- scrapePeriodically(base+"/metrics", scraper, 200*time.Millisecond, stop) }()
@@ -53,8 +54,8 @@ func TestSecurePortFlood(t *testing.T) {
 	elapsed := time.Since(start)
 	close(stop)
 	s := <-scrapes
-	reviews := harness.APIRequests(t, cp, "POST", "tokenreviews", "") - reviewsBefore
-	access := harness.APIRequests(t, cp, "POST", "subjectaccessreviews", "") - accessBefore
+	reviews := scenarios.APIRequests(t, cp, "POST", "tokenreviews", "") - reviewsBefore
+	access := scenarios.APIRequests(t, cp, "POST", "subjectaccessreviews", "") - accessBefore
 
 	harness.Measure(t, "secure_flood_duration", elapsed)
 	measurements.Record(t, "secure_flood_requests", float64(f.sent), "requests")

@@ -1,8 +1,9 @@
-package harness
+package scenarios
 
 import (
 	"context"
 	"fmt"
+	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
 	corev1 "k8s.io/api/core/v1"
 	"testing"
@@ -11,14 +12,14 @@ import (
 
 // APIRequests sums the API server's apiserver_request_total over the
 // series of one verb, resource and subresource (all codes).
-func APIRequests(t *testing.T, cp *ControlPlane, verb, resource, subresource string) int {
+func APIRequests(t *testing.T, cp *harness.ControlPlane, verb, resource, subresource string) int {
 	t.Helper()
 	text, err := cp.Metrics(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	total := 0.0
-	for _, s := range Scrape(text) {
+	for _, s := range harness.Scrape(text) {
 		if s.Name == "apiserver_request_total" && s.Labels["verb"] == verb && s.Labels["resource"] == resource &&
 			s.Labels["subresource"] == subresource {
 			total += s.Value
@@ -29,7 +30,7 @@ func APIRequests(t *testing.T, cp *ControlPlane, verb, resource, subresource str
 
 type WriteCount struct{ Patches, Events int }
 
-func Writes(t *testing.T, cp *ControlPlane) WriteCount {
+func Writes(t *testing.T, cp *harness.ControlPlane) WriteCount {
 	return WriteCount{Patches: APIRequests(t, cp, "PATCH", "nodes", "status"),
 		Events: APIRequests(t, cp, "POST", "events", "") + APIRequests(t, cp, "PATCH", "events", "")}
 }
@@ -41,18 +42,18 @@ func Writes(t *testing.T, cp *ControlPlane) WriteCount {
 // benchmarks 5 minutes at 30 s.
 func WriteBudget(t *testing.T, steady, heartbeat time.Duration) {
 	t.Helper()
-	c, cp := OwnContainerd(t), StartControlPlaneT(t) // its own: the test counts requests at the API server
-	node := UniqueNode("hw-writes")
-	kc := CreateNode(t, cp, node)
-	d := StartDaemon(t, c.Endpoint, NodeArgs(kc, node, "--config", NoLeaseConfig(t), "--period", "1s", "-t", "1s",
+	c, cp := harness.OwnContainerd(t), harness.StartControlPlaneT(t) // its own: the test counts requests at the API server
+	node := harness.UniqueNode("hw-writes")
+	kc := harness.CreateNode(t, cp, node)
+	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s",
 		"--max-period", "2s", "--status-heartbeat-period", heartbeat.String())...)
 	for _, cond := range []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock"} { // the first patches all landed
-		WaitNode(t, cp, d, 30*time.Second, node, cond, CondStatus(corev1.ConditionFalse))
+		harness.WaitNode(t, cp, d, 30*time.Second, node, cond, harness.CondStatus(corev1.ConditionFalse))
 	}
 	from := time.Now()
 	before := Writes(t, cp)
 	start := time.Now()
-	Eventually(t, steady+time.Minute, "the steady window", func() bool { return time.Since(start) >= steady }, UnlessExited(d))
+	harness.Eventually(t, steady+time.Minute, "the steady window", func() bool { return time.Since(start) >= steady }, harness.UnlessExited(d))
 	after, afterAt := Writes(t, cp), time.Now()
 	// the patches counted are those between the two reads: on a loaded
 	// machine the reads and the wait take longer than steady, and each
@@ -69,13 +70,13 @@ func WriteBudget(t *testing.T, steady, heartbeat time.Duration) {
 			patches, after.Events-before.Events, steady, afterAt.Sub(from).Round(time.Millisecond), want-1, most)
 	}
 
-	thaw := Freeze(t, c)
-	WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", CondStatus(corev1.ConditionTrue))
-	Eventually(t, 30*time.Second, "the transition's Event", func() bool { return Writes(t, cp).Events > after.Events }, UnlessExited(d))
+	thaw := harness.Freeze(t, c)
+	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue))
+	harness.Eventually(t, 30*time.Second, "the transition's Event", func() bool { return Writes(t, cp).Events > after.Events }, harness.UnlessExited(d))
 	raise, raiseAt := Writes(t, cp), time.Now()
 	thaw()
-	WaitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", CondStatus(corev1.ConditionFalse))
-	Eventually(t, 30*time.Second, "the clear's Event", func() bool { return Writes(t, cp).Events > raise.Events }, UnlessExited(d))
+	harness.WaitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	harness.Eventually(t, 30*time.Second, "the clear's Event", func() bool { return Writes(t, cp).Events > raise.Events }, harness.UnlessExited(d))
 	clear := Writes(t, cp)
 	measurements.Record(t, "transition_raise_patches", float64(raise.Patches-after.Patches), "patches")
 	measurements.Record(t, "transition_raise_events", float64(raise.Events-after.Events), "events")

@@ -1,4 +1,4 @@
-package harness
+package scenarios
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // HangTrial is one hold of a CRI call through the fault proxy, after a
@@ -35,7 +36,7 @@ type HangSeen struct{ FromHold, FromCallOut time.Duration }
 // reason.
 func RunHangTrial(t *testing.T, tr HangTrial) HangSeen {
 	t.Helper()
-	c := OwnContainerd(t)
+	c := harness.OwnContainerd(t)
 	dir, err := os.MkdirTemp("", "hwsl")
 	if err != nil {
 		t.Fatal(err)
@@ -46,10 +47,10 @@ func RunHangTrial(t *testing.T, tr HangTrial) HangSeen {
 		t.Fatal(err)
 	}
 	defer proxy.Stop()
-	d := StartDaemon(t, proxy.Endpoint, append([]string{"--kernel=false", "--pleg-emulation-period", "0"}, tr.DaemonAt...)...)
+	d := harness.StartDaemon(t, proxy.Endpoint, append([]string{"--kernel=false", "--pleg-emulation-period", "0"}, tr.DaemonAt...)...)
 	defer func() { _ = d.Cmd.Process.Kill(); <-d.Done }() // the next trial starts afresh
 	runtimeHung := func() (string, string) { st, reason, _ := d.Condition(t, "RuntimeHung"); return st, reason }
-	Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _ := runtimeHung(); return st == "False" }, UnlessExited(d))
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _ := runtimeHung(); return st == "False" }, harness.UnlessExited(d))
 	fault := criproxy.Fault{Method: tr.Method}
 	if tr.Object {
 		fault.ID = FirstContainer(t, c)
@@ -58,7 +59,7 @@ func RunHangTrial(t *testing.T, tr HangTrial) HangSeen {
 		slow := fault
 		slow.Delay = 1500 * time.Millisecond
 		release := proxy.Inject(slow)
-		Throughout(t, tr.SlowFor, "slow "+tr.Method+" is not hung", func() bool { st, _ := runtimeHung(); return st == "False" }, UnlessExited(d))
+		harness.Throughout(t, tr.SlowFor, "slow "+tr.Method+" is not hung", func() bool { st, _ := runtimeHung(); return st == "False" }, harness.UnlessExited(d))
 		defer release()
 		if tr.Ends {
 			return MeasureCadenceBack(t, tr, d, release)
@@ -74,50 +75,50 @@ func RunHangTrial(t *testing.T, tr HangTrial) HangSeen {
 
 // MeasureHold waits for RuntimeHung with the trial's reason and records
 // how long it took from the hold and from the first held call.
-func MeasureHold(t *testing.T, tr HangTrial, proxy *criproxy.Proxy, d *Daemon, runtimeHung func() (string, string)) HangSeen {
+func MeasureHold(t *testing.T, tr HangTrial, proxy *criproxy.Proxy, d *harness.Daemon, runtimeHung func() (string, string)) HangSeen {
 	t.Helper()
 	held := time.Now()
 	heldBefore := proxy.Held(tr.Method)
 	var callOut time.Time
-	Eventually(t, 3*time.Minute, "RuntimeHung True with "+tr.Reason, func() bool {
+	harness.Eventually(t, 3*time.Minute, "RuntimeHung True with "+tr.Reason, func() bool {
 		if callOut.IsZero() && proxy.Held(tr.Method) > heldBefore {
 			callOut = time.Now()
 		}
 		st, reason := runtimeHung()
 		return st == "True" && reason == tr.Reason
-	}, UnlessExited(d))
+	}, harness.UnlessExited(d))
 	seen := HangSeen{FromHold: time.Since(held)}
 	if !callOut.IsZero() {
 		seen.FromCallOut = time.Since(callOut)
 	}
-	Measure(t, "runtime_hung_"+tr.Name+"_from_hold", seen.FromHold)
-	Measure(t, "runtime_hung_"+tr.Name+"_from_call_out", seen.FromCallOut)
+	harness.Measure(t, "runtime_hung_"+tr.Name+"_from_hold", seen.FromHold)
+	harness.Measure(t, "runtime_hung_"+tr.Name+"_from_call_out", seen.FromCallOut)
 	return seen
 }
 
 // MeasureCadenceBack ends the slowness and records how long the next full
 // cycle takes to come: within a period (30 s) once a beat answers on time.
-func MeasureCadenceBack(t *testing.T, tr HangTrial, d *Daemon, endSlowness func()) HangSeen {
+func MeasureCadenceBack(t *testing.T, tr HangTrial, d *harness.Daemon, endSlowness func()) HangSeen {
 	t.Helper()
 	cycles := func() float64 {
 		text, err := d.Get("/metrics")
 		if err != nil {
 			return -1
 		}
-		return MetricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="ok"}`) +
-			max(MetricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="slow"}`), 0)
+		return harness.MetricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="ok"}`) +
+			max(harness.MetricValue(text, `hangwatch_cri_probes_total{method="ListContainers",result="slow"}`), 0)
 	}
 	before := cycles()
 	endSlowness()
 	ended := time.Now()
-	Eventually(t, 2*time.Minute, "a full cycle after the slowness ended", func() bool { return cycles() > before }, UnlessExited(d))
+	harness.Eventually(t, 2*time.Minute, "a full cycle after the slowness ended", func() bool { return cycles() > before }, harness.UnlessExited(d))
 	seen := HangSeen{FromHold: time.Since(ended)}
-	Measure(t, "cri_cycle_after_"+tr.Name, seen.FromHold)
+	harness.Measure(t, "cri_cycle_after_"+tr.Name, seen.FromHold)
 	return seen
 }
 
 // FirstContainer is a container of the shared containerd's.
-func FirstContainer(t *testing.T, c *Containerd) string {
+func FirstContainer(t *testing.T, c *harness.Containerd) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
