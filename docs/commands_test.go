@@ -25,22 +25,11 @@ var testFunc = regexp.MustCompile(`(?m)^func ((Test|Benchmark|Fuzz)\w*)\(`)
 // then) names packages that exist, uses no retired build tag, and its -run
 // pattern matches a test of the packages it names.
 func TestEveryGoTestCommandRuns(t *testing.T) {
-	root := filepath.Join("..")
-	pages := []string{"README.md", "BENCHMARKS.md"}
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		pages = append(pages, filepath.Join("docs", filepath.Base(d)))
-	}
+	root := ".."
+	pages := pagesUnder(t, root, "docs/*.md")
 	seen := 0
 	for _, page := range pages {
-		raw, err := os.ReadFile(filepath.Join(root, page))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, cmd := range goTestCommand.FindAllString(string(raw), -1) {
+		for _, cmd := range goTestCommand.FindAllString(readPage(t, root, page), -1) {
 			seen++
 			if why := wrongCommand(root, cmd); why != "" {
 				t.Errorf("%s: `%s`: %s", page, cmd, why)
@@ -133,28 +122,14 @@ func testsIn(files []string) []string {
 // makes its anchors: a heading renamed or moved to another page fails here.
 func TestEveryLinkedHeadingExists(t *testing.T) {
 	root := ".."
-	pages := []string{"README.md", "BENCHMARKS.md"}
-	for _, glob := range []string{"docs/*.md", "docs/history/*.md"} {
-		found, err := filepath.Glob(filepath.Join(root, glob))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range found {
-			rel, _ := filepath.Rel(root, f)
-			pages = append(pages, rel)
-		}
-	}
+	pages := pagesUnder(t, root, "docs/*.md", "docs/history/*.md")
 	anchors := map[string]map[string]bool{}
 	for _, p := range pages {
 		anchors[p] = headingAnchors(t, filepath.Join(root, p))
 	}
 	links := 0
 	for _, p := range pages {
-		raw, err := os.ReadFile(filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range anchorLink.FindAllStringSubmatch(string(raw), -1) {
+		for _, m := range anchorLink.FindAllStringSubmatch(readPage(t, root, p), -1) {
 			target := p
 			if m[1] != "" {
 				target = filepath.Clean(filepath.Join(filepath.Dir(p), m[1]))
@@ -203,4 +178,34 @@ func headingAnchors(t *testing.T, path string) map[string]bool {
 		out[slug] = true
 	}
 	return out
+}
+
+// pagesUnder are the README, BENCHMARKS.md and the pages globs match,
+// relative to root.
+func pagesUnder(t *testing.T, root string, globs ...string) []string {
+	t.Helper()
+	pages := []string{"README.md", "BENCHMARKS.md"}
+	for _, glob := range globs {
+		found, err := filepath.Glob(filepath.Join(root, glob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range found {
+			rel, err := filepath.Rel(root, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages = append(pages, rel)
+		}
+	}
+	return pages
+}
+
+func readPage(t *testing.T, root, page string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }
