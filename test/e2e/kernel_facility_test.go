@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
 )
 
 // TestKernelDeadlockFromTheKernelsOwnLine raises KernelDeadlock from a
 // hung-task line the kernel itself logs (facility kern), with a rules file
 // that names no facilities, as shipped: a mkdir held in D by a FUSE
-// directory that never answers (harness.StuckDir), and the kernel's
+// directory that never answers (stuckdir.Dir), and the kernel's
 // hung-task timeout lowered to 3 s, so it logs "INFO: task mkdir:N blocked
 // for more than 3 seconds.". The same text written to /dev/kmsg first
 // (facility user) raises nothing. It changes the hung-task timeout for the
@@ -26,12 +27,12 @@ import (
 //	HANGWATCH_SUITE=e2e go test -run TestKernelDeadlockFromTheKernelsOwnLine ./test/e2e/
 func TestKernelDeadlockFromTheKernelsOwnLine(t *testing.T) {
 	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
-		t.Skipf("needs root and /dev/fuse (harness.StuckDir): euid %d, %v", os.Geteuid(), err)
+		t.Skipf("needs root and /dev/fuse (stuckdir.Dir): euid %d, %v", os.Geteuid(), err)
 	}
 	c := harness.SharedContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stuck, err := harness.NewStuckDir(ctx)
+	stuck, err := stuckdir.New(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
 )
 
 // TestStuckDirHungTaskReported lowers the kernel's hung-task timeout to 3 s
@@ -19,7 +20,7 @@ import (
 // containerd caught in a slow fsync would raise KernelDeadlock in tests
 // running beside it. So it is in the e2e suite (hack/e2e.sh --ladder).
 func TestStuckDirHungTaskReported(t *testing.T) {
-	harness.RequireFUSE(t)
+	stuckdir.RequireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	kmsg, err := os.Open("/dev/kmsg")
@@ -35,7 +36,7 @@ func TestStuckDirHungTaskReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer restore()
-	s, err := harness.NewStuckDir(ctx)
+	s, err := stuckdir.New(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ type ControlPlane struct {
 	Admin           kubernetes.Interface
 	// AuditLog is the API server's audit log (AuditEvents reads it).
 	AuditLog        string
-	etcd, apiserver *process
+	etcd, apiserver *Process
 	apiserverArgs   []string
 	apiserverBin    string
 }
@@ -177,7 +177,7 @@ func (cp *ControlPlane) Stop() {
 
 func (cp *ControlPlane) logs() string {
 	out := ""
-	for _, p := range []*process{cp.etcd, cp.apiserver} {
+	for _, p := range []*Process{cp.etcd, cp.apiserver} {
 		if p != nil {
 			out += p.logTail(20) + "\n"
 		}

@@ -13,7 +13,7 @@ import (
 // kube-scheduler) of KubeBinary(name) as the admin, serving HTTPS on a
 // free loopback port, with args after the common flags, and waits for its
 // /healthz.
-func startComponent(ctx context.Context, cp *ControlPlane, name string, args ...string) (*process, error) {
+func startComponent(ctx context.Context, cp *ControlPlane, name string, args ...string) (*Process, error) {
 	bin, err := KubeBinary(name)
 	if err != nil {
 		return nil, err

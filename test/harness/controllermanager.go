@@ -12,7 +12,7 @@ import (
 // --node-monitor-grace-period (50s in 1.34): it marks a node Unknown when
 // the kubelet stops renewing its Lease and posting status.
 type ControllerManager struct {
-	proc *process
+	proc *Process
 }
 
 // StartControllerManager starts it against cp and waits for /healthz. It

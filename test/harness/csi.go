@@ -63,7 +63,7 @@ type CSI struct {
 	driver  string // the driver's binary, built from test/csidriver
 	// controller, attacher and provisioner are the controller side's
 	// processes.
-	controller, attacher, provisioner *process
+	controller, attacher, provisioner *Process
 	mu                                sync.Mutex
 	nodes                             map[string]*csiNode
 }
@@ -71,7 +71,7 @@ type CSI struct {
 // csiNode is one kubelet's node instance and registrar: processes of the
 // harness's, or units of the node's systemd (AddNodeUnder).
 type csiNode struct {
-	plugin, registrar *process
+	plugin, registrar *Process
 	sd                *Systemd
 	units, logs       []string
 }
@@ -360,7 +360,7 @@ func (c *CSI) Stop() {
 	for _, node := range nodes {
 		c.StopNode(node)
 	}
-	for _, p := range []*process{c.provisioner, c.attacher, c.controller} {
+	for _, p := range []*Process{c.provisioner, c.attacher, c.controller} {
 		p.stop(5 * time.Second)
 	}
 	_ = os.RemoveAll(c.Dir)
@@ -376,7 +376,7 @@ func (c *CSI) LogTails() string { return c.logTails() }
 
 func (c *CSI) logTails() string {
 	c.mu.Lock()
-	procs := []*process{c.controller, c.attacher, c.provisioner}
+	procs := []*Process{c.controller, c.attacher, c.provisioner}
 	var tails []string
 	for _, n := range c.nodes {
 		if n.sd != nil {

@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/criproxy"
-	"strconv"
 )
 
 // fenceControllers are the controllers the fence's path needs beside the
@@ -288,29 +287,6 @@ func PodRunning(p corev1.Pod) bool {
 		}
 	}
 	return true
-}
-
-// HoldInDInside holds a process in D (harness.StuckDir) and moves it into
-// the pod uid's cgroup on node: a pod process no SIGKILL can end. It is
-// released by release, or when the test ends.
-func (fc *FenceCluster) HoldInDInside(t *testing.T, node, uid string) (pid int, release func()) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	stuck, err := NewStuckDir(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stuck.Release)
-	pid, err = stuck.HoldInD(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := PodCgroup(fc.Nodes[node].K, "freezer", uid)
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-		t.Fatalf("move pid %d into %s: %v", pid, dir, err)
-	}
-	return pid, stuck.Release
 }
 
 // ConditionIs tells whether node's condType has status.

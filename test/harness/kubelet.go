@@ -44,7 +44,7 @@ type Kubelet struct {
 	systemdPodCgroups bool
 	// nodeLayout: a node's ports and certificate dir (UnitKubeletOptions).
 	nodeLayout bool
-	proc       *process // the kubelet, when the harness runs it as its child
+	proc       *Process // the kubelet, when the harness runs it as its child
 	sd         *Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
 	// under systemd holds for its life (kubeletsysctls.go); nil: none.

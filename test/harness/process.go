@@ -10,27 +10,33 @@ import (
 	"time"
 )
 
-// process is a child the harness started, with its output in a log file.
-type process struct {
+// Process is a child the harness started, with its output in a log file.
+type Process struct {
 	name   string
 	cmd    *exec.Cmd
 	log    string
 	exited chan struct{}
 }
 
+// StartProcess starts bin with args, its output going to dir/<name>.log;
+// it is killed if the test binary dies.
+func StartProcess(dir, name, bin string, args ...string) (*Process, error) {
+	return startProcess(dir, name, bin, args...)
+}
+
 // startProcess starts bin with args, its output going to dir/<name>.log.
-func startProcess(dir, name, bin string, args ...string) (*process, error) {
+func startProcess(dir, name, bin string, args ...string) (*Process, error) {
 	return startProcessEnv(dir, name, nil, bin, args...)
 }
 
 // startProcessEnv is startProcess with env added to the harness's own.
-func startProcessEnv(dir, name string, env []string, bin string, args ...string) (*process, error) {
+func startProcessEnv(dir, name string, env []string, bin string, args ...string) (*Process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	p := &process{name: name, log: logPath, exited: make(chan struct{}), cmd: exec.Command(bin, args...)}
+	p := &Process{name: name, log: logPath, exited: make(chan struct{}), cmd: exec.Command(bin, args...)}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	if env != nil {
 		p.cmd.Env = append(os.Environ(), env...)
@@ -45,16 +51,25 @@ func startProcessEnv(dir, name string, env []string, bin string, args ...string)
 }
 
 // PID is the process's ID.
-func (p *process) PID() int { return p.cmd.Process.Pid }
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Exited is closed once the process has exited.
-func (p *process) Exited() <-chan struct{} { return p.exited }
+func (p *Process) Exited() <-chan struct{} { return p.exited }
 
 // String names the process in a wait's failure.
-func (p *process) String() string { return p.name }
+func (p *Process) String() string { return p.name }
+
+// Alive tells whether the process has not exited.
+func (p *Process) Alive() bool { return p.alive() }
+
+// Stop ends the process by PID: SIGTERM, then SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) { p.stop(grace) }
+
+// LogTail is the last n lines of the process's log.
+func (p *Process) LogTail(n int) string { return p.logTail(n) }
 
 // alive tells whether the process has not exited.
-func (p *process) alive() bool {
+func (p *Process) alive() bool {
 	select {
 	case <-p.exited:
 		return false
@@ -64,14 +79,14 @@ func (p *process) alive() bool {
 }
 
 // stop ends the process by PID: SIGTERM, then SIGKILL after grace.
-func (p *process) stop(grace time.Duration) {
+func (p *Process) stop(grace time.Duration) {
 	if p != nil && p.cmd.Process != nil {
 		stopProcess(p.cmd.Process.Pid, p.exited, grace)
 	}
 }
 
 // logTail returns the last lines of the process's log.
-func (p *process) logTail(n int) string { return fileTail(p.name, p.log, n) }
+func (p *Process) logTail(n int) string { return fileTail(p.name, p.log, n) }
 
 // fileTail returns the last n lines of the log at path, headed by name.
 func fileTail(name, path string, n int) string {

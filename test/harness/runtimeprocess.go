@@ -14,7 +14,7 @@ import (
 // Freeze and Thaw follow the unit's main process across restarts.
 type runtimeProcess struct {
 	name string
-	proc *process // the daemon, when the harness runs it as its child
+	proc *Process // the daemon, when the harness runs it as its child
 	sd   *Systemd // the systemd running it as unit, when one does
 	unit string
 }

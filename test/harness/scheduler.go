@@ -9,7 +9,7 @@ import (
 // controllers create land on the harness's kubelets, and not on a node
 // tainted NoSchedule.
 type Scheduler struct {
-	proc *process
+	proc *Process
 }
 
 // StartScheduler starts it against cp and waits for /healthz.

@@ -89,7 +89,7 @@ type Systemd struct {
 	// ownCgroups: its cgroup root is in every hierarchy, and it runs in a
 	// cgroup namespace of its own there (StartSystemdWithOwnCgroups).
 	ownCgroups bool
-	proc       *process
+	proc       *Process
 	pid        int // systemd's PID on the host
 	level      int // its PID namespace's level: the index into NSpid
 	conn       *sddbus.Conn

@@ -14,7 +14,7 @@ import (
 
 // waitHTTP polls url until it answers 200, the process exits or ctx ends
 // (at most two minutes).
-func waitHTTP(ctx context.Context, p *process, client *http.Client, url string) error {
+func waitHTTP(ctx context.Context, p *Process, client *http.Client, url string) error {
 	return waitHTTPUntil(ctx, p.name, p.alive, client, url)
 }
 

@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
 )
 
 // TestFenceGuardsHoldBack runs the fence's guards on three real nodes, A
@@ -84,7 +87,7 @@ func TestFenceImpossibleAndNodeDryRun(t *testing.T) {
 	harness.StatefulSet(t, fc.CP, "db", fc.B)
 	web := fc.RunningOn(t, 2*time.Minute, "web-0", fc.A)
 	db := fc.RunningOn(t, 2*time.Minute, "db-0", fc.B)
-	stuckPid, release := fc.HoldInDInside(t, fc.A, string(web.UID))
+	stuckPid, release := holdInDInside(t, fc, fc.A, string(web.UID))
 
 	harness.Freeze(t, fc.Nodes[fc.A].C)
 	harness.Freeze(t, fc.Nodes[fc.B].C)
@@ -110,10 +113,33 @@ func TestFenceImpossibleAndNodeDryRun(t *testing.T) {
 	t.Logf("Events on A: %s; on B: %s", fc.FenceEvents(t, fc.A), fc.FenceEvents(t, fc.B))
 }
 
-// requireStuckDir skips without root and /dev/fuse (harness.StuckDir).
+// requireStuckDir skips without root and /dev/fuse (stuckdir.Dir).
 func requireStuckDir(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
-		t.Skipf("needs root and /dev/fuse (harness.StuckDir): euid %d, %v", os.Geteuid(), err)
+		t.Skipf("needs root and /dev/fuse (stuckdir.Dir): euid %d, %v", os.Geteuid(), err)
 	}
+}
+
+// holdInDInside holds a process in D (stuckdir.Dir) and moves it into the
+// pod uid's cgroup on node: a pod process no SIGKILL can end. It is
+// released by release, or when the test ends.
+func holdInDInside(t *testing.T, fc *harness.FenceCluster, node, uid string) (pid int, release func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stuck, err := stuckdir.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stuck.Release)
+	pid, err = stuck.HoldInD(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := harness.PodCgroup(fc.Nodes[node].K, "freezer", uid)
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		t.Fatalf("move pid %d into %s: %v", pid, dir, err)
+	}
+	return pid, stuck.Release
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
 )
 
 // repairRig is containerd supervised by a real systemd (upstream's unit:
@@ -25,7 +26,7 @@ import (
 // front of containerd, and hangwatch with repair on, writing to a Node of
 // the shared API server.
 type repairRig struct {
-	stuck  *harness.StuckDir
+	stuck  *stuckdir.Dir
 	c      *harness.Containerd
 	sd     *harness.Systemd
 	proxy  *criproxy.Proxy
@@ -99,9 +100,9 @@ func waitThreadInD(ctx context.Context, pid int) error {
 
 // holdFirstMkdir mounts the never-answering FUSE directory and starts the
 // mkdir that holds its lock, released when the test ends.
-func holdFirstMkdir(t *testing.T, ctx context.Context) *harness.StuckDir {
+func holdFirstMkdir(t *testing.T, ctx context.Context) *stuckdir.Dir {
 	t.Helper()
-	stuck, err := harness.NewStuckDir(ctx)
+	stuck, err := stuckdir.New(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package harness
+package stuckdir
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // Release lets the file system answer, ends the mkdir processes HoldInD
@@ -14,7 +16,7 @@ import (
 // does not go away, it aborts the FUSE connection and detaches the mount.
 // It can be called more than once; processes a caller started from
 // MkdirCommand fail with EIO (or ENOTCONN) and are the caller's to reap.
-func (s *StuckDir) Release() {
+func (s *Dir) Release() {
 	s.once.Do(s.release1)
 }
 
@@ -24,14 +26,14 @@ func (s *StuckDir) Release() {
 // started after NewStuckDir) answers first and releases once that
 // namespace is gone: until then the copy keeps the connection, and an
 // unmount here waits for it.
-func (s *StuckDir) Answer() { s.answer.Do(func() { close(s.release) }) }
+func (s *Dir) Answer() { s.answer.Do(func() { close(s.release) }) }
 
 // release1 is Release's one run.
-func (s *StuckDir) release1() {
+func (s *Dir) release1() {
 	s.Answer()
 	s.mu.Lock()
 	s.released = true
-	procs := append([]*process(nil), s.procs...)
+	procs := append([]*harness.Process(nil), s.procs...)
 	s.mu.Unlock()
 
 	// Answered (EIO), the first mkdir exits, which unlocks the directory;
@@ -44,7 +46,7 @@ func (s *StuckDir) release1() {
 		s.forceUnmount()
 	}
 	for _, p := range procs {
-		p.stop(time.Second) // by PID; a no-op for one already reaped
+		p.Stop(time.Second) // by PID; a no-op for one already reaped
 	}
 	if still, err := mounted(s.mnt); err == nil && !still {
 		_ = os.RemoveAll(s.dir)
@@ -54,13 +56,13 @@ func (s *StuckDir) release1() {
 // forceUnmount aborts the FUSE connection (failing whatever waits on it),
 // kills the StuckDir's processes, detaches the mount and waits (10s at
 // most) for the server to end.
-func (s *StuckDir) forceUnmount() {
+func (s *Dir) forceUnmount() {
 	if s.conn != 0 {
 		_ = abortFuseConn(s.conn, filepath.Join(s.dir, "fusectl"))
 	}
 	s.mu.Lock()
 	for _, p := range s.procs {
-		if p.alive() {
+		if p.Alive() {
 			_ = syscall.Kill(p.PID(), syscall.SIGKILL)
 		}
 	}
@@ -79,7 +81,7 @@ func (s *StuckDir) forceUnmount() {
 // unmountWithin unmounts through the server, giving up after d: a copy of
 // the mount in another namespace keeps the connection open, and the
 // server's Unmount waits for its readers until the connection ends.
-func (s *StuckDir) unmountWithin(d time.Duration) bool {
+func (s *Dir) unmountWithin(d time.Duration) bool {
 	done := make(chan error, 1)
 	go func() { done <- s.server.Unmount() }()
 	select {

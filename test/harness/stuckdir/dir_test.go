@@ -1,4 +1,4 @@
-package harness
+package stuckdir
 
 import (
 	"context"
@@ -7,39 +7,16 @@ import (
 	"os"
 	"testing"
 	"time"
-)
 
-func TestStuckDirProcStateParsesAfterLastParen(t *testing.T) {
-	for stat, want := range map[string]byte{
-		"42 (mkdir) D 1 42 42 0 -1":        'D',
-		"42 (a) S (b) c) R 1 42 42 0 -1":   'R',
-		"42 (sp ace )) ( ) S 1 42 42 0 -1": 'S',
-		"42 (x)\n) Z 1 42 42 0 -1":         'Z',
-		"42 (no state":                     0,
-	} {
-		got, err := parseProcState([]byte(stat))
-		if want == 0 {
-			if err == nil {
-				t.Errorf("parseProcState(%q) = %c, want an error", stat, got)
-			}
-			continue
-		}
-		if err != nil || got != want {
-			t.Errorf("parseProcState(%q) = %c, %v; want %c", stat, got, err, want)
-		}
-	}
-	// The main thread of a Go test binary runs (R) or sleeps (S).
-	if state, err := ProcState(os.Getpid()); err != nil || (state != 'R' && state != 'S') {
-		t.Errorf("ProcState(self) = %c, %v; want R or S", state, err)
-	}
-}
+	"github.com/hangwatch/hangwatch/test/harness"
+)
 
 func TestStuckDirHoldsAProcessInD(t *testing.T) {
 	RequireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	s, err := NewStuckDir(ctx)
+	s, err := New(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +43,7 @@ func TestStuckDirHoldsAProcessInD(t *testing.T) {
 	s.Release()
 	t.Logf("released in %v", time.Since(start))
 	for _, p := range pids {
-		if state, err := ProcState(p); !errors.Is(err, os.ErrNotExist) {
+		if state, err := harness.ProcState(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("process %d still there after Release (state %c, %v)", p, state, err)
 		}
 	}
@@ -83,7 +60,7 @@ func TestStuckDirAbortEndsTheHold(t *testing.T) {
 	RequireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := NewStuckDir(ctx)
+	s, err := New(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +73,7 @@ func TestStuckDirAbortEndsTheHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
-	procs := append([]*process(nil), s.procs...)
+	procs := append([]*harness.Process(nil), s.procs...)
 	s.mu.Unlock()
 	if !waitExited(procs, 10*time.Second) {
 		t.Fatalf("mkdir processes still there after the abort: %v", s.pids())
@@ -113,7 +90,7 @@ func TestStuckDirAbortEndsTheHold(t *testing.T) {
 // assertState fails t unless process pid is in state want.
 func assertState(t *testing.T, pid int, want byte) {
 	t.Helper()
-	if state, err := ProcState(pid); err != nil || state != want {
+	if state, err := harness.ProcState(pid); err != nil || state != want {
 		t.Errorf("process %d state %c (%v), want %c", pid, state, err, want)
 	}
 }

@@ -1,4 +1,8 @@
-package harness
+// Package stuckdir holds a process in uninterruptible sleep (D) for the
+// tests: a FUSE file system, served by the test binary itself, whose mkdir
+// never answers. It is a part of the harness of its own: it uses
+// test/harness's process and poller, and nothing of the harness uses it.
+package stuckdir
 
 import (
 	"context"
@@ -11,14 +15,16 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// StuckDir is a FUSE file system, served by this process, whose mkdir never
+// Dir is a FUSE file system, served by this process, whose mkdir never
 // answers until Release: a first mkdir in it waits for the answer in S
 // (interruptible), and a second one waits for the directory's inode lock,
 // which the first holds, in D (uninterruptible sleep). It needs root and
 // /dev/fuse, but no fusermount.
-type StuckDir struct {
+type Dir struct {
 	dir, mnt string
 	server   *fuse.Server
 	root     *stuckRoot
@@ -27,7 +33,7 @@ type StuckDir struct {
 	answer   sync.Once
 
 	mu       sync.Mutex
-	procs    []*process
+	procs    []*harness.Process
 	released bool
 	once     sync.Once
 }
@@ -35,14 +41,14 @@ type StuckDir struct {
 // errReleased is returned by a StuckDir used after Release.
 var errReleased = errors.New("stuck dir released")
 
-// NewStuckDir mounts the file system on a new temp dir and returns when it
+// New mounts the file system on a new temp dir and returns when it
 // answers; Release unmounts it.
-func NewStuckDir(ctx context.Context) (*StuckDir, error) {
+func New(ctx context.Context) (*Dir, error) {
 	dir, err := os.MkdirTemp("", "hangwatch-stuckdir-")
 	if err != nil {
 		return nil, err
 	}
-	s := &StuckDir{dir: dir, mnt: filepath.Join(dir, "mnt"), release: make(chan struct{})}
+	s := &Dir{dir: dir, mnt: filepath.Join(dir, "mnt"), release: make(chan struct{})}
 	s.root = &stuckRoot{release: s.release, received: make(chan struct{})}
 	if err := os.Mkdir(s.mnt, 0o755); err != nil {
 		_ = os.RemoveAll(dir)
@@ -61,38 +67,38 @@ func NewStuckDir(ctx context.Context) (*StuckDir, error) {
 
 // waitAnswers polls until the mount point is the FUSE file system and
 // answers a stat, keeping its connection ID.
-func (s *StuckDir) waitAnswers(ctx context.Context) error {
+func (s *Dir) waitAnswers(ctx context.Context) error {
 	var last error
-	_, err := Poll(ctx, time.Minute, "FUSE on "+s.mnt+" to answer", func() bool {
+	_, err := harness.Poll(ctx, time.Minute, "FUSE on "+s.mnt+" to answer", func() bool {
 		s.conn, last = fuseConnID(s.mnt)
 		return last == nil
-	}, Every(10*time.Millisecond), Explaining(func() string { return fmt.Sprint(last) }))
+	}, harness.Every(10*time.Millisecond), harness.Explaining(func() string { return fmt.Sprint(last) }))
 	return err
 }
 
 // Path is the mount point.
-func (s *StuckDir) Path() string { return s.mnt }
+func (s *Dir) Path() string { return s.mnt }
 
 // MkdirTarget is a path in the mount whose mkdir hangs until Release.
-func (s *StuckDir) MkdirTarget() string { return filepath.Join(s.mnt, "stuck") }
+func (s *Dir) MkdirTarget() string { return filepath.Join(s.mnt, "stuck") }
 
 // MkdirCommand is a command line that hangs in mkdir(2) on MkdirTarget: the
 // first one started waits in S, any later one in D. For callers that start
 // the processes themselves (as a systemd unit's ExecStart, say), with
 // WaitRequest between the first and the second.
-func (s *StuckDir) MkdirCommand() []string { return []string{"/bin/mkdir", s.MkdirTarget()} }
+func (s *Dir) MkdirCommand() []string { return []string{"/bin/mkdir", s.MkdirTarget()} }
 
 // WaitRequest waits until the file system has received a first Mkdir
 // request, that is until a first mkdir holds the directory's lock.
-func (s *StuckDir) WaitRequest(ctx context.Context) error {
+func (s *Dir) WaitRequest(ctx context.Context) error {
 	return s.waitRequest(ctx, nil)
 }
 
 // waitRequest is WaitRequest, failing early if first exits.
-func (s *StuckDir) waitRequest(ctx context.Context, first *process) error {
+func (s *Dir) waitRequest(ctx context.Context, first *harness.Process) error {
 	var exited <-chan struct{}
 	if first != nil {
-		exited = first.exited
+		exited = first.Exited()
 	}
 	select {
 	case <-s.root.received:
@@ -100,7 +106,7 @@ func (s *StuckDir) waitRequest(ctx context.Context, first *process) error {
 	case <-s.release:
 		return errReleased
 	case <-exited:
-		return fmt.Errorf("first mkdir exited before its request reached FUSE: %s", first.logTail(5))
+		return fmt.Errorf("first mkdir exited before its request reached FUSE: %s", first.LogTail(5))
 	case <-ctx.Done():
 		return fmt.Errorf("no Mkdir request on %s: %w", s.mnt, ctx.Err())
 	}

@@ -1,10 +1,12 @@
-package harness
+package stuckdir
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // HoldInD starts a first mkdir in the file system and waits until the
@@ -12,7 +14,7 @@ import (
 // state D, blocked on the directory's inode lock; it returns the second's
 // PID. Both processes are the StuckDir's: Release ends and reaps them.
 // HoldInD can be called once.
-func (s *StuckDir) HoldInD(ctx context.Context) (int, error) {
+func (s *Dir) HoldInD(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.released {
@@ -32,7 +34,7 @@ func (s *StuckDir) HoldInD(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := WaitProcState(ctx, second.PID(), 'D'); err != nil {
+	if err := harness.WaitProcState(ctx, second.PID(), 'D'); err != nil {
 		return 0, fmt.Errorf("second mkdir not in D: %w", err)
 	}
 	return second.PID(), nil
@@ -40,9 +42,9 @@ func (s *StuckDir) HoldInD(ctx context.Context) (int, error) {
 
 // startMkdirLocked starts MkdirCommand as a process of the StuckDir's,
 // its output in the temp dir. s.mu is held.
-func (s *StuckDir) startMkdirLocked(name string) (*process, error) {
+func (s *Dir) startMkdirLocked(name string) (*harness.Process, error) {
 	argv := s.MkdirCommand()
-	p, err := startProcess(s.dir, name, argv[0], argv[1:]...)
+	p, err := harness.StartProcess(s.dir, name, argv[0], argv[1:]...)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +53,7 @@ func (s *StuckDir) startMkdirLocked(name string) (*process, error) {
 }
 
 // pids are the PIDs of the processes HoldInD started, first to last.
-func (s *StuckDir) pids() []int {
+func (s *Dir) pids() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pids := make([]int, 0, len(s.procs))
@@ -63,12 +65,12 @@ func (s *StuckDir) pids() []int {
 
 // waitExited waits until every process has exited or d has passed, and
 // tells whether they all have.
-func waitExited(procs []*process, d time.Duration) bool {
+func waitExited(procs []*harness.Process, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for _, p := range procs {
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 		case <-timer.C:
 			return false
 		}

@@ -1,4 +1,4 @@
-package harness
+package stuckdir
 
 import (
 	"context"
