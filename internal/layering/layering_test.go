@@ -288,7 +288,7 @@ func TestForbiddenNamesEachRule(t *testing.T) {
 		{"cmd/hangwatch", "diag", true},
 		{"agent", "diag", false},
 		{"diag", "agent", false},
-		{"diag", "internal/options", true},
+		{"diag", "options", true},
 		{"diag", "repair", true},
 		{"diag", "remedy", false},
 		{"pleg", "diag", false},
