@@ -37,7 +37,7 @@ func (m Mounts) heldUnder(what string, prefixes []string) ([]string, error) {
 		return nil, nil
 	}
 	var held []string
-	_, err := m.eachNamespace(context.Background(), func(pid int, entries []mountEntry) {
+	_, err := m.eachNamespace(context.Background(), func(pid int, _ string, entries []mountEntry) {
 		for _, e := range entries {
 			if underAny(e.MountPoint, prefixes) {
 				held = append(held, fmt.Sprintf("pid %d: %s", pid, e.MountPoint))
@@ -51,64 +51,66 @@ func (m Mounts) heldUnder(what string, prefixes []string) ([]string, error) {
 }
 
 // eachNamespace calls fn with the mount table of one pid of each mount
-// namespace of Proc, in ascending pid order, until ctx ends: pids whose
+// namespace of Proc (and that namespace's name, "mnt:[<inode>]", "" when
+// it cannot be named), in ascending pid order, until ctx ends: pids whose
 // namespace was already read are skipped, and so are pids that vanish; a
 // pid whose namespace cannot be named has its table read all the same. A
 // pid whose mount table cannot be read for another reason (EACCES) is an
-// error: the proof would be incomplete. It returns the namespaces read
-// ("mnt:[<inode>]").
-func (m Mounts) eachNamespace(ctx context.Context, fn func(pid int, entries []mountEntry)) (map[string]bool, error) {
+// error: the proof would be incomplete. It returns every named namespace
+// seen with its pids, the one read first.
+func (m Mounts) eachNamespace(ctx context.Context, fn func(pid int, ns string, entries []mountEntry)) (map[string][]int, error) {
 	pids, err := listPids(m.Proc)
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
+	seen := map[string][]int{}
 	for _, pid := range pids {
 		if ctx.Err() != nil {
 			return nil, ctxFailure(ctx, "read every mount namespace's mount table")
 		}
-		entries, err := m.mountTable(pid, seen)
+		ns, entries, err := m.mountTable(pid, seen)
 		if err != nil {
 			return nil, err
 		}
 		if entries != nil {
-			fn(pid, entries)
+			fn(pid, ns, entries)
 		}
 	}
 	return seen, nil
 }
 
 // mountTable reads pid's mount table, unless its namespace is in seen
-// (then, or when pid is gone, it returns nil), and adds the namespace to
-// seen.
-func (m Mounts) mountTable(pid int, seen map[string]bool) ([]mountEntry, error) {
+// (then, or when pid is gone, the table is nil), and adds pid to its
+// namespace's in seen. It returns the namespace's name too.
+func (m Mounts) mountTable(pid int, seen map[string][]int) (string, []mountEntry, error) {
 	dir := filepath.Join(m.Proc, strconv.Itoa(pid))
 	ns, err := os.Readlink(filepath.Join(dir, "ns", "mnt"))
 	if vanished(err) {
-		return nil, nil
+		return "", nil, nil
 	}
 	if errors.Is(err, os.ErrPermission) {
 		ns = "" // not named (a process not dumpable to us): its table is read all the same
 	} else if err != nil {
-		return nil, fmt.Errorf("mount namespace of pid %d: %w", pid, err)
+		return "", nil, fmt.Errorf("mount namespace of pid %d: %w", pid, err)
 	}
-	if ns != "" && seen[ns] {
-		return nil, nil
+	if ns != "" && len(seen[ns]) > 0 {
+		seen[ns] = append(seen[ns], pid)
+		return ns, nil, nil
 	}
 	entries, err := readMountInfo(filepath.Join(dir, "mountinfo"))
 	if vanished(err) || errors.Is(err, unix.EINVAL) {
-		return nil, nil // exited (a zombie has no mount namespace: EINVAL)
+		return ns, nil, nil // exited (a zombie has no mount namespace: EINVAL)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pid %d: %w", pid, err)
+		return ns, nil, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	if ns != "" {
-		seen[ns] = true
+		seen[ns] = append(seen[ns], pid)
 	}
 	if entries == nil {
 		entries = []mountEntry{}
 	}
-	return entries, nil
+	return ns, entries, nil
 }
 
 // listPids lists the numeric entries of proc, in ascending order.

@@ -52,27 +52,50 @@ func (m Mounts) HeldAnywhere(ctx context.Context, rec VolumeRecord) ([]string, e
 
 // heldAnywhere is HeldAnywhere's scan.
 func (m Mounts) heldAnywhere(ctx context.Context, ids []VolumeIdentity) ([]string, error) {
-	var held []string
+	var found []heldMount
 	pins := map[string]string{} // pinned namespace -> where
-	seen, err := m.eachNamespace(ctx, func(pid int, entries []mountEntry) {
+	namedBy := map[int]string{} // mount ID -> the named namespace that showed it
+	seen, err := m.eachNamespace(ctx, func(pid int, ns string, entries []mountEntry) {
 		for _, e := range entries {
 			if e.FSType == "nsfs" && strings.HasPrefix(e.Root, "mnt:[") {
 				pins[e.Root] = fmt.Sprintf("pid %d: %s", pid, e.MountPoint)
 			}
 			if i := slices.IndexFunc(ids, func(id VolumeIdentity) bool { return id.matches(e) }); i >= 0 {
-				held = append(held, fmt.Sprintf("pid %d: %s (%s)", pid, e.MountPoint, describeMount(e, ids[i])))
+				found = append(found, heldMount{pid, ns, e, ids[i]})
+				if ns != "" {
+					namedBy[e.ID] = ns
+				}
 			}
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
+	var held []string
+	for _, h := range found {
+		ns := h.ns
+		if ns == "" {
+			ns = namedBy[h.e.ID] // a mount ID is one mount, of one namespace
+		}
+		pids := append([]int{h.pid}, seen[ns]...)
+		if !m.anotherSuperblock(pids, h.e, h.id) {
+			held = append(held, fmt.Sprintf("pid %d: %s (%s)", h.pid, h.e.MountPoint, describeMount(h.e, h.id)))
+		}
+	}
 	for ns, at := range pins {
-		if !seen[ns] {
+		if len(seen[ns]) == 0 {
 			return held, fmt.Errorf("mount namespace %s is pinned at %s with no process in it, so its mounts cannot be read: %w", ns, at, ErrImpossible)
 		}
 	}
 	return held, nil
+}
+
+// heldMount is a mount of id that pid's namespace ns shows.
+type heldMount struct {
+	pid int
+	ns  string
+	e   mountEntry
+	id  VolumeIdentity
 }
 
 // describeMount is "<fstype> <major:minor>" of e or, when id is a source

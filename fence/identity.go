@@ -19,6 +19,9 @@ type VolumeIdentity struct {
 	// Empty: a device identity, Major:Minor.
 	Source       string
 	Major, Minor uint32
+	// FSID is, for a tmpfs, the f_fsid statfs reported when the volume was
+	// recorded (see superblock.go); 0 when the kernel reports none.
+	FSID uint64
 }
 
 // String is "<fstype> <major:minor>" or "<fstype> <source>".

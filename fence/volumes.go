@@ -89,6 +89,7 @@ func (m Mounts) RecordPodVolumes(uid string) (VolumeRecord, error) {
 		}
 	}
 	rec.Identities, rec.Shared = m.classify(rec.Mounts, entries)
+	rec.Identities = withSuperblockIDs(rec.Identities, rec.Mounts)
 	return rec, nil
 }
 

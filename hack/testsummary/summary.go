@@ -37,6 +37,14 @@ type summary struct {
 	skips          []skipped
 	failedPkgs     []string
 	badLines       int
+	// why holds, for each failed test, its last messages (whyFailed).
+	why []failure
+}
+
+// failure is a failed test and its last messages.
+type failure struct {
+	name     string
+	messages []string
 }
 
 func newSummary() *summary {
@@ -95,6 +103,7 @@ func (s *summary) end(key testKey, action string, w io.Writer) {
 	delete(s.running, key)
 	if action == "fail" {
 		fmt.Fprint(w, out)
+		s.why = append(s.why, failure{shortPkg(key.pkg) + "." + key.test, lastMessages(out)})
 	}
 	if strings.Contains(key.test, "/") {
 		return
@@ -176,8 +185,61 @@ func (s *summary) report(w io.Writer) {
 			fmt.Fprintf(w, "  %s: %s\n", sk.name, sk.reason)
 		}
 	}
+	s.reportWhy(w)
 	if len(s.failedPkgs) > 0 {
 		fmt.Fprintf(w, "failed packages: %s\n", strings.Join(s.failedPkgs, " "))
 	}
 	fmt.Fprintln(w, s.closingLine())
+}
+
+// The last messages of each failed test are repeated at the end, where a
+// reader of the output's tail (CI shows one) finds them: a test's own
+// dump of logs at its failure runs to thousands of lines after its
+// t.Fatal.
+const (
+	whyTests    = 10  // failed tests shown
+	whyMessages = 4   // messages shown per test, its last
+	whyWidth    = 300 // characters shown per message
+)
+
+// lastMessages are the first lines of the last whyMessages messages a
+// test logged ("    x_test.go:12: want 1, got 2"), each cut to whyWidth.
+func lastMessages(out string) []string {
+	var msgs []string
+	for _, l := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(l)
+		if file, rest, ok := strings.Cut(t, ": "); ok && rest != "" && isTestFileLine(file) {
+			if len(t) > whyWidth {
+				t = t[:whyWidth] + "…"
+			}
+			msgs = append(msgs, t)
+		}
+	}
+	return msgs[max(0, len(msgs)-whyMessages):]
+}
+
+// isTestFileLine says whether s is "<name>_test.go:<line>".
+func isTestFileLine(s string) bool {
+	file, line, ok := strings.Cut(s, ".go:")
+	if !ok || !strings.HasSuffix(file, "_test") || line == "" {
+		return false
+	}
+	return strings.Trim(line, "0123456789") == ""
+}
+
+func (s *summary) reportWhy(w io.Writer) {
+	if len(s.why) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "why they failed (each test's last messages; its whole output is above):\n")
+	for i, f := range s.why {
+		if i == whyTests {
+			fmt.Fprintf(w, "  and %d more\n", len(s.why)-whyTests)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", f.name)
+		for _, m := range f.messages {
+			fmt.Fprintf(w, "    %s\n", m)
+		}
+	}
 }

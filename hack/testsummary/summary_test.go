@@ -46,6 +46,7 @@ func TestSummary(t *testing.T) {
 		"ok  \texample.com/b",
 		"  a.TestNeedsRoot: x_test.go:9: needs root\n",
 		"failed packages: example.com/a\n",
+		"why they failed (each test's last messages; its whole output is above):\n  a.TestBroken\n    x_test.go:12: want 1, got 2\n  a.TestHangs\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

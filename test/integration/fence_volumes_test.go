@@ -33,7 +33,9 @@ import (
 //   - the path checks (HeldElsewhere, HeldUnder) find nothing, but
 //     HeldAnywhere names the other namespace's pid and its mount;
 //   - once that process ends, HeldAnywhere finds nothing held: the node's
-//     disk behind the subPath is no false positive.
+//     disk behind the subPath is no false positive, and neither is a new
+//     tmpfs elsewhere on the node given a released volume's device number
+//     (other tests mount them all the time).
 func TestFenceVolumesRealCSI(t *testing.T) {
 	harness.Parallel(t)
 	n := startFenceVolumeNode(t)
@@ -56,9 +58,7 @@ func TestFenceVolumesRealCSI(t *testing.T) {
 	if err != nil || len(unstaged) != 1 || unstaged[0] != staging {
 		t.Fatalf("ReleaseCSI = %v, %v; want %s unstaged through the registered socket\n%s", unstaged, err, staging, callsOf(t, n.plugin.calls))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if unmounted, err := n.m.UnmountPod(ctx, n.uid); err != nil || len(unmounted) != 2 {
+	if unmounted, err := n.m.UnmountPod(withinSeconds(t, 10), n.uid); err != nil || len(unmounted) != 2 {
 		t.Fatalf("UnmountPod = %v, %v; want the memory emptyDir and the subPath bind mount", unmounted, err)
 	}
 	byPath, err := n.m.HeldElsewhere(n.uid)
@@ -68,16 +68,23 @@ func TestFenceVolumesRealCSI(t *testing.T) {
 	if err != nil || len(byPath) != 0 {
 		t.Errorf("the path checks = %v, %v; want nothing (the holder holds it at %s only)", byPath, err, hold.dir)
 	}
-	held, err := n.m.HeldAnywhere(ctx, rec)
+	held, err := n.m.HeldAnywhere(withinSeconds(t, 30), rec)
 	want := fmt.Sprintf("pid %d: %s (tmpfs ", hold.pid, hold.dir)
 	if err != nil || len(held) != 1 || !strings.HasPrefix(held[0], want) {
 		t.Fatalf("HeldAnywhere = %q, %v; want %q…", held, err, want)
 	}
 	t.Logf("held: %v", held)
 	hold.stop()
-	if held, err := n.m.HeldAnywhere(ctx, rec); err != nil || len(held) != 0 {
+	if held, err := n.m.HeldAnywhere(withinSeconds(t, 30), rec); err != nil || len(held) != 0 {
 		t.Fatalf("with the holder gone, HeldAnywhere = %q, %v; want nothing", held, err)
 	}
+}
+
+// withinSeconds is a context that ends n seconds from now, or with t.
+func withinSeconds(t *testing.T, n int) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // fenceVolumeNode is a real kubelet on its own containerd, the CSI driver
