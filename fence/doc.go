@@ -76,7 +76,11 @@
 //     container's namespace and holds the volume at /data is found as
 //     surely as a mount under the kubelet's directories. A namespace pinned
 //     by a bind mount of its nsfs file, with no process in it, cannot be
-//     read, and makes the proof incomplete.
+//     read, and makes the proof incomplete. A tmpfs's device number is
+//     anonymous and handed to the next tmpfs mounted once the volume's is
+//     gone; where the kernel reports each tmpfs's own f_fsid, a mount with
+//     the recorded device but another f_fsid is that stranger, not the
+//     volume (superblock.go).
 //
 // # Deadlines
 //
