@@ -150,11 +150,11 @@ func StartControlPlaneT(t testing.TB) *ControlPlane {
 	return cp
 }
 
-// startInBackground runs start on a goroutine of its own, with limit to
+// StartInBackground runs start on a goroutine of its own, with limit to
 // start in, and stops what it started when t ends; started waits for the
 // start and returns what it started, failing the test (what: the error's
 // prefix) if it did not.
-func startInBackground[T any](t testing.TB, what string, limit time.Duration, start func(context.Context) (T, error), stop func(T)) (started func() T) {
+func StartInBackground[T any](t testing.TB, what string, limit time.Duration, start func(context.Context) (T, error), stop func(T)) (started func() T) {
 	var part T
 	var err error
 	done := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/nhc"
 )
 
 // What docs/remediation.md's NodeHealthCheck names, and what the test gives it.
@@ -36,7 +37,7 @@ const (
 // TestNodeHealthCheckRemediatesOnRuntimeHung runs medik8s' NodeHealthCheck
 // controller (node-healthcheck-operator, which ensure_nhc builds from its
 // Go module) with its shipped RBAC and validating webhook against an API
-// server of the test's own (harness.StartNHCCluster), and applies
+// server of the test's own (harness.StartCluster), and applies
 // docs/remediation.md's NodeHealthCheck as the docs print it, byte for byte.
 // Self Node Remediation's part is played by recording CRDs:
 // NodeHealthCheck's remediation is a SelfNodeRemediation object that
@@ -84,10 +85,10 @@ type nhcNode struct {
 
 // nhcTest is the cluster the spells act on.
 type nhcTest struct {
-	cluster      *harness.NHCCluster
+	cluster      *nhc.Cluster
 	a, b         nhcNode
 	docsNHCName  string
-	remediations *harness.RemediationLog
+	remediations *nhc.RemediationLog
 }
 
 // startNHCTest starts the NodeHealthCheck cluster with the docs'
@@ -96,10 +97,10 @@ type nhcTest struct {
 func startNHCTest(t *testing.T) *nhcTest {
 	t.Helper()
 	x := &nhcTest{}
-	x.cluster = harness.StartNHCCluster(t, harness.NHCClusterOptions{
+	x.cluster = nhc.StartCluster(t, nhc.ClusterOptions{
 		// The control plane starts while both containerds do.
 		Meanwhile: func() { x.a.c, x.b.c = harness.StartContainerdT(t, 1, 1), harness.StartContainerdT(t, 1, 1) },
-		Populate:  func(c *harness.NHCCluster) { x.populate(t, c) },
+		Populate:  func(c *nhc.Cluster) { x.populate(t, c) },
 	})
 	// hangwatch on A and B at its shipped timings; no kubelet there, so no
 	// KubeletUnresponsive.
@@ -114,14 +115,14 @@ func startNHCTest(t *testing.T) *nhcTest {
 
 // populate creates the remediation template the docs' NodeHealthCheck
 // names, and the Nodes: A, B and the spares.
-func (x *nhcTest) populate(t *testing.T, c *harness.NHCCluster) {
+func (x *nhcTest) populate(t *testing.T, c *nhc.Cluster) {
 	t.Helper()
 	template := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "self-node-remediation.medik8s.io/v1alpha1", "kind": "SelfNodeRemediationTemplate",
-		"metadata": map[string]any{"name": snrTemplateName, "namespace": harness.NHCNamespace},
+		"metadata": map[string]any{"name": snrTemplateName, "namespace": nhc.Namespace},
 		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"remediationStrategy": "Automatic"}}},
 	}}
-	if _, err := c.Dynamic.Resource(harness.SelfNodeRemediationTemplateGVR).Namespace(harness.NHCNamespace).Create(context.Background(), template, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Dynamic.Resource(nhc.SelfNodeRemediationTemplateGVR).Namespace(nhc.Namespace).Create(context.Background(), template, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	x.a.name, x.b.name = harness.UniqueNode("hw-nhc-a"), harness.UniqueNode("hw-nhc-b")
@@ -136,7 +137,7 @@ func (x *nhcTest) populate(t *testing.T, c *harness.NHCCluster) {
 func (x *nhcTest) waitAllHealthy(t *testing.T) {
 	t.Helper()
 	harness.Eventually(t, 60*time.Second, "the NodeHealthCheck enabled, all 7 Nodes observed healthy", func() bool {
-		u, err := x.cluster.Dynamic.Resource(harness.NodeHealthCheckGVR).Get(context.Background(), x.docsNHCName, metav1.GetOptions{})
+		u, err := x.cluster.Dynamic.Resource(nhc.NodeHealthCheckGVR).Get(context.Background(), x.docsNHCName, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
@@ -170,7 +171,7 @@ func (x *nhcTest) remediateA(t *testing.T, frozeAt time.Time, taintsBefore strin
 	added := x.remediations.Wait(t, nhcDuration+60*time.Second, watch.Added, nodeA, x.cluster.Controller, x.a.d)
 	tookAPI := added.Created.Sub(transition)
 	t.Logf("A: SelfNodeRemediation %s/%s created %v after RuntimeHung's transition (API times: %s -> %s, whole seconds); seen %v after RuntimeHung was seen True",
-		harness.NHCNamespace, nodeA, tookAPI, transition.Format(time.RFC3339), added.Created.Format(time.RFC3339), added.Seen.Sub(seenTrue).Round(time.Millisecond))
+		nhc.Namespace, nodeA, tookAPI, transition.Format(time.RFC3339), added.Created.Format(time.RFC3339), added.Seen.Sub(seenTrue).Round(time.Millisecond))
 	harness.Measure(t, "nhc_remediation_created_after_runtimehung_transition", tookAPI)
 	if tookAPI < nhcDuration {
 		t.Errorf("the remediation came %v after RuntimeHung turned True, before the NodeHealthCheck's %v", tookAPI, nhcDuration)
@@ -278,8 +279,8 @@ func nodeHealthCheckFromDocs(t *testing.T) ([]byte, string) {
 	if err := yaml.Unmarshal(block, &head); err != nil {
 		t.Fatalf("docs/remediation.md's NodeHealthCheck: %v", err)
 	}
-	if head.APIVersion != harness.NodeHealthCheckGVR.GroupVersion().String() || head.Kind != "NodeHealthCheck" || head.Metadata.Name == "" {
-		t.Fatalf("docs/remediation.md's yaml block is a %s %s named %q, want a NodeHealthCheck of %s", head.APIVersion, head.Kind, head.Metadata.Name, harness.NodeHealthCheckGVR.GroupVersion())
+	if head.APIVersion != nhc.NodeHealthCheckGVR.GroupVersion().String() || head.Kind != "NodeHealthCheck" || head.Metadata.Name == "" {
+		t.Fatalf("docs/remediation.md's yaml block is a %s %s named %q, want a NodeHealthCheck of %s", head.APIVersion, head.Kind, head.Metadata.Name, nhc.NodeHealthCheckGVR.GroupVersion())
 	}
 	return block, head.Metadata.Name
 }
@@ -289,7 +290,7 @@ func nodeHealthCheckFromDocs(t *testing.T) ([]byte, string) {
 func applyAsYAML(t *testing.T, cp *harness.ControlPlane, body []byte, name string) {
 	t.Helper()
 	err := cp.Admin.Discovery().RESTClient().Patch(types.ApplyYAMLPatchType).
-		AbsPath("/apis", harness.NodeHealthCheckGVR.Group, harness.NodeHealthCheckGVR.Version, harness.NodeHealthCheckGVR.Resource, name).
+		AbsPath("/apis", nhc.NodeHealthCheckGVR.Group, nhc.NodeHealthCheckGVR.Version, nhc.NodeHealthCheckGVR.Resource, name).
 		Param("fieldManager", "docs-install-md").Body(body).Do(context.Background()).Error()
 	if err != nil {
 		t.Fatalf("apply docs/remediation.md's NodeHealthCheck: %v", err)
@@ -311,8 +312,8 @@ func nhcEnabled(u *unstructured.Unstructured) bool {
 // owned by the NodeHealthCheck, with the template's spec.
 func checkRemediation(t *testing.T, cr *unstructured.Unstructured, node, nhcName string) {
 	t.Helper()
-	if cr.GetNamespace() != harness.NHCNamespace {
-		t.Errorf("the remediation is in %q, want the template's namespace %q", cr.GetNamespace(), harness.NHCNamespace)
+	if cr.GetNamespace() != nhc.Namespace {
+		t.Errorf("the remediation is in %q, want the template's namespace %q", cr.GetNamespace(), nhc.Namespace)
 	}
 	if got := cr.GetAnnotations()["remediation.medik8s.io/node-name"]; got != node {
 		t.Errorf("the remediation's node-name annotation is %q, want %q", got, node)

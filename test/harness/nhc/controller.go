@@ -1,7 +1,8 @@
-package harness
+package nhc
 
 import (
 	"crypto/tls"
+	"github.com/hangwatch/hangwatch/test/harness"
 	"net"
 	"net/http"
 	"os"
@@ -19,15 +20,15 @@ import (
 // certificate of the test's CA in $TMPDIR/k8s-webhook-server/serving-certs
 // (controller-runtime's default), DEPLOYMENT_NAMESPACE set. It waits for
 // /readyz and the webhook's TLS handshake.
-func startNHCController(t *testing.T, cp *ControlPlane, nhc NHC) *Proc {
+func startNHCController(t *testing.T, cp *harness.ControlPlane, nhc Operator) *harness.Proc {
 	t.Helper()
 	if ln, err := net.Listen("tcp", ":"+strconv.Itoa(NHCWebhookPort)); err != nil {
 		t.Fatalf("the controller serves its webhook on :%d, which is taken: %v", NHCWebhookPort, err)
 	} else {
 		_ = ln.Close()
 	}
-	kc, err := cp.Kubeconfig("nhc", ServiceAccountUser(NHCNamespace, NHCServiceAccount),
-		"system:serviceaccounts", "system:serviceaccounts:"+NHCNamespace)
+	kc, err := cp.Kubeconfig("nhc", harness.ServiceAccountUser(Namespace, NHCServiceAccount),
+		"system:serviceaccounts", "system:serviceaccounts:"+Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,22 +36,22 @@ func startNHCController(t *testing.T, cp *ControlPlane, nhc NHC) *Proc {
 	if err := writeWebhookServingCert(cp, filepath.Join(tmp, "k8s-webhook-server", "serving-certs")); err != nil {
 		t.Fatal(err)
 	}
-	probe := FreeAddr(t)
-	p := StartProc(t, "node-healthcheck-operator", ProcOptions{
+	probe := harness.FreeAddr(t)
+	p := harness.StartProc(t, "node-healthcheck-operator", harness.ProcOptions{
 		Grace: 10 * time.Second, DieWithTest: true,
-		Env: []string{"KUBECONFIG=" + kc, "DEPLOYMENT_NAMESPACE=" + NHCNamespace, "TMPDIR=" + tmp, "HOME=" + tmp},
-	}, nhc.Bin, "--leader-elect=false", "--metrics-bind-address="+FreeAddr(t), "--health-probe-bind-address="+probe)
-	Eventually(t, 60*time.Second, "the NodeHealthCheck controller's /readyz", func() bool {
-		code, _, err := Get("http://" + probe + "/readyz")
+		Env: []string{"KUBECONFIG=" + kc, "DEPLOYMENT_NAMESPACE=" + Namespace, "TMPDIR=" + tmp, "HOME=" + tmp},
+	}, nhc.Bin, "--leader-elect=false", "--metrics-bind-address="+harness.FreeAddr(t), "--health-probe-bind-address="+probe)
+	harness.Eventually(t, 60*time.Second, "the NodeHealthCheck controller's /readyz", func() bool {
+		code, _, err := harness.Get("http://" + probe + "/readyz")
 		return err == nil && code == http.StatusOK
-	}, UnlessExited(p))
+	}, harness.UnlessExited(p))
 	waitNHCWebhookTLS(t, cp, p)
 	return p
 }
 
 // writeWebhookServingCert writes a serving certificate of the test's CA
 // for the loopback addresses into certDir as tls.crt and tls.key.
-func writeWebhookServingCert(cp *ControlPlane, certDir string) error {
+func writeWebhookServingCert(cp *harness.ControlPlane, certDir string) error {
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return err
 	}
@@ -72,14 +73,14 @@ func writeWebhookServingCert(cp *ControlPlane, certDir string) error {
 
 // waitNHCWebhookTLS waits until the controller's webhook completes a TLS
 // handshake with a certificate the test's CA signed for 127.0.0.1.
-func waitNHCWebhookTLS(t *testing.T, cp *ControlPlane, p *Proc) {
+func waitNHCWebhookTLS(t *testing.T, cp *harness.ControlPlane, p *harness.Proc) {
 	t.Helper()
 	pool, err := cp.PKI.CertPool()
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(NHCWebhookPort))
-	Eventually(t, 30*time.Second, "the NodeHealthCheck webhook's TLS handshake", func() bool {
+	harness.Eventually(t, 30*time.Second, "the NodeHealthCheck webhook's TLS handshake", func() bool {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr,
 			&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
 		if err != nil {
@@ -87,5 +88,5 @@ func waitNHCWebhookTLS(t *testing.T, cp *ControlPlane, p *Proc) {
 		}
 		_ = conn.Close()
 		return true
-	}, UnlessExited(p))
+	}, harness.UnlessExited(p))
 }

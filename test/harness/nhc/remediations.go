@@ -1,4 +1,4 @@
-package harness
+package nhc
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +27,7 @@ type RemediationEvent struct {
 	Obj     *unstructured.Unstructured
 }
 
-// RemediationLog records every SelfNodeRemediation change in NHCNamespace.
+// RemediationLog records every SelfNodeRemediation change in Namespace.
 type RemediationLog struct {
 	mu     sync.Mutex
 	events []RemediationEvent
@@ -34,10 +35,10 @@ type RemediationLog struct {
 
 // RecordRemediations watches SelfNodeRemediations until t ends; there
 // must be none yet.
-func (c *NHCCluster) RecordRemediations(t *testing.T) *RemediationLog {
+func (c *Cluster) RecordRemediations(t *testing.T) *RemediationLog {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	res := c.Dynamic.Resource(SelfNodeRemediationGVR).Namespace(NHCNamespace)
+	res := c.Dynamic.Resource(SelfNodeRemediationGVR).Namespace(Namespace)
 	list, err := res.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		cancel()
@@ -113,14 +114,14 @@ func (l *RemediationLog) All() []RemediationEvent {
 
 // Wait waits for the first event of typ for name, failing the test after
 // limit or when one of procs exits.
-func (l *RemediationLog) Wait(t *testing.T, limit time.Duration, typ watch.EventType, name string, procs ...Watched) RemediationEvent {
+func (l *RemediationLog) Wait(t *testing.T, limit time.Duration, typ watch.EventType, name string, procs ...harness.Watched) RemediationEvent {
 	t.Helper()
 	var found RemediationEvent
-	opts := []WaitOption{}
+	opts := []harness.WaitOption{}
 	for _, p := range procs {
-		opts = append(opts, UnlessExited(p))
+		opts = append(opts, harness.UnlessExited(p))
 	}
-	Eventually(t, limit, fmt.Sprintf("SelfNodeRemediation %s %s", name, typ), func() bool {
+	harness.Eventually(t, limit, fmt.Sprintf("SelfNodeRemediation %s %s", name, typ), func() bool {
 		for _, e := range l.All() {
 			if e.Type == typ && e.Name == name {
 				found = e

@@ -1,4 +1,4 @@
-package harness
+package nhc
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -17,7 +18,7 @@ import (
 // (config/webhook/manifests.yaml), its Service replaced by the
 // controller's loopback address, so NodeHealthCheck's own validation
 // judges what a test applies.
-func registerNHCWebhook(t *testing.T, cp *ControlPlane, nhc NHC) {
+func registerNHCWebhook(t *testing.T, cp *harness.ControlPlane, nhc Operator) {
 	t.Helper()
 	cfg, err := nhcWebhookConfiguration(cp, nhc)
 	if err != nil {
@@ -31,7 +32,7 @@ func registerNHCWebhook(t *testing.T, cp *ControlPlane, nhc NHC) {
 // nhcWebhookConfiguration is the module's webhook configuration, each
 // webhook calling https://127.0.0.1:NHCWebhookPort at its Service's path
 // and trusting the test's CA.
-func nhcWebhookConfiguration(cp *ControlPlane, nhc NHC) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+func nhcWebhookConfiguration(cp *harness.ControlPlane, nhc Operator) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	raw, err := os.ReadFile(filepath.Join(nhc.WebhookDir, "manifests.yaml"))
 	if err != nil {
 		return nil, err

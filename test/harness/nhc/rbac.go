@@ -1,4 +1,4 @@
-package harness
+package nhc
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -25,7 +26,7 @@ const (
 // deployment's namespace, manager-role labelled for aggregation), bound to
 // its ServiceAccount, and the ClusterRole a remediator ships for it: Self
 // Node Remediation's kinds, labelled for NodeHealthCheck's aggregated role.
-func installNHCRBAC(t *testing.T, cp *ControlPlane, nhc NHC) {
+func installNHCRBAC(t *testing.T, cp *harness.ControlPlane, nhc Operator) {
 	t.Helper()
 	if err := installNHCClusterRBAC(cp, nhc); err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func installNHCRBAC(t *testing.T, cp *ControlPlane, nhc NHC) {
 
 // installNHCClusterRBAC creates the manager's and the metrics' ClusterRoles
 // and their bindings.
-func installNHCClusterRBAC(cp *ControlPlane, nhc NHC) error {
+func installNHCClusterRBAC(cp *harness.ControlPlane, nhc Operator) error {
 	ctx := context.Background()
 	for _, file := range []string{"role.yaml", "metrics_auth_role.yaml"} {
 		var r rbacv1.ClusterRole
@@ -76,39 +77,39 @@ func installNHCClusterRBAC(cp *ControlPlane, nhc NHC) error {
 }
 
 // installNHCLeaderElectionRBAC creates the leader election Role and its
-// binding in NHCNamespace.
-func installNHCLeaderElectionRBAC(cp *ControlPlane, nhc NHC) error {
+// binding in Namespace.
+func installNHCLeaderElectionRBAC(cp *harness.ControlPlane, nhc Operator) error {
 	ctx := context.Background()
 	var r rbacv1.Role
 	if err := readNHCRBAC(nhc, "leader_election_role.yaml", &r); err != nil {
 		return err
 	}
-	r.Name, r.Namespace = nhcRBACPrefix+r.Name, NHCNamespace
-	if _, err := cp.Admin.RbacV1().Roles(NHCNamespace).Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+	r.Name, r.Namespace = nhcRBACPrefix+r.Name, Namespace
+	if _, err := cp.Admin.RbacV1().Roles(Namespace).Create(ctx, &r, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	var b rbacv1.RoleBinding
 	if err := readNHCRBAC(nhc, "leader_election_role_binding.yaml", &b); err != nil {
 		return err
 	}
-	b.Name, b.Namespace, b.RoleRef.Name = nhcRBACPrefix+b.Name, NHCNamespace, nhcRBACPrefix+b.RoleRef.Name
+	b.Name, b.Namespace, b.RoleRef.Name = nhcRBACPrefix+b.Name, Namespace, nhcRBACPrefix+b.RoleRef.Name
 	prefixServiceAccounts(b.Subjects)
-	_, err := cp.Admin.RbacV1().RoleBindings(NHCNamespace).Create(ctx, &b, metav1.CreateOptions{})
+	_, err := cp.Admin.RbacV1().RoleBindings(Namespace).Create(ctx, &b, metav1.CreateOptions{})
 	return err
 }
 
 // prefixServiceAccounts names the ServiceAccount subjects as the
-// kustomization does: prefixed, in NHCNamespace.
+// kustomization does: prefixed, in Namespace.
 func prefixServiceAccounts(ss []rbacv1.Subject) {
 	for i := range ss {
 		if ss[i].Kind == rbacv1.ServiceAccountKind {
-			ss[i].Name, ss[i].Namespace = nhcRBACPrefix+ss[i].Name, NHCNamespace
+			ss[i].Name, ss[i].Namespace = nhcRBACPrefix+ss[i].Name, Namespace
 		}
 	}
 }
 
 // readNHCRBAC reads file of the module's config/rbac into into.
-func readNHCRBAC(nhc NHC, file string, into any) error {
+func readNHCRBAC(nhc Operator, file string, into any) error {
 	raw, err := os.ReadFile(filepath.Join(nhc.RBACDir, file))
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package harness
+package nhc
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -18,7 +19,7 @@ import (
 // installRemediationCRDs installs the module's NodeHealthCheck CRD and
 // recording definitions of Self Node Remediation's two kinds (any
 // content kept), and waits until all three are established.
-func installRemediationCRDs(t *testing.T, dyn dynamic.Interface, nhc NHC) {
+func installRemediationCRDs(t *testing.T, dyn dynamic.Interface, nhc Operator) {
 	t.Helper()
 	crds, err := remediationCRDs(nhc)
 	if err != nil {
@@ -30,7 +31,7 @@ func installRemediationCRDs(t *testing.T, dyn dynamic.Interface, nhc NHC) {
 		}
 	}
 	for _, crd := range crds {
-		Eventually(t, 30*time.Second, "CRD "+crd.GetName()+" established", func() bool {
+		harness.Eventually(t, 30*time.Second, "CRD "+crd.GetName()+" established", func() bool {
 			return crdEstablished(dyn, crd.GetName())
 		})
 	}
@@ -38,7 +39,7 @@ func installRemediationCRDs(t *testing.T, dyn dynamic.Interface, nhc NHC) {
 
 // remediationCRDs are the module's NodeHealthCheck CRD and recording
 // CRDs of SelfNodeRemediation and SelfNodeRemediationTemplate.
-func remediationCRDs(nhc NHC) ([]*unstructured.Unstructured, error) {
+func remediationCRDs(nhc Operator) ([]*unstructured.Unstructured, error) {
 	raw, err := os.ReadFile(filepath.Join(nhc.CRDDir, "remediation.medik8s.io_nodehealthchecks.yaml"))
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package harness
+package nhc
 
 import (
 	"fmt"
@@ -10,16 +10,16 @@ import (
 	"github.com/hangwatch/hangwatch/internal/pins"
 )
 
-// NHCVersion is medik8s' node-healthcheck-operator the NodeHealthCheck
+// Version is medik8s' node-healthcheck-operator the NodeHealthCheck
 // test runs (internal/pins/pins.env).
-var NHCVersion = pins.NHCVersion
+var Version = pins.NHCVersion
 
 // Where the NodeHealthCheck controller runs, and as whom.
 const (
-	// NHCNamespace is the controller's own namespace (DEPLOYMENT_NAMESPACE)
+	// Namespace is the controller's own namespace (DEPLOYMENT_NAMESPACE)
 	// and the remediation template's in docs/remediation.md, as the medik8s
 	// operators install together there.
-	NHCNamespace = "openshift-workload-availability"
+	Namespace = "openshift-workload-availability"
 	// NHCServiceAccount is the controller's identity: the shipped RBAC's
 	// ServiceAccount after its kustomization's namePrefix.
 	NHCServiceAccount = "node-healthcheck-controller-manager"
@@ -40,9 +40,9 @@ var (
 	crdGVR                         = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
-// NHC is the NodeHealthCheck controller the setup command built (hack/lib.sh's
+// Operator is the NodeHealthCheck controller the setup command built (hack/lib.sh's
 // ensure_nhc) and the files of its module's config/ it copied beside it.
-type NHC struct {
+type Operator struct {
 	// Bin is the controller's binary.
 	Bin string
 	// CRDDir holds the NodeHealthCheck CRD (config/crd/bases).
@@ -53,11 +53,11 @@ type NHC struct {
 	WebhookDir string
 }
 
-// NHCBuild finds it: $HANGWATCH_NHC_BIN, else the nhc-<version> folder of
+// FindOperator finds it: $HANGWATCH_NHC_BIN, else the nhc-<version> folder of
 // $HANGWATCH_CACHE or ~/.cache/hangwatch.
-func NHCBuild() (NHC, error) {
+func FindOperator() (Operator, error) {
 	const name = "node-healthcheck-operator"
-	sub := "nhc-" + NHCVersion
+	sub := "nhc-" + Version
 	var bins []string
 	if b := os.Getenv("HANGWATCH_NHC_BIN"); b != "" {
 		bins = append(bins, b)
@@ -70,7 +70,7 @@ func NHCBuild() (NHC, error) {
 	}
 	for _, b := range bins {
 		dir := filepath.Dir(b)
-		n := NHC{Bin: b, CRDDir: filepath.Join(dir, "crd"), RBACDir: filepath.Join(dir, "rbac"), WebhookDir: filepath.Join(dir, "webhook")}
+		n := Operator{Bin: b, CRDDir: filepath.Join(dir, "crd"), RBACDir: filepath.Join(dir, "rbac"), WebhookDir: filepath.Join(dir, "webhook")}
 		st, err := os.Stat(b)
 		if err != nil || st.Mode()&0o111 == 0 {
 			continue
@@ -83,5 +83,5 @@ func NHCBuild() (NHC, error) {
 		}
 		return n, nil
 	}
-	return NHC{}, fmt.Errorf("node-healthcheck-operator %s is not built (hack/lib.sh's ensure_nhc builds it, with its CRD, RBAC and webhook configuration beside it); looked for %v", NHCVersion, bins)
+	return Operator{}, fmt.Errorf("node-healthcheck-operator %s is not built (hack/lib.sh's ensure_nhc builds it, with its CRD, RBAC and webhook configuration beside it); looked for %v", Version, bins)
 }

@@ -1,4 +1,4 @@
-package harness
+package nhc
 
 import (
 	"context"
@@ -6,64 +6,65 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 )
 
-// NHCCluster is medik8s' NodeHealthCheck controller (NHCBuild's) with its
+// Cluster is medik8s' NodeHealthCheck controller (FindOperator's) with its
 // shipped RBAC and validating webhook against an API server of its own.
 // Self Node Remediation's part is played by recording CRDs: a
 // SelfNodeRemediation is an object that nothing acts on.
-type NHCCluster struct {
-	CP *ControlPlane
+type Cluster struct {
+	CP *harness.ControlPlane
 	// Dynamic is the admin's dynamic client, for the medik8s kinds.
 	Dynamic dynamic.Interface
 	// Controller is the NodeHealthCheck controller's process.
-	Controller *Proc
+	Controller *harness.Proc
 	// Build is the controller that runs, and its module's config.
-	Build NHC
+	Build Operator
 }
 
-// NHCClusterOptions are a test's own parts of the start.
-type NHCClusterOptions struct {
+// ClusterOptions are a test's own parts of the start.
+type ClusterOptions struct {
 	// Meanwhile runs on the test's goroutine while the control plane
 	// starts (the test's containerds, say).
 	Meanwhile func()
 	// Populate runs once the CRDs, the namespace and the RBAC are in,
 	// while kube-controller-manager starts and before the controller does
 	// (the test's Nodes and remediation template, say).
-	Populate func(c *NHCCluster)
+	Populate func(c *Cluster)
 }
 
-// StartNHCCluster starts the control plane and kube-controller-manager
+// StartCluster starts the control plane and kube-controller-manager
 // (ClusterRole aggregation alone), installs the NodeHealthCheck CRD and
-// recording Self Node Remediation CRDs, NHCNamespace and the controller's
+// recording Self Node Remediation CRDs, Namespace and the controller's
 // shipped RBAC, starts the controller, waits for its aggregated
 // ClusterRole to hold the remediator's rules and registers its webhook.
 // All of it stops when t ends.
-func StartNHCCluster(t *testing.T, o NHCClusterOptions) *NHCCluster {
+func StartCluster(t *testing.T, o ClusterOptions) *Cluster {
 	t.Helper()
-	RequireRealParts(t)
-	build, err := NHCBuild()
+	harness.RequireRealParts(t)
+	build, err := FindOperator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpStarted := startInBackground(t, "start control plane", 3*time.Minute, StartControlPlane, (*ControlPlane).Stop)
+	cpStarted := harness.StartInBackground(t, "start control plane", 3*time.Minute, harness.StartControlPlane, (*harness.ControlPlane).Stop)
 	if o.Meanwhile != nil {
 		o.Meanwhile()
 	}
-	c := &NHCCluster{Build: build, CP: cpStarted()}
+	c := &Cluster{Build: build, CP: cpStarted()}
 	// ClusterRole aggregation, which the controller's RBAC relies on (its
 	// aggregated role gathers the remediators' rules), is
 	// kube-controller-manager's: it runs that controller alone (no node
 	// lifecycle controller: no kubelet renews these Nodes' Leases).
-	kcmStarted := startInBackground(t, "start kube-controller-manager", 2*time.Minute, func(ctx context.Context) (*ControllerManager, error) {
-		return StartControllers(ctx, c.CP, "clusterrole-aggregation-controller")
-	}, (*ControllerManager).Stop)
-	c.Dynamic = DynamicClientFor(t, c.CP.AdminKubeconfig)
+	kcmStarted := harness.StartInBackground(t, "start kube-controller-manager", 2*time.Minute, func(ctx context.Context) (*harness.ControllerManager, error) {
+		return harness.StartControllers(ctx, c.CP, "clusterrole-aggregation-controller")
+	}, (*harness.ControllerManager).Stop)
+	c.Dynamic = harness.DynamicClientFor(t, c.CP.AdminKubeconfig)
 	installRemediationCRDs(t, c.Dynamic, build)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: NHCNamespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if _, err := c.CP.Admin.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +81,9 @@ func StartNHCCluster(t *testing.T, o NHCClusterOptions) *NHCCluster {
 
 // waitAggregation waits for the controller's aggregated ClusterRole to
 // hold the remediator's rules.
-func (c *NHCCluster) waitAggregation(t *testing.T) {
+func (c *Cluster) waitAggregation(t *testing.T) {
 	t.Helper()
-	Eventually(t, 30*time.Second, "the aggregated ClusterRole to hold the remediators' rules", func() bool {
+	harness.Eventually(t, 30*time.Second, "the aggregated ClusterRole to hold the remediators' rules", func() bool {
 		r, err := c.CP.Admin.RbacV1().ClusterRoles().Get(context.Background(), "node-healthcheck-operator-aggregation", metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -93,5 +94,5 @@ func (c *NHCCluster) waitAggregation(t *testing.T) {
 			}
 		}
 		return false
-	}, UnlessExited(c.Controller))
+	}, harness.UnlessExited(c.Controller))
 }
