@@ -13,12 +13,12 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/alerting"
 )
 
-func loadDashboard(t *testing.T) harness.Dashboard {
+func loadDashboard(t *testing.T) alerting.Dashboard {
 	t.Helper()
-	d, err := harness.ReadDashboard()
+	d, err := alerting.ReadDashboard()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,15 +75,15 @@ func KubeletVersion() (string, error) {
 
 // Promtool finds Prometheus' promtool built by the setup command from the
 // Go module pinned in hack/tools.
-func Promtool() (string, error) { return cachedTool("promtool", "HANGWATCH_PROMTOOL", "hack/tools") }
+func Promtool() (string, error) { return CachedTool("promtool", "HANGWATCH_PROMTOOL", "hack/tools") }
 
 // Helm finds helm built by the setup command from the Go module pinned in
 // hack/helm.
-func Helm() (string, error) { return cachedTool("helm", "HANGWATCH_HELM", "hack/helm") }
+func Helm() (string, error) { return CachedTool("helm", "HANGWATCH_HELM", "hack/helm") }
 
-// cachedTool finds a tool the setup command built into the cache: $env,
+// CachedTool finds a tool the setup command built into the cache: $env,
 // else $HANGWATCH_CACHE/bin/<name>, else ~/.cache/hangwatch/bin/<name>.
-func cachedTool(name, env, pinnedIn string) (string, error) {
+func CachedTool(name, env, pinnedIn string) (string, error) {
 	var paths []string
 	if p := os.Getenv(env); p != "" {
 		paths = append(paths, p)

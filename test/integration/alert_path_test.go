@@ -11,6 +11,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/alerting"
 )
 
 // The alert path, end to end: a real Prometheus scrapes hangwatch's
@@ -26,15 +27,15 @@ const kubeletScrapeInterval = 30 * time.Second
 // group_wait (30 s); a group_interval of 1 m, where Alertmanager's
 // default (and kube-prometheus') is 5 m, so a resolution is told within
 // a minute rather than five (docs/runbooks.md, "From a hang to a page").
-var testRoute = harness.AlertRoute{GroupWait: 30 * time.Second, GroupInterval: time.Minute}
+var testRoute = alerting.AlertRoute{GroupWait: 30 * time.Second, GroupInterval: time.Minute}
 
 // alertRig is two kubelet nodes with hangwatch on each (A with repair,
 // its restart budget already spent), Prometheus and Alertmanager.
 type alertRig struct {
 	a, b     harness.KubeletNode
 	da, db   *harness.Daemon
-	prom     *harness.Prometheus
-	receiver *harness.AlertReceiver
+	prom     *alerting.Prometheus
+	receiver *alerting.AlertReceiver
 }
 
 func startAlertRig(t *testing.T) *alertRig {
@@ -45,12 +46,12 @@ func startAlertRig(t *testing.T) *alertRig {
 	r.da = alertDaemon(t, r.a, scraper, true)
 	r.db = alertDaemon(t, r.b, scraper, false)
 	kubeletToken := harness.TokenFile(t, cp.ServiceAccountToken(t, harness.UniqueNode("hw-prometheus-kubelet"), harness.GetNodesMetrics))
-	rules := harness.PrometheusRuleFile(t)
-	r.receiver = harness.StartAlertReceiver(t)
-	am := harness.StartAlertmanager(t, testRoute, r.receiver)
-	r.prom = harness.StartPrometheus(t, harness.PrometheusSetup{
-		Jobs: []harness.ScrapeJob{
-			harness.PodMonitorJob(t, harness.TokenFile(t, scraper), map[string]string{r.da.Secure: r.a.K.Node, r.db.Secure: r.b.K.Node}),
+	rules := alerting.PrometheusRuleFile(t)
+	r.receiver = alerting.StartAlertReceiver(t)
+	am := alerting.StartAlertmanager(t, testRoute, r.receiver)
+	r.prom = alerting.StartPrometheus(t, alerting.PrometheusSetup{
+		Jobs: []alerting.ScrapeJob{
+			alerting.PodMonitorJob(t, harness.TokenFile(t, scraper), map[string]string{r.da.Secure: r.a.K.Node, r.db.Secure: r.b.K.Node}),
 			kubeletJob(kubeletToken, r.a, r.b),
 		},
 		RulesFile: rules, Alertmanager: am.Addr,
@@ -65,8 +66,8 @@ func startAlertRig(t *testing.T) *alertRig {
 // ServiceMonitor does: its ServiceAccount's token (get on nodes/metrics),
 // insecureSkipVerify (a kubelet's certificate is its own, self-signed)
 // and a node label.
-func kubeletJob(tokenFile string, nodes ...harness.KubeletNode) harness.ScrapeJob {
-	j := harness.ScrapeJob{Name: "kubelet", Scheme: "https", Path: "/metrics", Interval: kubeletScrapeInterval,
+func kubeletJob(tokenFile string, nodes ...harness.KubeletNode) alerting.ScrapeJob {
+	j := alerting.ScrapeJob{Name: "kubelet", Scheme: "https", Path: "/metrics", Interval: kubeletScrapeInterval,
 		TokenFile: tokenFile, InsecureSkipVerify: true, Targets: map[string]string{}}
 	for _, n := range nodes {
 		j.Targets[strings.TrimSuffix(strings.TrimPrefix(n.K.MetricsURL(), "https://"), "/metrics")] = n.K.Node
@@ -231,9 +232,9 @@ func (r *alertRig) logConditions(t *testing.T, frozen time.Time) {
 // dashboardQueriesReturnSeries evaluates every panel's query of the
 // shipped dashboard, and its node variable's, as Grafana would with node
 // a chosen, until each returns series.
-func dashboardQueriesReturnSeries(t *testing.T, p *harness.Prometheus, a, b string) {
+func dashboardQueriesReturnSeries(t *testing.T, p *alerting.Prometheus, a, b string) {
 	t.Helper()
-	d, err := harness.ReadDashboard()
+	d, err := alerting.ReadDashboard()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package harness
+package alerting
 
 import (
 	"encoding/json"
@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	"sigs.k8s.io/yaml"
 )
 
 // PrometheusBinary finds Prometheus built by the setup command from the Go
 // module pinned in hack/tools (the module promtool comes from).
 func PrometheusBinary() (string, error) {
-	return cachedTool("prometheus", "HANGWATCH_PROMETHEUS", "hack/tools")
+	return harness.CachedTool("prometheus", "HANGWATCH_PROMETHEUS", "hack/tools")
 }
 
 // OperatorEvaluationInterval is prometheus-operator's default for a
@@ -35,7 +36,7 @@ type PrometheusSetup struct {
 
 // Prometheus is a real Prometheus a test started, on a loopback port.
 type Prometheus struct {
-	*Proc
+	*harness.Proc
 	Base string
 }
 
@@ -57,13 +58,13 @@ func StartPrometheus(t *testing.T, s PrometheusSetup) *Prometheus {
 		t.Fatal(err)
 	}
 	t.Logf("prometheus.yaml:\n%s", raw)
-	addr := FreeAddr(t)
-	p := &Prometheus{Base: "http://" + addr, Proc: StartProc(t, "prometheus", ProcOptions{Grace: 10 * time.Second}, bin,
+	addr := harness.FreeAddr(t)
+	p := &Prometheus{Base: "http://" + addr, Proc: harness.StartProc(t, "prometheus", harness.ProcOptions{Grace: 10 * time.Second}, bin,
 		"--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)}
-	Eventually(t, time.Minute, "Prometheus ready", func() bool {
-		code, _, err := Get(p.Base + "/-/ready")
+	harness.Eventually(t, time.Minute, "Prometheus ready", func() bool {
+		code, _, err := harness.Get(p.Base + "/-/ready")
 		return err == nil && code == 200
-	}, UnlessExited(p))
+	}, harness.UnlessExited(p))
 	return p
 }
 
@@ -98,7 +99,7 @@ type Series struct {
 // Query evaluates expr at the present instant through Prometheus' HTTP
 // API.
 func (p *Prometheus) Query(expr string) ([]Series, error) {
-	code, body, err := Get(p.Base + "/api/v1/query?query=" + url.QueryEscape(expr))
+	code, body, err := harness.Get(p.Base + "/api/v1/query?query=" + url.QueryEscape(expr))
 	if err != nil {
 		return nil, err
 	}

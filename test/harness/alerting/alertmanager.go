@@ -1,4 +1,4 @@
-package harness
+package alerting
 
 import (
 	"encoding/json"
@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	"sigs.k8s.io/yaml"
 )
 
 // AlertmanagerBinary finds Alertmanager built by the setup command from
 // the Go module pinned in hack/alertmanager.
 func AlertmanagerBinary() (string, error) {
-	return cachedTool("alertmanager", "HANGWATCH_ALERTMANAGER", "hack/alertmanager")
+	return harness.CachedTool("alertmanager", "HANGWATCH_ALERTMANAGER", "hack/alertmanager")
 }
 
 // AlertRoute is the timing of an Alertmanager route: how long a new
@@ -30,7 +31,7 @@ type AlertRoute struct {
 // Alertmanager is a real Alertmanager a test started, on a loopback port,
 // without clustering.
 type Alertmanager struct {
-	*Proc
+	*harness.Proc
 	Addr string
 }
 
@@ -58,14 +59,14 @@ func StartAlertmanager(t *testing.T, route AlertRoute, r *AlertReceiver) *Alertm
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := FreeAddr(t)
-	am := &Alertmanager{Addr: addr, Proc: StartProc(t, "alertmanager", ProcOptions{Grace: 10 * time.Second}, bin,
+	addr := harness.FreeAddr(t)
+	am := &Alertmanager{Addr: addr, Proc: harness.StartProc(t, "alertmanager", harness.ProcOptions{Grace: 10 * time.Second}, bin,
 		"--config.file="+path, "--storage.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr,
 		"--cluster.listen-address=")} // no peers: it would listen on every address
-	Eventually(t, time.Minute, "Alertmanager ready", func() bool {
-		code, _, err := Get("http://" + addr + "/-/ready")
+	harness.Eventually(t, time.Minute, "Alertmanager ready", func() bool {
+		code, _, err := harness.Get("http://" + addr + "/-/ready")
 		return err == nil && code == http.StatusOK
-	}, UnlessExited(am))
+	}, harness.UnlessExited(am))
 	return am
 }
 

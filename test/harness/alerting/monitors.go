@@ -1,4 +1,4 @@
-package harness
+package alerting
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangwatch/hangwatch/test/harness"
 	"sigs.k8s.io/yaml"
 )
 
@@ -97,7 +98,7 @@ type podMetricsEndpoint struct {
 // target (host:port -> node).
 func PodMonitorJob(t *testing.T, tokenFile string, targets map[string]string) ScrapeJob {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(ModuleRoot(), "manifests", "prometheus", "podmonitor.yaml"))
+	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(), "manifests", "prometheus", "podmonitor.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func (pm podMonitor) job(tokenFile string, targets map[string]string) (ScrapeJob
 // as prometheus-operator does, and returns its path.
 func PrometheusRuleFile(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(ModuleRoot(), "manifests", "prometheus", "prometheusrule.yaml"))
+	raw, err := os.ReadFile(filepath.Join(harness.ModuleRoot(), "manifests", "prometheus", "prometheusrule.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

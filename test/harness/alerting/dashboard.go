@@ -1,8 +1,9 @@
-package harness
+package alerting
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hangwatch/hangwatch/test/harness"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ type Dashboard struct {
 
 // ReadDashboard reads the shipped dashboard.
 func ReadDashboard() (Dashboard, error) {
-	path := filepath.Join(ModuleRoot(), "manifests", "grafana", "hangwatch-dashboard.json")
+	path := filepath.Join(harness.ModuleRoot(), "manifests", "grafana", "hangwatch-dashboard.json")
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return Dashboard{}, err
