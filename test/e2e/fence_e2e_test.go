@@ -8,6 +8,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -19,8 +20,8 @@ import (
 // False for clearAfter, no fenced container runs on A again, and A takes
 // new pods.
 func TestFenceMovesAStatefulSetPod(t *testing.T) {
-	fc := harness.StartFenceCluster(t, harness.FenceOptions{})
-	harness.StatefulSet(t, fc.CP, "web", fc.A)
+	fc := cluster.StartFenceCluster(t, cluster.FenceOptions{})
+	cluster.StatefulSet(t, fc.CP, "web", fc.A)
 	old := fc.RunningOn(t, 2*time.Minute, "web-0", fc.A)
 	thaw := harness.Freeze(t, fc.Nodes[fc.A].C)
 	frozen := time.Now()
@@ -55,9 +56,9 @@ func TestFenceMovesAStatefulSetPod(t *testing.T) {
 // with a ReadWriteOnce volume): where each pod is 10 minutes after the
 // freeze.
 func TestFenceBaseline(t *testing.T) {
-	fc := harness.StartFenceCluster(t, harness.FenceOptions{NoRemedy: true, CSI: true})
-	harness.StatefulSet(t, fc.CP, "web", fc.A)
-	harness.WriterStatefulSet(t, fc.CP, "db", fc.A)
+	fc := cluster.StartFenceCluster(t, cluster.FenceOptions{NoRemedy: true, CSI: true})
+	cluster.StatefulSet(t, fc.CP, "web", fc.A)
+	cluster.WriterStatefulSet(t, fc.CP, "db", fc.A)
 	old := map[string]*corev1.Pod{"web": fc.RunningOn(t, 3*time.Minute, "web-0", fc.A), "db": fc.RunningOn(t, 3*time.Minute, "db-0", fc.A)}
 	harness.Freeze(t, fc.Nodes[fc.A].C)
 	frozen := time.Now()
@@ -66,7 +67,7 @@ func TestFenceBaseline(t *testing.T) {
 	harness.Window(t, 10*time.Minute-time.Since(frozen), "10 minutes from the freeze")
 	for _, name := range []string{"web", "db"} {
 		p := fc.Pod(t, name+"-0")
-		where := name + "-0: " + harness.DescribePod(p)
+		where := name + "-0: " + cluster.DescribePod(p)
 		if p != nil && p.UID == old[name].UID {
 			where = "the same " + name + "-0 on A, " + string(p.Status.Phase)
 			if p.DeletionTimestamp != nil {
@@ -74,7 +75,7 @@ func TestFenceBaseline(t *testing.T) {
 			}
 		}
 		measurements.Duration(t, "e2e_fence_baseline_window_"+name, time.Since(frozen), where)
-		if p != nil && p.Spec.NodeName == fc.B && harness.PodRunning(*p) {
+		if p != nil && p.Spec.NodeName == fc.B && cluster.PodRunning(*p) {
 			t.Errorf("%s-0 moved to B without the fence: %s", name, where)
 		}
 	}
@@ -89,11 +90,11 @@ func TestFenceBaseline(t *testing.T) {
 // the old pod is written after the attestation, and the volume was
 // unstaged from A before it was staged on B.
 func TestFenceMovesAStatefulSetPodWithItsVolume(t *testing.T) {
-	fc := harness.StartFenceCluster(t, harness.FenceOptions{CSI: true})
-	harness.WriterStatefulSet(t, fc.CP, "web", fc.A)
+	fc := cluster.StartFenceCluster(t, cluster.FenceOptions{CSI: true})
+	cluster.WriterStatefulSet(t, fc.CP, "web", fc.A)
 	old := fc.RunningOn(t, 3*time.Minute, "web-0", fc.A)
 	log := fc.VolumeFile(t, "web-0", "log")
-	harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(harness.LinesOf(t, log, string(old.UID))) > 3 })
+	harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(cluster.LinesOf(t, log, string(old.UID))) > 3 })
 	harness.Freeze(t, fc.Nodes[fc.A].C)
 	frozen := time.Now()
 	harness.Eventually(t, 2*time.Minute, "A attests the fence", fc.Attested(t, fc.A))
@@ -104,8 +105,8 @@ func TestFenceMovesAStatefulSetPodWithItsVolume(t *testing.T) {
 	}
 	moved := fc.RunningOn(t, 3*time.Minute, "web-0", fc.B)
 	harness.Measure(t, "e2e_fence_rwo_running_elsewhere_after_freeze", time.Since(frozen))
-	harness.Eventually(t, time.Minute, "the new web-0 writing on the volume", func() bool { return len(harness.LinesOf(t, log, string(moved.UID))) > 3 })
-	for _, l := range harness.LinesOf(t, log, string(old.UID)) {
+	harness.Eventually(t, time.Minute, "the new web-0 writing on the volume", func() bool { return len(cluster.LinesOf(t, log, string(moved.UID))) > 3 })
+	for _, l := range cluster.LinesOf(t, log, string(old.UID)) {
 		if l.At.After(attested) {
 			t.Errorf("the fenced web-0 wrote %q %v after the attestation was seen", l.Text, l.At.Sub(attested))
 		}

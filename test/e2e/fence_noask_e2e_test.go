@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 )
 
 // TestFenceNeverAsksANodeWhosePodsAreFine: with the shipped policy
@@ -12,5 +12,5 @@ import (
 // node, then every call answered 2.5 s late for 90 s: no fence request,
 // web-0 untouched (harness.FenceNeverAsksANodeWhosePodsAreFine).
 func TestFenceNeverAsksANodeWhosePodsAreFine(t *testing.T) {
-	harness.FenceNeverAsksANodeWhosePodsAreFine(t, nil, 3*time.Minute, 90*time.Second)
+	cluster.FenceNeverAsksANodeWhosePodsAreFine(t, nil, 3*time.Minute, 90*time.Second)
 }

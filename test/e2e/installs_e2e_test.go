@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -26,9 +27,9 @@ var installs = []string{"kustomize", "helm"}
 func TestInstallsRestartKeepsPods(t *testing.T) {
 	for _, how := range installs {
 		t.Run(how, func(t *testing.T) {
-			in := harness.StartInstalls(t, how)
+			in := cluster.StartInstalls(t, how)
 			in.WaitRunning(t, 3*time.Minute)
-			harness.StatefulSet(t, in.CP, "web", in.A)
+			cluster.StatefulSet(t, in.CP, "web", in.A)
 			in.RunningOn(t, 2*time.Minute, "web-0", in.A)
 			in.WaitRuntimeOldEnough(t)
 			before := in.PodsOn(t, in.A)
@@ -56,7 +57,7 @@ func TestInstallsRestartKeepsPods(t *testing.T) {
 // out-of-service, no fence annotation, none of its conditions
 // (docs/install.md, "Uninstall"). The time from the uninstall command to
 // the Nodes clean is measured.
-func uninstall(t *testing.T, in *harness.Installs) {
+func uninstall(t *testing.T, in *cluster.Installs) {
 	t.Helper()
 	start := time.Now()
 	left, conditions := in.UninstallAndList(t)
@@ -93,21 +94,21 @@ func TestInstallsLadderToFenceWithAVolume(t *testing.T) {
 // installedLadder runs the whole ladder on a cluster installed by how, web-0 with
 // a volume when rwo; each rung is measured from the freeze.
 func installedLadder(t *testing.T, how string, rwo bool) {
-	in := harness.StartInstalls(t, how)
+	in := cluster.StartInstalls(t, how)
 	in.WaitRunning(t, 3*time.Minute)
 	name, limit := how, 75*time.Second
 	if rwo {
 		name, limit = how+"_rwo", 90*time.Second
 		in.StartCSI(t)
-		harness.WriterStatefulSet(t, in.CP, "web", in.A)
+		cluster.WriterStatefulSet(t, in.CP, "web", in.A)
 	} else {
-		harness.StatefulSet(t, in.CP, "web", in.A)
+		cluster.StatefulSet(t, in.CP, "web", in.A)
 	}
 	before := in.RunningOn(t, 2*time.Minute, "web-0", in.A)
 	var log string
 	if rwo {
 		log = in.VolumeFile(t, "web-0", "log")
-		harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(harness.LinesOf(t, log, string(before.UID))) > 3 })
+		harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(cluster.LinesOf(t, log, string(before.UID))) > 3 })
 	}
 	in.WaitRuntimeOldEnough(t)
 	in.WedgeRuntimeStarts(t)
@@ -119,7 +120,7 @@ func installedLadder(t *testing.T, how string, rwo bool) {
 	onB := time.Since(frozen)
 	// remedy's fence.after counts from RuntimeHung's transition, and waits
 	// for PLEGUnhealthy's RelistStalled: what each did, for the log
-	for name, w := range map[string]*harness.ConditionWatch{"RuntimeHung": hung, "PLEGUnhealthy": pleg} {
+	for name, w := range map[string]*cluster.ConditionWatch{"RuntimeHung": hung, "PLEGUnhealthy": pleg} {
 		var seen []string
 		for _, c := range w.Stop() {
 			seen = append(seen, fmt.Sprintf("%s %s %s (transition %s) at %s", name, c.Status, c.Reason,
@@ -153,10 +154,10 @@ func installedLadder(t *testing.T, how string, rwo bool) {
 
 // checkVolumeMoved wants the web-0 on B writing on the volume, the old one
 // silent since the attestation, and A's unstage done before B's stage.
-func checkVolumeMoved(t *testing.T, in *harness.Installs, log string, old, moved types.UID, attested time.Time) {
+func checkVolumeMoved(t *testing.T, in *cluster.Installs, log string, old, moved types.UID, attested time.Time) {
 	t.Helper()
-	harness.Eventually(t, time.Minute, "the new web-0 writing on the volume", func() bool { return len(harness.LinesOf(t, log, string(moved))) > 3 })
-	for _, l := range harness.LinesOf(t, log, string(old)) {
+	harness.Eventually(t, time.Minute, "the new web-0 writing on the volume", func() bool { return len(cluster.LinesOf(t, log, string(moved))) > 3 })
+	for _, l := range cluster.LinesOf(t, log, string(old)) {
 		if l.At.After(attested) {
 			t.Errorf("the fenced web-0 wrote %q %v after the attestation was seen", l.Text, l.At.Sub(attested))
 		}
@@ -177,9 +178,9 @@ func checkVolumeMoved(t *testing.T, in *harness.Installs, log string, old, moved
 func TestInstallsRolloutDuringAHang(t *testing.T) {
 	for _, how := range installs {
 		t.Run(how, func(t *testing.T) {
-			in := harness.StartInstalls(t, how)
+			in := cluster.StartInstalls(t, how)
 			in.WaitRunning(t, 3*time.Minute)
-			in.Tag(t, harness.RolledImage)
+			in.Tag(t, cluster.RolledImage)
 			in.WaitRuntimeOldEnough(t)
 			pid0 := in.RuntimePID(t)
 			harness.Freeze(t, in.C)
@@ -187,9 +188,9 @@ func TestInstallsRolloutDuringAHang(t *testing.T) {
 			rungs := in.WatchLadder(t, frozen, "")
 			harness.Eventually(t, time.Minute, "RuntimeHung True on A", in.ConditionIs(t, "RuntimeHung", corev1.ConditionTrue))
 			seen := in.WatchCondition(t, "RuntimeHung")
-			in.Roll(t, harness.RolledImage)
+			in.Roll(t, cluster.RolledImage)
 			in.WaitRestarted(t, pid0)
-			in.WaitRolled(t, 3*time.Minute, harness.RolledImage)
+			in.WaitRolled(t, 3*time.Minute, cluster.RolledImage)
 			harness.Measure(t, "installs_"+how+"_rollout_rolled_after_freeze", time.Since(frozen))
 			harness.Eventually(t, time.Minute, "RuntimeHung False on A", in.ConditionIs(t, "RuntimeHung", corev1.ConditionFalse))
 			rungs.Stop()

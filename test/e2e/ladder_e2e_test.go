@@ -16,6 +16,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 )
 
 // ladder is two real nodes: A, whose containerd and kubelet a real systemd
@@ -97,14 +98,14 @@ func (l *ladder) workloads(t *testing.T) {
 	labels := map[string]string{"app": "db"}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, Spec: appsv1.StatefulSetSpec{
 		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: harness.PauseTemplate(labels, map[string]string{"kubernetes.io/hostname": l.a})}}
+		Template: cluster.PauseTemplate(labels, map[string]string{"kubernetes.io/hostname": l.a})}}
 	ctx := context.Background()
 	if _, err := l.cp.Admin.AppsV1().StatefulSets("default").Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	labels = map[string]string{"app": "agent"}
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"}, Spec: appsv1.DaemonSetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: harness.PauseTemplate(labels, nil)}}
+		Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: cluster.PauseTemplate(labels, nil)}}
 	if _, err := l.cp.Admin.AppsV1().DaemonSets("default").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func (l *ladder) workloads(t *testing.T) {
 func (l *ladder) running(t *testing.T) map[string]int {
 	on := map[string]int{}
 	for _, p := range l.pods(t) {
-		if harness.PodRunning(p) {
+		if cluster.PodRunning(p) {
 			on[p.Spec.NodeName]++
 		}
 	}
@@ -226,7 +227,7 @@ func TestTwoNodeLadderNotCured(t *testing.T) {
 	harness.Eventually(t, 2*time.Minute, "two web pods Running on B", func() bool {
 		n := 0
 		for _, p := range webPods(t, l.cp) {
-			if harness.PodRunning(p) && p.Spec.NodeName == l.b {
+			if cluster.PodRunning(p) && p.Spec.NodeName == l.b {
 				n++
 			}
 		}

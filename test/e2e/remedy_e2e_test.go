@@ -16,6 +16,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/remedy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 )
 
 // The controllers a two-node cluster needs beside the node lifecycle
@@ -175,7 +176,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	harness.Eventually(t, 90*time.Second, "one web pod Running on each node", func() bool {
 		on := map[string]int{}
 		for _, p := range webPods(t, tn.cp) {
-			if harness.PodRunning(p) {
+			if cluster.PodRunning(p) {
 				on[p.Spec.NodeName]++
 			}
 		}
@@ -205,7 +206,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	harness.Eventually(t, 2*time.Minute, "two web pods Running on B", func() bool {
 		n := 0
 		for _, p := range webPods(t, tn.cp) {
-			if harness.PodRunning(p) && p.Spec.NodeName == b {
+			if cluster.PodRunning(p) && p.Spec.NodeName == b {
 				n++
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,4 +190,13 @@ func (cp *ControlPlane) logs() string {
 func (cp *ControlPlane) Metrics(ctx context.Context) (string, error) {
 	raw, err := cp.Admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	return string(raw), err
+}
+
+// Port is the API server's port on 127.0.0.1.
+func (cp *ControlPlane) Port() string {
+	u, err := url.Parse(cp.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Port()
 }

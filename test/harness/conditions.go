@@ -50,12 +50,12 @@ func SetNodeCondition(t *testing.T, cp *ControlPlane, node, condType string, sta
 
 func NodeCond(t *testing.T, cp *ControlPlane, node, condType string) *corev1.NodeCondition {
 	t.Helper()
-	return nodeCondition(context.Background(), cp, node, condType)
+	return NodeCondition(context.Background(), cp, node, condType)
 }
 
-// nodeCondition is node's condType as the API server has it; nil when
+// NodeCondition is node's condType as the API server has it; nil when
 // there is none or the Node cannot be read.
-func nodeCondition(ctx context.Context, cp *ControlPlane, node, condType string) *corev1.NodeCondition {
+func NodeCondition(ctx context.Context, cp *ControlPlane, node, condType string) *corev1.NodeCondition {
 	n, err := cp.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return nil

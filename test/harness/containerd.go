@@ -283,7 +283,7 @@ func (c *Containerd) ImportImage(ctx context.Context, tarPath string) error {
 
 // logTail is the end of containerd's log, Dir/containerd.log either way.
 func (c *Containerd) logTail() string {
-	return fileTail("containerd", filepath.Join(c.Dir, "containerd.log"), 15)
+	return FileTail("containerd", filepath.Join(c.Dir, "containerd.log"), 15)
 }
 
 // Stop removes every pod through CRI, stops containerd by PID, kills any
@@ -375,4 +375,17 @@ func unmountUnder(dir string) {
 			continue
 		}
 	}
+}
+
+// TagImage gives image src the name dst too (ctr images tag).
+func (c *Containerd) TagImage(ctx context.Context, src, dst string) error {
+	out, err := c.ctr(ctx, "images", "tag", "--force", src, dst)
+	if err != nil {
+		return fmt.Errorf("ctr images tag %s %s: %w: %s", src, dst, err, out)
+	}
+	return nil
+}
+
+func (c *Containerd) ctr(ctx context.Context, args ...string) ([]byte, error) {
+	return exec.CommandContext(ctx, c.Bin.path("ctr"), append([]string{"--address", c.Socket, "-n", "k8s.io"}, args...)...).CombinedOutput()
 }

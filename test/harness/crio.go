@@ -112,7 +112,7 @@ func (c *CRIO) StartRuntime(ctx context.Context) error {
 
 func (c *CRIO) logTail() string {
 	if c.proc == nil {
-		return fileTail("crio", filepath.Join(c.Dir, "crio.log"), 20)
+		return FileTail("crio", filepath.Join(c.Dir, "crio.log"), 20)
 	}
 	return c.proc.logTail(20)
 }

@@ -66,7 +66,7 @@ func (n *csiNode) stopUnits() {
 func (n *csiNode) logTails() string {
 	var tails []string
 	for _, l := range n.logs {
-		tails = append(tails, fileTail(filepath.Base(l), l, 15))
+		tails = append(tails, FileTail(filepath.Base(l), l, 15))
 	}
 	return strings.Join(tails, "\n")
 }

@@ -267,7 +267,7 @@ func (k *Kubelet) PID() int {
 // logTail is the end of the kubelet's log, Dir/kubelet.log either way,
 // and under systemd the end of systemd's.
 func (k *Kubelet) logTail() string {
-	tail := fileTail("kubelet", filepath.Join(k.Dir, "kubelet.log"), 25)
+	tail := FileTail("kubelet", filepath.Join(k.Dir, "kubelet.log"), 25)
 	if k.sd != nil {
 		tail += "\n" + k.sd.LogTail(10)
 	}

@@ -8,10 +8,11 @@ import (
 	"sort"
 	"strings"
 
+	"math"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"math"
 )
 
 // The tests' one reader of Prometheus text (/metrics of hangwatch,

@@ -86,11 +86,11 @@ func (p *Process) stop(grace time.Duration) {
 }
 
 // logTail returns the last lines of the process's log.
-func (p *Process) logTail(n int) string { return fileTail(p.name, p.log, n) }
+func (p *Process) logTail(n int) string { return FileTail(p.name, p.log, n) }
 
-// fileTail returns the last n lines of the log at path, headed by name,
+// FileTail returns the last n lines of the log at path, headed by name,
 // each cut to tailWidth characters (a sidecar at -v=5 logs whole objects).
-func fileTail(name, path string, n int) string {
+func FileTail(name, path string, n int) string {
 	data, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if len(lines) > n {

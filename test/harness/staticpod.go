@@ -16,11 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"math"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/hangwatch/hangwatch/nodestatus"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/measurements"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"math"
 )
 
 // hangwatchImage is built once per test binary with the README's image
@@ -31,13 +33,13 @@ var hangwatchImage struct {
 	err  error
 }
 
-const staticPodImage = "hangwatch.local/hangwatch:static-pod-test"
+const StaticPodImage = "hangwatch.local/hangwatch:static-pod-test"
 
 func HangwatchImageTar(t *testing.T) string {
 	t.Helper()
 	hangwatchImage.once.Do(func() {
 		hangwatchImage.tar = filepath.Join(workDir, "hangwatch-image.tar") // TestMain removes it
-		cmd := exec.Command("bash", "hack/image.sh", "--ref", staticPodImage, "--out", hangwatchImage.tar)
+		cmd := exec.Command("bash", "hack/image.sh", "--ref", StaticPodImage, "--out", hangwatchImage.tar)
 		cmd.Dir = ModuleRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			hangwatchImage.err = fmt.Errorf("hack/image.sh: %w\n%s", err, out)
@@ -212,7 +214,7 @@ func WriteStaticPod(t *testing.T, n KubeletNode, configDir string) {
 		t.Fatalf("manifests/static-pod/hangwatch.yaml has no volumes %v", hostPaths)
 	}
 	c := &pod.Spec.Containers[0]
-	c.Image, c.ImagePullPolicy = staticPodImage, corev1.PullNever
+	c.Image, c.ImagePullPolicy = StaticPodImage, corev1.PullNever
 	for i := range c.VolumeMounts {
 		if c.VolumeMounts[i].Name == "kubelet-pki" { // the kubeconfig names its certificates by these paths
 			c.VolumeMounts[i].MountPath = n.CP.Dir

@@ -54,4 +54,4 @@ func (s *Systemd) logPath() string { return filepath.Join(s.Dir, "systemd.log") 
 
 // LogTail returns the last n lines of systemd's own log: units started,
 // main processes exited, restarts scheduled.
-func (s *Systemd) LogTail(n int) string { return fileTail("systemd", s.logPath(), n) }
+func (s *Systemd) LogTail(n int) string { return FileTail("systemd", s.logPath(), n) }

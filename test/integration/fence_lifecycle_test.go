@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 )
 
 // TestFenceNeverAsksANodeWhosePodsAreFine is the e2e suite's scenario of
@@ -14,6 +15,6 @@ import (
 // past four times fence.after, ask nothing.
 func TestFenceNeverAsksANodeWhosePodsAreFine(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	harness.FenceNeverAsksANodeWhosePodsAreFine(t, func(p map[string]any) { p["fence"].(map[string]any)["after"] = "10s" },
+	cluster.FenceNeverAsksANodeWhosePodsAreFine(t, func(p map[string]any) { p["fence"].(map[string]any)["after"] = "10s" },
 		time.Minute, 40*time.Second)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 )
 
 // TestFenceKillsAKubepodsSlicePod: node A runs containerd and the kubelet
@@ -20,9 +21,9 @@ import (
 func TestFenceKillsAKubepodsSlicePod(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
 	harness.RequireSystemd(t)
-	fc := harness.StartFenceCluster(t, harness.FenceOptions{SystemdDriver: map[int]bool{0: true}})
+	fc := cluster.StartFenceCluster(t, cluster.FenceOptions{SystemdDriver: map[int]bool{0: true}})
 	a := fc.Nodes[fc.A]
-	harness.StatefulSet(t, fc.CP, "web", fc.A)
+	cluster.StatefulSet(t, fc.CP, "web", fc.A)
 	old := fc.RunningOn(t, 2*time.Minute, "web-0", fc.A)
 	uid := string(old.UID)
 	slice := "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + strings.ReplaceAll(uid, "-", "_") + ".slice"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
 )
 
@@ -25,10 +26,10 @@ import (
 //   - the other taint gone, B is held back by maxFencedNodes: 1.
 func TestFenceGuardsHoldBack(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	fc := harness.StartFenceCluster(t, harness.FenceOptions{Nodes: 3, Unlabelled: map[int]bool{2: true},
+	fc := cluster.StartFenceCluster(t, cluster.FenceOptions{Nodes: 3, Unlabelled: map[int]bool{2: true},
 		Policy: func(p map[string]any) { p["maxUnhealthy"] = "100%" }})
 	for name, node := range map[string]string{"web": fc.A, "db": fc.B, "cache": fc.C} {
-		harness.StatefulSet(t, fc.CP, name, node)
+		cluster.StatefulSet(t, fc.CP, name, node)
 	}
 	web := fc.RunningOn(t, 2*time.Minute, "web-0", fc.A)
 	fc.RunningOn(t, 2*time.Minute, "db-0", fc.B)
@@ -45,7 +46,7 @@ func TestFenceGuardsHoldBack(t *testing.T) {
 		return fc.NodeObject(t, fc.A).Annotations[fencing.RequestAnnotation] == ""
 	})
 	if ev := fc.FenceEvents(t, fc.A); ev != "" || fc.Pod(t, "web-0").UID != web.UID {
-		t.Fatalf("a 20 s freeze: fence Events %q on A, web-0 %s (was %s)", ev, harness.DescribePod(fc.Pod(t, "web-0")), web.UID)
+		t.Fatalf("a 20 s freeze: fence Events %q on A, web-0 %s (was %s)", ev, cluster.DescribePod(fc.Pod(t, "web-0")), web.UID)
 	}
 
 	harness.Freeze(t, fc.Nodes[fc.B].C)
@@ -78,13 +79,13 @@ func TestFenceGuardsHoldBack(t *testing.T) {
 func TestFenceImpossibleAndNodeDryRun(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
 	requireStuckDir(t)
-	fc := harness.StartFenceCluster(t, harness.FenceOptions{DryRun: map[int]bool{1: true},
+	fc := cluster.StartFenceCluster(t, cluster.FenceOptions{DryRun: map[int]bool{1: true},
 		Policy: func(p map[string]any) {
 			p["maxUnhealthy"] = "100%"
 			p["fence"].(map[string]any)["maxFencedNodes"] = 2
 		}})
-	harness.StatefulSet(t, fc.CP, "web", fc.A)
-	harness.StatefulSet(t, fc.CP, "db", fc.B)
+	cluster.StatefulSet(t, fc.CP, "web", fc.A)
+	cluster.StatefulSet(t, fc.CP, "db", fc.B)
 	web := fc.RunningOn(t, 2*time.Minute, "web-0", fc.A)
 	db := fc.RunningOn(t, 2*time.Minute, "db-0", fc.B)
 	stuckPid, release := holdInDInside(t, fc, fc.A, string(web.UID))
@@ -101,14 +102,14 @@ func TestFenceImpossibleAndNodeDryRun(t *testing.T) {
 		return n.Annotations[fencing.RequestAnnotation] == "" && strings.Contains(fc.FenceEvents(t, fc.A), "FenceImpossible")
 	})
 	if p := fc.Pod(t, "web-0"); p == nil || p.UID != web.UID || len(harness.CgroupPids(fc.Nodes[fc.A].K, string(web.UID))) < 2 {
-		t.Errorf("web-0 after an impossible fence: %s; its processes %v", harness.DescribePod(p), harness.CgroupPids(fc.Nodes[fc.A].K, string(web.UID)))
+		t.Errorf("web-0 after an impossible fence: %s; its processes %v", cluster.DescribePod(p), harness.CgroupPids(fc.Nodes[fc.A].K, string(web.UID)))
 	}
 	release() // well within the kernel's hung-task timeout, which other tests' hangwatches would hear
 
 	harness.Eventually(t, time.Minute, "B's dry run told", func() bool { return strings.Contains(fc.FenceEvents(t, fc.B), "FenceDryRun") })
 	harness.Eventually(t, 2*time.Minute, "B's request timed out", func() bool { return strings.Contains(fc.FenceEvents(t, fc.B), "FenceTimedOut") })
 	if _, ok, _ := fencing.AttestationOf(fc.NodeObject(t, fc.B)); ok || fc.Pod(t, "db-0").UID != db.UID {
-		t.Errorf("B's dry run attested or moved db-0: %s", harness.DescribePod(fc.Pod(t, "db-0")))
+		t.Errorf("B's dry run attested or moved db-0: %s", cluster.DescribePod(fc.Pod(t, "db-0")))
 	}
 	t.Logf("Events on A: %s; on B: %s", fc.FenceEvents(t, fc.A), fc.FenceEvents(t, fc.B))
 }
@@ -124,7 +125,7 @@ func requireStuckDir(t *testing.T) {
 // holdInDInside holds a process in D (stuckdir.Dir) and moves it into the
 // pod uid's cgroup on node: a pod process no SIGKILL can end. It is
 // released by release, or when the test ends.
-func holdInDInside(t *testing.T, fc *harness.FenceCluster, node, uid string) (pid int, release func()) {
+func holdInDInside(t *testing.T, fc *cluster.FenceCluster, node, uid string) (pid int, release func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 )
 
 // TestFenceKilledPodNeverRestartsOnAnEmptyDirectory: web-0 writes to a
@@ -22,11 +23,11 @@ import (
 // again writes on the volume itself, beside the old pod's lines.
 func TestFenceKilledPodNeverRestartsOnAnEmptyDirectory(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	fc := harness.StartFenceCluster(t, harness.FenceOptions{CSI: true})
-	harness.WriterStatefulSet(t, fc.CP, "web", fc.A)
+	fc := cluster.StartFenceCluster(t, cluster.FenceOptions{CSI: true})
+	cluster.WriterStatefulSet(t, fc.CP, "web", fc.A)
 	old := fc.RunningOn(t, 3*time.Minute, "web-0", fc.A)
 	log := fc.VolumeFile(t, "web-0", "log")
-	harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(harness.LinesOf(t, log, string(old.UID))) > 3 })
+	harness.Eventually(t, time.Minute, "web-0 writing on its volume", func() bool { return len(cluster.LinesOf(t, log, string(old.UID))) > 3 })
 
 	switchOn(t, fc.CSI, "hang-NodeUnpublishVolume")
 	thaw := harness.Freeze(t, fc.Nodes[fc.A].C)
@@ -37,7 +38,7 @@ func TestFenceKilledPodNeverRestartsOnAnEmptyDirectory(t *testing.T) {
 	}
 	t.Logf("A attested: %s", att.Why)
 	if p := fc.Pod(t, "web-0"); p != nil && p.UID == old.UID {
-		t.Fatalf("the killed web-0 %s was not deleted: %s", old.UID, harness.DescribePod(p))
+		t.Fatalf("the killed web-0 %s was not deleted: %s", old.UID, cluster.DescribePod(p))
 	}
 	if fc.OutOfService(t, fc.A) {
 		t.Fatal("out of service after an impossible fence")
@@ -53,22 +54,22 @@ func TestFenceKilledPodNeverRestartsOnAnEmptyDirectory(t *testing.T) {
 	var moved string
 	harness.Eventually(t, 4*time.Minute, "the new web-0 writing on the volume", func() bool {
 		p := fc.Pod(t, "web-0")
-		if p == nil || p.UID == old.UID || !harness.PodRunning(*p) {
+		if p == nil || p.UID == old.UID || !cluster.PodRunning(*p) {
 			return false
 		}
 		moved = p.Spec.NodeName
-		return len(harness.LinesOf(t, log, string(p.UID))) > 3
+		return len(cluster.LinesOf(t, log, string(p.UID))) > 3
 	})
-	for _, l := range harness.LinesOf(t, log, string(old.UID)) {
+	for _, l := range cluster.LinesOf(t, log, string(old.UID)) {
 		if l.At.After(killedAt) {
 			t.Errorf("the killed web-0 wrote %q %v after the attestation was seen", l.Text, l.At.Sub(killedAt))
 		}
 	}
-	t.Logf("the new web-0 writes on the volume on %s, after the old pod's %d lines", moved, len(harness.LinesOf(t, log, string(old.UID))))
+	t.Logf("the new web-0 writes on the volume on %s, after the old pod's %d lines", moved, len(cluster.LinesOf(t, log, string(old.UID))))
 }
 
 // runningOf counts the containers of pod uid that node A's runtime runs.
-func runningOf(t *testing.T, fc *harness.FenceCluster, uid string) int {
+func runningOf(t *testing.T, fc *cluster.FenceCluster, uid string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

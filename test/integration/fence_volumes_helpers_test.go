@@ -21,6 +21,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 )
 
 // elsewherePlugin is a node instance of the harness's CSI driver serving
@@ -162,7 +163,7 @@ func runPodWithVolume(t *testing.T, cp *harness.ControlPlane, node string) (*cor
 	harness.Eventually(t, 3*time.Minute, "pod user Running on "+node, func() bool {
 		var err error
 		p, err = cp.Admin.CoreV1().Pods("default").Get(ctx, "user", metav1.GetOptions{})
-		return err == nil && harness.PodRunning(*p)
+		return err == nil && cluster.PodRunning(*p)
 	})
 	claim, err := cp.Admin.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
 	if err != nil {

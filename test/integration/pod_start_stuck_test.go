@@ -19,6 +19,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -259,7 +260,7 @@ func (n *podStartNode) stuckStart(t *testing.T, pod *corev1.Pod, reason, what, s
 	n.diagSays(t, what, step, pod.Name)
 
 	release()
-	harness.RunningOn(t, n.cp, 2*time.Minute, pod.Name, n.k.Node)
+	cluster.RunningOn(t, n.cp, 2*time.Minute, pod.Name, n.k.Node)
 	started := time.Now()
 	harness.Eventually(t, time.Minute, "PodStartStuck False after the pod started", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(n.d))
 	cleared := time.Since(started)
@@ -358,7 +359,7 @@ func (n *podStartNode) stuck(t *testing.T) (string, string) {
 
 // pausePodOn is a host-network pause pod bound to node (no scheduler).
 func pausePodOn(node, name string) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: harness.PauseTemplate(nil, nil).Spec}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: cluster.PauseTemplate(nil, nil).Spec}
 	p.Spec.NodeName = node
 	return p
 }

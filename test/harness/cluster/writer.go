@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"os"
@@ -12,12 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // WriterStatefulSet is statefulSet with a ReadWriteOnce claim "data" of
 // the harness's CSI StorageClass, mounted at /data, where the pod writes
 // /data/log (test/pause's writer).
-func WriterStatefulSet(t *testing.T, cp *ControlPlane, name, prefer string) {
+func WriterStatefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer string) {
 	t.Helper()
 	StatefulSetWith(t, cp, name, prefer, func(s *appsv1.StatefulSet) {
 		c := &s.Spec.Template.Spec.Containers[0]
@@ -26,7 +28,7 @@ func WriterStatefulSet(t *testing.T, cp *ControlPlane, name, prefer string) {
 		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 		s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				StorageClassName: ptr.To(CSIStorageClass),
+				StorageClassName: ptr.To(harness.CSIStorageClass),
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}}
 	})
 }

@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // FenceNeverAsksANodeWhosePodsAreFine runs the fence on two real nodes
@@ -24,19 +25,19 @@ func FenceNeverAsksANodeWhosePodsAreFine(t *testing.T, policy func(map[string]an
 	fc := StartFenceCluster(t, FenceOptions{ProxyA: true, Policy: policy})
 	StatefulSet(t, fc.CP, "web", fc.A)
 	web := fc.RunningOn(t, 2*time.Minute, "web-0", fc.A)
-	Eventually(t, time.Minute, "RuntimeHung False on A", fc.ConditionIs(t, fc.A, "RuntimeHung", corev1.ConditionFalse))
+	harness.Eventually(t, time.Minute, "RuntimeHung False on A", fc.ConditionIs(t, fc.A, "RuntimeHung", corev1.ConditionFalse))
 
 	release := fc.ProxyA.Inject(criproxy.Fault{Method: "ImageFsInfo"})
-	Eventually(t, time.Minute, "RuntimeHung True on A for ImageFsInfo", func() bool { return fc.runtimeHungReason(t) == "ImageFsInfoHung" })
+	harness.Eventually(t, time.Minute, "RuntimeHung True on A for ImageFsInfo", func() bool { return fc.runtimeHungReason(t) == "ImageFsInfoHung" })
 	fc.noRequest(t, imageFsFor, "ImageFsInfo held", web)
 	release()
-	Eventually(t, time.Minute, "RuntimeHung False on A again", fc.ConditionIs(t, fc.A, "RuntimeHung", corev1.ConditionFalse))
+	harness.Eventually(t, time.Minute, "RuntimeHung False on A again", fc.ConditionIs(t, fc.A, "RuntimeHung", corev1.ConditionFalse))
 
 	var releases []func()
 	for _, m := range []string{"Version", "Status", "ListPodSandbox", "ListContainers", "ImageFsInfo", "PodSandboxStatus", "ContainerStatus"} {
 		releases = append(releases, fc.ProxyA.Inject(criproxy.Fault{Method: m, Delay: 2500 * time.Millisecond}))
 	}
-	Eventually(t, time.Minute, "RuntimeHung True on A for late answers", fc.ConditionIs(t, fc.A, "RuntimeHung", corev1.ConditionTrue))
+	harness.Eventually(t, time.Minute, "RuntimeHung True on A for late answers", fc.ConditionIs(t, fc.A, "RuntimeHung", corev1.ConditionTrue))
 	fc.noRequest(t, lateFor, "every call 2.5 s late", web)
 	for _, r := range releases {
 		r()
@@ -48,7 +49,7 @@ func FenceNeverAsksANodeWhosePodsAreFine(t *testing.T, policy func(map[string]an
 // pod.
 func (fc *FenceCluster) noRequest(t *testing.T, d time.Duration, what string, web *corev1.Pod) {
 	t.Helper()
-	Throughout(t, d, "no fence request on A while "+what, func() bool {
+	harness.Throughout(t, d, "no fence request on A while "+what, func() bool {
 		n := fc.NodeObject(t, fc.A)
 		_, attested := n.Annotations[fencing.AttestedAnnotation]
 		return n.Annotations[fencing.RequestAnnotation] == "" && !attested

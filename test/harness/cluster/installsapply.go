@@ -1,15 +1,16 @@
-package harness
+package cluster
 
 import (
 	_ "embed"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // installsPatches are the only changes the installs suite makes to what
@@ -22,15 +23,6 @@ var installsPatches string
 // objects are then named as the overlays' are.
 const HelmRelease = "hangwatch"
 
-// Port is the API server's port on 127.0.0.1.
-func (cp *ControlPlane) Port() string {
-	u, err := url.Parse(cp.URL)
-	if err != nil {
-		return ""
-	}
-	return u.Port()
-}
-
 // Install installs hangwatch by in.How and records when the command
 // returned.
 func (in *Installs) Install(t *testing.T) {
@@ -39,7 +31,7 @@ func (in *Installs) Install(t *testing.T) {
 	case "kustomize":
 		in.CP.Kubectl(t, "apply", "-k", in.kustomization(t))
 	case "helm":
-		in.helm(t, "install", HelmRelease, filepath.Join(ModuleRoot(), "manifests", "helm", "hangwatch"),
+		in.helm(t, "install", HelmRelease, filepath.Join(harness.ModuleRoot(), "manifests", "helm", "hangwatch"),
 			"--namespace", "kube-system", "--post-renderer", in.postRenderer(t),
 			"--set", "repair.enabled=true", "--set", "repair.fence.enabled=true",
 			"--set", "remedy.enabled=true", "--set", "remedy.config.fence.enabled=true",
@@ -73,7 +65,7 @@ func (in *Installs) Uninstall(t *testing.T) {
 func (in *Installs) kustomization(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "install")
-	overlays := filepath.Join(ModuleRoot(), "manifests", "overlays")
+	overlays := filepath.Join(harness.ModuleRoot(), "manifests", "overlays")
 	policy := FencePolicy(t, nil)
 	files := map[string]string{
 		"patches.yaml": in.patches,
@@ -113,7 +105,7 @@ configMapGenerator:
 func (in *Installs) postRenderer(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "post-render")
-	kubectl, err := KubeBinary("kubectl")
+	kubectl, err := harness.KubeBinary("kubectl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +127,7 @@ func (in *Installs) postRenderer(t *testing.T) string {
 
 func (in *Installs) helm(t *testing.T, args ...string) {
 	t.Helper()
-	bin, err := Helm()
+	bin, err := harness.Helm()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +148,7 @@ func (in *Installs) PodLogs(t *testing.T) string {
 		logs = append(logs, more...)
 	}
 	for _, l := range logs {
-		fmt.Fprintf(&b, "%s:\n%s\n", l, fileTail(filepath.Base(l), l, 60))
+		fmt.Fprintf(&b, "%s:\n%s\n", l, harness.FileTail(filepath.Base(l), l, 60))
 	}
 	return b.String()
 }
@@ -173,19 +165,19 @@ func (in *Installs) startBinaries(t *testing.T) {
 	}
 	// the kubelet's /metrics as the static pod reads it: the node's
 	// identity, which the static-pod overlay lets read it
-	in.CP.Kubectl(t, "apply", "-k", filepath.Join(ModuleRoot(), "manifests", "overlays", "static-pod"))
+	in.CP.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	config := filepath.Join(t.TempDir(), "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\n"+
 		"kubelet:\n  healthzURL: %s\n  metricsURL: %s\n  kubeconfig: %s\n  caFile: %s\n"+
 		"repair:\n  enabled: true\n  runtimeUnit: %s\n  runtimeSocket: %s\n  systemdSocket: %s\n  fence: true\n  kubeletRootDir: %s\n"+
 		"podStarts:\n  podsAPISocket: %s\n  podLogsDir: %s\n",
-		in.K.HealthzURL(), in.K.MetricsURL(), kc, in.K.ServingCert, ContainerdUnit, in.C.Socket, in.SD.Socket(), in.K.RootDir(),
+		in.K.HealthzURL(), in.K.MetricsURL(), kc, in.K.ServingCert, harness.ContainerdUnit, in.C.Socket, in.SD.Socket(), in.K.RootDir(),
 		filepath.Join(in.K.RootDir(), "pods-api", "pods-api.sock"), filepath.Join(in.K.Dir, "logs"))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in.daemon = StartRepairing(t, in.C.Endpoint, NodeArgs(kc, in.A, "--config", config)...)
-	in.remedy = StartRemedy(t, RemedyIdentity(t, in.CP), FencePolicy(t, nil), "hangwatch-remedy")
+	in.daemon = harness.StartRepairing(t, in.C.Endpoint, harness.NodeArgs(kc, in.A, "--config", config)...)
+	in.remedy = harness.StartRemedy(t, harness.RemedyIdentity(t, in.CP), FencePolicy(t, nil), "hangwatch-remedy")
 }
 
 // relTo is path relative to dir: kustomize takes no absolute root.

@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // RolledImage is the tag the rollout test rolls hangwatch to: the same
@@ -19,7 +21,7 @@ func (in *Installs) Tag(t *testing.T, ref string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, c := range []*Containerd{in.C, in.CB} {
+	for _, c := range []*harness.Containerd{in.C, in.CB} {
 		if err := c.TagImage(ctx, ShippedImage, ref); err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +33,7 @@ func (in *Installs) Tag(t *testing.T, ref string) {
 func (in *Installs) Roll(t *testing.T, image string) {
 	t.Helper()
 	if in.How == "helm" {
-		in.helm(t, "upgrade", HelmRelease, filepath.Join(ModuleRoot(), "manifests", "helm", "hangwatch"), "--namespace", "kube-system",
+		in.helm(t, "upgrade", HelmRelease, filepath.Join(harness.ModuleRoot(), "manifests", "helm", "hangwatch"), "--namespace", "kube-system",
 			"--reuse-values", "--set", "image.tag="+image[len("hangwatch.local/hangwatch:"):], "--post-renderer", in.postRenderer(t))
 		return
 	}
@@ -43,7 +45,7 @@ func (in *Installs) Roll(t *testing.T, image string) {
 // run image.
 func (in *Installs) WaitRolled(t *testing.T, limit time.Duration, image string) {
 	t.Helper()
-	Eventually(t, limit, "hangwatch's DaemonSets rolled to "+image, func() bool {
+	harness.Eventually(t, limit, "hangwatch's DaemonSets rolled to "+image, func() bool {
 		for _, name := range []string{"hangwatch", "hangwatch-repair"} {
 			pods := in.Pods(t, name)
 			if len(pods) != 1 || !PodRunning(pods[0]) || pods[0].Spec.Containers[0].Image != image {
@@ -51,7 +53,7 @@ func (in *Installs) WaitRolled(t *testing.T, limit time.Duration, image string) 
 			}
 		}
 		return true
-	}, Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
+	}, harness.Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
 }
 
 // AgentMetric is one series of A's agent's /metrics; -1 when absent.
@@ -60,7 +62,7 @@ func (in *Installs) AgentMetric(series string) float64 {
 	if text == "" {
 		return -1
 	}
-	return MetricValue(text, series)
+	return harness.MetricValue(text, series)
 }
 
 // CondSeen is a status of a condition as seen, and when.
@@ -90,7 +92,7 @@ func (in *Installs) WatchCondition(t *testing.T, condType string) *ConditionWatc
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if c := nodeCondition(ctx, in.CP, in.A, condType); c != nil {
+			if c := harness.NodeCondition(ctx, in.CP, in.A, condType); c != nil {
 				w.add(CondSeen{Status: c.Status, Reason: c.Reason, Transition: c.LastTransitionTime.Time, At: time.Now()})
 			}
 			select {

@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // ShippedImage is the image every shipped manifest and the chart name
@@ -45,15 +46,15 @@ var installsControllers = append([]string{"daemonset-controller", "deployment-co
 // with a node's directories (Systemd.GiveNodeDirs), and node B (spare), a
 // plain kubelet on its own containerd; kube-scheduler and the controllers.
 type Installs struct {
-	CP   *ControlPlane
+	CP   *harness.ControlPlane
 	A, B string
-	C    *Containerd // A's, under SD
-	SD   *Systemd
-	K    *Kubelet // A's
-	KB   *Kubelet
-	CB   *Containerd
-	CSI  *CSI   // after StartCSI
-	How  string // "kustomize" or "helm"
+	C    *harness.Containerd // A's, under SD
+	SD   *harness.Systemd
+	K    *harness.Kubelet // A's
+	KB   *harness.Kubelet
+	CB   *harness.Containerd
+	CSI  *harness.CSI // after StartCSI
+	How  string       // "kustomize" or "helm"
 	// Installed is when the install command returned.
 	Installed time.Time
 	patches   string // installs-patches.yaml with the API server's port
@@ -62,8 +63,8 @@ type Installs struct {
 	// daemon and remedy are hangwatch's processes when How is
 	// "binaries": the same cluster, hangwatch run as the other e2e tests
 	// run it, for comparison.
-	daemon *Daemon
-	remedy *Remedy
+	daemon *harness.Daemon
+	remedy *harness.Remedy
 	// scrapeToken is the PodMonitor's ServiceAccount's token, for the
 	// agent's /metrics on 9765.
 	scrapeToken string
@@ -76,16 +77,16 @@ type Installs struct {
 // remedy's policy, as an operator turns it on.
 func StartInstalls(t *testing.T, how string) *Installs {
 	t.Helper()
-	RequireSystemd(t)
-	in := &Installs{CP: StartControlPlaneT(t), How: how}
-	StartControllerManagerT(t, in.CP, installsControllers...)
-	StartSchedulerT(t, in.CP)
+	harness.RequireSystemd(t)
+	in := &Installs{CP: harness.StartControlPlaneT(t), How: how}
+	harness.StartControllerManagerT(t, in.CP, installsControllers...)
+	harness.StartSchedulerT(t, in.CP)
 	for _, ns := range []string{"kube-system", "default"} {
-		EnsureDefaultServiceAccount(t, in.CP, ns)
+		harness.EnsureDefaultServiceAccount(t, in.CP, ns)
 	}
 	in.startNodeA(t)
-	in.CB = StartContainerdT(t, 0, 0)
-	in.KB = StartKubeletT(t, in.CP, in.CB, UniqueNode("installs-b"))
+	in.CB = harness.StartContainerdT(t, 0, 0)
+	in.KB = harness.StartKubeletT(t, in.CP, in.CB, harness.UniqueNode("installs-b"))
 	in.B = in.KB.Node
 	in.label(t, in.A, map[string]string{installsRoleLabel: roleWatched, fencing.OptInLabel: fencing.OptInValue})
 	in.label(t, in.B, map[string]string{installsRoleLabel: roleSpare})
@@ -99,7 +100,7 @@ func StartInstalls(t *testing.T, how string) *Installs {
 	})
 	in.Install(t)
 	if how != "binaries" {
-		in.scrapeToken = ApplyScraperIdentity(t, in.CP)
+		in.scrapeToken = harness.ApplyScraperIdentity(t, in.CP)
 	}
 	return in
 }
@@ -107,10 +108,10 @@ func StartInstalls(t *testing.T, how string) *Installs {
 func (in *Installs) startNodeA(t *testing.T) {
 	t.Helper()
 	in.runtimeStarted = time.Now()
-	in.C, in.SD = StartContainerdUnderSystemdT(t, 0, 0)
+	in.C, in.SD = harness.StartContainerdUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	k, err := StartKubeletUnderSystemdWith(ctx, in.CP, in.C, UniqueNode("installs-a"), UnitKubeletOptions{PodCgroups: true, NodeLayout: true})
+	k, err := harness.StartKubeletUnderSystemdWith(ctx, in.CP, in.C, harness.UniqueNode("installs-a"), harness.UnitKubeletOptions{PodCgroups: true, NodeLayout: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,26 +134,17 @@ func (in *Installs) label(t *testing.T, node string, labels map[string]string) {
 // containerds under the shipped name; nothing is pulled.
 func (in *Installs) importImage(t *testing.T) {
 	t.Helper()
-	tar := HangwatchImageTar(t)
+	tar := harness.HangwatchImageTar(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	for _, c := range []*Containerd{in.C, in.CB} {
+	for _, c := range []*harness.Containerd{in.C, in.CB} {
 		if err := c.ImportImage(ctx, tar); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.TagImage(ctx, staticPodImage, ShippedImage); err != nil {
+		if err := c.TagImage(ctx, harness.StaticPodImage, ShippedImage); err != nil {
 			t.Fatal(err)
 		}
 	}
-}
-
-// TagImage gives image src the name dst too (ctr images tag).
-func (c *Containerd) TagImage(ctx context.Context, src, dst string) error {
-	out, err := c.ctr(ctx, "images", "tag", "--force", src, dst)
-	if err != nil {
-		return fmt.Errorf("ctr images tag %s %s: %w: %s", src, dst, err, out)
-	}
-	return nil
 }
 
 // Pods are the pods of the workload named (hangwatch, hangwatch-repair,
@@ -188,23 +180,19 @@ func (in *Installs) WaitRunning(t *testing.T, limit time.Duration) {
 	if in.How == "binaries" {
 		where = nil
 	}
-	Eventually(t, limit, "hangwatch's pods Running as installed", func() bool {
+	harness.Eventually(t, limit, "hangwatch's pods Running as installed", func() bool {
 		for name, node := range where {
 			if p := in.Running(t, name); p == nil || p.Spec.NodeName != node {
 				return false
 			}
 		}
 		return true
-	}, Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
+	}, harness.Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
 	for _, c := range []string{"RuntimeHung", "KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy", "PodStartStuck"} {
-		if _, _, err := PollNode(t, in.CP, time.Minute, in.A, c, CondIs(corev1.ConditionFalse, "")); err != nil {
+		if _, _, err := harness.PollNode(t, in.CP, time.Minute, in.A, c, harness.CondIs(corev1.ConditionFalse, "")); err != nil {
 			t.Fatalf("%v\n%s", err, in.PodLogs(t))
 		}
 	}
-}
-
-func (c *Containerd) ctr(ctx context.Context, args ...string) ([]byte, error) {
-	return exec.CommandContext(ctx, c.Bin.path("ctr"), append([]string{"--address", c.Socket, "-n", "k8s.io"}, args...)...).CombinedOutput()
 }
 
 // RunningOn waits until the default namespace's pod name runs on node.
@@ -215,7 +203,7 @@ func (in *Installs) RunningOn(t *testing.T, limit time.Duration, name, node stri
 
 // ConditionIs tells whether A's condType has status.
 func (in *Installs) ConditionIs(t *testing.T, condType string, status corev1.ConditionStatus) func() bool {
-	return func() bool { c := NodeCond(t, in.CP, in.A, condType); return c != nil && c.Status == status }
+	return func() bool { c := harness.NodeCond(t, in.CP, in.A, condType); return c != nil && c.Status == status }
 }
 
 // UninstallAndList removes hangwatch as it was installed, waits until its
@@ -227,13 +215,13 @@ func (in *Installs) ConditionIs(t *testing.T, condType string, status corev1.Con
 func (in *Installs) UninstallAndList(t *testing.T) (left []string, conditions []string) {
 	t.Helper()
 	in.Uninstall(t)
-	Eventually(t, 2*time.Minute, "hangwatch's pods gone", func() bool {
+	harness.Eventually(t, 2*time.Minute, "hangwatch's pods gone", func() bool {
 		return len(in.Pods(t, "hangwatch"))+len(in.Pods(t, "hangwatch-repair"))+len(in.Pods(t, "hangwatch-remedy")) == 0
-	}, Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
+	}, harness.Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
 	if in.How != "helm" { // helm uninstall ran it already, in its post-delete hook
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, RemedyBinary(t), "uninstall", "--kubeconfig", in.CP.AdminKubeconfig, "--timeout", "90s").CombinedOutput()
+		out, err := exec.CommandContext(ctx, harness.RemedyBinary(t), "uninstall", "--kubeconfig", in.CP.AdminKubeconfig, "--timeout", "90s").CombinedOutput()
 		if err != nil {
 			t.Fatalf("hangwatch-remedy uninstall: %v\n%s", err, out)
 		}
@@ -269,7 +257,7 @@ func (in *Installs) UninstallAndList(t *testing.T) (left []string, conditions []
 // its CSI node plugin).
 func (in *Installs) StartCSI(t *testing.T) {
 	t.Helper()
-	in.CSI = StartCSIT(t, in.CP)
+	in.CSI = harness.StartCSIT(t, in.CP)
 	in.CSI.AddNodeT(t, in.KB)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

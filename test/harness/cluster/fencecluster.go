@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"context"
@@ -16,8 +16,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"encoding/json"
+
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // fenceControllers are the controllers the fence's path needs beside the
@@ -31,11 +33,11 @@ var fenceControllers = []string{"statefulset-controller", "pod-garbage-collector
 // each on its own containerd; hangwatch with the fence on (repair off) for
 // each, and hangwatch-remedy with its shipped policy and the fence on.
 type FenceCluster struct {
-	CP      *ControlPlane
+	CP      *harness.ControlPlane
 	Nodes   map[string]*FenceNode
 	A, B, C string // c: only with fenceOptions.nodes 3
-	Remedy  *Remedy
-	CSI     *CSI // with fenceOptions.csi
+	Remedy  *harness.Remedy
+	CSI     *harness.CSI // with fenceOptions.csi
 	// ProxyA stands between node A's hangwatch (agent and repair process)
 	// and its containerd, with FenceOptions.ProxyA; the kubelet dials
 	// containerd directly.
@@ -44,9 +46,9 @@ type FenceCluster struct {
 
 // FenceNode is one node of the cluster and its hangwatch.
 type FenceNode struct {
-	C *Containerd
-	K *Kubelet
-	D *Daemon
+	C *harness.Containerd
+	K *harness.Kubelet
+	D *harness.Daemon
 }
 
 // FenceOptions change the shipped settings for a test.
@@ -73,15 +75,15 @@ type FenceOptions struct {
 
 func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
 	t.Helper()
-	RequireRealParts(t)
-	fc := &FenceCluster{CP: StartControlPlaneT(t), Nodes: map[string]*FenceNode{}}
-	StartControllerManagerT(t, fc.CP, fenceControllers...)
-	StartSchedulerT(t, fc.CP)
+	harness.RequireRealParts(t)
+	fc := &FenceCluster{CP: harness.StartControlPlaneT(t), Nodes: map[string]*FenceNode{}}
+	harness.StartControllerManagerT(t, fc.CP, fenceControllers...)
+	harness.StartSchedulerT(t, fc.CP)
 	for _, ns := range []string{"kube-system", "default"} {
-		EnsureDefaultServiceAccount(t, fc.CP, ns)
+		harness.EnsureDefaultServiceAccount(t, fc.CP, ns)
 	}
 	if o.CSI {
-		fc.CSI = StartCSIT(t, fc.CP)
+		fc.CSI = harness.StartCSIT(t, fc.CP)
 	}
 	names := []*string{&fc.A, &fc.B, &fc.C}
 	for i := range max(o.Nodes, 2) {
@@ -94,7 +96,7 @@ func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
 		}
 	}
 	if !o.NoRemedy {
-		fc.Remedy = StartRemedy(t, RemedyIdentity(t, fc.CP), FencePolicy(t, o.Policy), "hangwatch-remedy")
+		fc.Remedy = harness.StartRemedy(t, harness.RemedyIdentity(t, fc.CP), FencePolicy(t, o.Policy), "hangwatch-remedy")
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -117,13 +119,13 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 	t.Helper()
 	n := &FenceNode{}
 	if systemdDriver {
-		n.C, n.K = StartSystemdDriverNodeT(t, fc.CP, UniqueNode(base))
+		n.C, n.K = harness.StartSystemdDriverNodeT(t, fc.CP, harness.UniqueNode(base))
 	} else {
-		n.C = StartContainerdT(t, 0, 0)
+		n.C = harness.StartContainerdT(t, 0, 0)
 	}
 	endpoint := n.C.Where().Endpoint
 	if proxied {
-		p, err := criproxy.Start(filepath.Join(SocketDir(t), "cri.sock"), n.C.Socket)
+		p, err := criproxy.Start(filepath.Join(harness.SocketDir(t), "cri.sock"), n.C.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,9 +133,9 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 		fc.ProxyA, endpoint = p, p.Endpoint
 	}
 	if n.K == nil {
-		n.K = StartKubeletWithPodCgroupsT(t, fc.CP, n.C, UniqueNode(base))
+		n.K = harness.StartKubeletWithPodCgroupsT(t, fc.CP, n.C, harness.UniqueNode(base))
 	}
-	dir := SocketDir(t)
+	dir := harness.SocketDir(t)
 	config := filepath.Join(dir, "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nrepair:\n  enabled: false\n  fence: true\n"+
 		"  fenceDryRun: %t\n  kubeletRootDir: %s\n", dryRun, filepath.Join(n.K.Dir, "root"))
@@ -144,7 +146,7 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.D = StartRepairing(t, endpoint, NodeArgs(kc, n.K.Node, "--config", config)...)
+	n.D = harness.StartRepairing(t, endpoint, harness.NodeArgs(kc, n.K.Node, "--config", config)...)
 	fc.Nodes[n.K.Node] = n
 	return n.K.Node
 }
@@ -154,13 +156,13 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 func FencePolicy(t *testing.T, change func(p map[string]any)) string {
 	t.Helper()
 	var p map[string]any
-	ReadYAML(t, filepath.Join(ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), &p)
+	harness.ReadYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), &p)
 	p["fence"].(map[string]any)["enabled"] = true
 	if change != nil {
 		change(p)
 	}
 	path := filepath.Join(t.TempDir(), "remedy.yaml")
-	WriteYAML(t, path, p)
+	harness.WriteYAML(t, path, p)
 	return path
 }
 
@@ -174,13 +176,13 @@ func (fc *FenceCluster) Label(t *testing.T, node string) {
 
 // StatefulSet is a one-replica StatefulSet of pause, name, that prefers
 // node prefer.
-func StatefulSet(t *testing.T, cp *ControlPlane, name, prefer string) {
+func StatefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer string) {
 	t.Helper()
 	StatefulSetWith(t, cp, name, prefer, nil)
 }
 
 // StatefulSetWith is statefulSet changed by change (nil: unchanged).
-func StatefulSetWith(t *testing.T, cp *ControlPlane, name, prefer string, change func(*appsv1.StatefulSet)) {
+func StatefulSetWith(t *testing.T, cp *harness.ControlPlane, name, prefer string, change func(*appsv1.StatefulSet)) {
 	t.Helper()
 	labels := map[string]string{"app": name}
 	tmpl := PauseTemplate(labels, nil)
@@ -216,7 +218,7 @@ func (fc *FenceCluster) RunningOn(t *testing.T, limit time.Duration, name, node 
 
 // RunningOn waits until the default namespace's pod name runs on node and
 // returns it.
-func RunningOn(t *testing.T, cp *ControlPlane, limit time.Duration, name, node string) *corev1.Pod {
+func RunningOn(t *testing.T, cp *harness.ControlPlane, limit time.Duration, name, node string) *corev1.Pod {
 	t.Helper()
 	get := func() *corev1.Pod {
 		p, err := cp.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
@@ -226,10 +228,10 @@ func RunningOn(t *testing.T, cp *ControlPlane, limit time.Duration, name, node s
 		return p
 	}
 	var p *corev1.Pod
-	Eventually(t, limit, name+" Running on "+node, func() bool {
+	harness.Eventually(t, limit, name+" Running on "+node, func() bool {
 		p = get()
 		return p != nil && p.Spec.NodeName == node && PodRunning(*p)
-	}, Explaining(func() string { return name + ": " + DescribePod(get()) }))
+	}, harness.Explaining(func() string { return name + ": " + DescribePod(get()) }))
 	return p
 }
 
@@ -259,7 +261,7 @@ func (fc *FenceCluster) OutOfService(t *testing.T, node string) bool {
 // FenceEvents are the reasons of node's Events that name the fence.
 func (fc *FenceCluster) FenceEvents(t *testing.T, node string) string {
 	var out []string
-	for _, e := range NodeEvents(t, fc.CP, node) {
+	for _, e := range harness.NodeEvents(t, fc.CP, node) {
 		if strings.HasPrefix(e.Reason, "Fence") || e.Reason == "Unfenced" || (e.Reason == "RemedyDryRun" && strings.Contains(e.Message, "fence")) {
 			out = append(out, e.Reason)
 		}
@@ -273,7 +275,7 @@ func PauseTemplate(labels, nodeSelector map[string]string) corev1.PodTemplateSpe
 	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 		AutomountServiceAccountToken: ptr.To(false), HostNetwork: true, NodeSelector: nodeSelector,
 		TerminationGracePeriodSeconds: ptr.To[int64](5),
-		Containers:                    []corev1.Container{{Name: "pause", Image: PauseImage, ImagePullPolicy: corev1.PullNever}}}}
+		Containers:                    []corev1.Container{{Name: "pause", Image: harness.PauseImage, ImagePullPolicy: corev1.PullNever}}}}
 }
 
 // PodRunning: p runs and every container of it is ready.
@@ -291,7 +293,7 @@ func PodRunning(p corev1.Pod) bool {
 
 // ConditionIs tells whether node's condType has status.
 func (fc *FenceCluster) ConditionIs(t *testing.T, node, condType string, status corev1.ConditionStatus) func() bool {
-	return func() bool { c := NodeCond(t, fc.CP, node, condType); return c != nil && c.Status == status }
+	return func() bool { c := harness.NodeCond(t, fc.CP, node, condType); return c != nil && c.Status == status }
 }
 
 // Attested tells whether node carries an attestation.
@@ -302,14 +304,14 @@ func (fc *FenceCluster) Attested(t *testing.T, node string) func() bool {
 // HeldBack waits for remedy's RemedyHeldBack Event on node saying why.
 func (fc *FenceCluster) HeldBack(t *testing.T, node, why string) {
 	t.Helper()
-	Eventually(t, time.Minute, "remedy to hold the fence of "+node+" back: "+why, func() bool {
-		for _, e := range NodeEvents(t, fc.CP, node) {
+	harness.Eventually(t, time.Minute, "remedy to hold the fence of "+node+" back: "+why, func() bool {
+		for _, e := range harness.NodeEvents(t, fc.CP, node) {
 			if e.Reason == "RemedyHeldBack" && strings.Contains(e.Message, why) {
 				return true
 			}
 		}
 		return false
-	}, Explaining(func() string { return fmt.Sprint(NodeEvents(t, fc.CP, node)) }))
+	}, harness.Explaining(func() string { return fmt.Sprint(harness.NodeEvents(t, fc.CP, node)) }))
 }
 
 // SetTaints replaces node's taints but remedy's own with taints.
@@ -360,7 +362,7 @@ func (fc *FenceCluster) TakesNewPods(t *testing.T, node string) {
 	if _, err := fc.CP.Admin.CoreV1().Pods("default").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(t, 2*time.Minute, "a new pod Running on "+node, func() bool {
+	harness.Eventually(t, 2*time.Minute, "a new pod Running on "+node, func() bool {
 		got, err := fc.CP.Admin.CoreV1().Pods("default").Get(context.Background(), "after-fence", metav1.GetOptions{})
 		return err == nil && PodRunning(*got)
 	})
@@ -374,7 +376,7 @@ func (fc *FenceCluster) VolumeFile(t *testing.T, pod, file string) string {
 
 // volumeFile is the host path of file on the volume of pod's claim
 // "data", a volume of csi.
-func volumeFile(t *testing.T, cp *ControlPlane, csi *CSI, pod, file string) string {
+func volumeFile(t *testing.T, cp *harness.ControlPlane, csi *harness.CSI, pod, file string) string {
 	t.Helper()
 	pvc, err := cp.Admin.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data-"+pod, metav1.GetOptions{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // Rung is a step of the recovery ladder and when it was first seen after
@@ -42,7 +43,7 @@ func (in *Installs) WatchLadder(t interface{ Helper() }, frozen time.Time, web0 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &LadderWatch{seen: map[string]time.Duration{}, cancel: cancel, done: make(chan struct{})}
-	pid0, _ := in.SD.MainPID(ctx, ContainerdUnit)
+	pid0, _ := in.SD.MainPID(ctx, harness.ContainerdUnit)
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -126,12 +127,12 @@ func (in *Installs) rungsNow(ctx context.Context, pid0 int, web0 types.UID) map[
 		_, out["attested"], _ = fencing.AttestationOf(n)
 		out["out_of_service"], _ = fencing.HasOutOfService(n)
 	}
-	if pid, err := in.SD.MainPID(call, ContainerdUnit); err == nil {
+	if pid, err := in.SD.MainPID(call, harness.ContainerdUnit); err == nil {
 		out["restart"] = pid != pid0
 	}
 	p, err := in.CP.Admin.CoreV1().Pods("default").Get(call, "web-0", metav1.GetOptions{})
 	out["web0_deleted"] = (err == nil && p.UID != web0) || (err != nil && strings.Contains(err.Error(), "not found"))
-	out["given_up"] = MetricValue(in.agentMetrics(), `hangwatch_repair_given_up{target="runtime"}`) == 1
+	out["given_up"] = harness.MetricValue(in.agentMetrics(), `hangwatch_repair_given_up{target="runtime"}`) == 1
 	return out
 }
 
@@ -143,7 +144,7 @@ func (in *Installs) agentMetrics() string {
 		text, _ := in.daemon.Metrics()
 		return text
 	}
-	_, body, err := Get("https://127.0.0.1:9765/metrics", Token(in.scrapeToken), Client(SecureClient))
+	_, body, err := harness.Get("https://127.0.0.1:9765/metrics", harness.Token(in.scrapeToken), harness.Client(harness.SecureClient))
 	if err != nil {
 		return ""
 	}
@@ -155,7 +156,7 @@ func (in *Installs) agentMetrics() string {
 func (in *Installs) WaitMovedToB(t *testing.T, limit time.Duration, w *LadderWatch) *corev1.Pod {
 	t.Helper()
 	var p *corev1.Pod
-	_, err := Poll(context.Background(), limit, "web-0 Running on "+in.B, func() bool {
+	_, err := harness.Poll(context.Background(), limit, "web-0 Running on "+in.B, func() bool {
 		got, err := in.CP.Admin.CoreV1().Pods("default").Get(context.Background(), "web-0", metav1.GetOptions{})
 		p = got
 		return err == nil && got.Spec.NodeName == in.B && PodRunning(*got)
@@ -165,7 +166,7 @@ func (in *Installs) WaitMovedToB(t *testing.T, limit time.Duration, w *LadderWat
 		// the pods' logs of the hang: a containerd that starts again takes
 		// up the containers' output where the wedged one left it
 		in.UnwedgeRuntime(t)
-		_, _ = Poll(context.Background(), 15*time.Second, "the repair pod's log of the hang", func() bool {
+		_, _ = harness.Poll(context.Background(), 15*time.Second, "the repair pod's log of the hang", func() bool {
 			return strings.Contains(in.PodLogs(t), "Repair has given up")
 		})
 		t.Fatalf("%v\nrungs seen %v, missing %v\n%s\n%s", err, w.Seen(), w.Missing(), explain, in.PodLogs(t))
@@ -186,11 +187,11 @@ func (in *Installs) Explain(t *testing.T) string {
 		}
 	}
 	if in.daemon != nil {
-		b.WriteString(fileTail("hangwatch", in.daemon.Log.Name(), 40))
+		b.WriteString(harness.FileTail("hangwatch", in.daemon.Log.Name(), 40))
 	}
 	logs, _ := filepath.Glob(filepath.Join(in.KB.Dir, "logs", "kube-system_hangwatch-remedy*", "*", "*.log"))
 	for _, l := range logs {
-		b.WriteString(fileTail(l, l, 40))
+		b.WriteString(harness.FileTail(l, l, 40))
 	}
 	return b.String()
 }

@@ -1,4 +1,4 @@
-package harness
+package cluster
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // What the installs suite does to node A's runtime: its main process, its
@@ -18,7 +20,7 @@ func (in *Installs) RuntimePID(t *testing.T) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pid, err := in.SD.MainPID(ctx, ContainerdUnit)
+	pid, err := in.SD.MainPID(ctx, harness.ContainerdUnit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,10 +30,10 @@ func (in *Installs) RuntimePID(t *testing.T) int {
 // WaitRestarted waits until systemd runs another containerd than pid0.
 func (in *Installs) WaitRestarted(t *testing.T, pid0 int) {
 	t.Helper()
-	Eventually(t, 2*time.Minute, "systemd to start a new containerd on A", func() bool {
+	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd on A", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		pid, err := in.SD.MainPID(ctx, ContainerdUnit)
+		pid, err := in.SD.MainPID(ctx, harness.ContainerdUnit)
 		return err == nil && pid != 0 && pid != pid0
 	})
 	in.runtimeStarted = time.Now()
@@ -42,7 +44,7 @@ func (in *Installs) WaitRestarted(t *testing.T, pid0 int) {
 // younger than 3 waits (3 × restartRuntimeAfter, 20 s as shipped).
 func (in *Installs) WaitRuntimeOldEnough(t *testing.T) {
 	t.Helper()
-	Eventually(t, 2*time.Minute, "A's containerd to be 45 s old", func() bool { return time.Since(in.runtimeStarted) > 45*time.Second })
+	harness.Eventually(t, 2*time.Minute, "A's containerd to be 45 s old", func() bool { return time.Since(in.runtimeStarted) > 45*time.Second })
 }
 
 // PodsOn is each of node's pods (every namespace) by name: its UID and
@@ -71,7 +73,7 @@ func (in *Installs) WedgeRuntimeStarts(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := in.SD.SetDropIn(ctx, ContainerdUnit, wedgeDropIn, "[Service]\nExecStartPre=/bin/sh -c 'kill -STOP $$$$'\n"); err != nil {
+	if err := in.SD.SetDropIn(ctx, harness.ContainerdUnit, wedgeDropIn, "[Service]\nExecStartPre=/bin/sh -c 'kill -STOP $$$$'\n"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -84,17 +86,17 @@ func (in *Installs) UnwedgeRuntime(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := in.SD.RemoveDropIn(ctx, ContainerdUnit, wedgeDropIn); err != nil {
+	if err := in.SD.RemoveDropIn(ctx, harness.ContainerdUnit, wedgeDropIn); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(t, time.Minute, "A's containerd started again", func() bool {
-		if pid, err := in.SD.ControlPID(ctx, ContainerdUnit); err == nil && pid != 0 {
+	harness.Eventually(t, time.Minute, "A's containerd started again", func() bool {
+		if pid, err := in.SD.ControlPID(ctx, harness.ContainerdUnit); err == nil && pid != 0 {
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 		}
-		pid, err := in.SD.MainPID(ctx, ContainerdUnit)
+		pid, err := in.SD.MainPID(ctx, harness.ContainerdUnit)
 		return err == nil && pid != 0
 	})
-	if err := in.SD.WaitActive(ctx, ContainerdUnit); err != nil {
+	if err := in.SD.WaitActive(ctx, harness.ContainerdUnit); err != nil {
 		t.Fatal(err)
 	}
 }
