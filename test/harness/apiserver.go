@@ -83,7 +83,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) (string, error) {
 		return "", err
 	}
 	clientURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	cp.etcd, err = startProcess(cp.Dir, "etcd", "etcd", "--name", "hw", "--data-dir", filepath.Join(cp.Dir, "etcd"),
+	cp.etcd, err = StartProcess(cp.Dir, "etcd", "etcd", "--name", "hw", "--data-dir", filepath.Join(cp.Dir, "etcd"),
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL, "--initial-cluster", "hw="+peerURL)
 	if err != nil {
@@ -129,7 +129,7 @@ func (cp *ControlPlane) configureAPIServer(etcdURL string) error {
 // same port and waits until /readyz answers ok.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	var err error
-	if cp.apiserver, err = startProcess(cp.Dir, "kube-apiserver", cp.apiserverBin, cp.apiserverArgs...); err != nil {
+	if cp.apiserver, err = StartProcess(cp.Dir, "kube-apiserver", cp.apiserverBin, cp.apiserverArgs...); err != nil {
 		return err
 	}
 	client, err := cp.httpClient("admin")
@@ -144,7 +144,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 func (cp *ControlPlane) Processes() []Watched { return []Watched{cp.etcd, cp.apiserver} }
 
 // StopAPIServer stops kube-apiserver by PID; etcd keeps running.
-func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop(10 * time.Second) }
+func (cp *ControlPlane) StopAPIServer() { cp.apiserver.Stop(10 * time.Second) }
 
 // Kubeconfig writes a kubeconfig for a client certificate of user and
 // groups, referring to the certificate and key files (as the kubelet's
@@ -171,8 +171,8 @@ func (cp *ControlPlane) NodeKubeconfig(node string) (string, error) {
 
 // Stop stops kube-apiserver and etcd by PID and removes the temp dir.
 func (cp *ControlPlane) Stop() {
-	cp.apiserver.stop(10 * time.Second)
-	cp.etcd.stop(10 * time.Second)
+	cp.apiserver.Stop(10 * time.Second)
+	cp.etcd.Stop(10 * time.Second)
 	_ = os.RemoveAll(cp.Dir)
 }
 
@@ -180,7 +180,7 @@ func (cp *ControlPlane) logs() string {
 	out := ""
 	for _, p := range []*Process{cp.etcd, cp.apiserver} {
 		if p != nil {
-			out += p.logTail(20) + "\n"
+			out += p.LogTail(20) + "\n"
 		}
 	}
 	return out

@@ -175,7 +175,7 @@ func (c *Containerd) launch(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if c.proc, err = startProcessEnv(c.Dir, "containerd", c.Bin.env(), c.Bin.path("containerd"), "--config", c.configPath()); err != nil {
+	if c.proc, err = StartProcessEnv(c.Dir, "containerd", c.Bin.env(), c.Bin.path("containerd"), "--config", c.configPath()); err != nil {
 		return err
 	}
 	if c.conn == nil {
@@ -298,7 +298,7 @@ func (c *Containerd) Stop() {
 			_ = RemoveAllPods(ctx, c.conn.Runtime)
 			cancel()
 		}
-		c.proc.stop(10 * time.Second)
+		c.proc.Stop(10 * time.Second)
 	}
 	if c.conn != nil {
 		_ = c.conn.Close()

@@ -38,4 +38,4 @@ func StartControllers(ctx context.Context, cp *ControlPlane, controllers ...stri
 }
 
 // Stop stops it by PID.
-func (cm *ControllerManager) Stop() { cm.proc.stop(10 * time.Second) }
+func (cm *ControllerManager) Stop() { cm.proc.Stop(10 * time.Second) }

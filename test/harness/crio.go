@@ -79,7 +79,7 @@ func (c *CRIO) prepare() error {
 // it is ready.
 func (c *CRIO) launch(ctx context.Context) error {
 	var err error
-	if c.proc, err = startProcessEnv(c.Dir, "crio", c.crioEnv(), c.Bin.path("crio"), c.crioArgs()...); err != nil {
+	if c.proc, err = StartProcessEnv(c.Dir, "crio", c.crioEnv(), c.Bin.path("crio"), c.crioArgs()...); err != nil {
 		return err
 	}
 	if c.conn == nil {
@@ -114,7 +114,7 @@ func (c *CRIO) logTail() string {
 	if c.proc == nil {
 		return FileTail("crio", filepath.Join(c.Dir, "crio.log"), 20)
 	}
-	return c.proc.logTail(20)
+	return c.proc.LogTail(20)
 }
 
 // Stop removes every pod, stops crio and whatever of its conmons is left,
@@ -122,12 +122,12 @@ func (c *CRIO) logTail() string {
 func (c *CRIO) Stop() {
 	if c.proc != nil || c.sd != nil {
 		_ = c.Thaw()
-		if c.conn != nil && (c.sd != nil || c.proc.alive()) {
+		if c.conn != nil && (c.sd != nil || c.proc.Alive()) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			_ = RemoveAllPods(ctx, c.conn.Runtime)
 			cancel()
 		}
-		c.proc.stop(30 * time.Second)
+		c.proc.Stop(30 * time.Second)
 	}
 	if c.conn != nil {
 		_ = c.conn.Close()

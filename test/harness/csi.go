@@ -199,7 +199,7 @@ func (c *CSI) start(ctx context.Context, sidecars string) error {
 		return err
 	}
 	socket := filepath.Join(c.Dir, "controller.sock")
-	if c.controller, err = startProcess(c.Dir, "csi-controller", c.driver, "-mode=controller", "-endpoint="+socket,
+	if c.controller, err = StartProcess(c.Dir, "csi-controller", c.driver, "-mode=controller", "-endpoint="+socket,
 		"-name="+CSIDriverName, "-data-dir="+c.DataDir, "-calls="+c.callLog("controller")); err != nil {
 		return err
 	}
@@ -207,10 +207,10 @@ func (c *CSI) start(ctx context.Context, sidecars string) error {
 	// 10s (5 minutes by default), so that a test waits on Kubernetes and
 	// not on a sidecar's back-off.
 	common := []string{"--csi-address=" + socket, "--kubeconfig=" + c.cp.AdminKubeconfig, "--v=5", "--retry-interval-max=10s"}
-	if c.attacher, err = startProcess(c.Dir, "csi-attacher", filepath.Join(sidecars, "csi-attacher"), common...); err != nil {
+	if c.attacher, err = StartProcess(c.Dir, "csi-attacher", filepath.Join(sidecars, "csi-attacher"), common...); err != nil {
 		return err
 	}
-	if c.provisioner, err = startProcess(c.Dir, "csi-provisioner", filepath.Join(sidecars, "csi-provisioner"), common...); err != nil {
+	if c.provisioner, err = StartProcess(c.Dir, "csi-provisioner", filepath.Join(sidecars, "csi-provisioner"), common...); err != nil {
 		return err
 	}
 	_, err = Poll(ctx, 2*time.Minute, "the external-attacher and external-provisioner to ask the driver its capabilities", func() bool {
@@ -266,15 +266,15 @@ func (c *CSI) AddNode(ctx context.Context, k *Kubelet) error {
 		return err
 	}
 	var err error
-	if n.plugin, err = startProcess(c.Dir, "csi-node-"+k.Node, c.driver, "-mode=node", "-endpoint="+socket,
+	if n.plugin, err = StartProcess(c.Dir, "csi-node-"+k.Node, c.driver, "-mode=node", "-endpoint="+socket,
 		"-name="+CSIDriverName, "-node-id="+k.Node, "-data-dir="+c.DataDir, "-calls="+c.callLog(k.Node)); err != nil {
 		return err
 	}
-	if n.registrar, err = startProcess(c.Dir, "csi-registrar-"+k.Node, c.driver, "-mode=registrar", "-endpoint="+socket,
+	if n.registrar, err = StartProcess(c.Dir, "csi-registrar-"+k.Node, c.driver, "-mode=registrar", "-endpoint="+socket,
 		"-registration-socket="+filepath.Join(root, "plugins_registry", CSIDriverName+"-reg.sock")); err != nil {
 		return err
 	}
-	return c.waitListed(ctx, k.Node, func() string { return n.plugin.logTail(10) + "\n" + n.registrar.logTail(10) },
+	return c.waitListed(ctx, k.Node, func() string { return n.plugin.LogTail(10) + "\n" + n.registrar.LogTail(10) },
 		UnlessExited(n.plugin, n.registrar))
 }
 
@@ -321,8 +321,8 @@ func (c *CSI) StopNode(node string) {
 	case n != nil && n.sd != nil:
 		n.stopUnits()
 	case n != nil:
-		n.registrar.stop(5 * time.Second)
-		n.plugin.stop(5 * time.Second)
+		n.registrar.Stop(5 * time.Second)
+		n.plugin.Stop(5 * time.Second)
 	}
 }
 
@@ -361,7 +361,7 @@ func (c *CSI) Stop() {
 		c.StopNode(node)
 	}
 	for _, p := range []*Process{c.provisioner, c.attacher, c.controller} {
-		p.stop(5 * time.Second)
+		p.Stop(5 * time.Second)
 	}
 	_ = os.RemoveAll(c.Dir)
 }
@@ -387,7 +387,7 @@ func (c *CSI) logTails() string {
 	c.mu.Unlock()
 	for _, p := range procs {
 		if p != nil {
-			tails = append(tails, p.logTail(15))
+			tails = append(tails, p.LogTail(15))
 		}
 	}
 	return strings.Join(tails, "\n")

@@ -130,7 +130,7 @@ func (k *Kubelet) start(ctx context.Context, bin string, cp *ControlPlane, runti
 	if err != nil {
 		return err
 	}
-	if k.proc, err = startProcess(k.Dir, "kubelet", bin, args...); err != nil {
+	if k.proc, err = StartProcess(k.Dir, "kubelet", bin, args...); err != nil {
 		return err
 	}
 	return k.waitStarted(ctx, cp)
@@ -197,7 +197,7 @@ func (k *Kubelet) waitStarted(ctx context.Context, cp *ControlPlane) error {
 // child, or the unit's main process as started.
 func (k *Kubelet) alive() bool {
 	if k.sd == nil {
-		return k.proc.alive()
+		return k.proc.Alive()
 	}
 	select {
 	case <-k.sd.proc.exited:
@@ -281,7 +281,7 @@ func (k *Kubelet) Stop() {
 	if k.sd != nil {
 		k.stopUnit()
 	} else {
-		k.proc.stop(15 * time.Second)
+		k.proc.Stop(15 * time.Second)
 	}
 	if k.unlockSysctls != nil {
 		k.unlockSysctls()

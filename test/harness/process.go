@@ -21,16 +21,11 @@ type Process struct {
 // StartProcess starts bin with args, its output going to dir/<name>.log;
 // it is killed if the test binary dies.
 func StartProcess(dir, name, bin string, args ...string) (*Process, error) {
-	return startProcess(dir, name, bin, args...)
+	return StartProcessEnv(dir, name, nil, bin, args...)
 }
 
-// startProcess starts bin with args, its output going to dir/<name>.log.
-func startProcess(dir, name, bin string, args ...string) (*Process, error) {
-	return startProcessEnv(dir, name, nil, bin, args...)
-}
-
-// startProcessEnv is startProcess with env added to the harness's own.
-func startProcessEnv(dir, name string, env []string, bin string, args ...string) (*Process, error) {
+// StartProcessEnv is StartProcess with env added to the harness's own.
+func StartProcessEnv(dir, name string, env []string, bin string, args ...string) (*Process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -60,16 +55,7 @@ func (p *Process) Exited() <-chan struct{} { return p.exited }
 func (p *Process) String() string { return p.name }
 
 // Alive tells whether the process has not exited.
-func (p *Process) Alive() bool { return p.alive() }
-
-// Stop ends the process by PID: SIGTERM, then SIGKILL after grace.
-func (p *Process) Stop(grace time.Duration) { p.stop(grace) }
-
-// LogTail is the last n lines of the process's log.
-func (p *Process) LogTail(n int) string { return p.logTail(n) }
-
-// alive tells whether the process has not exited.
-func (p *Process) alive() bool {
+func (p *Process) Alive() bool {
 	select {
 	case <-p.exited:
 		return false
@@ -78,15 +64,15 @@ func (p *Process) alive() bool {
 	}
 }
 
-// stop ends the process by PID: SIGTERM, then SIGKILL after grace.
-func (p *Process) stop(grace time.Duration) {
+// Stop ends the process by PID: SIGTERM, then SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) {
 	if p != nil && p.cmd.Process != nil {
 		stopProcess(p.cmd.Process.Pid, p.exited, grace)
 	}
 }
 
-// logTail returns the last lines of the process's log.
-func (p *Process) logTail(n int) string { return FileTail(p.name, p.log, n) }
+// LogTail is the last n lines of the process's log.
+func (p *Process) LogTail(n int) string { return FileTail(p.name, p.log, n) }
 
 // FileTail returns the last n lines of the log at path, headed by name,
 // each cut to tailWidth characters (a sidecar at -v=5 logs whole objects).

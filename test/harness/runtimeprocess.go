@@ -70,7 +70,7 @@ func (r *runtimeProcess) StopRuntime(graceful bool) {
 		return
 	}
 	if graceful {
-		r.proc.stop(30 * time.Second)
+		r.proc.Stop(30 * time.Second)
 		return
 	}
 	_ = syscall.Kill(r.proc.PID(), syscall.SIGKILL)

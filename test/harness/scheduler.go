@@ -22,4 +22,4 @@ func StartScheduler(ctx context.Context, cp *ControlPlane) (*Scheduler, error) {
 }
 
 // Stop stops it by PID.
-func (s *Scheduler) Stop() { s.proc.stop(10 * time.Second) }
+func (s *Scheduler) Stop() { s.proc.Stop(10 * time.Second) }

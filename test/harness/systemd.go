@@ -284,7 +284,7 @@ func (s *Systemd) start(ctx context.Context, units map[string]string) error {
 		args = append(args, s.ownCgroupsEnv()...)
 	}
 	args = append(args, "unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--uts", "sh", "-c", bootScript)
-	if s.proc, err = startProcess(s.Dir, "unshare", "env", args...); err != nil {
+	if s.proc, err = StartProcess(s.Dir, "unshare", "env", args...); err != nil {
 		return err
 	}
 	return s.waitReady(ctx)
@@ -308,7 +308,7 @@ func (s *Systemd) Stop() {
 			select {
 			case <-s.proc.exited:
 			case <-time.After(10 * time.Second):
-				s.proc.stop(10 * time.Second)
+				s.proc.Stop(10 * time.Second)
 			}
 		}
 		s.stopLog()

@@ -32,7 +32,7 @@ func (s *Systemd) waitReady(ctx context.Context) error {
 		last = s.tryReady(ctx)
 		return last == nil
 	}, Every(20*time.Millisecond), UnlessExited(s.proc), Explaining(func() string {
-		return fmt.Sprintf("last: %v\n%s\n%s", last, s.proc.logTail(10), s.LogTail(20))
+		return fmt.Sprintf("last: %v\n%s\n%s", last, s.proc.LogTail(10), s.LogTail(20))
 	}))
 	return err
 }

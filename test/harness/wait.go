@@ -15,7 +15,7 @@ import (
 // waitHTTP polls url until it answers 200, the process exits or ctx ends
 // (at most two minutes).
 func waitHTTP(ctx context.Context, p *Process, client *http.Client, url string) error {
-	return waitHTTPUntil(ctx, p.name, p.alive, client, url)
+	return waitHTTPUntil(ctx, p.name, p.Alive, client, url)
 }
 
 // waitHTTPUntil polls url until it answers 200, alive says name has exited
