@@ -1,7 +1,7 @@
 // Command csidriver is the harness's CSI driver: a disk that attaches to
 // one node at a time, made of folders of a data directory that every
 // instance on the machine shares (as a network disk is reachable from
-// every node). test/harness's StartCSIT runs it beside the
+// every node). test/harness/csi's StartT runs it beside the
 // external-attacher and external-provisioner sidecars, and AddNodeT one
 // node instance and one registrar per kubelet.
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/csi"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -119,8 +120,8 @@ func TestFenceMovesAStatefulSetPodWithItsVolume(t *testing.T) {
 }
 
 // lastCall is the last successful call of method in calls.
-func lastCall(calls []harness.CSICall, method string) harness.CSICall {
-	var last harness.CSICall
+func lastCall(calls []csi.Call, method string) csi.Call {
+	var last csi.Call
 	for _, c := range calls {
 		if c.Method == method && c.Err == "" {
 			last = c

@@ -22,6 +22,7 @@ import (
 	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/csi"
 )
 
 // elsewherePlugin is a node instance of the harness's CSI driver serving
@@ -39,28 +40,28 @@ type elsewherePlugin struct {
 // startNodePluginElsewhere starts the node instance and registrar for
 // node, whose kubelet's root directory is root, and waits for the Node's
 // CSINode to list the driver.
-func startNodePluginElsewhere(t *testing.T, cp *harness.ControlPlane, csi *harness.CSI, node, root string) *elsewherePlugin {
+func startNodePluginElsewhere(t *testing.T, cp *harness.ControlPlane, driver *csi.Driver, node, root string) *elsewherePlugin {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hwcsi-else-") // short: a socket's path fits sun_path
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	bin, sock := filepath.Join(csi.Dir, "csidriver"), filepath.Join(dir, "node.sock")
-	e := &elsewherePlugin{calls: filepath.Join(dir, "calls.jsonl"), regSocket: filepath.Join(root, "plugins_registry", harness.CSIDriverName+"-reg.sock")}
-	plugin := startTestProcess(t, dir, "node", bin, "-mode=node", "-endpoint="+sock, "-name="+harness.CSIDriverName,
-		"-node-id="+node, "-data-dir="+csi.DataDir, "-calls="+e.calls)
+	bin, sock := filepath.Join(driver.Dir, "csidriver"), filepath.Join(dir, "node.sock")
+	e := &elsewherePlugin{calls: filepath.Join(dir, "calls.jsonl"), regSocket: filepath.Join(root, "plugins_registry", csi.DriverName+"-reg.sock")}
+	plugin := startTestProcess(t, dir, "node", bin, "-mode=node", "-endpoint="+sock, "-name="+csi.DriverName,
+		"-node-id="+node, "-data-dir="+driver.DataDir, "-calls="+e.calls)
 	e.startRegistrar = func() *testProcess {
 		return startTestProcess(t, dir, "registrar", bin, "-mode=registrar", "-endpoint="+sock, "-registration-socket="+e.regSocket)
 	}
 	e.registrar = e.startRegistrar()
-	harness.Eventually(t, 90*time.Second, "node "+node+"'s CSINode to list "+harness.CSIDriverName, func() bool {
+	harness.Eventually(t, 90*time.Second, "node "+node+"'s CSINode to list "+csi.DriverName, func() bool {
 		cn, err := cp.Admin.StorageV1().CSINodes().Get(context.Background(), node, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
 		for _, d := range cn.Spec.Drivers {
-			if d.Name == harness.CSIDriverName && d.NodeID == node {
+			if d.Name == csi.DriverName && d.NodeID == node {
 				return true
 			}
 		}
@@ -142,7 +143,7 @@ func runPodWithVolume(t *testing.T, cp *harness.ControlPlane, node string) (*cor
 	ctx := context.Background()
 	harness.EnsureDefaultServiceAccount(t, cp, "default")
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(harness.CSIStorageClass),
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(csi.StorageClass),
 		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}
 	if _, err := cp.Admin.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -253,7 +254,7 @@ func callsOf(t *testing.T, path string) string {
 	raw, _ := os.ReadFile(path)
 	var lines []string
 	for l := range strings.Lines(string(raw)) {
-		var c harness.CSICall
+		var c csi.Call
 		if json.Unmarshal([]byte(l), &c) == nil {
 			lines = append(lines, c.String())
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/csi"
 )
 
 // TestFenceVolumesRealCSI runs the fence's volume side (package fence,
@@ -92,7 +93,7 @@ func withinSeconds(t *testing.T, n int) context.Context {
 // and CSI volume's target; m is the fence's Mounts on it.
 type fenceVolumeNode struct {
 	c           *harness.Containerd
-	csi         *harness.CSI
+	csi         *csi.Driver
 	plugin      *elsewherePlugin
 	uid, target string
 	m           fence.Mounts
@@ -104,7 +105,7 @@ func startFenceVolumeNode(t *testing.T) *fenceVolumeNode {
 	harness.StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
 	n := &fenceVolumeNode{c: harness.StartContainerdT(t, 0, 0)}
 	k := harness.StartKubeletWithPodCgroupsT(t, cp, n.c, harness.UniqueNode("fencevol"))
-	n.csi = harness.StartCSIT(t, cp)
+	n.csi = csi.StartT(t, cp)
 	root := filepath.Join(k.Dir, "root")
 	switchOn(t, n.csi, "stage-tmpfs")
 	n.plugin = startNodePluginElsewhere(t, cp, n.csi, k.Node, root)
@@ -118,7 +119,7 @@ func startFenceVolumeNode(t *testing.T) *fenceVolumeNode {
 	n.uid = string(pod.UID)
 	n.target = filepath.Join(root, "pods", n.uid, "volumes", "kubernetes.io~csi", pv, "mount")
 	n.m = fence.Mounts{Proc: "/proc", KubeletRoot: root, CallTimeout: 2 * time.Second}
-	if _, err := os.Stat(filepath.Join(root, "plugins", harness.CSIDriverName, "csi.sock")); err == nil {
+	if _, err := os.Stat(filepath.Join(root, "plugins", csi.DriverName, "csi.sock")); err == nil {
 		t.Fatal("the driver serves at the conventional path; this test needs it elsewhere")
 	}
 	return n
@@ -160,9 +161,9 @@ func releaseHanging(t *testing.T, n *fenceVolumeNode) {
 
 // switchOn and switchOff turn a switch of the CSI driver (test/csidriver's
 // switches.go) on and off.
-func switchOn(t *testing.T, csi *harness.CSI, name string) {
+func switchOn(t *testing.T, driver *csi.Driver, name string) {
 	t.Helper()
-	dir := filepath.Join(csi.DataDir, ".switches")
+	dir := filepath.Join(driver.DataDir, ".switches")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +172,9 @@ func switchOn(t *testing.T, csi *harness.CSI, name string) {
 	}
 }
 
-func switchOff(t *testing.T, csi *harness.CSI, name string) {
+func switchOff(t *testing.T, driver *csi.Driver, name string) {
 	t.Helper()
-	if err := os.Remove(filepath.Join(csi.DataDir, ".switches", name)); err != nil {
+	if err := os.Remove(filepath.Join(driver.DataDir, ".switches", name)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/csi"
 )
 
 // fenceControllers are the controllers the fence's path needs beside the
@@ -37,7 +38,7 @@ type FenceCluster struct {
 	Nodes   map[string]*FenceNode
 	A, B, C string // c: only with fenceOptions.nodes 3
 	Remedy  *harness.Remedy
-	CSI     *harness.CSI // with fenceOptions.csi
+	CSI     *csi.Driver // with fenceOptions.csi
 	// ProxyA stands between node A's hangwatch (agent and repair process)
 	// and its containerd, with FenceOptions.ProxyA; the kubelet dials
 	// containerd directly.
@@ -83,7 +84,7 @@ func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
 		harness.EnsureDefaultServiceAccount(t, fc.CP, ns)
 	}
 	if o.CSI {
-		fc.CSI = harness.StartCSIT(t, fc.CP)
+		fc.CSI = csi.StartT(t, fc.CP)
 	}
 	names := []*string{&fc.A, &fc.B, &fc.C}
 	for i := range max(o.Nodes, 2) {
@@ -376,7 +377,7 @@ func (fc *FenceCluster) VolumeFile(t *testing.T, pod, file string) string {
 
 // volumeFile is the host path of file on the volume of pod's claim
 // "data", a volume of csi.
-func volumeFile(t *testing.T, cp *harness.ControlPlane, csi *harness.CSI, pod, file string) string {
+func volumeFile(t *testing.T, cp *harness.ControlPlane, driver *csi.Driver, pod, file string) string {
 	t.Helper()
 	pvc, err := cp.Admin.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data-"+pod, metav1.GetOptions{})
 	if err != nil {
@@ -386,5 +387,5 @@ func volumeFile(t *testing.T, cp *harness.ControlPlane, csi *harness.CSI, pod, f
 	if err != nil || pv.Spec.CSI == nil {
 		t.Fatalf("the claim's volume: %v %v", pv, err)
 	}
-	return filepath.Join(csi.DataDir, pv.Spec.CSI.VolumeHandle, file)
+	return filepath.Join(driver.DataDir, pv.Spec.CSI.VolumeHandle, file)
 }

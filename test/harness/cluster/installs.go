@@ -16,6 +16,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/csi"
 )
 
 // ShippedImage is the image every shipped manifest and the chart name
@@ -53,8 +54,8 @@ type Installs struct {
 	K    *harness.Kubelet // A's
 	KB   *harness.Kubelet
 	CB   *harness.Containerd
-	CSI  *harness.CSI // after StartCSI
-	How  string       // "kustomize" or "helm"
+	CSI  *csi.Driver // after StartCSI
+	How  string   // "kustomize" or "helm"
 	// Installed is when the install command returned.
 	Installed time.Time
 	patches   string // installs-patches.yaml with the API server's port
@@ -257,7 +258,7 @@ func (in *Installs) UninstallAndList(t *testing.T) (left []string, conditions []
 // its CSI node plugin).
 func (in *Installs) StartCSI(t *testing.T) {
 	t.Helper()
-	in.CSI = harness.StartCSIT(t, in.CP)
+	in.CSI = csi.StartT(t, in.CP)
 	in.CSI.AddNodeT(t, in.KB)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

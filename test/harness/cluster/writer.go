@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/csi"
 )
 
 // WriterStatefulSet is statefulSet with a ReadWriteOnce claim "data" of
@@ -28,7 +29,7 @@ func WriterStatefulSet(t *testing.T, cp *harness.ControlPlane, name, prefer stri
 		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 		s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				StorageClassName: ptr.To(harness.CSIStorageClass),
+				StorageClassName: ptr.To(csi.StorageClass),
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}}
 	})
 }

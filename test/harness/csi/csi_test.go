@@ -1,4 +1,4 @@
-package harness
+package csi
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // TestCSIVolumeAttachesStagesAndPublishes runs a pod with a claim of the
@@ -23,13 +25,13 @@ import (
 // runs with the volume's folder mounted. Then the pod is deleted and the
 // volume is unpublished, unstaged and detached, each call recorded.
 func TestCSIVolumeAttachesStagesAndPublishes(t *testing.T) {
-	RequireRealParts(t)
-	cp := StartControlPlaneT(t)
-	StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
-	StartSchedulerT(t, cp)
-	c := StartContainerdT(t, 0, 0)
-	k := StartKubeletWithPodCgroupsT(t, cp, c, "csi-a")
-	csi := StartCSIT(t, cp)
+	harness.RequireRealParts(t)
+	cp := harness.StartControlPlaneT(t)
+	harness.StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
+	harness.StartSchedulerT(t, cp)
+	c := harness.StartContainerdT(t, 0, 0)
+	k := harness.StartKubeletWithPodCgroupsT(t, cp, c, "csi-a")
+	csi := StartT(t, cp)
 	csi.AddNodeT(t, k)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -44,14 +46,14 @@ func TestCSIVolumeAttachesStagesAndPublishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(CSIStorageClass),
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(StorageClass),
 		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}
 	if _, err := cp.Admin.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: "default"}, Spec: corev1.PodSpec{
 		AutomountServiceAccountToken: ptr.To(false), HostNetwork: true, TerminationGracePeriodSeconds: ptr.To[int64](1),
-		Containers: []corev1.Container{{Name: "pause", Image: PauseImage, ImagePullPolicy: corev1.PullNever,
+		Containers: []corev1.Container{{Name: "pause", Image: harness.PauseImage, ImagePullPolicy: corev1.PullNever,
 			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
 		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
@@ -60,11 +62,11 @@ func TestCSIVolumeAttachesStagesAndPublishes(t *testing.T) {
 	}
 
 	var p *corev1.Pod
-	Eventually(t, 3*time.Minute, "pod user Running on "+k.Node, func() bool {
+	harness.Eventually(t, 3*time.Minute, "pod user Running on "+k.Node, func() bool {
 		var err error
 		p, err = cp.Admin.CoreV1().Pods("default").Get(ctx, "user", metav1.GetOptions{})
 		return err == nil && p.Spec.NodeName == k.Node && p.Status.Phase == corev1.PodRunning
-	}, UnlessExited(csi.Processes()...), Explaining(func() string { return callLines(csi.Calls(k.Node)) }))
+	}, harness.UnlessExited(csi.Processes()...), harness.Explaining(func() string { return callLines(csi.Calls(k.Node)) }))
 	claim, err := cp.Admin.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func TestCSIVolumeAttachesStagesAndPublishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != CSIDriverName {
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != DriverName {
 		t.Fatalf("PV %s is not the driver's: %+v", pv.Name, pv.Spec.PersistentVolumeSource)
 	}
 	vol := pv.Spec.CSI.VolumeHandle
@@ -101,9 +103,9 @@ func TestCSIVolumeAttachesStagesAndPublishes(t *testing.T) {
 	if err := cp.Admin.CoreV1().Pods("default").Delete(ctx, "user", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(t, 3*time.Minute, "the volume detached from "+k.Node, func() bool {
+	harness.Eventually(t, 3*time.Minute, "the volume detached from "+k.Node, func() bool {
 		return hasCall(csi.ControllerCalls(), vol, "ControllerUnpublishVolume")
-	}, UnlessExited(csi.Processes()...), Explaining(func() string {
+	}, harness.UnlessExited(csi.Processes()...), harness.Explaining(func() string {
 		return callLines(csi.Calls(k.Node)) + "\n" + callLines(csi.ControllerCalls())
 	}))
 	wantCalls(t, k.Node, csi.Calls(k.Node), vol, "NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume")
@@ -117,7 +119,7 @@ func TestCSIVolumeAttachesStagesAndPublishes(t *testing.T) {
 
 // wantCalls checks that calls holds a successful call of each method on
 // vol, in this order (others may come between).
-func wantCalls(t *testing.T, who string, calls []CSICall, vol string, methods ...string) {
+func wantCalls(t *testing.T, who string, calls []Call, vol string, methods ...string) {
 	t.Helper()
 	i := 0
 	for _, c := range calls {
@@ -130,13 +132,13 @@ func wantCalls(t *testing.T, who string, calls []CSICall, vol string, methods ..
 	}
 }
 
-func hasCall(calls []CSICall, vol, method string) bool {
+func hasCall(calls []Call, vol, method string) bool {
 	return lastCall(calls, vol, method).Method != ""
 }
 
 // lastCall is the last successful call of method on vol; zero if none.
-func lastCall(calls []CSICall, vol, method string) CSICall {
-	var last CSICall
+func lastCall(calls []Call, vol, method string) Call {
+	var last Call
 	for _, c := range calls {
 		if c.Method == method && c.VolumeID == vol && c.Err == "" {
 			last = c
@@ -145,7 +147,7 @@ func lastCall(calls []CSICall, vol, method string) CSICall {
 	return last
 }
 
-func callLines(calls []CSICall) string {
+func callLines(calls []Call) string {
 	var lines []string
 	for _, c := range calls {
 		lines = append(lines, c.String())

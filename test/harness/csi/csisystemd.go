@@ -1,4 +1,4 @@
-package harness
+package csi
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // csiUnitTemplate runs one of the driver's node-side processes (%s: its
@@ -27,16 +29,16 @@ Restart=no
 // as units of sd, the systemd k runs under (its node's mount namespace),
 // serving and registering under k's root dir as AddNode does; it returns
 // once the Node's CSINode lists the driver.
-func (c *CSI) AddNodeUnder(ctx context.Context, sd *Systemd, k *Kubelet) error {
+func (c *Driver) AddNodeUnder(ctx context.Context, sd *harness.Systemd, k *harness.Kubelet) error {
 	root := k.RootDir()
-	socket := filepath.Join(root, "plugins", CSIDriverName, "csi.sock")
+	socket := filepath.Join(root, "plugins", DriverName, "csi.sock")
 	n := &csiNode{sd: sd}
 	if err := c.claim(k.Node, n); err != nil {
 		return err
 	}
 	for _, u := range []struct{ name, mode, arg string }{
-		{"csi-node.service", "node", "-node-id=" + k.Node + " -data-dir=" + c.DataDir + " -calls=" + c.callLog(k.Node) + " -name=" + CSIDriverName},
-		{"csi-registrar.service", "registrar", "-registration-socket=" + filepath.Join(root, "plugins_registry", CSIDriverName+"-reg.sock")},
+		{"csi-node.service", "node", "-node-id=" + k.Node + " -data-dir=" + c.DataDir + " -calls=" + c.callLog(k.Node) + " -name=" + DriverName},
+		{"csi-registrar.service", "registrar", "-registration-socket=" + filepath.Join(root, "plugins_registry", DriverName+"-reg.sock")},
 	} {
 		log := filepath.Join(c.Dir, strings.TrimSuffix(u.name, ".service")+"-"+k.Node+".log")
 		line := c.driver + " -mode=" + u.mode + " -endpoint=" + socket + " " + u.arg
@@ -66,7 +68,7 @@ func (n *csiNode) stopUnits() {
 func (n *csiNode) logTails() string {
 	var tails []string
 	for _, l := range n.logs {
-		tails = append(tails, FileTail(filepath.Base(l), l, 15))
+		tails = append(tails, harness.FileTail(filepath.Base(l), l, 15))
 	}
 	return strings.Join(tails, "\n")
 }

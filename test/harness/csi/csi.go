@@ -1,4 +1,4 @@
-package harness
+package csi
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/internal/pins"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // The harness's CSI storage: a disk that attaches to one node at a time,
@@ -33,13 +34,13 @@ import (
 // with its time (Calls).
 
 const (
-	// CSIDriverName is the driver's name: its CSIDriver object's, and the
+	// DriverName is the driver's name: its CSIDriver object's, and the
 	// StorageClass's provisioner.
-	CSIDriverName = "csi.hangwatch.local"
-	// CSIStorageClass is the StorageClass StartCSI makes: volumes of the
+	DriverName = "csi.hangwatch.local"
+	// StorageClass is the StorageClass Start makes: volumes of the
 	// driver, provisioned as soon as a claim is made (Immediate), deleted
 	// with their claim.
-	CSIStorageClass = "hangwatch-csi"
+	StorageClass = "hangwatch-csi"
 )
 
 // CSIAttacherVersion and CSIProvisionerVersion are the sidecars' versions:
@@ -50,20 +51,20 @@ var (
 	CSIProvisionerVersion = pins.CSIProvisionerVersion
 )
 
-// CSI is the driver's controller side, the sidecars and the node instances
+// Driver is the driver's controller side, the sidecars and the node instances
 // added to it.
-type CSI struct {
+type Driver struct {
 	// Dir holds the driver's binary, its controller socket, the logs
 	// (csi-*.log) and the call logs (calls-*.jsonl).
 	Dir string
 	// DataDir holds a folder per volume, the volume's data, and the
 	// volumes' attachments (.attachments/<volume>/<node>).
 	DataDir string
-	cp      *ControlPlane
+	cp      *harness.ControlPlane
 	driver  string // the driver's binary, built from test/csidriver
 	// controller, attacher and provisioner are the controller side's
 	// processes.
-	controller, attacher, provisioner *Process
+	controller, attacher, provisioner *harness.Process
 	mu                                sync.Mutex
 	nodes                             map[string]*csiNode
 }
@@ -71,13 +72,13 @@ type CSI struct {
 // csiNode is one kubelet's node instance and registrar: processes of the
 // harness's, or units of the node's systemd (AddNodeUnder).
 type csiNode struct {
-	plugin, registrar *Process
-	sd                *Systemd
+	plugin, registrar *harness.Process
+	sd                *harness.Systemd
 	units, logs       []string
 }
 
-// CSICall is one CSI call the driver served, from its call log.
-type CSICall struct {
+// Call is one CSI call the driver served, from its call log.
+type Call struct {
 	// Method is the CSI method: NodeStageVolume, NodeUnstageVolume,
 	// NodePublishVolume, NodeUnpublishVolume, ControllerPublishVolume...
 	Method string `json:"method"`
@@ -95,7 +96,7 @@ type CSICall struct {
 }
 
 // String is the call as a line of a failure's message.
-func (c CSICall) String() string {
+func (c Call) String() string {
 	s := fmt.Sprintf("%s %s %s volume=%s node=%s", c.Time.Format("15:04:05.000"), c.End.Format("15:04:05.000"), c.Method, c.VolumeID, c.Node)
 	if c.Err != "" {
 		s += " error: " + c.Err
@@ -103,11 +104,11 @@ func (c CSICall) String() string {
 	return s
 }
 
-// CSISidecars finds the external-attacher and external-provisioner the
+// Sidecars finds the external-attacher and external-provisioner the
 // setup command built (hack/lib.sh's ensure_csi): $HANGWATCH_CSI_BIN,
 // else $HANGWATCH_CACHE or ~/.cache/hangwatch's
 // csi-<attacher version>-<provisioner version>. It returns their folder.
-func CSISidecars() (string, error) {
+func Sidecars() (string, error) {
 	sub := "csi-" + CSIAttacherVersion + "-" + CSIProvisionerVersion
 	var dirs []string
 	if d := os.Getenv("HANGWATCH_CSI_BIN"); d != "" {
@@ -134,12 +135,12 @@ func CSISidecars() (string, error) {
 		CSIAttacherVersion, CSIProvisionerVersion, dirs)
 }
 
-// BuildCSIDriver builds test/csidriver (a module of its own) into
+// BuildDriver builds test/csidriver (a module of its own) into
 // dir/csidriver and returns its path.
-func BuildCSIDriver(dir string) (string, error) {
+func BuildDriver(dir string) (string, error) {
 	bin := filepath.Join(dir, "csidriver")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-	cmd.Dir = filepath.Join(ModuleRoot(), "test", "csidriver")
+	cmd.Dir = filepath.Join(harness.ModuleRoot(), "test", "csidriver")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build test/csidriver: %w: %s", err, out)
@@ -147,14 +148,14 @@ func BuildCSIDriver(dir string) (string, error) {
 	return bin, nil
 }
 
-// StartCSIT starts the CSI driver's controller side against cp (StartCSI)
+// StartT starts the CSI driver's controller side against cp (Start)
 // and stops it when t ends.
-func StartCSIT(t testing.TB, cp *ControlPlane) *CSI {
+func StartT(t testing.TB, cp *harness.ControlPlane) *Driver {
 	t.Helper()
-	RequireRealParts(t)
+	harness.RequireRealParts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := StartCSI(ctx, cp)
+	c, err := Start(ctx, cp)
 	if err != nil {
 		t.Fatalf("start the CSI driver: %v", err)
 	}
@@ -162,18 +163,18 @@ func StartCSIT(t testing.TB, cp *ControlPlane) *CSI {
 	return c
 }
 
-// StartCSI builds the driver, creates its CSIDriver object (attachRequired:
+// Start builds the driver, creates its CSIDriver object (attachRequired:
 // a VolumeAttachment, which the attach-detach controller makes and the
 // attacher carries out, must say the volume is attached to a node before
-// its kubelet stages it there) and the StorageClass CSIStorageClass, and
+// its kubelet stages it there) and the StorageClass StorageClass, and
 // starts the driver's controller instance, the external-attacher and the
 // external-provisioner, as the admin. It returns once both sidecars have
 // asked the driver its capabilities. Volumes need the controller-manager's
 // persistentvolume-binder-controller and
 // persistentvolume-attach-detach-controller, and a node instance on each
 // kubelet (AddNode).
-func StartCSI(ctx context.Context, cp *ControlPlane) (*CSI, error) {
-	sidecars, err := CSISidecars()
+func Start(ctx context.Context, cp *harness.ControlPlane) (*Driver, error) {
+	sidecars, err := Sidecars()
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +182,7 @@ func StartCSI(ctx context.Context, cp *ControlPlane) (*CSI, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &CSI{Dir: dir, DataDir: filepath.Join(dir, "data"), cp: cp, nodes: map[string]*csiNode{}}
+	c := &Driver{Dir: dir, DataDir: filepath.Join(dir, "data"), cp: cp, nodes: map[string]*csiNode{}}
 	if err := c.start(ctx, sidecars); err != nil {
 		err = fmt.Errorf("%w\n%s", err, c.logTails())
 		c.Stop()
@@ -190,30 +191,30 @@ func StartCSI(ctx context.Context, cp *ControlPlane) (*CSI, error) {
 	return c, nil
 }
 
-func (c *CSI) start(ctx context.Context, sidecars string) error {
+func (c *Driver) start(ctx context.Context, sidecars string) error {
 	var err error
-	if c.driver, err = BuildCSIDriver(c.Dir); err != nil {
+	if c.driver, err = BuildDriver(c.Dir); err != nil {
 		return err
 	}
 	if err := c.createObjects(ctx); err != nil {
 		return err
 	}
 	socket := filepath.Join(c.Dir, "controller.sock")
-	if c.controller, err = StartProcess(c.Dir, "csi-controller", c.driver, "-mode=controller", "-endpoint="+socket,
-		"-name="+CSIDriverName, "-data-dir="+c.DataDir, "-calls="+c.callLog("controller")); err != nil {
+	if c.controller, err = harness.StartProcess(c.Dir, "csi-controller", c.driver, "-mode=controller", "-endpoint="+socket,
+		"-name="+DriverName, "-data-dir="+c.DataDir, "-calls="+c.callLog("controller")); err != nil {
 		return err
 	}
 	// Failed attaches and provisions are retried from 1s, doubling up to
 	// 10s (5 minutes by default), so that a test waits on Kubernetes and
 	// not on a sidecar's back-off.
 	common := []string{"--csi-address=" + socket, "--kubeconfig=" + c.cp.AdminKubeconfig, "--v=5", "--retry-interval-max=10s"}
-	if c.attacher, err = StartProcess(c.Dir, "csi-attacher", filepath.Join(sidecars, "csi-attacher"), common...); err != nil {
+	if c.attacher, err = harness.StartProcess(c.Dir, "csi-attacher", filepath.Join(sidecars, "csi-attacher"), common...); err != nil {
 		return err
 	}
-	if c.provisioner, err = StartProcess(c.Dir, "csi-provisioner", filepath.Join(sidecars, "csi-provisioner"), common...); err != nil {
+	if c.provisioner, err = harness.StartProcess(c.Dir, "csi-provisioner", filepath.Join(sidecars, "csi-provisioner"), common...); err != nil {
 		return err
 	}
-	_, err = Poll(ctx, 2*time.Minute, "the external-attacher and external-provisioner to ask the driver its capabilities", func() bool {
+	_, err = harness.Poll(ctx, 2*time.Minute, "the external-attacher and external-provisioner to ask the driver its capabilities", func() bool {
 		n := 0
 		for _, call := range c.ControllerCalls() {
 			if call.Method == "ControllerGetCapabilities" {
@@ -221,30 +222,30 @@ func (c *CSI) start(ctx context.Context, sidecars string) error {
 			}
 		}
 		return n >= 2
-	}, Every(100*time.Millisecond), UnlessExited(c.controller, c.attacher, c.provisioner))
+	}, harness.Every(100*time.Millisecond), harness.UnlessExited(c.controller, c.attacher, c.provisioner))
 	return err
 }
 
 // createObjects creates the CSIDriver and the StorageClass.
-func (c *CSI) createObjects(ctx context.Context) error {
-	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: CSIDriverName}, Spec: storagev1.CSIDriverSpec{
+func (c *Driver) createObjects(ctx context.Context) error {
+	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: DriverName}, Spec: storagev1.CSIDriverSpec{
 		AttachRequired: ptr.To(true), PodInfoOnMount: ptr.To(false),
 		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}}}
 	if _, err := c.cp.Admin.StorageV1().CSIDrivers().Create(ctx, driver, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create CSIDriver %s: %w", CSIDriverName, err)
+		return fmt.Errorf("create CSIDriver %s: %w", DriverName, err)
 	}
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: CSIStorageClass}, Provisioner: CSIDriverName,
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: StorageClass}, Provisioner: DriverName,
 		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate)}
 	if _, err := c.cp.Admin.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create StorageClass %s: %w", CSIStorageClass, err)
+		return fmt.Errorf("create StorageClass %s: %w", StorageClass, err)
 	}
 	return nil
 }
 
 // AddNodeT starts a node instance of the driver for k (AddNode) and stops
 // it when t ends.
-func (c *CSI) AddNodeT(t testing.TB, k *Kubelet) {
+func (c *Driver) AddNodeT(t testing.TB, k *harness.Kubelet) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -258,28 +259,28 @@ func (c *CSI) AddNodeT(t testing.TB, k *Kubelet) {
 // node name, serving <root>/plugins/<driver>/csi.sock under k's root
 // dir, and a registrar that registers it through k's plugins_registry;
 // it returns once the Node's CSINode lists the driver with that ID.
-func (c *CSI) AddNode(ctx context.Context, k *Kubelet) error {
+func (c *Driver) AddNode(ctx context.Context, k *harness.Kubelet) error {
 	root := filepath.Join(k.Dir, "root")
-	socket := filepath.Join(root, "plugins", CSIDriverName, "csi.sock")
+	socket := filepath.Join(root, "plugins", DriverName, "csi.sock")
 	n := &csiNode{}
 	if err := c.claim(k.Node, n); err != nil {
 		return err
 	}
 	var err error
-	if n.plugin, err = StartProcess(c.Dir, "csi-node-"+k.Node, c.driver, "-mode=node", "-endpoint="+socket,
-		"-name="+CSIDriverName, "-node-id="+k.Node, "-data-dir="+c.DataDir, "-calls="+c.callLog(k.Node)); err != nil {
+	if n.plugin, err = harness.StartProcess(c.Dir, "csi-node-"+k.Node, c.driver, "-mode=node", "-endpoint="+socket,
+		"-name="+DriverName, "-node-id="+k.Node, "-data-dir="+c.DataDir, "-calls="+c.callLog(k.Node)); err != nil {
 		return err
 	}
-	if n.registrar, err = StartProcess(c.Dir, "csi-registrar-"+k.Node, c.driver, "-mode=registrar", "-endpoint="+socket,
-		"-registration-socket="+filepath.Join(root, "plugins_registry", CSIDriverName+"-reg.sock")); err != nil {
+	if n.registrar, err = harness.StartProcess(c.Dir, "csi-registrar-"+k.Node, c.driver, "-mode=registrar", "-endpoint="+socket,
+		"-registration-socket="+filepath.Join(root, "plugins_registry", DriverName+"-reg.sock")); err != nil {
 		return err
 	}
 	return c.waitListed(ctx, k.Node, func() string { return n.plugin.LogTail(10) + "\n" + n.registrar.LogTail(10) },
-		UnlessExited(n.plugin, n.registrar))
+		harness.UnlessExited(n.plugin, n.registrar))
 }
 
 // claim makes n node's instance of the driver, unless it has one.
-func (c *CSI) claim(node string, n *csiNode) error {
+func (c *Driver) claim(node string, n *csiNode) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.nodes[node] != nil {
@@ -291,28 +292,28 @@ func (c *CSI) claim(node string, n *csiNode) error {
 
 // waitListed waits until node's CSINode lists the driver with the node's
 // ID; logs are the node instance's, for a timeout's message.
-func (c *CSI) waitListed(ctx context.Context, node string, logs func() string, opts ...WaitOption) error {
+func (c *Driver) waitListed(ctx context.Context, node string, logs func() string, opts ...harness.WaitOption) error {
 	last := ""
-	_, err := Poll(ctx, 90*time.Second, "node "+node+"'s CSINode to list "+CSIDriverName, func() bool {
+	_, err := harness.Poll(ctx, 90*time.Second, "node "+node+"'s CSINode to list "+DriverName, func() bool {
 		cn, err := c.cp.Admin.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false
 		}
 		for _, d := range cn.Spec.Drivers {
-			if d.Name == CSIDriverName && d.NodeID == node {
+			if d.Name == DriverName && d.NodeID == node {
 				return true
 			}
 		}
 		last = fmt.Sprintf("drivers %v", cn.Spec.Drivers)
 		return false
-	}, append(opts, Every(100*time.Millisecond), Explaining(func() string { return last + "\n" + logs() }))...)
+	}, append(opts, harness.Every(100*time.Millisecond), harness.Explaining(func() string { return last + "\n" + logs() }))...)
 	return err
 }
 
 // StopNode stops node's instance of the driver and its registrar by PID
 // (the kubelet then unregisters the driver); the volumes stay mounted.
-func (c *CSI) StopNode(node string) {
+func (c *Driver) StopNode(node string) {
 	c.mu.Lock()
 	n := c.nodes[node]
 	delete(c.nodes, node)
@@ -328,18 +329,18 @@ func (c *CSI) StopNode(node string) {
 
 // Calls are the CSI calls node's instance of the driver served, in the
 // order they were answered.
-func (c *CSI) Calls(node string) []CSICall { return readCSICalls(c.callLog(node)) }
+func (c *Driver) Calls(node string) []Call { return readCSICalls(c.callLog(node)) }
 
 // ControllerCalls are the CSI calls the controller instance served:
 // CreateVolume, ControllerPublishVolume, ControllerUnpublishVolume...
-func (c *CSI) ControllerCalls() []CSICall { return readCSICalls(c.callLog("controller")) }
+func (c *Driver) ControllerCalls() []Call { return readCSICalls(c.callLog("controller")) }
 
 // Processes are the controller side's processes and the node instances
 // and registrars running, for a wait to watch (UnlessExited).
-func (c *CSI) Processes() []Watched {
+func (c *Driver) Processes() []harness.Watched {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := []Watched{c.controller, c.attacher, c.provisioner}
+	out := []harness.Watched{c.controller, c.attacher, c.provisioner}
 	for _, n := range c.nodes {
 		if n.sd == nil {
 			out = append(out, n.plugin, n.registrar)
@@ -350,7 +351,7 @@ func (c *CSI) Processes() []Watched {
 
 // Stop stops every node instance and registrar left, the sidecars and the
 // controller instance by PID, and removes Dir.
-func (c *CSI) Stop() {
+func (c *Driver) Stop() {
 	c.mu.Lock()
 	var nodes []string
 	for node := range c.nodes {
@@ -360,23 +361,23 @@ func (c *CSI) Stop() {
 	for _, node := range nodes {
 		c.StopNode(node)
 	}
-	for _, p := range []*Process{c.provisioner, c.attacher, c.controller} {
+	for _, p := range []*harness.Process{c.provisioner, c.attacher, c.controller} {
 		p.Stop(5 * time.Second)
 	}
 	_ = os.RemoveAll(c.Dir)
 }
 
-func (c *CSI) callLog(instance string) string {
+func (c *Driver) callLog(instance string) string {
 	return filepath.Join(c.Dir, "calls-"+instance+".jsonl")
 }
 
 // LogTails are the ends of the logs of the controller side and of every
 // node instance and registrar, for a failure's message.
-func (c *CSI) LogTails() string { return c.logTails() }
+func (c *Driver) LogTails() string { return c.logTails() }
 
-func (c *CSI) logTails() string {
+func (c *Driver) logTails() string {
 	c.mu.Lock()
-	procs := []*Process{c.controller, c.attacher, c.provisioner}
+	procs := []*harness.Process{c.controller, c.attacher, c.provisioner}
 	var tails []string
 	for _, n := range c.nodes {
 		if n.sd != nil {
@@ -395,17 +396,17 @@ func (c *CSI) logTails() string {
 
 // readCSICalls reads a call log; a line that does not parse (one being
 // written) ends it.
-func readCSICalls(path string) []CSICall {
+func readCSICalls(path string) []Call {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	var calls []CSICall
+	var calls []Call
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var call CSICall
+		var call Call
 		if err := json.Unmarshal(sc.Bytes(), &call); err != nil {
 			break
 		}
