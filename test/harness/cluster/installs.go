@@ -55,7 +55,7 @@ type Installs struct {
 	KB   *harness.Kubelet
 	CB   *harness.Containerd
 	CSI  *csi.Driver // after StartCSI
-	How  string   // "kustomize" or "helm"
+	How  string      // "kustomize" or "helm"
 	// Installed is when the install command returned.
 	Installed time.Time
 	patches   string // installs-patches.yaml with the API server's port
