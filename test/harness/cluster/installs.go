@@ -54,7 +54,7 @@ type Installs struct {
 	K    *harness.Kubelet // A's
 	KB   *harness.Kubelet
 	CB   *harness.Containerd
-	CSI  *csi.Driver // after StartCSI
+	CSI  *csi.Driver // after csi.Start
 	How  string      // "kustomize" or "helm"
 	// Installed is when the install command returned.
 	Installed time.Time
