@@ -2,12 +2,10 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -109,8 +107,6 @@ const systemdCgroupV3 = `[plugins.'io.containerd.cri.v1.runtime'.containerd.runt
   SystemdCgroup = true
 `
 
-const loopbackCNI = `{"cniVersion": "0.4.0", "name": "hangwatch-loopback", "plugins": [{"type": "loopback"}]}`
-
 // StartContainerd starts the default containerd (ContainerdBinaries) in a
 // new temp dir, imports the pause image and waits until CRI reports the
 // runtime and network ready.
@@ -124,7 +120,7 @@ func StartContainerd(ctx context.Context) (*Containerd, error) {
 
 // StartContainerdFrom is StartContainerd with the given binaries.
 func StartContainerdFrom(ctx context.Context, bin Binaries) (*Containerd, error) {
-	dir, err := runtimeDir("hwc-")
+	dir, err := RuntimeDir("hwc-")
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +204,7 @@ func (c *Containerd) writeConfig() error {
 	}
 	files := map[string]string{
 		"config.toml":              config,
-		"cni/10-loopback.conflist": loopbackCNI,
+		"cni/10-loopback.conflist": LoopbackCNI,
 	}
 	if c.starts != nil {
 		if c.Bin.Major < 2 {
@@ -239,24 +235,7 @@ func (c *Containerd) StartRuntime(ctx context.Context, bin Binaries) error {
 
 // waitReady polls CRI Status until both runtime and network are ready.
 func (c *Containerd) waitReady(ctx context.Context) error {
-	return waitCRIReady(ctx, c.conn, c, c.logTail)
-}
-
-// waitCRIReady polls CRI Status on conn until both runtime and network
-// are ready; it gives up when the runtime (watched) exits, with its log.
-func waitCRIReady(ctx context.Context, conn *cri.Conn, watched Watched, logTail func() string) error {
-	var last error
-	_, err := Poll(ctx, 60*time.Second, watched.String()+" ready", func() bool {
-		callCtx, callCancel := context.WithTimeout(ctx, 2*time.Second)
-		defer callCancel()
-		resp, err := conn.Runtime.Status(callCtx, &runtimeapi.StatusRequest{})
-		last = err
-		if err == nil && !allConditionsTrue(resp) {
-			last = fmt.Errorf("runtime not ready: %v", resp.GetStatus().GetConditions())
-		}
-		return last == nil
-	}, UnlessExited(watched), Explaining(func() string { return fmt.Sprintf("last: %v\n%s", last, logTail()) }))
-	return err
+	return WaitCRIReady(ctx, c.conn, c, c.logTail)
 }
 
 // allConditionsTrue: the two conditions the kubelet requires are true
@@ -307,23 +286,9 @@ func (c *Containerd) Stop() {
 		c.sd.Stop()
 	}
 	killShims(c.Socket)
-	unmountUnder(c.Dir)
+	UnmountUnder(c.Dir)
 	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // makeSharedMount's
 	_ = os.RemoveAll(c.Dir)
-}
-
-// runtimeDir is a new temp dir for a runtime's state and socket, made a
-// shared mount (makeSharedMount); its Stop unmounts and removes it.
-func runtimeDir(prefix string) (string, error) {
-	dir, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		return "", err
-	}
-	if err := makeSharedMount(dir); err != nil {
-		_ = os.RemoveAll(dir)
-		return "", err
-	}
-	return dir, nil
 }
 
 // makeSharedMount makes dir a shared mount of its own, as / is on a
@@ -340,42 +305,9 @@ func makeSharedMount(dir string) error {
 	return nil
 }
 
-// stopProcess sends SIGTERM, then SIGKILL if pid has not exited in grace.
-func stopProcess(pid int, exited <-chan struct{}, grace time.Duration) {
-	_ = syscall.Kill(pid, syscall.SIGCONT)
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	select {
-	case <-exited:
-		return
-	case <-time.After(grace):
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	<-exited
-}
-
 // killShims kills the runc shims whose command line names this containerd's
 // socket, by PID, in case pod removal did not end them.
-func killShims(socket string) { killProcessesNaming("containerd-shim", socket) }
-
-// unmountUnder lazily unmounts every mount below dir, deepest first.
-func unmountUnder(dir string) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			points = append(points, fields[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(points[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-			continue
-		}
-	}
-}
+func killShims(socket string) { KillProcessesNaming("containerd-shim", socket) }
 
 // TagImage gives image src the name dst too (ctr images tag).
 func (c *Containerd) TagImage(ctx context.Context, src, dst string) error {

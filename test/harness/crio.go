@@ -38,7 +38,7 @@ func StartCRIO(ctx context.Context) (*CRIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := runtimeDir("hwo-")
+	dir, err := RuntimeDir("hwo-")
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (c *CRIO) launch(ctx context.Context) error {
 			return err
 		}
 	}
-	return waitCRIReady(ctx, c.conn, c, c.logTail)
+	return WaitCRIReady(ctx, c.conn, c, c.logTail)
 }
 
 // Runtime is a CRI client on the harness's own connection.
@@ -105,7 +105,7 @@ func (c *CRIO) StartRuntime(ctx context.Context) error {
 		if err := c.sd.StartUnit(ctx, c.unit); err != nil {
 			return err
 		}
-		return waitCRIReady(ctx, c.conn, c, c.logTail)
+		return WaitCRIReady(ctx, c.conn, c, c.logTail)
 	}
 	return c.launch(ctx)
 }
@@ -138,18 +138,10 @@ func (c *CRIO) Stop() {
 	if c.registry != nil {
 		c.registry.Close()
 	}
-	killProcessesNaming("conmon", c.Dir)
-	unmountUnder(c.Dir)
+	KillProcessesNaming("conmon", c.Dir)
+	UnmountUnder(c.Dir)
 	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // makeSharedMount's
 	_ = os.RemoveAll(c.Dir)
-}
-
-// killProcessesNaming kills, by PID, each process whose command line has
-// both words, in case pod removal did not end it.
-func killProcessesNaming(command, word string) {
-	for _, pid := range ProcessesNaming(command, word) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
 }
 
 // ProcessesNaming are the PIDs of the processes whose command line has

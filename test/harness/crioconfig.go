@@ -115,7 +115,7 @@ func (c *CRIO) writeConfig(registry string) error {
 		"storage.conf":             fmt.Sprintf(crioStorageConf, c.Dir),
 		"registries.conf":          fmt.Sprintf(crioRegistriesConf, registry),
 		"policy.json":              crioPolicy,
-		"cni/10-loopback.conflist": loopbackCNI,
+		"cni/10-loopback.conflist": LoopbackCNI,
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(c.Dir, name), []byte(body), 0o644); err != nil {

@@ -89,7 +89,7 @@ func StartCRIOUnderSystemd(ctx context.Context, killMode string) (*CRIO, *System
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := runtimeDir("hwo-")
+	dir, err := RuntimeDir("hwo-")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -81,7 +81,7 @@ func StartContainerdHangingT(t testing.TB, network bool) (*Containerd, *HangingS
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := runtimeDir("hwc-")
+	dir, err := RuntimeDir("hwc-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -287,7 +287,7 @@ func (k *Kubelet) Stop() {
 		k.unlockSysctls()
 		k.unlockSysctls = nil
 	}
-	unmountUnder(k.Dir)
+	UnmountUnder(k.Dir)
 	_ = os.RemoveAll(k.Dir)
 	if fs := k.cgroupFS(); fs != cgroupFS {
 		removeCgroups(fs, k.CgroupRoot) // while systemd lives: its own hierarchies
@@ -343,4 +343,4 @@ func (k *Kubelet) Freeze() error { return k.signal(syscall.SIGSTOP) }
 // Thaw resumes a frozen kubelet.
 func (k *Kubelet) Thaw() error { return k.signal(syscall.SIGCONT) }
 
-func (k *Kubelet) signal(sig syscall.Signal) error { return signalPID("kubelet", k.PID(), sig) }
+func (k *Kubelet) signal(sig syscall.Signal) error { return SignalPID("kubelet", k.PID(), sig) }

@@ -67,7 +67,7 @@ func (p *Process) Alive() bool {
 // Stop ends the process by PID: SIGTERM, then SIGKILL after grace.
 func (p *Process) Stop(grace time.Duration) {
 	if p != nil && p.cmd.Process != nil {
-		stopProcess(p.cmd.Process.Pid, p.exited, grace)
+		StopPID(p.cmd.Process.Pid, p.exited, grace)
 	}
 }
 

@@ -48,10 +48,10 @@ func (r *runtimeProcess) Exited() <-chan struct{} {
 func (r *runtimeProcess) String() string { return r.name }
 
 // Freeze stops the daemon with SIGSTOP; its socket stays open and silent.
-func (r *runtimeProcess) Freeze() error { return signalPID(r.name, r.PID(), syscall.SIGSTOP) }
+func (r *runtimeProcess) Freeze() error { return SignalPID(r.name, r.PID(), syscall.SIGSTOP) }
 
 // Thaw resumes a frozen daemon with SIGCONT.
-func (r *runtimeProcess) Thaw() error { return signalPID(r.name, r.PID(), syscall.SIGCONT) }
+func (r *runtimeProcess) Thaw() error { return SignalPID(r.name, r.PID(), syscall.SIGCONT) }
 
 // StopRuntime stops the daemon alone, as `systemctl stop` or a crash
 // would: SIGTERM (graceful) or SIGKILL. What it started (shims, conmons)
@@ -77,17 +77,6 @@ func (r *runtimeProcess) StopRuntime(graceful bool) {
 	<-r.proc.exited
 }
 
-// signalPID sends sig to what's process pid, refusing pid 0 and below.
-func signalPID(what string, pid int, sig syscall.Signal) error {
-	if pid <= 0 { // never kill(0, ...): that is the test's own process group
-		return fmt.Errorf("%s has no process to send %v", what, sig)
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("signal %v to %s %d: %w", sig, what, pid, err)
-	}
-	return nil
-}
-
 // startSystemd starts a systemd whose only unit is the daemon's (unit is
 // its text; with cgroups of its own when ownCgroups,
 // StartSystemdWithOwnCgroups), dials its CRI endpoint and waits until the runtime is ready;
@@ -101,7 +90,7 @@ func (r *runtimeProcess) startSystemd(ctx context.Context, unit, endpoint string
 	if err != nil {
 		return nil, err
 	}
-	if err := waitCRIReady(ctx, conn, r, logTail); err != nil {
+	if err := WaitCRIReady(ctx, conn, r, logTail); err != nil {
 		return conn, fmt.Errorf("%w\n%s", err, r.sd.LogTail(20))
 	}
 	return conn, nil

@@ -28,13 +28,13 @@ mount --rbind "$4" /var/log/pods
 
 // GiveNodeDirs makes systemd's namespace look like a node's file system
 // to what runs in it (the kubelet's pods' hostPath volumes among them):
-// kubeletRoot at /var/lib/kubelet, runtimeDir (holding the runtime's
+// kubeletRoot at /var/lib/kubelet, RuntimeDir (holding the runtime's
 // socket) at runtimeRun (/run/containerd or /run/crio), podLogs at
 // /var/log/pods, and an empty /var/lib/hangwatch. The host's file system
 // is unchanged.
-func (s *Systemd) GiveNodeDirs(ctx context.Context, kubeletRoot, runtimeDir, runtimeRun, podLogs string) error {
+func (s *Systemd) GiveNodeDirs(ctx context.Context, kubeletRoot, RuntimeDir, runtimeRun, podLogs string) error {
 	cmd := exec.CommandContext(ctx, "nsenter", "-t", strconv.Itoa(s.pid), "-m", "--", "sh", "-c", nodeDirsScript, "sh",
-		kubeletRoot, runtimeDir, runtimeRun, podLogs)
+		kubeletRoot, RuntimeDir, runtimeRun, podLogs)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("node dirs in systemd %d's namespace: %w\n%s", s.pid, err, out)
 	}
