@@ -16,6 +16,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/fakecri"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -116,7 +117,7 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 	defer logFile.Close()
 	// sh joins the cgroup, then becomes hangwatch: every page it touches is charged there.
 	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(cg.dir, "cgroup.procs"),
-		harness.HangwatchBin, "run", "-r", endpoint, "--listen-address", addr, "--period", "1s", "--kernel-lookback", "0s")
+		hangwatch.HangwatchBin, "run", "-r", endpoint, "--listen-address", addr, "--period", "1s", "--kernel-lookback", "0s")
 	if !c.emulation {
 		cmd.Args = append(cmd.Args, "--pleg-emulation-period", "0")
 	}
@@ -128,7 +129,7 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &harness.Daemon{Proc: harness.WatchProc("hangwatch", cmd, logFile.Name()), Base: "http://" + addr}
+	d := &hangwatch.Daemon{Proc: harness.WatchProc("hangwatch", cmd, logFile.Name()), Base: "http://" + addr}
 	r := cgroupRun{goLimit: "?"}
 	// A run that neither gets there nor dies within 60 s is measured as it is.
 	_, _ = harness.Poll(context.Background(), 60*time.Second, "8 cycles with the whole answer", func() bool {
@@ -159,7 +160,7 @@ func runInMemoryCgroup(t *testing.T, endpoint string, answerBytes int, c cgroupC
 // largeAnswersSeen scrapes /metrics into r and tells whether hangwatch
 // has answered 8 cycles with the whole answer and, with the emulation,
 // relisted twice.
-func largeAnswersSeen(d *harness.Daemon, answerBytes int, emulation bool, r *cgroupRun) bool {
+func largeAnswersSeen(d *hangwatch.Daemon, answerBytes int, emulation bool, r *cgroupRun) bool {
 	text, err := d.Get("/metrics")
 	if err != nil {
 		return false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -41,11 +42,11 @@ func floodKmsg(t *testing.T, rate int, d time.Duration) int {
 // 100k lines/s and measures hangwatch's CPU and memory. It is part of the
 // benchmarks (test/bench, hack/bench.sh), not of every test run.
 func TestKmsgFloodFootprint(t *testing.T) {
-	c := harness.SharedContainerd(t)
-	harness.AllowKmsgWrites(t)
+	c := hangwatch.SharedContainerd(t)
+	hangwatch.AllowKmsgWrites(t)
 	// The flood is written to /dev/kmsg (facility user): the rules opt in
 	// to it, so every line goes through the matcher as a kernel line would.
-	d := harness.StartDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rules", harness.UserFacilityRules(t))
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rules", hangwatch.UserFacilityRules(t))
 	pid := d.Cmd.Process.Pid
 	cpu0, mem0 := harness.ProcUsage(t, pid)
 	rss0 := int(mem0.RSS)

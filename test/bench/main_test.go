@@ -8,9 +8,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, harness.SuiteOptions{Name: "bench", OnPurpose: true, Run: "./hack/bench.sh"}))
+	os.Exit(hangwatch.Main(m, hangwatch.SuiteOptions{Name: "bench", OnPurpose: true, Run: "./hack/bench.sh"}))
 }

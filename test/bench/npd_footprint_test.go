@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -24,7 +25,7 @@ import (
 // builds (its kernel-monitor.json beside it).
 func TestFootprintBesideNPD(t *testing.T) {
 	npd := npdUnderTest(t)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	hw := leanHangwatch(t)
 	warmUp, window := footprintWindows(t)
 	var rows []footprintRow
@@ -114,12 +115,12 @@ func startStandalonePair(t *testing.T, endpoint, hw string, npd npdBinary) (hwPr
 // identity; it returns once each has written its conditions.
 func startReportingPair(t *testing.T, endpoint, hw string, npd npdBinary) (hwProc, npdProc *benchProc) {
 	t.Helper()
-	cp := harness.SharedControlPlane(t)
-	node := harness.UniqueNode("hw-npd")
-	kc := harness.CreateNode(t, cp, node)
+	cp := hangwatch.SharedControlPlane(t)
+	node := hangwatch.UniqueNode("hw-npd")
+	kc := hangwatch.CreateNode(t, cp, node)
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	harness.RenewLease(t, harness.ClientFor(t, kc), node, 10*time.Second, stop)
+	hangwatch.RenewLease(t, harness.ClientFor(t, kc), node, 10*time.Second, stop)
 
 	addr := harness.FreeAddr(t)
 	hwProc = startBenchProc(t, "hangwatch", hw, "run", "-r", endpoint, "--listen-address", addr,
@@ -135,10 +136,10 @@ func startReportingPair(t *testing.T, endpoint, hw string, npd npdBinary) (hwPro
 		proc *benchProc
 		cond string
 	}{{hwProc, "RuntimeHung"}, {npdProc, "KernelDeadlock"}} {
-		harness.Eventually(t, time.Minute, "Node "+node+" "+p.cond, func() bool { return harness.NodeCond(t, cp, node, p.cond) != nil },
+		harness.Eventually(t, time.Minute, "Node "+node+" "+p.cond, func() bool { return hangwatch.NodeCond(t, cp, node, p.cond) != nil },
 			harness.UnlessExited(p.proc))
 	}
-	if c := harness.NodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
+	if c := hangwatch.NodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
 		t.Errorf("KubeletUnresponsive %+v while the Lease is renewed", c)
 	}
 	return hwProc, npdProc

@@ -28,6 +28,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/remedy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -49,12 +50,12 @@ const (
 // while nothing changes. A benchmark: the figures are logged, not bounded.
 func TestRemedyScaleBenchmark(t *testing.T) {
 	n := remedyScale(t)
-	cp := harness.SharedControlPlane(t)
-	kc := harness.RemedyIdentity(t, cp)
+	cp := hangwatch.SharedControlPlane(t)
+	kc := hangwatch.RemedyIdentity(t, cp)
 	admin := unthrottledAdmin(t, cp)
 	ctx := context.Background()
 
-	label := harness.UniqueNode("remedy-scale")
+	label := hangwatch.UniqueNode("remedy-scale")
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-n%05d", label, i)
@@ -100,14 +101,14 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 	}
 
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	harness.WritePolicy(t, policy, label, "maxUnhealthy: 2%\nmaxActionsPerMinute: 100\n")
+	hangwatch.WritePolicy(t, policy, label, "maxUnhealthy: 2%\nmaxActionsPerMinute: 100\n")
 	before, err := cp.Metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	harness.RemedyBinary(t) // built before the clock starts (startRemedy builds it on first use)
+	hangwatch.RemedyBinary(t) // built before the clock starts (startRemedy builds it on first use)
 	started := time.Now()
-	p := harness.StartRemedy(t, kc, policy, "hangwatch-remedy")
+	p := hangwatch.StartRemedy(t, kc, policy, "hangwatch-remedy")
 	pid := p.Cmd.Process.Pid
 	t.Logf("%d Nodes (%d with RuntimeHung True); hangwatch-remedy started at %s, pid %d", n, len(sick), started.Format("15:04:05.000000"), pid)
 	defer logLeadership(t, p.LogPath)
@@ -174,11 +175,11 @@ func TestRemedyScaleBenchmark(t *testing.T) {
 // policy that lets the controller act (maxUnhealthy 30%) with a budget of
 // 10 actions a minute: the Nodes it reads fresh stay within the budget,
 // and it keeps its lead.
-func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernetes.Interface, p *harness.Remedy, policy, label string, names []string) {
+func fleetWideTransition(t *testing.T, cp *harness.ControlPlane, admin kubernetes.Interface, p *hangwatch.Remedy, policy, label string, names []string) {
 	t.Helper()
 	ctx := context.Background()
 	reloads := strings.Count(mustReadString(t, p.LogPath), "Reloaded the policy")
-	harness.WritePolicy(t, policy, label, "maxUnhealthy: 30%\nmaxActionsPerMinute: 10\n")
+	hangwatch.WritePolicy(t, policy, label, "maxUnhealthy: 30%\nmaxActionsPerMinute: 10\n")
 	harness.Eventually(t, time.Minute, "the controller to reload its policy", func() bool {
 		return strings.Count(mustReadString(t, p.LogPath), "Reloaded the policy") > reloads
 	}, harness.UnlessExited(p))
@@ -312,7 +313,7 @@ func checkScaleNode(t *testing.T, cs kubernetes.Interface, name string) {
 // status patch under its field manager, heartbeat now.
 func writeRuntimeHung(ctx context.Context, cs kubernetes.Interface, name string, status corev1.ConditionStatus) error {
 	now := time.Now()
-	return harness.WriteCondition(ctx, cs, name, "RuntimeHung", remedy.DefaultWriter, status, now, now)
+	return hangwatch.WriteCondition(ctx, cs, name, "RuntimeHung", remedy.DefaultWriter, status, now, now)
 }
 
 // inParallel runs do(0..n-1) on workers goroutines; the first error stops

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -34,8 +35,8 @@ func TestAPIRequestBudget(t *testing.T) {
 	// every node identity may read its kubelet's /metrics, as installed
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	c := harness.StartContainerdT(t, 0, 0)
-	k := harness.StartKubeletT(t, cp, c, harness.UniqueNode("hw-budget-kubelet"))
-	b := &budgetRun{t: t, cp: cp, c: c, scraper: harness.ApplyScraperIdentity(t, cp)}
+	k := harness.StartKubeletT(t, cp, c, hangwatch.UniqueNode("hw-budget-kubelet"))
+	b := &budgetRun{t: t, cp: cp, c: c, scraper: hangwatch.ApplyScraperIdentity(t, cp)}
 	realNode := b.startRealNode(k)
 	for i := 1; i < 20; i++ {
 		b.startFakeNode("hw-budget", nil)
@@ -83,7 +84,7 @@ func budgetDuration(t *testing.T) time.Duration {
 
 type budgetNode struct {
 	node, secure string
-	d            *harness.Daemon
+	d            *hangwatch.Daemon
 	stopRenew    chan struct{}
 	before       bool // reads the Lease every 5s: the behaviour before the budget
 }
@@ -110,12 +111,12 @@ func (b *budgetRun) startRealNode(k *harness.Kubelet) *budgetNode {
 // startFakeNode runs hangwatch for a new Node whose Lease the test renews
 // every 10s and whose /healthz answers 200.
 func (b *budgetRun) startFakeNode(base string, extra []string) *budgetNode {
-	node := harness.UniqueNode(base)
-	kc := harness.CreateNode(b.t, b.cp, node)
+	node := hangwatch.UniqueNode(base)
+	kc := hangwatch.CreateNode(b.t, b.cp, node)
 	healthz := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	b.t.Cleanup(healthz.Close)
 	stop := make(chan struct{})
-	harness.RenewLease(b.t, harness.ClientFor(b.t, kc), node, 10*time.Second, stop)
+	hangwatch.RenewLease(b.t, harness.ClientFor(b.t, kc), node, 10*time.Second, stop)
 	n := b.start(node, kc, fmt.Sprintf("kubelet:\n  healthzURL: %s/healthz\n", healthz.URL), extra, stop)
 	n.before = len(extra) > 0
 	b.t.Cleanup(func() {
@@ -134,8 +135,8 @@ func (b *budgetRun) start(node, kc, cfg string, extra []string, stopRenew chan s
 		b.t.Fatal(err)
 	}
 	secure := harness.FreeAddr(b.t)
-	args := append(harness.NodeArgs(kc, node, "--config", path, "--secure-listen-address", secure), extra...)
-	n := &budgetNode{node: node, secure: secure, d: harness.StartDaemon(b.t, b.c.Endpoint, args...), stopRenew: stopRenew}
+	args := append(hangwatch.NodeArgs(kc, node, "--config", path, "--secure-listen-address", secure), extra...)
+	n := &budgetNode{node: node, secure: secure, d: hangwatch.StartDaemon(b.t, b.c.Endpoint, args...), stopRenew: stopRenew}
 	b.nodes = append(b.nodes, n)
 	return n
 }
@@ -143,7 +144,7 @@ func (b *budgetRun) start(node, kc, cfg string, extra []string, stopRenew chan s
 func (b *budgetRun) waitAllFalse() {
 	for _, n := range b.nodes {
 		harness.Eventually(b.t, 2*time.Minute, n.node+": KubeletUnresponsive False", func() bool {
-			c := harness.NodeCond(b.t, b.cp, n.node, "KubeletUnresponsive")
+			c := hangwatch.NodeCond(b.t, b.cp, n.node, "KubeletUnresponsive")
 			return c != nil && c.Status == corev1.ConditionFalse
 		})
 	}

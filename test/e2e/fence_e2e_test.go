@@ -10,6 +10,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -63,7 +64,7 @@ func TestFenceBaseline(t *testing.T) {
 	old := map[string]*corev1.Pod{"web": fc.RunningOn(t, 3*time.Minute, "web-0", fc.A), "db": fc.RunningOn(t, 3*time.Minute, "db-0", fc.A)}
 	harness.Freeze(t, fc.Nodes[fc.A].C)
 	frozen := time.Now()
-	harness.Eventually(t, 4*time.Minute, "A NotReady", func() bool { return harness.NodeReady(t, fc.CP, fc.A).Status != corev1.ConditionTrue })
+	harness.Eventually(t, 4*time.Minute, "A NotReady", func() bool { return hangwatch.NodeReady(t, fc.CP, fc.A).Status != corev1.ConditionTrue })
 	harness.Measure(t, "e2e_fence_baseline_not_ready_after_freeze", time.Since(frozen))
 	harness.Window(t, 10*time.Minute-time.Since(frozen), "10 minutes from the freeze")
 	for _, name := range []string{"web", "db"} {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
 )
 
@@ -29,7 +30,7 @@ func TestKernelDeadlockFromTheKernelsOwnLine(t *testing.T) {
 	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
 		t.Skipf("needs root and /dev/fuse (stuckdir.Dir): euid %d, %v", os.Geteuid(), err)
 	}
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stuck, err := stuckdir.New(ctx)
@@ -41,13 +42,13 @@ func TestKernelDeadlockFromTheKernelsOwnLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := harness.StartDaemon(t, c.Endpoint, "--kernel-lookback", "1m", "--kernel-rules", mkdirRulesFile(t, pid))
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--kernel-lookback", "1m", "--kernel-rules", mkdirRulesFile(t, pid))
 	harness.Eventually(t, 30*time.Second, "KernelDeadlock False", func() bool {
 		st, _, _ := d.Condition(t, "KernelDeadlock")
 		return st == "False"
 	}, harness.UnlessExited(d))
 	line := fmt.Sprintf("INFO: task mkdir:%d blocked for more than 3 seconds.", pid)
-	harness.WriteUserLineSkipped(t, d, "hw-mkdir", line)
+	hangwatch.WriteUserLineSkipped(t, d, "hw-mkdir", line)
 	d.StillFalse(t, "KernelDeadlock", time.Second)
 
 	restore, err := harness.SetHungTaskTimeout(3)
@@ -63,7 +64,7 @@ func TestKernelDeadlockFromTheKernelsOwnLine(t *testing.T) {
 	restore() // at once: the machine's other tasks are not to be reported
 	harness.Measure(t, "kernel_deadlock_raised_after_hung_task_timeout_lowered", time.Since(lowered))
 	if _, _, msg := d.Condition(t, "KernelDeadlock"); strings.Contains(msg, fmt.Sprintf("mkdir:%d", pid)) ||
-		!strings.HasPrefix(msg, fmt.Sprintf(harness.RuleMessage, "mkdir-blocked", "MkdirTaskBlocked")) {
+		!strings.HasPrefix(msg, fmt.Sprintf(hangwatch.RuleMessage, "mkdir-blocked", "MkdirTaskBlocked")) {
 		t.Errorf("KernelDeadlock's message %q: want the rule, never the line", msg)
 	}
 	if log, _ := os.ReadFile(d.LogPath); !strings.Contains(string(log), line) {

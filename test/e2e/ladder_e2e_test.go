@@ -17,6 +17,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // ladder is two real nodes: A, whose containerd and kubelet a real systemd
@@ -30,7 +31,7 @@ type ladder struct {
 	c       *harness.Containerd
 	sd      *harness.Systemd
 	proxy   *criproxy.Proxy
-	d       *harness.Daemon
+	d       *hangwatch.Daemon
 	a, b    string
 	started time.Time // hangwatch on A
 }
@@ -42,20 +43,20 @@ func startLadder(t *testing.T) *ladder {
 	harness.StartControllerManagerT(t, l.cp, append(twoNodeControllers, "statefulset-controller", "daemonset-controller")...)
 	harness.StartSchedulerT(t, l.cp)
 	for _, ns := range []string{"kube-system", "default"} {
-		harness.EnsureDefaultServiceAccount(t, l.cp, ns)
+		hangwatch.EnsureDefaultServiceAccount(t, l.cp, ns)
 	}
 	l.c, l.sd = harness.StartContainerdUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	k, err := harness.StartKubeletUnderSystemd(ctx, l.cp, l.c, harness.UniqueNode("ladder-a"))
+	k, err := harness.StartKubeletUnderSystemd(ctx, l.cp, l.c, hangwatch.UniqueNode("ladder-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Stop)
 	l.a = k.Node
-	l.b = harness.StartKubeletT(t, l.cp, harness.StartContainerdT(t, 0, 0), harness.UniqueNode("ladder-b")).Node
+	l.b = harness.StartKubeletT(t, l.cp, harness.StartContainerdT(t, 0, 0), hangwatch.UniqueNode("ladder-b")).Node
 	l.startHangwatch(t, k)
-	harness.StartRemedy(t, harness.RemedyIdentity(t, l.cp), filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
+	hangwatch.StartRemedy(t, hangwatch.RemedyIdentity(t, l.cp), filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("at the failure:\n%s\n%s", l.cp.KubectlLog("get", "nodes,deploy,sts,ds,pods,pdb", "-A", "-o", "wide"),
@@ -69,7 +70,7 @@ func startLadder(t *testing.T) *ladder {
 // settings, as its identity, through the fault proxy.
 func (l *ladder) startHangwatch(t *testing.T, k *harness.Kubelet) {
 	t.Helper()
-	dir := harness.SocketDir(t)
+	dir := hangwatch.SocketDir(t)
 	var err error
 	if l.proxy, err = criproxy.Start(filepath.Join(dir, "cri.sock"), l.c.Socket); err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func (l *ladder) startHangwatch(t *testing.T, k *harness.Kubelet) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.d = harness.StartRepairing(t, l.proxy.Endpoint, harness.NodeArgs(kc, l.a, "--config", config)...)
+	l.d = hangwatch.StartRepairing(t, l.proxy.Endpoint, hangwatch.NodeArgs(kc, l.a, "--config", config)...)
 	l.started = time.Now()
 }
 
@@ -152,7 +153,7 @@ func (l *ladder) podsOn(t *testing.T, node string) map[string]string {
 }
 
 func (l *ladder) runtimeHungOnA(t *testing.T, want corev1.ConditionStatus) func() bool {
-	return func() bool { c := harness.NodeCond(t, l.cp, l.a, "RuntimeHung"); return c != nil && c.Status == want }
+	return func() bool { c := hangwatch.NodeCond(t, l.cp, l.a, "RuntimeHung"); return c != nil && c.Status == want }
 }
 
 func (l *ladder) waitRuntimeOldEnough(t *testing.T) {
@@ -172,7 +173,7 @@ func TestTwoNodeLadder(t *testing.T) {
 	l := startLadder(t)
 	l.workloads(t)
 	l.waitRuntimeOldEnough(t)
-	before, ready := l.podsOn(t, l.a), harness.NodeReady(t, l.cp, l.a)
+	before, ready := l.podsOn(t, l.a), hangwatch.NodeReady(t, l.cp, l.a)
 	pid0, err := l.sd.MainPID(context.Background(), harness.ContainerdUnit)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestTwoNodeLadder(t *testing.T) {
 		t.Errorf("A's pods changed over the freeze and the restart:\nbefore %v\nafter  %v", before, after)
 	}
 	t.Logf("A's pods, kept: %v", after)
-	if r := harness.NodeReady(t, l.cp, l.a); r.Status != corev1.ConditionTrue || !r.LastTransitionTime.Equal(&ready.LastTransitionTime) {
+	if r := hangwatch.NodeReady(t, l.cp, l.a); r.Status != corev1.ConditionTrue || !r.LastTransitionTime.Equal(&ready.LastTransitionTime) {
 		t.Errorf("A's Ready moved: %s since %v (was %s since %v)", r.Status, r.LastTransitionTime, ready.Status, ready.LastTransitionTime)
 	}
 }
@@ -245,7 +246,7 @@ func TestTwoNodeLadderNotCured(t *testing.T) {
 	// eviction comes on time whatever repair is doing: the replacement
 	// runs on B while repair is still trying (issue 37 saw it wait for the
 	// budget, at 93.6 s)
-	if spent := repairs(repair.OutcomeBudgetSpent); spent != 0 || replaced > 60*time.Second+harness.GenerousSlack {
+	if spent := repairs(repair.OutcomeBudgetSpent); spent != 0 || replaced > 60*time.Second+hangwatch.GenerousSlack {
 		t.Errorf("the replacement Running on B %v after the freeze, repair's budget spent %v times by then; want within 60s, before the budget is spent", replaced, spent)
 	}
 	harness.Eventually(t, 5*time.Minute, "repair's budget spent on A", func() bool { return repairs(repair.OutcomeBudgetSpent) == 1 })

@@ -9,9 +9,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, harness.SuiteOptions{Name: "e2e", OnPurpose: true, Run: "./hack/e2e.sh"}))
+	os.Exit(hangwatch.Main(m, hangwatch.SuiteOptions{Name: "e2e", OnPurpose: true, Run: "./hack/e2e.sh"}))
 }

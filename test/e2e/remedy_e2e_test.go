@@ -17,6 +17,7 @@ import (
 	"github.com/hangwatch/hangwatch/remedy"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // The controllers a two-node cluster needs beside the node lifecycle
@@ -30,7 +31,7 @@ var twoNodeControllers = []string{"deployment-controller", "replicaset-controlle
 // kube-scheduler.
 type twoNodes struct {
 	cp   *harness.ControlPlane
-	a, b harness.StaticPodNode
+	a, b hangwatch.StaticPodNode
 }
 
 func startTwoNodes(t *testing.T) *twoNodes {
@@ -40,7 +41,7 @@ func startTwoNodes(t *testing.T) *twoNodes {
 	harness.StartControllerManagerT(t, cp, twoNodeControllers...)
 	harness.StartSchedulerT(t, cp)
 	for _, ns := range []string{"kube-system", "default"} {
-		harness.EnsureDefaultServiceAccount(t, cp, ns)
+		hangwatch.EnsureDefaultServiceAccount(t, cp, ns)
 	}
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	tn := &twoNodes{cp: cp}
@@ -53,43 +54,43 @@ func startTwoNodes(t *testing.T) *twoNodes {
 
 // startMember is one node of the two: containerd, the kubelet talking to
 // it directly, and hangwatch's static pod on ports 9764+offset, 9765+offset.
-func startMember(t *testing.T, cp *harness.ControlPlane, offset int) harness.StaticPodNode {
+func startMember(t *testing.T, cp *harness.ControlPlane, offset int) hangwatch.StaticPodNode {
 	t.Helper()
 	c := harness.StartContainerdT(t, 0, 0)
-	n := harness.KubeletNode{CP: cp, C: c, K: harness.StartKubeletT(t, cp, c, harness.UniqueNode("two"))}
-	image := harness.HangwatchImageTar(t) // built once, before the import's deadline starts
+	n := hangwatch.KubeletNode{CP: cp, C: c, K: harness.StartKubeletT(t, cp, c, hangwatch.UniqueNode("two"))}
+	image := hangwatch.HangwatchImageTar(t) // built once, before the import's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := c.ImportImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}
 	configDir := t.TempDir()
-	harness.WriteStaticPodConfig(t, configDir, n.K)
+	hangwatch.WriteStaticPodConfig(t, configDir, n.K)
 	if offset != 0 {
 		movePorts(t, configDir, n, offset)
 	} else {
-		harness.WriteStaticPod(t, n, configDir)
+		hangwatch.WriteStaticPod(t, n, configDir)
 	}
-	return harness.StaticPodNode{KubeletNode: n, PodName: "hangwatch-" + n.K.Node, ScrapeToken: harness.ApplyScraperIdentity(t, cp)}
+	return hangwatch.StaticPodNode{KubeletNode: n, PodName: "hangwatch-" + n.K.Node, ScrapeToken: hangwatch.ApplyScraperIdentity(t, cp)}
 }
 
 // movePorts moves hangwatch's two ports in its config and static pod.
-func movePorts(t *testing.T, configDir string, n harness.KubeletNode, offset int) {
+func movePorts(t *testing.T, configDir string, n hangwatch.KubeletNode, offset int) {
 	t.Helper()
 	var cfg map[string]any
-	harness.ReadYAML(t, filepath.Join(configDir, "config.yaml"), &cfg)
+	hangwatch.ReadYAML(t, filepath.Join(configDir, "config.yaml"), &cfg)
 	server := cfg["server"].(map[string]any)
 	server["listenAddress"] = "127.0.0.1:" + strconv.Itoa(9764+offset)
 	server["secureListenAddress"] = "0.0.0.0:" + strconv.Itoa(9765+offset)
-	harness.WriteYAML(t, filepath.Join(configDir, "config.yaml"), cfg)
-	harness.WriteStaticPod(t, n, configDir)
+	hangwatch.WriteYAML(t, filepath.Join(configDir, "config.yaml"), cfg)
+	hangwatch.WriteStaticPod(t, n, configDir)
 	path := filepath.Join(n.K.StaticPodDir, "hangwatch.yaml")
 	var pod corev1.Pod
-	harness.ReadYAML(t, path, &pod)
+	hangwatch.ReadYAML(t, path, &pod)
 	c := &pod.Spec.Containers[0]
 	c.Ports[0].ContainerPort = int32(9765 + offset)
 	c.LivenessProbe.HTTPGet.Port = intstr.FromInt32(int32(9764 + offset))
-	harness.WriteYAML(t, path, pod)
+	hangwatch.WriteYAML(t, path, pod)
 }
 
 // webDeployment is two pause replicas spread over the nodes, with a
@@ -162,8 +163,8 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	tn := startTwoNodes(t)
 	name := map[bool]string{true: "remedy", false: "baseline"}[withRemedy]
 	if withRemedy {
-		kc := harness.RemedyIdentity(t, tn.cp)
-		harness.StartRemedy(t, kc, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
+		kc := hangwatch.RemedyIdentity(t, tn.cp)
+		hangwatch.StartRemedy(t, kc, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
 	}
 	webDeployment(t, tn.cp)
 	t.Cleanup(func() {
@@ -184,7 +185,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	})
 	thaw := harness.Freeze(t, tn.a.C)
 	frozen := time.Now()
-	hung := tn.a.WaitNodeCond(t, time.Minute, "RuntimeHung", harness.CondIs(corev1.ConditionTrue, ""))
+	hung := tn.a.WaitNodeCond(t, time.Minute, "RuntimeHung", hangwatch.CondIs(corev1.ConditionTrue, ""))
 	harness.Measure(t, "e2e_two_node_"+name+"_runtime_hung_after_freeze", hung.Sub(frozen))
 	key := remedy.TaintKey("RuntimeHung")
 	limit := 90 * time.Second
@@ -225,7 +226,7 @@ func twoNodeFreeze(t *testing.T, withRemedy bool) {
 	}
 	thaw()
 	thawed := time.Now()
-	tn.a.WaitNodeCond(t, time.Minute, "RuntimeHung", harness.CondIs(corev1.ConditionFalse, ""))
+	tn.a.WaitNodeCond(t, time.Minute, "RuntimeHung", hangwatch.CondIs(corev1.ConditionFalse, ""))
 	harness.Eventually(t, 3*time.Minute, "the taint gone from A", func() bool { return !hasTaint(t, tn.cp, a, key) })
 	harness.Measure(t, "e2e_two_node_remedy_untaint_after_thaw", time.Since(thawed))
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 	"github.com/hangwatch/hangwatch/test/scenarios"
 )
@@ -53,7 +54,7 @@ func healthyRunPods(t *testing.T) int {
 // CPU and the CRI calls it adds next to the kubelet's own.
 func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 	d := healthyRunDuration(t)
-	n := harness.StartStaticPodNode(t)
+	n := hangwatch.StartStaticPodNode(t)
 	n.WaitHealthy(t)
 	pods := healthyRunPods(t)
 	for i := 0; i < pods; i++ {
@@ -77,7 +78,7 @@ func TestStaticPodHealthyNodeRaisesNothing(t *testing.T) {
 		}
 		checks++
 		for _, c := range []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock", "KubeletUnresponsive"} {
-			if cond := harness.NodeCond(t, n.CP, n.K.Node, c); cond == nil || cond.Status != corev1.ConditionFalse {
+			if cond := hangwatch.NodeCond(t, n.CP, n.K.Node, c); cond == nil || cond.Status != corev1.ConditionFalse {
 				raised = fmt.Sprintf("%s=%+v", c, cond)
 				return false
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -19,7 +20,7 @@ import (
 // Each measures PLEGUnhealthy on the Node against the kubelet's Ready=False.
 
 func TestStaticPodListPodSandboxHang(t *testing.T) {
-	plegPathScenario(t, "list_pod_sandbox", func(n harness.StaticPodNode) func() {
+	plegPathScenario(t, "list_pod_sandbox", func(n hangwatch.StaticPodNode) func() {
 		// A kubelet with CRIListStreaming lists with the stream: hold both.
 		unary := n.Proxy.Inject(criproxy.Fault{Method: "ListPodSandbox"})
 		stream := n.Proxy.Inject(criproxy.Fault{Method: "StreamPodSandboxes"})
@@ -30,7 +31,7 @@ func TestStaticPodListPodSandboxHang(t *testing.T) {
 // TestStaticPodContainerStatusHang holds ContainerStatus of one container;
 // the kubelet asks for it once that container changes (it is stopped).
 func TestStaticPodContainerStatusHang(t *testing.T) {
-	plegPathScenario(t, "container_status", func(n harness.StaticPodNode) func() {
+	plegPathScenario(t, "container_status", func(n hangwatch.StaticPodNode) func() {
 		_, container := n.Victim(t)
 		release := n.Proxy.Inject(criproxy.Fault{Method: "ContainerStatus", ID: container})
 		n.StopContainer(t, container)
@@ -41,7 +42,7 @@ func TestStaticPodContainerStatusHang(t *testing.T) {
 // TestStaticPodPodSandboxStatusHang holds PodSandboxStatus of one sandbox;
 // the kubelet asks for it once its pod changes (its container is stopped).
 func TestStaticPodPodSandboxStatusHang(t *testing.T) {
-	plegPathScenario(t, "pod_sandbox_status", func(n harness.StaticPodNode) func() {
+	plegPathScenario(t, "pod_sandbox_status", func(n hangwatch.StaticPodNode) func() {
 		sandbox, container := n.Victim(t)
 		release := n.Proxy.Inject(criproxy.Fault{Method: "PodSandboxStatus", ID: sandbox})
 		n.StopContainer(t, container)
@@ -49,20 +50,20 @@ func TestStaticPodPodSandboxStatusHang(t *testing.T) {
 	})
 }
 
-func plegPathScenario(t *testing.T, name string, fault func(harness.StaticPodNode) (release func())) {
-	n := harness.StartStaticPodNode(t)
+func plegPathScenario(t *testing.T, name string, fault func(hangwatch.StaticPodNode) (release func())) {
+	n := hangwatch.StartStaticPodNode(t)
 	n.WaitHealthy(t)
 	n.SkipWhenPLEGGaugeUntrusted(t)
 	start := time.Now()
 	release := fault(n)
 	defer release()
-	flagged := n.WaitNodeCond(t, 4*time.Minute, "PLEGUnhealthy", harness.CondIs(corev1.ConditionTrue, ""))
+	flagged := n.WaitNodeCond(t, 4*time.Minute, "PLEGUnhealthy", hangwatch.CondIs(corev1.ConditionTrue, ""))
 	harness.Measure(t, "e2e_pleg_unhealthy_after_"+name+"_hang", flagged.Sub(start))
-	_, notReady, err := harness.PollNode(t, n.CP, 5*time.Minute, n.K.Node, "Ready", harness.CondIs(corev1.ConditionFalse, ""), harness.Every(100*time.Millisecond))
-	if r := harness.NodeCond(t, n.CP, n.K.Node, "Ready"); r != nil {
+	_, notReady, err := hangwatch.PollNode(t, n.CP, 5*time.Minute, n.K.Node, "Ready", hangwatch.CondIs(corev1.ConditionFalse, ""), harness.Every(100*time.Millisecond))
+	if r := hangwatch.NodeCond(t, n.CP, n.K.Node, "Ready"); r != nil {
 		t.Logf("kubelet: Ready=%s %s: %s", r.Status, r.Reason, r.Message)
 	}
-	if c := harness.NodeCond(t, n.CP, n.K.Node, "PLEGUnhealthy"); c != nil {
+	if c := hangwatch.NodeCond(t, n.CP, n.K.Node, "PLEGUnhealthy"); c != nil {
 		t.Logf("hangwatch: PLEGUnhealthy=%s %s: %s", c.Status, c.Reason, c.Message)
 	}
 	rises := 0
@@ -86,23 +87,23 @@ func plegPathScenario(t *testing.T, name string, fault func(harness.StaticPodNod
 		t.Logf("lead %v is under the 150s goal", lead.Round(time.Second))
 	}
 	release()
-	n.WaitNodeCond(t, 4*time.Minute, "PLEGUnhealthy", harness.CondIs(corev1.ConditionFalse, ""))
+	n.WaitNodeCond(t, 4*time.Minute, "PLEGUnhealthy", hangwatch.CondIs(corev1.ConditionFalse, ""))
 }
 
 // TestStaticPodKubeletFrozen stops the kubelet with SIGSTOP: its Lease is
 // no longer renewed; hangwatch raises KubeletUnresponsive and the node
 // lifecycle controller marks the node Unknown after its grace period.
 func TestStaticPodKubeletFrozen(t *testing.T) {
-	n := harness.StartStaticPodNode(t)
+	n := hangwatch.StartStaticPodNode(t)
 	n.WaitHealthy(t)
 	if err := n.K.Freeze(); err != nil {
 		t.Fatal(err)
 	}
 	frozen := time.Now()
 	defer func() { _ = n.K.Thaw() }()
-	flagged := n.WaitNodeCond(t, 2*time.Minute, "KubeletUnresponsive", harness.CondIs(corev1.ConditionTrue, ""))
+	flagged := n.WaitNodeCond(t, 2*time.Minute, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionTrue, ""))
 	harness.Measure(t, "e2e_kubelet_unresponsive_after_kubelet_freeze", flagged.Sub(frozen))
-	unknown := n.WaitNodeCond(t, 3*time.Minute, "Ready", harness.CondIs(corev1.ConditionUnknown, ""))
+	unknown := n.WaitNodeCond(t, 3*time.Minute, "Ready", hangwatch.CondIs(corev1.ConditionUnknown, ""))
 	harness.Measure(t, "e2e_node_unknown_after_kubelet_freeze", unknown.Sub(frozen))
 	harness.Measure(t, "e2e_lead_kubelet_unresponsive_before_unknown", unknown.Sub(flagged))
 	if lead := unknown.Sub(flagged); lead < 20*time.Second {
@@ -111,5 +112,5 @@ func TestStaticPodKubeletFrozen(t *testing.T) {
 	if err := n.K.Thaw(); err != nil {
 		t.Fatal(err)
 	}
-	n.WaitNodeCond(t, 2*time.Minute, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
+	n.WaitNodeCond(t, 2*time.Minute, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionFalse, ""))
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions applies
@@ -22,12 +23,12 @@ import (
 // component's condition, not a label, an annotation or an address.
 func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T) {
 	harness.Parallel(t, harness.LaneAdmissionPolicies)
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	node := harness.UniqueNode("vap-fields")
-	harness.CreateNode(t, cp, node)
+	node := hangwatch.UniqueNode("vap-fields")
+	hangwatch.CreateNode(t, cp, node)
 	// A foreign condition and an address, as node-problem-detector and the
 	// kubelet would have written them.
 	adminPatch(ctx, t, cp.Admin, node, `{"status":{"addresses":[{"type":"InternalIP","address":"10.1.2.3"}],`+
@@ -68,7 +69,7 @@ func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T
 	if n.Labels["hangwatch.io/owned"] != "" || n.Annotations["hangwatch.io/note"] != "" || n.Status.Addresses[0].Address != "10.1.2.3" {
 		t.Errorf("a denied change landed: labels %v, annotations %v, addresses %v", n.Labels, n.Annotations, n.Status.Addresses)
 	}
-	if c := harness.NodeCond(t, cp, node, "Ready"); c == nil || c.Status != "True" {
+	if c := hangwatch.NodeCond(t, cp, node, "Ready"); c == nil || c.Status != "True" {
 		t.Errorf("Ready after the denied patch: %+v", c)
 	}
 	// hangwatch's own patch, and its own condition raised, are admitted.
@@ -79,7 +80,7 @@ func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T
 	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(own), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatalf("raising KernelDeadlock: %v", err)
 	}
-	if c := harness.NodeCond(t, cp, node, "KernelDeadlock"); c == nil || c.Status != "True" {
+	if c := hangwatch.NodeCond(t, cp, node, "KernelDeadlock"); c == nil || c.Status != "True" {
 		t.Errorf("KernelDeadlock after hangwatch's patch: %+v", c)
 	}
 }

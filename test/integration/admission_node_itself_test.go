@@ -12,6 +12,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestAdmissionPolicyFreezesTheNodeItself applies the DaemonSet overlay and
@@ -24,14 +25,14 @@ import (
 // of them lands.
 func TestAdmissionPolicyFreezesTheNodeItself(t *testing.T) {
 	harness.Parallel(t, harness.LaneAdmissionPolicies)
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
 	cp.Kubectl(t, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "fence", "rbac-fence.yaml"))
-	own, other := harness.UniqueNode("itself-own"), harness.UniqueNode("itself-other")
-	harness.CreateNode(t, cp, own)
-	harness.CreateNode(t, cp, other)
+	own, other := hangwatch.UniqueNode("itself-own"), hangwatch.UniqueNode("itself-other")
+	hangwatch.CreateNode(t, cp, own)
+	hangwatch.CreateNode(t, cp, other)
 	client := cp.TokenClient(t, cp.NodeBoundToken(t, "kube-system", "hangwatch", own))
 	att := fencing.Attestation{RequestID: "f-1", BootID: "b1", Pods: []string{"0a-1"}, At: time.Now(), Outcome: fencing.OutcomeFenced}.Annotations()
 	var err error

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestAdmissionPolicyKeepsTheServiceAccountOnItsNode applies the DaemonSet
@@ -24,13 +25,13 @@ import (
 // another node and for a token bound to no pod.
 func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
 	harness.Parallel(t, harness.LaneAdmissionPolicies)
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	own, other := harness.UniqueNode("vap-own"), harness.UniqueNode("vap-other")
-	harness.CreateNode(t, cp, own)
-	harness.CreateNode(t, cp, other)
+	own, other := hangwatch.UniqueNode("vap-own"), hangwatch.UniqueNode("vap-other")
+	hangwatch.CreateNode(t, cp, own)
+	hangwatch.CreateNode(t, cp, other)
 	bound := cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, own))
 	unbound := cp.Token(t, "kube-system", "hangwatch", nil)
 	client := cp.TokenClient(t, bound)
@@ -57,7 +58,7 @@ func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
 	if err := patchCondition(ctx, client, own); err != nil {
 		t.Fatalf("patching its own node's status: %v", err)
 	}
-	if c := harness.NodeCond(t, cp, own, "RuntimeHung"); c == nil || c.Reason != "RuntimeResponsive" {
+	if c := hangwatch.NodeCond(t, cp, own, "RuntimeHung"); c == nil || c.Reason != "RuntimeResponsive" {
 		t.Errorf("own node's RuntimeHung after the patch: %+v", c)
 	}
 	if err := recordEvent(ctx, client, own); err != nil {

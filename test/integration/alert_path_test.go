@@ -12,6 +12,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/alerting"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // The alert path, end to end: a real Prometheus scrapes hangwatch's
@@ -32,20 +33,20 @@ var testRoute = alerting.AlertRoute{GroupWait: 30 * time.Second, GroupInterval: 
 // alertRig is two kubelet nodes with hangwatch on each (A with repair,
 // its restart budget already spent), Prometheus and Alertmanager.
 type alertRig struct {
-	a, b     harness.KubeletNode
-	da, db   *harness.Daemon
+	a, b     hangwatch.KubeletNode
+	da, db   *hangwatch.Daemon
 	prom     *alerting.Prometheus
 	receiver *alerting.AlertReceiver
 }
 
 func startAlertRig(t *testing.T) *alertRig {
 	t.Helper()
-	r := &alertRig{a: harness.StartKubeletNode(t), b: harness.StartKubeletNode(t)}
+	r := &alertRig{a: hangwatch.StartKubeletNode(t), b: hangwatch.StartKubeletNode(t)}
 	cp := r.a.CP
-	scraper := harness.ApplyScraperIdentity(t, cp)
+	scraper := hangwatch.ApplyScraperIdentity(t, cp)
 	r.da = alertDaemon(t, r.a, scraper, true)
 	r.db = alertDaemon(t, r.b, scraper, false)
-	kubeletToken := harness.TokenFile(t, cp.ServiceAccountToken(t, harness.UniqueNode("hw-prometheus-kubelet"), harness.GetNodesMetrics))
+	kubeletToken := harness.TokenFile(t, cp.ServiceAccountToken(t, hangwatch.UniqueNode("hw-prometheus-kubelet"), hangwatch.GetNodesMetrics))
 	rules := alerting.PrometheusRuleFile(t)
 	r.receiver = alerting.StartAlertReceiver(t)
 	am := alerting.StartAlertmanager(t, testRoute, r.receiver)
@@ -66,7 +67,7 @@ func startAlertRig(t *testing.T) *alertRig {
 // ServiceMonitor does: its ServiceAccount's token (get on nodes/metrics),
 // insecureSkipVerify (a kubelet's certificate is its own, self-signed)
 // and a node label.
-func kubeletJob(tokenFile string, nodes ...harness.KubeletNode) alerting.ScrapeJob {
+func kubeletJob(tokenFile string, nodes ...hangwatch.KubeletNode) alerting.ScrapeJob {
 	j := alerting.ScrapeJob{Name: "kubelet", Scheme: "https", Path: "/metrics", Interval: kubeletScrapeInterval,
 		TokenFile: tokenFile, InsecureSkipVerify: true, Targets: map[string]string{}}
 	for _, n := range nodes {
@@ -80,25 +81,25 @@ func kubeletJob(tokenFile string, nodes ...harness.KubeletNode) alerting.ScrapeJ
 // on the secure port only; with repair, `hangwatch repair` beside it and
 // a restart budget already spent (three restarts in the last hour that
 // did not cure the runtime).
-func alertDaemon(t *testing.T, n harness.KubeletNode, scraper string, repair bool) *harness.Daemon {
+func alertDaemon(t *testing.T, n hangwatch.KubeletNode, scraper string, repair bool) *hangwatch.Daemon {
 	t.Helper()
 	kc, err := n.CP.NodeKubeconfig(n.K.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := harness.TokenFile(t, n.CP.ServiceAccountToken(t, harness.UniqueNode("hw-alerts-kubelet"), harness.GetNodesMetrics))
+	token := harness.TokenFile(t, n.CP.ServiceAccountToken(t, hangwatch.UniqueNode("hw-alerts-kubelet"), hangwatch.GetNodesMetrics))
 	secure := harness.FreeAddr(t)
-	args := harness.NodeArgs(kc, n.K.Node, "--secure-listen-address", secure,
+	args := hangwatch.NodeArgs(kc, n.K.Node, "--secure-listen-address", secure,
 		"--kubelet-metrics-url", n.K.MetricsURL(), "--kubelet-ca-file", n.K.ServingCert, "--kubelet-tls-server-name", n.K.Node,
 		"--kubelet-token-file", token)
-	args = append(append(args, harness.PodStartsArgs(n.K, n.C.Where())...), "--config", alertConfig(t, n, repair))
+	args = append(append(args, hangwatch.PodStartsArgs(n.K, n.C.Where())...), "--config", alertConfig(t, n, repair))
 	if repair {
-		args = harness.RepairArgs(t, append(args, "--repair-state-file", spentRepairBudget(t))...)
+		args = hangwatch.RepairArgs(t, append(args, "--repair-state-file", spentRepairBudget(t))...)
 	}
-	d := harness.StartDaemon(t, n.C.Where().Endpoint, args...)
+	d := hangwatch.StartDaemon(t, n.C.Where().Endpoint, args...)
 	d.Secure, d.MetricsToken = secure, scraper
 	if repair {
-		harness.LinkRepair(t, d, n.C.Where().Endpoint, args...)
+		hangwatch.LinkRepair(t, d, n.C.Where().Endpoint, args...)
 	}
 	return d
 }
@@ -107,7 +108,7 @@ func alertDaemon(t *testing.T, n harness.KubeletNode, scraper string, repair boo
 // (the shipped config's is the kubelet's default, 10248), and turns repair
 // on: its runtime budget is spent, so it never looks for a unit to
 // restart.
-func alertConfig(t *testing.T, n harness.KubeletNode, repair bool) string {
+func alertConfig(t *testing.T, n hangwatch.KubeletNode, repair bool) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nkubelet:\n  healthzURL: %s\n", n.K.HealthzURL())
@@ -213,7 +214,7 @@ func (r *alertRig) waitPages(t *testing.T, pages []page, status string, start ti
 func (r *alertRig) logConditions(t *testing.T, frozen time.Time) {
 	t.Helper()
 	for _, c := range []struct{ node, cond string }{{r.a.K.Node, "RuntimeHung"}, {r.a.K.Node, "PLEGUnhealthy"}, {r.b.K.Node, "KubeletUnresponsive"}} {
-		if nc := harness.NodeCond(t, r.a.CP, c.node, c.cond); nc != nil && nc.Status == "True" {
+		if nc := hangwatch.NodeCond(t, r.a.CP, c.node, c.cond); nc != nil && nc.Status == "True" {
 			t.Logf("%s on the Node: %s %s", c.cond, nc.Status, nc.Reason)
 			harness.Measure(t, "alert_condition_"+strings.ToLower(c.cond)+"_true_after_freeze", nc.LastTransitionTime.Sub(frozen))
 		}
@@ -221,10 +222,10 @@ func (r *alertRig) logConditions(t *testing.T, frozen time.Time) {
 	// the kubelet's own verdict on A, for comparison: Ready=False
 	// ("container runtime is down") about two minutes in
 	harness.Eventually(t, 3*time.Minute, "the kubelet to report node A NotReady", func() bool {
-		ready := harness.NodeCond(t, r.a.CP, r.a.K.Node, "Ready")
+		ready := hangwatch.NodeCond(t, r.a.CP, r.a.K.Node, "Ready")
 		return ready != nil && ready.Status == "False"
 	})
-	ready := harness.NodeCond(t, r.a.CP, r.a.K.Node, "Ready")
+	ready := hangwatch.NodeCond(t, r.a.CP, r.a.K.Node, "Ready")
 	t.Logf("node A: Ready=False: %s", ready.Message)
 	harness.Measure(t, "alert_kubelet_notready_after_freeze", ready.LastTransitionTime.Sub(frozen))
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestOnlyHangwatchWritesItsConditions applies the base's condition-writers
@@ -27,12 +28,12 @@ import (
 // writes, may.
 func TestOnlyHangwatchWritesItsConditions(t *testing.T) {
 	harness.Parallel(t, harness.LaneAdmissionPolicies)
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "base"))
-	node := harness.UniqueNode("writers")
-	kc := harness.CreateNode(t, cp, node)
+	node := hangwatch.UniqueNode("writers")
+	kc := hangwatch.CreateNode(t, cp, node)
 	other := statusWriter(ctx, t, cp)
 	var err error
 	_, _ = harness.Poll(ctx, time.Minute, "the policy to refuse another writer's RuntimeHung", func() bool {
@@ -55,7 +56,7 @@ func TestOnlyHangwatchWritesItsConditions(t *testing.T) {
 // status, and nothing else.
 func statusWriter(ctx context.Context, t *testing.T, cp *harness.ControlPlane) kubernetes.Interface {
 	t.Helper()
-	name := harness.UniqueNode("status-writer")
+	name := hangwatch.UniqueNode("status-writer")
 	rbac := cp.Admin.RbacV1()
 	_, err := cp.Admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err == nil {
@@ -107,9 +108,9 @@ func TestConditionWritersHoldInTheStaticPodInstall(t *testing.T) {
 	}
 	t.Cleanup(cp.Stop)
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
-	a, b := harness.UniqueNode("writers-a"), harness.UniqueNode("writers-b")
-	kcA := harness.CreateNode(t, cp, a)
-	harness.CreateNode(t, cp, b)
+	a, b := hangwatch.UniqueNode("writers-a"), hangwatch.UniqueNode("writers-b")
+	kcA := hangwatch.CreateNode(t, cp, a)
+	hangwatch.CreateNode(t, cp, b)
 	mayPatchNodeStatus(ctx, t, cp, "kube-system", "hangwatch")
 	hw := cp.TokenClient(t, cp.NodeBoundToken(t, "kube-system", "hangwatch", a))
 	_, _ = harness.Poll(ctx, time.Minute, "the policy to refuse hangwatch's ServiceAccount on another node", func() bool {
@@ -133,7 +134,7 @@ func TestConditionWritersHoldInTheStaticPodInstall(t *testing.T) {
 		!strings.Contains(err.Error(), "may not change KubeletUnresponsive") {
 		t.Errorf("another writer of nodes/status: %v; want the policy's denial", err)
 	}
-	if err := harness.WriteCondition(ctx, harness.ClientFor(t, kcA), a, "RuntimeHung", "hangwatch", corev1.ConditionFalse, time.Now(), time.Now()); err != nil {
+	if err := hangwatch.WriteCondition(ctx, harness.ClientFor(t, kcA), a, "RuntimeHung", "hangwatch", corev1.ConditionFalse, time.Now(), time.Now()); err != nil {
 		t.Errorf("the node's own identity (the static pod's) setting RuntimeHung False: %v", err)
 	}
 
@@ -170,7 +171,7 @@ func TestConditionWritersHoldInTheStaticPodInstall(t *testing.T) {
 	}
 	// a change (KernelDeadlock is True on a now), with a token bound to no pod
 	npdUnbound := cp.TokenClient(t, cp.Token(t, "default", "npd", nil))
-	if err := harness.WriteCondition(ctx, npdUnbound, a, "KernelDeadlock", "node-problem-detector", corev1.ConditionFalse, time.Now(), time.Now()); err == nil ||
+	if err := hangwatch.WriteCondition(ctx, npdUnbound, a, "KernelDeadlock", "node-problem-detector", corev1.ConditionFalse, time.Now(), time.Now()); err == nil ||
 		!strings.Contains(err.Error(), "bound to no node") {
 		t.Errorf("the kernelDeadlockWriter with a token bound to no pod: %v; want the policy's denial", err)
 	}

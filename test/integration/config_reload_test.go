@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // configMapDir lays out a config file as the kubelet mounts a ConfigMap:
@@ -76,9 +77,9 @@ conditions:
 // reloads the file as it is.
 func TestConfigReloadChangesARuleWithoutARestart(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	m := newConfigMapDir(t, containersConfig("cri.containers > 1000000"))
-	d := harness.StartDaemon(t, c.Endpoint, "--config", m.path(), "--kernel=false")
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--config", m.path(), "--kernel=false")
 	pid := d.Cmd.Process.Pid
 	harness.Eventually(t, 30*time.Second, "ContainersPresent False and RuntimeHung False", func() bool {
 		return d.ReloadCond(t, "ContainersPresent").Status == "False" && d.ReloadCond(t, "RuntimeHung").Status == "False"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestDiagOnEachContainerd2: diag on a healthy containerd 2.x is Healthy
@@ -35,7 +36,7 @@ func TestDiagOnEachContainerd2(t *testing.T) {
 	for _, tc := range []struct {
 		c         *harness.Containerd
 		streaming string
-	}{{harness.SharedContainerd(t), "unimplemented"}, {c24, "implemented"}} {
+	}{{hangwatch.SharedContainerd(t), "unimplemented"}, {c24, "implemented"}} {
 		r, code, _ := runDiag(t, tc.c.Endpoint, "--samples", "3")
 		t.Logf("containerd %s: %s (exit %d), list streams %s, conditions %+v", r.Runtime.Version, r.Verdict, code, r.ListStreaming, r.RuntimeConditions)
 		if r.Verdict != "Healthy" || code != 0 {
@@ -71,7 +72,7 @@ func TestKubeletListsWithStreamsWhenGated(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := harness.StartContainerdFrom(ctx, up)
@@ -84,7 +85,7 @@ func TestKubeletListsWithStreamsWhenGated(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	k, err := harness.StartKubeletWithGates(ctx, cp, c, proxy.Endpoint, harness.UniqueNode("streams"), "CRIListStreaming=true")
+	k, err := harness.StartKubeletWithGates(ctx, cp, c, proxy.Endpoint, hangwatch.UniqueNode("streams"), "CRIListStreaming=true")
 	if err != nil {
 		t.Fatal(err)
 	}

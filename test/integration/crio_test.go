@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // crioRestarter starts CRI-O again on the same binaries and state.
@@ -45,7 +46,7 @@ func TestCRIO(t *testing.T) {
 	c := startCRIO(t, pods, perPod)
 	t.Run("diag", func(t *testing.T) { checkCRIODiag(t, c, pods, pods*perPod) })
 	const period, timeout = time.Second, time.Second
-	d := harness.StartDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", timeout.String())
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", timeout.String())
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 	// no kubelet here: PLEGUnhealthy comes from hangwatch's own relist of
 	// CRI-O's sandboxes and containers
@@ -56,7 +57,7 @@ func TestCRIO(t *testing.T) {
 	t.Run("freeze", func(t *testing.T) {
 		thaw := harness.Freeze(t, c)
 		frozeAt := time.Now()
-		harness.Eventually(t, period+timeout+harness.GenerousSlack+10*time.Second, "RuntimeHung True", func() bool { return d.RuntimeHung(t) == "True" }, harness.UnlessExited(d))
+		harness.Eventually(t, period+timeout+hangwatch.GenerousSlack+10*time.Second, "RuntimeHung True", func() bool { return d.RuntimeHung(t) == "True" }, harness.UnlessExited(d))
 		harness.Measure(t, "crio_runtimehung_raised_after_freeze", time.Since(frozeAt))
 		_, reason, _ := d.Condition(t, "RuntimeHung")
 		t.Logf("CRI-O %s frozen: RuntimeHung True, %s, after %v", c.Bin.Version, reason, time.Since(frozeAt).Round(time.Millisecond))
@@ -71,7 +72,7 @@ func TestCRIO(t *testing.T) {
 			unreachable, recovered := restartRuntime(t, crioRestarter{c}, rc, func() (string, string) { s, r, _ := d.Condition(t, "RuntimeHung"); return s, r })
 			harness.Measure(t, "crio_restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
 			harness.Measure(t, "crio_restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
-			if recovered > 2*period+harness.GenerousSlack {
+			if recovered > 2*period+hangwatch.GenerousSlack {
 				t.Errorf("RuntimeHung False %v after the socket answered, want within two periods (%v) plus slack", recovered, 2*period)
 			}
 			after := runningIDs(t, c.Runtime())
@@ -116,7 +117,7 @@ func runningIDs(t *testing.T, rt runtimeapi.RuntimeServiceClient) map[string]boo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	list, err := rt.ListContainers(ctx, harness.RunningContainers())
+	list, err := rt.ListContainers(ctx, hangwatch.RunningContainers())
 	if err != nil {
 		t.Fatal(err)
 	}

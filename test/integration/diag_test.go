@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 type diagJSON struct {
@@ -54,9 +55,9 @@ type diagJSON struct {
 // and wall time.
 func runDiag(t *testing.T, endpoint string, extra ...string) (diagJSON, int, time.Duration) {
 	t.Helper()
-	args := append([]string{"diag", "-r", endpoint, "-t", harness.ProbeTimeout.String(), "-o", "json"}, extra...)
+	args := append([]string{"diag", "-r", endpoint, "-t", hangwatch.ProbeTimeout.String(), "-o", "json"}, extra...)
 	start := time.Now()
-	stdout, stderr, code, err := harness.Run(harness.HangwatchBin, args...)
+	stdout, stderr, code, err := harness.Run(hangwatch.HangwatchBin, args...)
 	elapsed := time.Since(start)
 	if err != nil {
 		t.Fatalf("run diag: %v", err)
@@ -70,14 +71,14 @@ func runDiag(t *testing.T, endpoint string, extra ...string) (diagJSON, int, tim
 
 func TestDiagHealthyRuntime(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	r, code, elapsed := runDiag(t, c.Endpoint, "--samples", "3")
 	harness.Measure(t, "diag_healthy_3_samples", elapsed)
 	if code != 0 || r.Verdict != "Healthy" {
 		t.Fatalf("exit %d verdict %s (%v), want 0 Healthy", code, r.Verdict, r.Reasons)
 	}
-	if r.Sandboxes != harness.SharedPods || r.Containers != harness.SharedCtrs {
-		t.Fatalf("counts = %d sandboxes, %d containers; want %d, %d", r.Sandboxes, r.Containers, harness.SharedPods, harness.SharedCtrs)
+	if r.Sandboxes != hangwatch.SharedPods || r.Containers != hangwatch.SharedCtrs {
+		t.Fatalf("counts = %d sandboxes, %d containers; want %d, %d", r.Sandboxes, r.Containers, hangwatch.SharedPods, hangwatch.SharedCtrs)
 	}
 	if r.Runtime.Name != "containerd" || r.Runtime.Version == "" || r.Endpoint != c.Endpoint {
 		t.Fatalf("runtime %+v endpoint %s", r.Runtime, r.Endpoint)
@@ -101,15 +102,15 @@ func TestDiagHealthyRuntime(t *testing.T) {
 
 func TestDiagFrozenRuntimeIsHung(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	harness.Freeze(t, c)
 	r, code, elapsed := runDiag(t, c.Endpoint)
 	harness.Measure(t, "diag_frozen_verdict", elapsed)
 	if code != 1 || r.Verdict != "Hung" {
 		t.Fatalf("exit %d verdict %s (%v), want 1 Hung", code, r.Verdict, r.Reasons)
 	}
-	if elapsed > harness.ProbeTimeout+harness.GenerousSlack {
-		t.Fatalf("diag took %v against a frozen runtime, want about %v", elapsed, harness.ProbeTimeout+time.Second)
+	if elapsed > hangwatch.ProbeTimeout+hangwatch.GenerousSlack {
+		t.Fatalf("diag took %v against a frozen runtime, want about %v", elapsed, hangwatch.ProbeTimeout+time.Second)
 	}
 	for _, call := range r.Calls {
 		if call.Timeouts != 1 {

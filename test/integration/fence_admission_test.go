@@ -16,6 +16,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestFenceAdmissionOnTheNode applies the DaemonSet overlay and the fence's
@@ -25,14 +26,14 @@ import (
 // label, not another node's pod.
 func TestFenceAdmissionOnTheNode(t *testing.T) {
 	harness.Parallel(t, harness.LaneAdmissionPolicies)
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
 	cp.Kubectl(t, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "fence", "rbac-fence.yaml"))
-	own, other := harness.UniqueNode("fence-own"), harness.UniqueNode("fence-other")
-	harness.CreateNode(t, cp, own)
-	harness.CreateNode(t, cp, other)
+	own, other := hangwatch.UniqueNode("fence-own"), hangwatch.UniqueNode("fence-other")
+	hangwatch.CreateNode(t, cp, own)
+	hangwatch.CreateNode(t, cp, other)
 	client := cp.TokenClient(t, cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, own)))
 	att := fencing.Attestation{RequestID: "f-1", BootID: "b1", Pods: []string{"0a-1"}, At: time.Now(), Outcome: fencing.OutcomeFenced}.Annotations()
 	var err error
@@ -61,7 +62,7 @@ func TestFenceAdmissionOnTheNode(t *testing.T) {
 	if _, err := client.CoreV1().Nodes().Patch(ctx, own, types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{}); err == nil {
 		t.Error("the node's ServiceAccount labelled its Node")
 	}
-	harness.EnsureDefaultServiceAccount(t, cp, "default")
+	hangwatch.EnsureDefaultServiceAccount(t, cp, "default")
 	mine, theirs := podBoundTo(ctx, t, cp, "fence-mine", own), podBoundTo(ctx, t, cp, "fence-theirs", other)
 	if err := client.CoreV1().Pods("default").Delete(ctx, theirs.Name, metav1.DeleteOptions{}); err == nil || !strings.Contains(err.Error(), "may write only its own Node") {
 		t.Errorf("deleting another node's pod: %v, want the policy's denial", err)
@@ -79,8 +80,8 @@ func TestFenceAdmissionOnTheNode(t *testing.T) {
 // the attestation answers the request on the Node's current boot.
 func TestFenceAdmissionForRemedy(t *testing.T) {
 	harness.Parallel(t, harness.LaneAdmissionPolicies, harness.LaneRemedyBudget)
-	cp := harness.SharedControlPlane(t)
-	cs := harness.ClientFor(t, harness.RemedyIdentity(t, cp))
+	cp := hangwatch.SharedControlPlane(t)
+	cs := harness.ClientFor(t, hangwatch.RemedyIdentity(t, cp))
 	f := newFleet(t, cp, 1)
 	ctx, node := context.Background(), f.names[0]
 	if _, err := cp.Admin.CoreV1().Nodes().PatchStatus(ctx, node, []byte(`{"status":{"nodeInfo":{"bootID":"b1"}}}`)); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // elsewherePlugin is a node instance of the harness's CSI driver serving
@@ -141,7 +142,7 @@ func (p *testProcess) tail() string {
 func runPodWithVolume(t *testing.T, cp *harness.ControlPlane, node string) (*corev1.Pod, string) {
 	t.Helper()
 	ctx := context.Background()
-	harness.EnsureDefaultServiceAccount(t, cp, "default")
+	hangwatch.EnsureDefaultServiceAccount(t, cp, "default")
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(csi.StorageClass),
 		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}

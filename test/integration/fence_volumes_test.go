@@ -13,6 +13,7 @@ import (
 	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestFenceVolumesRealCSI runs the fence's volume side (package fence,
@@ -104,7 +105,7 @@ func startFenceVolumeNode(t *testing.T) *fenceVolumeNode {
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
 	n := &fenceVolumeNode{c: harness.StartContainerdT(t, 0, 0)}
-	k := harness.StartKubeletWithPodCgroupsT(t, cp, n.c, harness.UniqueNode("fencevol"))
+	k := harness.StartKubeletWithPodCgroupsT(t, cp, n.c, hangwatch.UniqueNode("fencevol"))
 	n.csi = csi.StartT(t, cp)
 	root := filepath.Join(k.Dir, "root")
 	switchOn(t, n.csi, "stage-tmpfs")

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestImageRunsAsAContainer builds the image with the README's image
@@ -22,7 +23,7 @@ import (
 // image's default user, read-only root file system.
 func TestImageRunsAsAContainer(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	tarPath := filepath.Join(t.TempDir(), "hangwatch-image.tar")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestHeartbeatSeesAHangAfterSlowness runs hangwatch with its defaults
@@ -19,7 +20,7 @@ import (
 // load, RuntimeHung must clear within two heartbeat periods.
 func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	c := harness.OwnContainerd(t)
+	c := hangwatch.OwnContainerd(t)
 	dir, err := os.MkdirTemp("", "hwhb")
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	d := harness.StartDaemon(t, proxy.Endpoint, "--kernel=false", "--pleg-emulation-period", "0")
+	d := hangwatch.StartDaemon(t, proxy.Endpoint, "--kernel=false", "--pleg-emulation-period", "0")
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _, _ := d.Condition(t, "RuntimeHung"); return st == "False" }, harness.UnlessExited(d))
 
 	// 1.2s: slow (over the 1s threshold) whatever the load, and 0.8s short

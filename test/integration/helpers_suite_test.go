@@ -9,9 +9,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, harness.SuiteOptions{Name: "integration", Lanes: true, QuietHungTasks: true}))
+	os.Exit(hangwatch.Main(m, hangwatch.SuiteOptions{Name: "integration", Lanes: true, QuietHungTasks: true}))
 }

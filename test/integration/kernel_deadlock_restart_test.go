@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestRestartCarriesKernelDeadlockOnAndClearsIt runs against the real API
@@ -21,35 +22,35 @@ import (
 // rule's quiet window (clearAfter, 20 s here) has passed since the restart.
 func TestRestartCarriesKernelDeadlockOnAndClearsIt(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
-	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
-	node := harness.UniqueNode("hw-restore")
-	kc := harness.CreateNode(t, cp, node)
+	c, cp := hangwatch.SharedContainerd(t), hangwatch.SharedControlPlane(t)
+	node := hangwatch.UniqueNode("hw-restore")
+	kc := hangwatch.CreateNode(t, cp, node)
 	pid := 1000000 + rand.Intn(8000000)
 	const quiet = 20 * time.Second
-	args := harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s",
+	args := hangwatch.NodeArgs(kc, node, "--config", hangwatch.NoLeaseConfig(t), "--period", "1s", "-t", "1s",
 		"--kernel-rules", quietRulesFile(t, pid, quiet))
-	d := harness.StartDaemon(t, c.Endpoint, args...)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "KernelDeadlock", harness.CondStatus(corev1.ConditionFalse))
+	d := hangwatch.StartDaemon(t, c.Endpoint, args...)
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "KernelDeadlock", hangwatch.CondStatus(corev1.ConditionFalse))
 
 	writeKmsg(t, fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", pid))
-	raised := harness.WaitNode(t, cp, d, 30*time.Second, node, "KernelDeadlock", harness.CondStatus(corev1.ConditionTrue))
+	raised := hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "KernelDeadlock", hangwatch.CondStatus(corev1.ConditionTrue))
 	harness.Eventually(t, 30*time.Second, "the Warning Event", func() bool { return len(deadlockWarnings(t, cp, node)) == 1 }, harness.UnlessExited(d))
 	d.Stop(t)
 
 	// --kernel-lookback 0s (nodeArgs): the restarted hangwatch does not read
 	// the line again; only the Node says KernelDeadlock is True.
-	restarted := harness.StartDaemon(t, c.Endpoint, args...)
+	restarted := hangwatch.StartDaemon(t, c.Endpoint, args...)
 	restartedAt := time.Now()
 	harness.Eventually(t, 30*time.Second, "KernelDeadlock True restored from the Node", func() bool {
 		st, _, _ := restarted.Condition(t, "KernelDeadlock")
 		return st == "True"
 	}, harness.UnlessExited(restarted))
-	harness.WaitNode(t, cp, restarted, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
-	if k := harness.NodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue ||
+	hangwatch.WaitNode(t, cp, restarted, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
+	if k := hangwatch.NodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue ||
 		!k.LastTransitionTime.Equal(&raised.LastTransitionTime) {
 		t.Errorf("KernelDeadlock after the restart: %+v, want True since %v", k, raised.LastTransitionTime)
 	}
-	harness.WaitNode(t, cp, restarted, quiet+30*time.Second, node, "KernelDeadlock", harness.CondStatus(corev1.ConditionFalse))
+	hangwatch.WaitNode(t, cp, restarted, quiet+30*time.Second, node, "KernelDeadlock", hangwatch.CondStatus(corev1.ConditionFalse))
 	cleared := time.Since(restartedAt)
 	harness.Measure(t, "kernel_deadlock_restored_cleared_after_restart", cleared)
 	if cleared < quiet-2*time.Second {

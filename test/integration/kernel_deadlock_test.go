@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // writeKmsg logs one line through the real /dev/kmsg, at info level so it
@@ -17,17 +18,17 @@ import (
 // facility user, never kern (kernellog/facility.go): the built-in rules do
 // not match it, so a test that wants it matched runs hangwatch with
 // userFacilityRules.
-func writeKmsg(t *testing.T, line string) { harness.WriteKmsgAt(t, 6, line) }
+func writeKmsg(t *testing.T, line string) { hangwatch.WriteKmsgAt(t, 6, line) }
 
 func TestKernelDeadlockFromRealKmsg(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	// A unique PID marks this run's lines; lookback 0 ignores earlier runs'.
 	pid := 1000000 + rand.Intn(8000000)
 	hung := fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", pid)
 	oom := fmt.Sprintf("Memory cgroup out of memory: Killed process %d (stress) total-vm:262144kB, anon-rss:256512kB, file-rss:1024kB, shmem-rss:0kB, UID:0 pgtables:560kB oom_score_adj:999", pid)
-	rules := harness.UserFacilityRules(t)
-	d := harness.StartDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rules", rules)
+	rules := hangwatch.UserFacilityRules(t)
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rules", rules)
 	harness.Eventually(t, 30*time.Second, "KernelDeadlock False", func() bool {
 		st, _, _ := d.Condition(t, "KernelDeadlock")
 		return st == "False"
@@ -35,7 +36,7 @@ func TestKernelDeadlockFromRealKmsg(t *testing.T) {
 
 	written := time.Now()
 	writeKmsg(t, hung)
-	wantMsg := fmt.Sprintf(harness.RuleMessage, "runtime-task-blocked", "ContainerRuntimeTaskBlocked")
+	wantMsg := fmt.Sprintf(hangwatch.RuleMessage, "runtime-task-blocked", "ContainerRuntimeTaskBlocked")
 	harness.Eventually(t, 10*time.Second, "KernelDeadlock True", func() bool {
 		st, _, msg := d.Condition(t, "KernelDeadlock")
 		return st == "True" && strings.HasPrefix(msg, wantMsg)
@@ -73,7 +74,7 @@ func TestKernelDeadlockFromRealKmsg(t *testing.T) {
 	}
 
 	// A restart reads the lookback window and carries the deadlock on.
-	restarted := harness.StartDaemon(t, c.Endpoint, "--kernel-lookback", "5m", "--kernel-rules", rules)
+	restarted := hangwatch.StartDaemon(t, c.Endpoint, "--kernel-lookback", "5m", "--kernel-rules", rules)
 	harness.Eventually(t, 30*time.Second, "KernelDeadlock True from the lookback", func() bool {
 		st, _, msg := restarted.Condition(t, "KernelDeadlock")
 		return st == "True" && strings.HasPrefix(msg, wantMsg)

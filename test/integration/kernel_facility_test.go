@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestUserFacilityKmsgLineRaisesNothing: any root process may write to
@@ -18,14 +19,14 @@ import (
 // no event.
 func TestUserFacilityKmsgLineRaisesNothing(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	pid := 1000000 + rand.Intn(8000000)
-	d := harness.StartDaemon(t, c.Endpoint, "--kernel-lookback", "0s")
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--kernel-lookback", "0s")
 	harness.Eventually(t, 30*time.Second, "KernelDeadlock False", func() bool {
 		st, _, _ := d.Condition(t, "KernelDeadlock")
 		return st == "False"
 	}, harness.UnlessExited(d))
-	harness.WriteUserLineSkipped(t, d, "hangwatch-kernel", fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", pid))
+	hangwatch.WriteUserLineSkipped(t, d, "hangwatch-kernel", fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", pid))
 	d.StillFalse(t, "KernelDeadlock", 2*time.Second)
 	if body, _ := d.Get("/events"); strings.Contains(body, "ContainerRuntimeTaskBlocked") || strings.Contains(body, "TaskHung") {
 		t.Errorf("a user-facility line made a kernel event:\n%s", body)

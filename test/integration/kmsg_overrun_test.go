@@ -13,6 +13,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestKmsgRingOverrun(t *testing.T) {
 	harness.Parallel(t, harness.LaneKmsg)
 	harness.RequireRealParts(t)
-	harness.AllowKmsgWrites(t)
+	hangwatch.AllowKmsgWrites(t)
 	size, err := unix.Klogctl(unix.SYSLOG_ACTION_SIZE_BUFFER, nil)
 	if err != nil || size <= 0 {
 		t.Fatalf("ring buffer size: %d, %v", size, err)

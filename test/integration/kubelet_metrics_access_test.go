@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 func TestKubeletMetricsAccess(t *testing.T) {
 	harness.Parallel(t)
-	n := harness.StartKubeletNode(t)
-	allowed := harness.TokenFile(t, n.CP.ServiceAccountToken(t, "hw-metrics-"+n.K.Node, harness.GetNodesMetrics))
+	n := hangwatch.StartKubeletNode(t)
+	allowed := harness.TokenFile(t, n.CP.ServiceAccountToken(t, "hw-metrics-"+n.K.Node, hangwatch.GetNodesMetrics))
 	denied := harness.TokenFile(t, n.CP.ServiceAccountToken(t, "hw-nometrics-"+n.K.Node))
 	bad := filepath.Join(t.TempDir(), "bad.token")
 	if err := os.WriteFile(bad, []byte("not-a-token"), 0o600); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestALeaseRefusedWhileTheKubeletAnswersIsUnknown runs a real kubelet
@@ -27,7 +28,7 @@ import (
 // its first minute and the kubelet's restart delay.
 func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 	harness.Parallel(t)
-	n := harness.StartKubeletNode(t)
+	n := hangwatch.StartKubeletNode(t)
 	kc, err := n.CP.NodeKubeconfig(n.K.Node)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +42,7 @@ func TestALeaseRefusedWhileTheKubeletAnswersIsUnknown(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := harness.StartRepairing(t, n.C.Where().Endpoint, harness.NodeArgs(kc, n.K.Node, "--config", config)...)
+	d := hangwatch.StartRepairing(t, n.C.Where().Endpoint, hangwatch.NodeArgs(kc, n.K.Node, "--config", config)...)
 	started := time.Now()
 	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.Condition(t, "KubeletUnresponsive"); return st == "False" })
 

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // noKubeletProbe is for a node with no kubelet, only its Lease renewals:
@@ -17,17 +18,17 @@ const noKubeletProbe = "--kubelet-healthz-url="
 
 func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 	harness.Parallel(t)
-	c, cp := harness.OwnContainerd(t), harness.SharedControlPlane(t)
+	c, cp := hangwatch.OwnContainerd(t), hangwatch.SharedControlPlane(t)
 	const renewEvery, grace = 10 * time.Second, 50 * time.Second // the kubelet's and controller's defaults
-	node := harness.UniqueNode("hw-lease")
-	kc := harness.CreateNode(t, cp, node)
+	node := hangwatch.UniqueNode("hw-lease")
+	kc := hangwatch.CreateNode(t, cp, node)
 	stop := make(chan struct{})
-	lastRenew := harness.RenewLease(t, harness.ClientFor(t, kc), node, renewEvery, stop)
-	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--lease-period", "1s", noKubeletProbe)...)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondStatus(corev1.ConditionFalse))
+	lastRenew := hangwatch.RenewLease(t, harness.ClientFor(t, kc), node, renewEvery, stop)
+	d := hangwatch.StartDaemon(t, c.Endpoint, hangwatch.NodeArgs(kc, node, "--lease-period", "1s", noKubeletProbe)...)
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", hangwatch.CondStatus(corev1.ConditionFalse))
 	watched := time.Now()
 	harness.Eventually(t, 2*renewEvery, "a renewal while watched", func() bool { return lastRenew().After(watched) }, harness.UnlessExited(d))
-	if c := harness.NodeCond(t, cp, node, "KubeletUnresponsive"); c.Status != corev1.ConditionFalse {
+	if c := hangwatch.NodeCond(t, cp, node, "KubeletUnresponsive"); c.Status != corev1.ConditionFalse {
 		t.Fatalf("KubeletUnresponsive %s while the Lease is renewed", c.Status)
 	}
 
@@ -35,7 +36,7 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 
 	close(stop)
 	stoppedAfter := lastRenew()
-	raised := harness.WaitNode(t, cp, d, grace, node, "KubeletUnresponsive", harness.CondStatus(corev1.ConditionTrue))
+	raised := hangwatch.WaitNode(t, cp, d, grace, node, "KubeletUnresponsive", hangwatch.CondStatus(corev1.ConditionTrue))
 	age := time.Since(stoppedAfter)
 	harness.Measure(t, "kubelet_unresponsive_after_last_renewal", age)
 	harness.Measure(t, "kubelet_unresponsive_lead_before_grace", grace-age)
@@ -59,7 +60,7 @@ func TestLeaseNotRenewedRaisesKubeletUnresponsiveBeforeTheGrace(t *testing.T) {
 // shows the renew interval and the grace the API server's version implies.
 func checkDiagLease(t *testing.T, endpoint, kubeconfig, node string) {
 	t.Helper()
-	out, stderr, code, err := harness.Run(harness.HangwatchBin, "diag", "-r", endpoint, "--kernel=false", "--kubeconfig", kubeconfig,
+	out, stderr, code, err := harness.Run(hangwatch.HangwatchBin, "diag", "-r", endpoint, "--kernel=false", "--kubeconfig", kubeconfig,
 		"--node-name", node, "-o", "json")
 	if err != nil || code != 0 {
 		t.Fatalf("diag: exit %d, %v\n%s%s", code, err, out, stderr)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // manifestFiles lists the Kubernetes objects under manifests/ that a user
@@ -48,7 +49,7 @@ func TestManifestsDryRunServer(t *testing.T) {
 	cp.Kubectl(t, "apply", "-f", filepath.Join("testdata", "monitoring-crds.yaml"))
 	cp.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/prometheusrules.monitoring.coreos.com", "crd/podmonitors.monitoring.coreos.com")
-	harness.EnsureDefaultServiceAccount(t, cp, "kube-system") // no controller manager makes it here
+	hangwatch.EnsureDefaultServiceAccount(t, cp, "kube-system") // no controller manager makes it here
 	files, overlays := manifestFiles(t)
 	if len(files) < 8 || len(overlays) != 5 {
 		t.Fatalf("found %d manifests and %d overlays; the walk no longer matches the layout", len(files), len(overlays))

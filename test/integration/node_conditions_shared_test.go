@@ -12,6 +12,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/nodestatus"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // createTrackedNode is createNode for a Node whose field managers the API
@@ -21,7 +22,7 @@ import (
 // from their creation; a label applied once starts it here.
 func createTrackedNode(t *testing.T, cp *harness.ControlPlane, name string) string {
 	t.Helper()
-	kc := harness.CreateNode(t, cp, name)
+	kc := hangwatch.CreateNode(t, cp, name)
 	body := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"` + name + `","labels":{"hangwatch.io/test":"tracked"}}}`
 	n, err := cp.Admin.CoreV1().Nodes().Patch(context.Background(), name, types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: "test"})
 	if err != nil {
@@ -40,8 +41,8 @@ func createTrackedNode(t *testing.T, cp *harness.ControlPlane, name string) stri
 // removed on start.
 func TestSharedAndLeftBehindConditions(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
-	node := harness.UniqueNode("hw-shared")
+	c, cp := hangwatch.SharedContainerd(t), hangwatch.SharedControlPlane(t)
+	node := hangwatch.UniqueNode("hw-shared")
 	kc := createTrackedNode(t, cp, node)
 	now := metav1.Now()
 	write := func(manager string, cond corev1.NodeCondition) {
@@ -61,13 +62,13 @@ func TestSharedAndLeftBehindConditions(t *testing.T) {
 	write(nodestatus.FieldManager, corev1.NodeCondition{Type: "FrequentContainerdRestart", Status: corev1.ConditionTrue,
 		Reason: "FrequentContainerdRestart", Message: "left by an older config"})
 
-	args := harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s")
-	d := harness.StartDaemon(t, c.Endpoint, args...)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	args := hangwatch.NodeArgs(kc, node, "--config", hangwatch.NoLeaseConfig(t), "--period", "1s", "-t", "1s")
+	d := hangwatch.StartDaemon(t, c.Endpoint, args...)
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
 	harness.Eventually(t, 30*time.Second, "FrequentContainerdRestart removed", func() bool {
-		return harness.NodeCond(t, cp, node, "FrequentContainerdRestart") == nil
+		return hangwatch.NodeCond(t, cp, node, "FrequentContainerdRestart") == nil
 	}, harness.UnlessExited(d))
-	if k := harness.NodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue || k.Reason != "DockerHung" {
+	if k := hangwatch.NodeCond(t, cp, node, "KernelDeadlock"); k == nil || k.Status != corev1.ConditionTrue || k.Reason != "DockerHung" {
 		t.Errorf("KernelDeadlock %+v: want node-problem-detector's, untouched", k)
 	}
 	text, err := d.Get("/metrics")
@@ -90,6 +91,6 @@ func TestSharedAndLeftBehindConditions(t *testing.T) {
 	}, harness.UnlessExited(d))
 	d.Stop(t)
 
-	over := harness.StartDaemon(t, c.Endpoint, append(args, "--overwrite-shared-conditions", "KernelDeadlock")...)
-	harness.WaitNode(t, cp, over, 30*time.Second, node, "KernelDeadlock", harness.CondStatus(corev1.ConditionFalse))
+	over := hangwatch.StartDaemon(t, c.Endpoint, append(args, "--overwrite-shared-conditions", "KernelDeadlock")...)
+	hangwatch.WaitNode(t, cp, over, 30*time.Second, node, "KernelDeadlock", hangwatch.CondStatus(corev1.ConditionFalse))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -19,14 +20,14 @@ import (
 
 func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
+	c, cp := hangwatch.SharedContainerd(t), hangwatch.SharedControlPlane(t)
 	const period, timeout = time.Second, time.Second
-	node := harness.UniqueNode("hw-freeze")
-	kc := harness.CreateNode(t, cp, node)
-	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", period.String(),
+	node := hangwatch.UniqueNode("hw-freeze")
+	kc := hangwatch.CreateNode(t, cp, node)
+	d := hangwatch.StartDaemon(t, c.Endpoint, hangwatch.NodeArgs(kc, node, "--config", hangwatch.NoLeaseConfig(t), "--period", period.String(),
 		"-t", timeout.String(), "--max-period", "2s")...)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
-	if c := harness.NodeCond(t, cp, node, "KubeletUnresponsive"); c != nil {
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
+	if c := hangwatch.NodeCond(t, cp, node, "KubeletUnresponsive"); c != nil {
 		t.Errorf("a condition the config file disabled was written: %+v", c)
 	}
 
@@ -34,11 +35,11 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 	frozeAt := time.Now()
 	harness.Eventually(t, 30*time.Second, "RuntimeHung True in /conditions", func() bool { return d.RuntimeHung(t) == "True" }, harness.UnlessExited(d))
 	decided := time.Now()
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue))
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionTrue))
 	onNode := time.Now()
 	harness.Measure(t, "node_runtimehung_true_after_freeze", onNode.Sub(frozeAt))
 	harness.Measure(t, "node_condition_written_after_change", onNode.Sub(decided))
-	if limit := period + timeout + time.Second; onNode.Sub(frozeAt) > limit+harness.GenerousSlack {
+	if limit := period + timeout + time.Second; onNode.Sub(frozeAt) > limit+hangwatch.GenerousSlack {
 		t.Errorf("RuntimeHung reached the Node %v after the freeze, want within %v (+slack)", onNode.Sub(frozeAt), limit)
 	}
 	if onNode.Sub(decided) > time.Second {
@@ -59,7 +60,7 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 
 	thaw()
 	thawedAt := time.Now()
-	harness.WaitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	hangwatch.WaitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
 	harness.Measure(t, "node_runtimehung_false_after_thaw", time.Since(thawedAt))
 	harness.Eventually(t, 30*time.Second, "a Normal Event for the clear", func() bool {
 		return harness.HasEvent(harness.NodeEvents(t, cp, node), corev1.EventTypeNormal, "RuntimeResponsive")
@@ -72,8 +73,8 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range harness.KubeletConditions() {
-		if got := harness.FindCond(n, want.Type); got == nil || !equality.Semantic.DeepEqual(*got, want) {
+	for _, want := range hangwatch.KubeletConditions() {
+		if got := hangwatch.FindCond(n, want.Type); got == nil || !equality.Semantic.DeepEqual(*got, want) {
 			t.Errorf("the kubelet's %s changed: %+v, want %+v", want.Type, got, want)
 		}
 	}
@@ -81,10 +82,10 @@ func TestFrozenRuntimeReachesTheNode(t *testing.T) {
 
 func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
 	harness.Parallel(t)
-	cp := harness.SharedControlPlane(t)
-	self, other := harness.UniqueNode("hw-self"), harness.UniqueNode("hw-other")
-	kc := harness.CreateNode(t, cp, self)
-	harness.CreateNode(t, cp, other)
+	cp := hangwatch.SharedControlPlane(t)
+	self, other := hangwatch.UniqueNode("hw-self"), hangwatch.UniqueNode("hw-other")
+	kc := hangwatch.CreateNode(t, cp, self)
+	hangwatch.CreateNode(t, cp, other)
 	client := harness.ClientFor(t, kc)
 	body, err := nodestatus.StatusPatch([]corev1.NodeCondition{{Type: "RuntimeHung", Status: corev1.ConditionFalse, Reason: "RuntimeResponsive"}})
 	if err != nil {
@@ -98,46 +99,46 @@ func TestNodeIdentityMayWriteOnlyItsOwnNode(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `is not allowed to modify node "`+other+`"`) {
 		t.Fatalf("patching another node: %v, want Forbidden by NodeRestriction", err)
 	}
-	if c := harness.NodeCond(t, cp, other, "RuntimeHung"); c != nil {
+	if c := hangwatch.NodeCond(t, cp, other, "RuntimeHung"); c != nil {
 		t.Fatalf("the other node got %+v", c)
 	}
 }
 
 func TestRestartCarriesOnTheNodesConditions(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
-	node := harness.UniqueNode("hw-restart")
-	kc := harness.CreateNode(t, cp, node)
-	args := harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")
-	first := harness.StartDaemon(t, c.Endpoint, args...)
-	harness.WaitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	c, cp := hangwatch.SharedContainerd(t), hangwatch.SharedControlPlane(t)
+	node := hangwatch.UniqueNode("hw-restart")
+	kc := hangwatch.CreateNode(t, cp, node)
+	args := hangwatch.NodeArgs(kc, node, "--config", hangwatch.NoLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")
+	first := hangwatch.StartDaemon(t, c.Endpoint, args...)
+	hangwatch.WaitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
 	thaw := harness.Freeze(t, c)
-	raised := harness.WaitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue))
+	raised := hangwatch.WaitNode(t, cp, first, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionTrue))
 	first.Stop(t)
 	thaw()
 
 	// The runtime answers again, but one good cycle is not enough to clear
 	// (--runtime-hung-clear-after 4): the restarted hangwatch must carry on
 	// True, with the same transition time, before it clears.
-	second := harness.StartDaemon(t, c.Endpoint, append(args, "--runtime-hung-clear-after", "4")...)
+	second := hangwatch.StartDaemon(t, c.Endpoint, append(args, "--runtime-hung-clear-after", "4")...)
 	harness.Eventually(t, 30*time.Second, "the restarted hangwatch's first status write", func() bool {
 		text, err := second.Get("/metrics")
 		return err == nil && harness.MetricValue(text, `hangwatch_node_status_patches_total{result="success"}`) >= 1
 	}, harness.UnlessExited(second))
-	refreshed := harness.NodeCond(t, cp, node, "RuntimeHung")
+	refreshed := hangwatch.NodeCond(t, cp, node, "RuntimeHung")
 	if refreshed == nil || refreshed.Status != corev1.ConditionTrue || !refreshed.LastTransitionTime.Equal(&raised.LastTransitionTime) {
 		t.Fatalf("after the restart the Node shows %+v, want True since %v", refreshed, raised.LastTransitionTime)
 	}
-	harness.WaitNode(t, cp, second, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	hangwatch.WaitNode(t, cp, second, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
 }
 
 func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := harness.SharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test stops its API server
-	node := harness.UniqueNode("hw-apidown")
-	kc := harness.CreateNode(t, cp, node)
-	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")...)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	c, cp := hangwatch.SharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test stops its API server
+	node := hangwatch.UniqueNode("hw-apidown")
+	kc := hangwatch.CreateNode(t, cp, node)
+	d := hangwatch.StartDaemon(t, c.Endpoint, hangwatch.NodeArgs(kc, node, "--config", hangwatch.NoLeaseConfig(t), "--period", "1s", "-t", "1s", "--max-period", "2s")...)
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
 
 	cp.StopAPIServer()
 	thaw := harness.Freeze(t, c)
@@ -149,7 +150,7 @@ func TestAPIServerRestartFlushesTheLatestState(t *testing.T) {
 		t.Fatalf("restart kube-apiserver: %v", err)
 	}
 	back := time.Now()
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue))
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionTrue))
 	harness.Measure(t, "node_flushed_after_apiserver_return", time.Since(back))
 	if took := time.Since(back); took > 10*time.Second {
 		t.Errorf("the state reached the Node %v after the API server returned, want within the 8s retry cap", took)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/nhc"
 )
 
@@ -80,7 +81,7 @@ type nhcNode struct {
 	name       string
 	kubeconfig string
 	c          *harness.Containerd
-	d          *harness.Daemon
+	d          *hangwatch.Daemon
 }
 
 // nhcTest is the cluster the spells act on.
@@ -105,10 +106,10 @@ func startNHCTest(t *testing.T) *nhcTest {
 	// hangwatch on A and B at its shipped timings; no kubelet there, so no
 	// KubeletUnresponsive.
 	for _, n := range []*nhcNode{&x.a, &x.b} {
-		n.d = harness.StartDaemon(t, n.c.Endpoint, harness.NodeArgs(n.kubeconfig, n.name, "--config", harness.NoLeaseConfig(t))...)
+		n.d = hangwatch.StartDaemon(t, n.c.Endpoint, hangwatch.NodeArgs(n.kubeconfig, n.name, "--config", hangwatch.NoLeaseConfig(t))...)
 	}
 	for _, n := range []*nhcNode{&x.a, &x.b} {
-		harness.WaitNode(t, x.cluster.CP, n.d, 60*time.Second, n.name, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+		hangwatch.WaitNode(t, x.cluster.CP, n.d, 60*time.Second, n.name, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
 	}
 	return x
 }
@@ -125,10 +126,10 @@ func (x *nhcTest) populate(t *testing.T, c *nhc.Cluster) {
 	if _, err := c.Dynamic.Resource(nhc.SelfNodeRemediationTemplateGVR).Namespace(nhc.Namespace).Create(context.Background(), template, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	x.a.name, x.b.name = harness.UniqueNode("hw-nhc-a"), harness.UniqueNode("hw-nhc-b")
-	x.a.kubeconfig, x.b.kubeconfig = harness.CreateNode(t, c.CP, x.a.name), harness.CreateNode(t, c.CP, x.b.name)
+	x.a.name, x.b.name = hangwatch.UniqueNode("hw-nhc-a"), hangwatch.UniqueNode("hw-nhc-b")
+	x.a.kubeconfig, x.b.kubeconfig = hangwatch.CreateNode(t, c.CP, x.a.name), hangwatch.CreateNode(t, c.CP, x.b.name)
 	for i := range spareNodes {
-		harness.CreateNode(t, c.CP, fmt.Sprintf("%s-spare%d", x.a.name, i))
+		hangwatch.CreateNode(t, c.CP, fmt.Sprintf("%s-spare%d", x.a.name, i))
 	}
 }
 
@@ -162,7 +163,7 @@ func (x *nhcTest) spellA(t *testing.T) {
 // RuntimeHung has been True for the NodeHealthCheck's duration.
 func (x *nhcTest) remediateA(t *testing.T, frozeAt time.Time, taintsBefore string) {
 	cp, nodeA := x.cluster.CP, x.a.name
-	c, seenTrue, err := harness.PollNode(t, cp, 30*time.Second, nodeA, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue), harness.UnlessExited(x.a.d))
+	c, seenTrue, err := hangwatch.PollNode(t, cp, 30*time.Second, nodeA, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionTrue), harness.UnlessExited(x.a.d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func (x *nhcTest) remediateA(t *testing.T, frozeAt time.Time, taintsBefore strin
 // remediation's deletion.
 func (x *nhcTest) thawedA(t *testing.T, thawedAt time.Time, taintsBefore string) {
 	cp, nodeA := x.cluster.CP, x.a.name
-	c, seenFalse, err := harness.PollNode(t, cp, 60*time.Second, nodeA, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse), harness.UnlessExited(x.a.d))
+	c, seenFalse, err := hangwatch.PollNode(t, cp, 60*time.Second, nodeA, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse), harness.UnlessExited(x.a.d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,14 +206,14 @@ func (x *nhcTest) thawedA(t *testing.T, thawedAt time.Time, taintsBefore string)
 func (x *nhcTest) spellB(t *testing.T) time.Time {
 	cp, nodeB, dB := x.cluster.CP, x.b.name, x.b.d
 	thaw := harness.Freeze(t, x.b.c)
-	c, _, err := harness.PollNode(t, cp, 30*time.Second, nodeB, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue), harness.UnlessExited(dB))
+	c, _, err := hangwatch.PollNode(t, cp, 30*time.Second, nodeB, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionTrue), harness.UnlessExited(dB))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bTransition := c.LastTransitionTime.Time
 	harness.Window(t, shortSpell, "B's short spell", harness.UnlessExited(dB), harness.UnlessExited(x.cluster.Controller))
 	thaw()
-	c = harness.WaitNode(t, cp, dB, 60*time.Second, nodeB, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	c = hangwatch.WaitNode(t, cp, dB, 60*time.Second, nodeB, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
 	t.Logf("B: RuntimeHung True from %s to %s (%v)", bTransition.Format(time.RFC3339), c.LastTransitionTime.Format(time.RFC3339), c.LastTransitionTime.Sub(bTransition))
 	return bTransition
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestEventedPLEGGenerations runs the kubelet with its EventedPLEG gate on,
@@ -22,11 +23,11 @@ import (
 // kubeletmetrics/testdata/kubelet-<minor>-evented-on.prom.
 func TestEventedPLEGGenerations(t *testing.T) {
 	harness.Parallel(t)
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	c := harness.StartContainerdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	k, err := harness.StartKubeletWithGates(ctx, cp, c, c.Endpoint, harness.UniqueNode("evented"), "EventedPLEG=true")
+	k, err := harness.StartKubeletWithGates(ctx, cp, c, c.Endpoint, hangwatch.UniqueNode("evented"), "EventedPLEG=true")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,12 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // waitRunningSandboxes waits until the kubelet's pods have n ready sandboxes.
-func waitRunningSandboxes(t *testing.T, d *harness.Daemon, c harness.NodeRuntime, n int) {
+func waitRunningSandboxes(t *testing.T, d *hangwatch.Daemon, c harness.NodeRuntime, n int) {
 	t.Helper()
 	harness.Eventually(t, 90*time.Second, fmt.Sprintf("%d ready sandboxes", n), func() bool {
 		resp, err := c.Runtime().ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{
@@ -37,13 +38,13 @@ func TestFrozenRuntimeRaisesPLEGUnhealthyFromKubeletMetricsAlone(t *testing.T) {
 }
 
 func frozenPLEG(t *testing.T, wantReason string, limit time.Duration, extra ...string) {
-	n := harness.StartKubeletNode(t)
+	n := hangwatch.StartKubeletNode(t)
 	for i := 0; i < 2; i++ {
 		if err := n.K.StaticPod(fmt.Sprintf("web-%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d := harness.PLEGDaemon(t, n, extra...)
+	d := hangwatch.PLEGDaemon(t, n, extra...)
 	waitRunningSandboxes(t, d, n.C, 2)
 	harness.Eventually(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.Condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
 	if len(extra) == 0 {

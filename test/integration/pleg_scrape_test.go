@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // badKubelets are /metrics endpoints that hang, refuse or answer garbage.
@@ -31,7 +32,7 @@ func badKubelets(t *testing.T) map[string]string {
 
 func TestDiagExplainsBadKubeletScrapes(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	want := map[string]string{"hang": "did not answer in time", "garbage": "line 3", "401": "401"}
 	for name, url := range badKubelets(t) {
 		r, _, elapsed := runDiag(t, c.Endpoint, "--kubelet-metrics-url", url, "--kubelet-metrics-timeout", "2s")
@@ -43,7 +44,7 @@ func TestDiagExplainsBadKubeletScrapes(t *testing.T) {
 		if r.PLEG.Verdict != "Healthy" || r.PLEG.signal("emulation").State != "ok" {
 			t.Errorf("%s: the emulation should still judge the PLEG: %+v", name, r.PLEG)
 		}
-		if elapsed > 2*harness.ProbeTimeout+harness.GenerousSlack {
+		if elapsed > 2*hangwatch.ProbeTimeout+hangwatch.GenerousSlack {
 			t.Errorf("%s: diag took %v", name, elapsed)
 		}
 	}
@@ -51,8 +52,8 @@ func TestDiagExplainsBadKubeletScrapes(t *testing.T) {
 
 func TestHungKubeletScrapeDoesNotStallTheProbes(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := harness.SharedContainerd(t)
-	d := harness.StartDaemon(t, c.Endpoint, "--kernel=false", "--period", "1s", "--kubelet-metrics-url", badKubelets(t)["hang"],
+	c := hangwatch.SharedContainerd(t)
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--kernel=false", "--period", "1s", "--kubelet-metrics-url", badKubelets(t)["hang"],
 		"--kubelet-metrics-timeout", "3s", "--kubelet-metrics-period", "1s", "--pleg-emulation-period", "1s")
 	start := time.Now()
 	harness.Eventually(t, 30*time.Second, "5 probe cycles, several emulated relists and a timed-out scrape", func() bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/hangwatch/hangwatch/podstarts"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestPodStartProbeSeesAHungSandboxWithNoPodStarting: the opt-in probe on
@@ -80,7 +81,7 @@ func TestPodStartProbeOnThePodNetworkSeesAHungCNIAdd(t *testing.T) {
 }
 
 // probes is how many probes made a sandbox, from hangwatch's /metrics.
-func probes(d *harness.Daemon) float64 {
+func probes(d *hangwatch.Daemon) float64 {
 	text, err := d.Metrics()
 	if err != nil {
 		return -1

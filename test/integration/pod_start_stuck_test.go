@@ -20,6 +20,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -121,7 +122,7 @@ var diagStep = map[string]string{"RunPodSandbox": "sandbox", "CreateContainer": 
 // Stuck, with the pod's wait first at step, and it exits 1.
 func (n *podStartNode) diagSays(t *testing.T, what, step, pod string) {
 	t.Helper()
-	r, code, _ := runDiag(t, n.c.Endpoint, append([]string{"--kernel=false"}, harness.PodStartsArgs(n.k, n.c)...)...)
+	r, code, _ := runDiag(t, n.c.Endpoint, append([]string{"--kernel=false"}, hangwatch.PodStartsArgs(n.k, n.c)...)...)
 	if r.PodStarts == nil || r.PodStarts.Verdict != "Stuck" || len(r.PodStarts.Waits) == 0 {
 		t.Fatalf("diag with %s hanging: exit %d, podStarts %+v; want Stuck with a wait", what, code, r.PodStarts)
 	}
@@ -294,7 +295,7 @@ func TestPodStartStuckSeesAHandlerAndANetworkThatHang(t *testing.T) {
 // and deletes it at the end.
 func createRuntimeClass(t *testing.T, cp *harness.ControlPlane, handler string) string {
 	t.Helper()
-	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: harness.UniqueNode("hw-class")}, Handler: handler}
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: hangwatch.UniqueNode("hw-class")}, Handler: handler}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := cp.Admin.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
@@ -314,7 +315,7 @@ type podStartNode struct {
 	c     harness.RuntimePaths
 	proxy *criproxy.Proxy
 	k     *harness.Kubelet
-	d     *harness.Daemon
+	d     *hangwatch.Daemon
 	// measured prefixes what the node measures with its runtime's name,
 	// but containerd's.
 	measured string
@@ -333,19 +334,19 @@ func startPodStartNodeOn(t *testing.T, rt harness.NodeRuntime, name string) *pod
 // startPodStartNodeWith is startPodStartNodeOn with hangwatch's CRI calls
 // through the fault proxy too (viaProxy), and extra arguments.
 func startPodStartNodeWith(t *testing.T, rt harness.NodeRuntime, name string, viaProxy bool, extra ...string) *podStartNode {
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	c := rt.Where()
-	proxy, err := criproxy.Start(filepath.Join(harness.SocketDir(t), "cri.sock"), c.Socket)
+	proxy, err := criproxy.Start(filepath.Join(hangwatch.SocketDir(t), "cri.sock"), c.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	k := harness.StartKubeletViaT(t, cp, rt, proxy.Endpoint, harness.UniqueNode(name))
+	k := harness.StartKubeletViaT(t, cp, rt, proxy.Endpoint, hangwatch.UniqueNode(name))
 	endpoint := c.Endpoint
 	if viaProxy {
 		endpoint = proxy.Endpoint
 	}
-	d := harness.StartDaemon(t, endpoint, append(append([]string{"--kernel=false"}, harness.PodStartsArgs(k, c)...), extra...)...)
+	d := hangwatch.StartDaemon(t, endpoint, append(append([]string{"--kernel=false"}, hangwatch.PodStartsArgs(k, c)...), extra...)...)
 	n := &podStartNode{cp: cp, c: c, proxy: proxy, k: k, d: d}
 	harness.Eventually(t, time.Minute, "PodStartStuck False", func() bool { s, _ := n.stuck(t); return s == "False" }, harness.UnlessExited(d))
 	return n

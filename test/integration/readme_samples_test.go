@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestReadmeDiagSamplesMatchTheBinary runs diag against the real
@@ -19,7 +20,7 @@ import (
 // table. Values (times, counts, paths) may differ; the shape may not.
 func TestReadmeDiagSamplesMatchTheBinary(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	readme := readReadme(t)
 	healthy := diagText(t, c.Endpoint, "--samples", "5")
 	checkSample(t, "healthy", readmeBlockAfter(t, readme, "Healthy runtime"), healthy)
@@ -77,8 +78,8 @@ func readmeSection(t *testing.T, readme, from, to string) string {
 
 func diagText(t *testing.T, endpoint string, extra ...string) string {
 	t.Helper()
-	args := append([]string{"diag", "-r", endpoint, "-t", harness.ProbeTimeout.String()}, extra...)
-	out, stderr, code, err := harness.Run(harness.HangwatchBin, args...)
+	args := append([]string{"diag", "-r", endpoint, "-t", hangwatch.ProbeTimeout.String()}, extra...)
+	out, stderr, code, err := harness.Run(hangwatch.HangwatchBin, args...)
 	if err != nil || (code != 0 && code != 1) {
 		t.Fatalf("diag %v: exit %d, %v\n%s%s", args, code, err, out, stderr)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestRemedyLiftsOutOfServiceOnlyOnceTheRuntimeIsNotHung: the remedy
@@ -26,8 +27,8 @@ import (
 // references, finalizers, unschedulable, a label.
 func TestRemedyLiftsOutOfServiceOnlyOnceTheRuntimeIsNotHung(t *testing.T) {
 	harness.Parallel(t, harness.LaneAdmissionPolicies, harness.LaneRemedyBudget)
-	cp := harness.SharedControlPlane(t)
-	cs := harness.ClientFor(t, harness.RemedyIdentity(t, cp))
+	cp := hangwatch.SharedControlPlane(t)
+	cs := harness.ClientFor(t, hangwatch.RemedyIdentity(t, cp))
 	f := newFleet(t, cp, 1)
 	ctx, node := context.Background(), f.names[0]
 	oos := fmt.Sprintf(`[{"op":"add","path":"/spec/taints/-","value":{"key":%q,"value":%q,"effect":"NoExecute"}}]`,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/remedy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // fleet is the test's Nodes, labelled so the policy selects only them.
@@ -34,7 +35,7 @@ func newFleet(t *testing.T, cp *harness.ControlPlane, n int) *fleet {
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	f := &fleet{cp: cp, label: harness.UniqueNode("remedy")}
+	f := &fleet{cp: cp, label: hangwatch.UniqueNode("remedy")}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-n%02d", f.label, i)
 		_, err := cp.Admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{
@@ -57,7 +58,7 @@ func (f *fleet) set(t *testing.T, i int, status corev1.ConditionStatus, beat tim
 // write writes condType on node i as manager, with the writer's times.
 func (f *fleet) write(t *testing.T, i int, condType, manager string, status corev1.ConditionStatus, transition, beat time.Time) {
 	t.Helper()
-	if err := harness.WriteCondition(context.Background(), f.cp.Admin, f.names[i], condType, manager, status, transition, beat); err != nil {
+	if err := hangwatch.WriteCondition(context.Background(), f.cp.Admin, f.names[i], condType, manager, status, transition, beat); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -120,18 +121,18 @@ func sameInts(a []int, b ...int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 // a node that recovers is untainted after clearAfter.
 func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := harness.SharedControlPlane(t)
-	kc := harness.RemedyIdentity(t, cp)
+	cp := hangwatch.SharedControlPlane(t)
+	kc := hangwatch.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 20)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	guards := "maxUnhealthy: 5\nmaxActionsPerMinute: 3\n"
-	harness.WritePolicy(t, policy, f.label, guards)
+	hangwatch.WritePolicy(t, policy, f.label, guards)
 	f.annotate(t, 7, remedy.OptOutAnnotation, "disabled")
 	for _, i := range []int{0, 1, 2, 3, 4, 5, 7} {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
 	}
 	f.set(t, 6, corev1.ConditionTrue, time.Now().Add(-time.Hour)) // hangwatch gone from it: stale
-	p := harness.StartRemedy(t, kc, policy, "hangwatch-remedy")
+	p := hangwatch.StartRemedy(t, kc, policy, "hangwatch-remedy")
 
 	harness.Eventually(t, time.Minute, "maxUnhealthy to hold the taints back (an Event)", func() bool { return f.events(t, 0, "RemedyHeldBack") > 0 })
 	if got := f.tainted(t); len(got) != 0 {
@@ -157,7 +158,7 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 		t.Errorf("opted-out node: %d taint Events", n)
 	}
 
-	harness.WritePolicy(t, policy, f.label, guards+"paused: true\n")
+	hangwatch.WritePolicy(t, policy, f.label, guards+"paused: true\n")
 	harness.Eventually(t, 30*time.Second, "the paused policy to load", func() bool { return logHas(p.LogPath, `"Reloaded the policy"`) })
 	f.set(t, 8, corev1.ConditionTrue, time.Now())
 	harness.Eventually(t, 30*time.Second, "the pause to hold n08's taint", func() bool {
@@ -167,7 +168,7 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 		t.Fatalf("paused: tainted %v", got)
 	}
 
-	harness.WritePolicy(t, policy, f.label, "maxUnhealthy: 6\nmaxActionsPerMinute: 60\n")
+	hangwatch.WritePolicy(t, policy, f.label, "maxUnhealthy: 6\nmaxActionsPerMinute: 60\n")
 	harness.Eventually(t, 30*time.Second, "n08 tainted once unpaused", func() bool { return sameInts(f.tainted(t), 0, 1, 2, 3, 8) })
 	f.set(t, 0, corev1.ConditionFalse, time.Now())
 	healed := time.Now()
@@ -182,7 +183,7 @@ func TestRemedyGuardsOnARealAPIServer(t *testing.T) {
 // identity and finds the fleet as the controller left it.
 func checkStatusTable(t *testing.T, kubeconfig, policy string, f *fleet) {
 	t.Helper()
-	out, stderr, code, err := harness.Run(harness.RemedyBinary(t), "status", "--kubeconfig", kubeconfig, "--config", policy, "-o", "json")
+	out, stderr, code, err := harness.Run(hangwatch.RemedyBinary(t), "status", "--kubeconfig", kubeconfig, "--config", policy, "-o", "json")
 	if err != nil || code != 0 {
 		t.Fatalf("status: exit %d, %v\n%s", code, err, stderr)
 	}
@@ -211,11 +212,11 @@ func checkStatusTable(t *testing.T, kubeconfig, policy string, f *fleet) {
 // and the new leader acts on what comes next.
 func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := harness.SharedControlPlane(t)
-	kc := harness.RemedyIdentity(t, cp)
+	cp := hangwatch.SharedControlPlane(t)
+	kc := hangwatch.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 6)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	harness.WritePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 60\n")
+	hangwatch.WritePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 60\n")
 	first, second := startPair(t, kc, policy)
 	for i := 0; i < 4; i++ {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
@@ -240,11 +241,11 @@ func TestRemedyLeaderChangeNeitherLosesNorDoublesAnAction(t *testing.T) {
 // startPair starts two replicas on the Lease kube-system/hangwatch-remedy
 // (the only one their Role lets them take): the first leads, the second
 // serves as the standby.
-func startPair(t *testing.T, kubeconfig, policy string) (first, second *harness.Remedy) {
+func startPair(t *testing.T, kubeconfig, policy string) (first, second *hangwatch.Remedy) {
 	t.Helper()
-	first = harness.StartRemedy(t, kubeconfig, policy, "hangwatch-remedy")
+	first = hangwatch.StartRemedy(t, kubeconfig, policy, "hangwatch-remedy")
 	harness.Eventually(t, 30*time.Second, "the first replica to lead", func() bool { return first.Metric("hangwatch_remedy_leader") == 1 })
-	second = harness.StartRemedy(t, kubeconfig, policy, "hangwatch-remedy")
+	second = hangwatch.StartRemedy(t, kubeconfig, policy, "hangwatch-remedy")
 	harness.Eventually(t, 30*time.Second, "the second replica to serve", func() bool { return second.Metric("hangwatch_remedy_leader") == 0 })
 	return first, second
 }
@@ -253,8 +254,8 @@ func startPair(t *testing.T, kubeconfig, policy string) (first, second *harness.
 // remedy ServiceAccount add and remove its taint, and nothing else.
 func TestRemedyMayChangeOnlyItsOwnTaints(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := harness.SharedControlPlane(t)
-	kc := harness.RemedyIdentity(t, cp)
+	cp := hangwatch.SharedControlPlane(t)
+	kc := hangwatch.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 1)
 	cs := harness.ClientFor(t, kc)
 	ctx := context.Background()

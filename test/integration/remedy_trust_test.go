@@ -23,6 +23,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/remedy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // heartbeats keeps rewriting conditions as a live hangwatch on a node with
@@ -50,7 +51,7 @@ func (h *heartbeats) beat(t *testing.T, f *fleet, i int, skew time.Duration) tim
 			case <-tick.C:
 			}
 			// a failed write is a missed heartbeat, as on a real node
-			_ = harness.WriteCondition(context.Background(), f.cp.Admin, f.names[i], "RuntimeHung", "hangwatch", corev1.ConditionTrue,
+			_ = hangwatch.WriteCondition(context.Background(), f.cp.Admin, f.names[i], "RuntimeHung", "hangwatch", corev1.ConditionTrue,
 				first.Add(skew), time.Now().Add(skew))
 		}
 	}()
@@ -69,8 +70,8 @@ func (h *heartbeats) halt() {
 // node-problem-detector's KernelDeadlock is left alone by default.
 func TestRemedyTimesConditionsOnItsOwnClock(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := harness.SharedControlPlane(t)
-	kc := harness.RemedyIdentity(t, cp)
+	cp := hangwatch.SharedControlPlane(t)
+	kc := hangwatch.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 4)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	body := fmt.Sprintf(`apiVersion: hangwatch.io/v1alpha1
@@ -93,7 +94,7 @@ conditions:
 	// 2: an hour ahead, its writer dead (one write, never again)
 	f.write(t, 2, "RuntimeHung", "hangwatch", corev1.ConditionTrue, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
 	f.write(t, 3, "KernelDeadlock", "node-problem-detector", corev1.ConditionTrue, time.Now(), time.Now())
-	p := harness.StartRemedy(t, kc, policy, "hangwatch-remedy")
+	p := hangwatch.StartRemedy(t, kc, policy, "hangwatch-remedy")
 	harness.Eventually(t, 30*time.Second, "the replica to lead", func() bool { return p.Metric("hangwatch_remedy_leader") == 1 })
 	h := &heartbeats{stop: make(chan struct{})}
 	defer h.halt()
@@ -188,9 +189,9 @@ func (l *liveOrFrozen) List() ([]*corev1.Node, error) {
 // neither drained nor tainted again.
 func TestRemedyEvictsOnlyWhatAControllerRecreates(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := harness.SharedControlPlane(t)
-	kc := harness.RemedyIdentity(t, cp)
-	harness.EnsureDefaultServiceAccount(t, cp, "default")
+	cp := hangwatch.SharedControlPlane(t)
+	kc := hangwatch.RemedyIdentity(t, cp)
+	hangwatch.EnsureDefaultServiceAccount(t, cp, "default")
 	f := newFleet(t, cp, 2)
 	for i := range f.names {
 		f.set(t, i, corev1.ConditionTrue, time.Now())
@@ -245,7 +246,7 @@ func checkLeftAloneInStatus(t *testing.T, kc string, f *fleet, pods map[string]s
 	if err := os.WriteFile(policy, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code, err := harness.Run(harness.RemedyBinary(t), "status", "--kubeconfig", kc, "--config", policy, "-o", "json")
+	out, stderr, code, err := harness.Run(hangwatch.RemedyBinary(t), "status", "--kubeconfig", kc, "--config", policy, "-o", "json")
 	if err != nil || code != 0 {
 		t.Fatalf("status: exit %d, %v\n%s", code, err, stderr)
 	}
@@ -348,11 +349,11 @@ func findEvent(rec *record.FakeRecorder, reason string) string {
 // more within the minute, then goes on.
 func TestRemedyLeaderKilledMidBurstKeepsTheBudget(t *testing.T) {
 	harness.Parallel(t, harness.LaneRemedyBudget)
-	cp := harness.SharedControlPlane(t)
-	kc := harness.RemedyIdentity(t, cp)
+	cp := hangwatch.SharedControlPlane(t)
+	kc := hangwatch.RemedyIdentity(t, cp)
 	f := newFleet(t, cp, 8)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	harness.WritePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 3\n")
+	hangwatch.WritePolicy(t, policy, f.label, "maxUnhealthy: 100%\nmaxActionsPerMinute: 3\n")
 	first, second := startPair(t, kc, policy)
 	for i := range f.names {
 		f.set(t, i, corev1.ConditionTrue, time.Now())

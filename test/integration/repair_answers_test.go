@@ -12,6 +12,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // answersRig is containerd under a real systemd, the fault proxy in front
@@ -24,7 +25,7 @@ type answersRig struct {
 	proxy  *criproxy.Proxy
 	config string
 	state  string
-	d      *harness.Daemon
+	d      *hangwatch.Daemon
 }
 
 const answersWait = 5 * time.Second
@@ -33,7 +34,7 @@ func startAnswersRig(t *testing.T) *answersRig {
 	t.Helper()
 	r := &answersRig{}
 	r.c, r.sd = harness.StartContainerdUnderSystemdT(t, 1, 1)
-	dir := harness.SocketDir(t)
+	dir := hangwatch.SocketDir(t)
 	var err error
 	if r.proxy, err = criproxy.Start(filepath.Join(dir, "cri.sock"), r.c.Socket); err != nil {
 		t.Fatal(err)
@@ -53,9 +54,9 @@ func startAnswersRig(t *testing.T) *answersRig {
 
 // startHangwatch starts hangwatch on the rig's config and state file; it
 // answers on its port when this returns.
-func (r *answersRig) startHangwatch(t *testing.T) *harness.Daemon {
+func (r *answersRig) startHangwatch(t *testing.T) *hangwatch.Daemon {
 	t.Helper()
-	return harness.StartRepairing(t, r.proxy.Endpoint, "--config", r.config, "--repair-state-file", r.state)
+	return hangwatch.StartRepairing(t, r.proxy.Endpoint, "--config", r.config, "--repair-state-file", r.state)
 }
 
 func (r *answersRig) mainPID(t *testing.T) int { return containerdMainPID(t, r.sd) }

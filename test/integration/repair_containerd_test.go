@@ -16,6 +16,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
 )
 
@@ -30,7 +31,7 @@ type repairRig struct {
 	c      *harness.Containerd
 	sd     *harness.Systemd
 	proxy  *criproxy.Proxy
-	d      *harness.Daemon
+	d      *hangwatch.Daemon
 	cp     *harness.ControlPlane
 	node   string
 	config string
@@ -50,11 +51,11 @@ func startRepairRig(t *testing.T) *repairRig {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stuck := holdFirstMkdir(t, ctx) // before systemd: its mount namespace copies the FUSE mount
-	r := &repairRig{stuck: stuck, cp: harness.SharedControlPlane(t), node: harness.UniqueNode("hw-repair")}
+	r := &repairRig{stuck: stuck, cp: hangwatch.SharedControlPlane(t), node: hangwatch.UniqueNode("hw-repair")}
 	r.c, r.sd = harness.StartContainerdUnderSystemdT(t, 1, 2)
-	r.dir = harness.SocketDir(t)
+	r.dir = hangwatch.SocketDir(t)
 	r.stuckSocket = filepath.Join(r.dir, "stuck.sock")
-	r.startUnit(t, ctx, stuckUnit, fmt.Sprintf("%s -listen %s -stuck-dir %s", harness.UnitmainBin, r.stuckSocket, stuck.MkdirTarget()))
+	r.startUnit(t, ctx, stuckUnit, fmt.Sprintf("%s -listen %s -stuck-dir %s", hangwatch.UnitmainBin, r.stuckSocket, stuck.MkdirTarget()))
 	pid, err := r.sd.MainPID(ctx, stuckUnit)
 	if err == nil {
 		err = waitThreadInD(ctx, pid)
@@ -68,8 +69,8 @@ func startRepairRig(t *testing.T) *repairRig {
 	t.Cleanup(r.proxy.Stop)
 	r.config = filepath.Join(r.dir, "hangwatch.yaml")
 	r.writeConfig(t, "runtimeUnit: "+stuckUnit, "runtimeSocket: "+r.stuckSocket)
-	kc := harness.CreateNode(t, r.cp, r.node)
-	r.d = harness.StartRepairing(t, r.proxy.Endpoint, harness.NodeArgs(kc, r.node, "--config", r.config)...)
+	kc := hangwatch.CreateNode(t, r.cp, r.node)
+	r.d = hangwatch.StartRepairing(t, r.proxy.Endpoint, hangwatch.NodeArgs(kc, r.node, "--config", r.config)...)
 	return r
 }
 
@@ -164,7 +165,7 @@ func (r *repairRig) repairs(outcome string) float64 { return runtimeRepairs(r.d,
 
 // runtimeRepairs reads d's hangwatch_repairs_total for the runtime and
 // outcome; -1 when /metrics does not answer.
-func runtimeRepairs(d *harness.Daemon, outcome string) float64 {
+func runtimeRepairs(d *hangwatch.Daemon, outcome string) float64 {
 	text, err := d.Get("/metrics")
 	if err != nil {
 		return -1
@@ -285,7 +286,7 @@ func (r *repairRig) refusesAWrapper(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sock := filepath.Join(r.dir, "wrapped.sock")
-	r.startUnit(t, ctx, "wrapper.service", fmt.Sprintf("/bin/sh -c '%s -listen %s; exit 0'", harness.UnitmainBin, sock))
+	r.startUnit(t, ctx, "wrapper.service", fmt.Sprintf("/bin/sh -c '%s -listen %s; exit 0'", hangwatch.UnitmainBin, sock))
 	shell, err := r.sd.MainPID(ctx, "wrapper.service")
 	if err != nil {
 		t.Fatal(err)
@@ -308,12 +309,12 @@ func (r *repairRig) refusesAWrapper(t *testing.T) {
 // process), and the Event says so.
 func (r *repairRig) standsAsideForMaintenance(t *testing.T) {
 	t.Helper()
-	harness.SetNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionTrue)
+	hangwatch.SetNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionTrue)
 	r.waitRepairs(t, time.Minute, repair.OutcomeStoodAside, 1)
 	if e := r.waitEvent(t, corev1.EventTypeWarning, "RepairStoodAside"); !strings.Contains(e.Message, "DrainInProgress") {
 		t.Errorf("RepairStoodAside says %q; want DrainInProgress named", e.Message)
 	}
-	harness.SetNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionFalse)
+	hangwatch.SetNodeCondition(t, r.cp, r.node, "DrainInProgress", corev1.ConditionFalse)
 }
 
 // releaseStuck ends the uninterruptible sleep (well before the kernel's

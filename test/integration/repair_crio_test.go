@@ -10,6 +10,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestRepairRestartsCRIOUnderSystemd: CRI-O run by a real systemd with
@@ -41,7 +42,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCRIORepairDiagnosis(t, ctx, c)
-	dir := harness.SocketDir(t)
+	dir := hangwatch.SocketDir(t)
 	proxy, err := criproxy.Start(filepath.Join(dir, "cri.sock"), c.Socket)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := harness.StartRepairing(t, proxy.Endpoint, "--config", config)
+	d := hangwatch.StartRepairing(t, proxy.Endpoint, "--config", config)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 	before, pid0, conmons := runningIDs(t, c.Runtime()), c.PID(), len(harness.ProcessesNaming("conmon", c.Dir))
 

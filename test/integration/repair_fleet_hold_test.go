@@ -18,6 +18,7 @@ import (
 	"github.com/hangwatch/hangwatch/nodelink"
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // adminLeases is the fleet's Lease store through the control plane's
@@ -69,8 +70,8 @@ func TestTheFleetBoundHoldingAHungNodeHasNotGivenUp(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
 	harness.RequireSystemd(t)
 	ctx := context.Background()
-	cp := harness.SharedControlPlane(t)
-	ns := harness.UniqueNode("hw-fleet-hold")
+	cp := hangwatch.SharedControlPlane(t)
+	ns := hangwatch.UniqueNode("hw-fleet-hold")
 	if _, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

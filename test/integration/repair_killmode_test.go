@@ -11,6 +11,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestRepairRefusesAKillModeThatLosesTheContainers: CRI-O run by a real
@@ -39,7 +40,7 @@ func TestRepairRefusesAKillModeThatLosesTheContainers(t *testing.T) {
 	if rt.Possible || rt.KillMode != "control-group" || !strings.Contains(rt.Why, "KillMode=control-group") {
 		t.Errorf("diagnosis of CRI-O with KillMode=control-group and its conmons in its cgroup: %+v; want not possible, saying why", rt)
 	}
-	dir := harness.SocketDir(t)
+	dir := hangwatch.SocketDir(t)
 	proxy, err := criproxy.Start(filepath.Join(dir, "cri.sock"), c.Socket)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func TestRepairRefusesAKillModeThatLosesTheContainers(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := harness.StartRepairing(t, proxy.Endpoint, "--config", config)
+	d := hangwatch.StartRepairing(t, proxy.Endpoint, "--config", config)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 	before, pid0 := runningIDs(t, c.Runtime()), c.PID()
 

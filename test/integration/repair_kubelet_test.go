@@ -13,6 +13,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestRepairRestartsAFrozenKubeletUnderSystemd freezes a real kubelet run
@@ -29,7 +30,7 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp) // the node lifecycle controller: Unknown 50 s after the last renewal
 	c, sd := harness.StartContainerdUnderSystemdT(t, 0, 0)
-	node := harness.UniqueNode("hw-kubelet-repair")
+	node := hangwatch.UniqueNode("hw-kubelet-repair")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k, err := harness.StartKubeletUnderSystemd(ctx, cp, c, node)
@@ -47,10 +48,10 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := harness.StartRepairing(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", config)...)
+	d := hangwatch.StartRepairing(t, c.Endpoint, hangwatch.NodeArgs(kc, node, "--config", config)...)
 	started := time.Now()
 	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.Condition(t, "KubeletUnresponsive"); return st == "False" })
-	readyBefore := harness.NodeReady(t, cp, node)
+	readyBefore := hangwatch.NodeReady(t, cp, node)
 	// a kubelet under 3 waits old (30 s) is not restarted: it may be one
 	// an operator has just started
 	harness.Eventually(t, time.Minute, "the kubelet to be nearly 3 waits old", func() bool {
@@ -76,7 +77,7 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	harness.Eventually(t, time.Minute, "KubeletUnresponsive False", func() bool { st, _, _ := d.Condition(t, "KubeletUnresponsive"); return st == "False" })
 	harness.Measure(t, "repair_kubelet_unresponsive_false_after_freeze", time.Since(frozen))
 
-	if after := harness.NodeReady(t, cp, node); after.Status != corev1.ConditionTrue || !after.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
+	if after := hangwatch.NodeReady(t, cp, node); after.Status != corev1.ConditionTrue || !after.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
 		t.Errorf("the node's Ready moved during the freeze: %s since %v (was %s since %v)", after.Status, after.LastTransitionTime,
 			readyBefore.Status, readyBefore.LastTransitionTime)
 	}

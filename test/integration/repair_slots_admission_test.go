@@ -22,6 +22,7 @@ import (
 	"github.com/hangwatch/hangwatch/apiclient"
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestRepairSlotWritesAreHeldToTheTokensNode applies the repair overlay's
@@ -34,13 +35,13 @@ import (
 // refusal names its field.
 func TestRepairSlotWritesAreHeldToTheTokensNode(t *testing.T) {
 	harness.Parallel(t)
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	ctx := context.Background()
 	root := harness.ModuleRoot()
 	cp.Kubectl(t, "apply", "-f", filepath.Join(root, "manifests", "overlays", "daemonset", "serviceaccount.yaml"))
 	cp.Kubectl(t, "apply", "-f", filepath.Join(root, "manifests", "overlays", "repair", "rbac-fleet.yaml"))
-	own := harness.UniqueNode("slots-own")
-	harness.CreateNode(t, cp, own)
+	own := hangwatch.UniqueNode("slots-own")
+	hangwatch.CreateNode(t, cp, own)
 	// The shipped Role names the slots in kube-system: each test's slots
 	// live in a namespace of their own, with the same rules bound there
 	// (the policy holds in every namespace), so that tests side by side
@@ -137,7 +138,7 @@ func TestRepairSlotWritesAreHeldToTheTokensNode(t *testing.T) {
 // again finds every slot taken, and no Lease of another name is admitted.
 func TestTheFleetBoundHoldsWithNodeBoundTokens(t *testing.T) {
 	harness.Parallel(t)
-	cp := harness.SharedControlPlane(t)
+	cp := hangwatch.SharedControlPlane(t)
 	ctx := context.Background()
 	root := harness.ModuleRoot()
 	cp.Kubectl(t, "apply", "-f", filepath.Join(root, "manifests", "overlays", "daemonset", "serviceaccount.yaml"))
@@ -146,8 +147,8 @@ func TestTheFleetBoundHoldsWithNodeBoundTokens(t *testing.T) {
 	fs := repair.FleetSettings{MaxRestarts: 5, Window: 10 * time.Minute, Namespace: ns}
 	nodes := make([]*repair.LeaseSlots, 12)
 	for i := range nodes {
-		name := harness.UniqueNode("fleet-bound")
-		harness.CreateNode(t, cp, name)
+		name := hangwatch.UniqueNode("fleet-bound")
+		hangwatch.CreateNode(t, cp, name)
 		nodes[i] = &repair.LeaseSlots{Store: leaseStoreFor(t, cp.TokenKubeconfig(t, cp.NodeBoundToken(t, "kube-system", "hangwatch", name))),
 			Node: name, Clock: clock.RealClock{}}
 	}
@@ -207,7 +208,7 @@ func TestTheFleetBoundHoldsWithNodeBoundTokens(t *testing.T) {
 // and returns its name.
 func slotNamespace(ctx context.Context, t *testing.T, cp *harness.ControlPlane) string {
 	t.Helper()
-	ns := harness.UniqueNode("hw-slots")
+	ns := hangwatch.UniqueNode("hw-slots")
 	if _, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

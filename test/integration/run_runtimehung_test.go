@@ -5,21 +5,22 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 func TestRunRaisesAndClearsRuntimeHung(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c := harness.SharedContainerd(t)
+	c := hangwatch.SharedContainerd(t)
 	const period, timeout = time.Second, time.Second
-	d := harness.StartDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", timeout.String())
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", timeout.String())
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 
 	thaw := harness.Freeze(t, c)
 	frozeAt := time.Now()
-	harness.Eventually(t, period+timeout+harness.GenerousSlack+10*time.Second, "RuntimeHung True", func() bool { return d.RuntimeHung(t) == "True" }, harness.UnlessExited(d))
+	harness.Eventually(t, period+timeout+hangwatch.GenerousSlack+10*time.Second, "RuntimeHung True", func() bool { return d.RuntimeHung(t) == "True" }, harness.UnlessExited(d))
 	raised := time.Since(frozeAt)
 	harness.Measure(t, "run_runtimehung_raised_after_freeze", raised)
-	if raised > period+timeout+harness.GenerousSlack {
+	if raised > period+timeout+hangwatch.GenerousSlack {
 		t.Errorf("RuntimeHung took %v, want within period+timeout (%v) plus slack", raised, period+timeout)
 	}
 	text, err := d.Get("/metrics")

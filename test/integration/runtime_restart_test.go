@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // restartCase is one way a runtime goes away and comes back.
@@ -35,14 +36,14 @@ func TestRunSurvivesRuntimeRestarts(t *testing.T) {
 	harness.Parallel(t)
 	c := harness.StartContainerdT(t, 2, 1)
 	const period = time.Second
-	d := harness.StartDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", "1s")
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", "1s")
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.Condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
 	for _, rc := range restartCases {
 		t.Run(rc.name, func(t *testing.T) {
 			unreachable, recovered := restartNodeRuntime(t, c, rc, func() (string, string) { s, r, _ := d.Condition(t, "RuntimeHung"); return s, r })
 			harness.Measure(t, "restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
 			harness.Measure(t, "restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
-			if recovered > 2*period+harness.GenerousSlack {
+			if recovered > 2*period+hangwatch.GenerousSlack {
 				t.Errorf("RuntimeHung False %v after the socket answered, want within two periods (%v) plus slack", recovered, 2*period)
 			}
 		})
@@ -145,7 +146,7 @@ func metricName(s string) string {
 // the socket file mounted, it kept dialing the dead one.)
 func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
 	harness.Parallel(t, harness.LaneKmsg)
-	n := harness.StartStaticPodNode(t)
+	n := hangwatch.StartStaticPodNode(t)
 	n.WaitHealthy(t)
 	// The bound: a heartbeat (2.5 s in the shipped config) that answers
 	// wakes a full cycle at once, well within these two old periods.
@@ -153,7 +154,7 @@ func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
 	for _, rc := range restartCases {
 		t.Run(rc.name, func(t *testing.T) {
 			unreachable, recovered := restartNodeRuntime(t, n.C, rc, func() (string, string) {
-				c := harness.NodeCond(t, n.CP, n.K.Node, "RuntimeHung")
+				c := hangwatch.NodeCond(t, n.CP, n.K.Node, "RuntimeHung")
 				if c == nil {
 					return "", ""
 				}
@@ -161,7 +162,7 @@ func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
 			})
 			harness.Measure(t, "e2e_restart_"+metricName(rc.name)+"_unreachable_after_stop", unreachable)
 			harness.Measure(t, "e2e_restart_"+metricName(rc.name)+"_false_after_socket_answers", recovered)
-			if recovered > 2*period+harness.GenerousSlack {
+			if recovered > 2*period+hangwatch.GenerousSlack {
 				t.Errorf("RuntimeHung False on the Node %v after the socket answered, want within two periods (%v) plus slack", recovered, 2*period)
 			}
 		})
@@ -179,7 +180,7 @@ func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
 func TestAFrozenRuntimeKilledStaysHung(t *testing.T) {
 	harness.Parallel(t)
 	c := harness.StartContainerdT(t, 1, 1)
-	d := harness.StartDaemon(t, c.Endpoint, "--kernel=false")
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--kernel=false")
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.Condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
 	if err := c.Freeze(); err != nil { // no thaw: it is killed frozen
 		t.Fatal(err)

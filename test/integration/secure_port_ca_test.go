@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestSecurePortServesTheChartsCertificate runs hangwatch as the DaemonSet
@@ -27,18 +28,18 @@ import (
 // is refused by its own TLS check.
 func TestSecurePortServesTheChartsCertificate(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneAdmissionPolicies) // it applies the daemonset overlay, as the admission tests do
-	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
+	c, cp := hangwatch.SharedContainerd(t), hangwatch.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	node := harness.UniqueNode("hw-secure-ca")
-	harness.CreateNode(t, cp, node)
+	node := hangwatch.UniqueNode("hw-secure-ca")
+	hangwatch.CreateNode(t, cp, node)
 	kc := cp.TokenKubeconfig(t, cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, node)))
 	cert := chartServingCert(t)
 	secure := harness.FreeAddr(t)
-	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--secure-listen-address", secure,
+	d := hangwatch.StartDaemon(t, c.Endpoint, hangwatch.NodeArgs(kc, node, "--config", hangwatch.NoLeaseConfig(t), "--secure-listen-address", secure,
 		"--tls-cert-file", cert.certFile, "--tls-private-key-file", cert.keyFile)...)
-	scraper := harness.ApplyScraperIdentity(t, cp)
+	scraper := hangwatch.ApplyScraperIdentity(t, cp)
 	url := "https://" + secure + "/metrics"
 
 	code, body, err := verifiedGet(url, scraper, cert.ca, cert.serverName)
@@ -54,7 +55,7 @@ func TestSecurePortServesTheChartsCertificate(t *testing.T) {
 		t.Errorf("a client asking for another name was not refused by the certificate check: %v", err)
 	}
 	harness.Eventually(t, 30*time.Second, "RuntimeHung written as the ServiceAccount", func() bool {
-		return harness.NodeCond(t, cp, node, "RuntimeHung") != nil
+		return hangwatch.NodeCond(t, cp, node, "RuntimeHung") != nil
 	}, harness.UnlessExited(d))
 	d.Stop(t)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/httpauth"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 	"github.com/hangwatch/hangwatch/test/scenarios"
 )
@@ -33,13 +34,13 @@ var reviewRate, reviewBurst = int(httpauth.DefaultBudget.Rate), httpauth.Default
 // address and 64 that sent one 401 request each do not stop a scrape.
 func TestSecurePortFlood(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	c, cp := harness.SharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test counts requests at the API server
-	node := harness.UniqueNode("hw-secure-flood")
-	kc := harness.CreateNode(t, cp, node)
+	c, cp := hangwatch.SharedContainerd(t), harness.StartControlPlaneT(t) // its own: the test counts requests at the API server
+	node := hangwatch.UniqueNode("hw-secure-flood")
+	kc := hangwatch.CreateNode(t, cp, node)
 	secure := harness.FreeAddr(t)
-	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--secure-listen-address", secure)...)
+	d := hangwatch.StartDaemon(t, c.Endpoint, hangwatch.NodeArgs(kc, node, "--config", hangwatch.NoLeaseConfig(t), "--secure-listen-address", secure)...)
 	base := "https://" + secure
-	scraper := harness.ApplyScraperIdentity(t, cp)
+	scraper := hangwatch.ApplyScraperIdentity(t, cp)
 	if code, body := harness.MustGet(t, base+"/metrics", harness.Token(scraper), harness.Client(harness.SecureClient)); code != http.StatusOK {
 		t.Fatalf("the scraper before the flood: %d %s", code, harness.FirstLine(body))
 	}
@@ -91,7 +92,7 @@ func TestSecurePortFlood(t *testing.T) {
 // holdUp opens 64 silent connections from 127.0.0.2 and 64 from 127.0.0.3
 // that each sent one request without a token, then scrapes with a new
 // connection from 127.0.0.1.
-func holdUp(t *testing.T, d *harness.Daemon, addr, token string) {
+func holdUp(t *testing.T, d *hangwatch.Daemon, addr, token string) {
 	t.Helper()
 	silent := dialMany(t, "127.0.0.2", addr, 64)
 	refused := dialMany(t, "127.0.0.3", addr, 64)

@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestSecurePort runs hangwatch with --secure-listen-address as the node
@@ -19,14 +20,14 @@ import (
 // and as a user who may read /events.
 func TestSecurePort(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd, harness.LaneKmsg)
-	c, cp := harness.SharedContainerd(t), harness.SharedControlPlane(t)
-	node := harness.UniqueNode("hw-secure")
-	kc := harness.CreateNode(t, cp, node)
+	c, cp := hangwatch.SharedContainerd(t), hangwatch.SharedControlPlane(t)
+	node := hangwatch.UniqueNode("hw-secure")
+	kc := hangwatch.CreateNode(t, cp, node)
 	secure := harness.FreeAddr(t)
-	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--secure-listen-address", secure,
-		"--kernel-rules", harness.UserFacilityRules(t))...) // the OOM line below is written to /dev/kmsg
+	d := hangwatch.StartDaemon(t, c.Endpoint, hangwatch.NodeArgs(kc, node, "--config", hangwatch.NoLeaseConfig(t), "--secure-listen-address", secure,
+		"--kernel-rules", hangwatch.UserFacilityRules(t))...) // the OOM line below is written to /dev/kmsg
 	base := "https://" + secure
-	scraper := harness.ApplyScraperIdentity(t, cp)
+	scraper := hangwatch.ApplyScraperIdentity(t, cp)
 	nobody := cp.ServiceAccountToken(t, "hw-secure-nobody")
 	reader := cp.ServiceAccountToken(t, "hw-secure-reader", rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics", "/events", "/conditions"}, Verbs: []string{"get"}})
 

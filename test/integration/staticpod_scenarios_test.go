@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestStaticPodBeatsNotReady runs hangwatch as the shipped static pod on a
@@ -19,14 +20,14 @@ import (
 // lead between them.
 func TestStaticPodBeatsNotReady(t *testing.T) {
 	harness.Parallel(t, harness.LaneKmsg)
-	n := harness.StartStaticPodNode(t)
+	n := hangwatch.StartStaticPodNode(t)
 	n.WaitHealthy(t)
 
 	t.Run("kernel line", func(t *testing.T) {
 		line := fmt.Sprintf("INFO: task containerd:%d blocked for more than 120 seconds.", 1000000+rand.Intn(8000000))
 		written := time.Now()
 		writeKmsg(t, line)
-		at := n.WaitNodeCond(t, 30*time.Second, "KernelDeadlock", harness.CondIs(corev1.ConditionTrue, ""))
+		at := n.WaitNodeCond(t, 30*time.Second, "KernelDeadlock", hangwatch.CondIs(corev1.ConditionTrue, ""))
 		harness.Measure(t, "e2e_kernel_deadlock_on_node_after_kmsg_line", at.Sub(written))
 		if at.Sub(written) > 5*time.Second { // goal; measured 0.2-0.4s, the bound leaves room for a busy machine
 			t.Logf("KernelDeadlock on the Node %v after the line: over the 5s goal", at.Sub(written))
@@ -39,7 +40,7 @@ func TestStaticPodBeatsNotReady(t *testing.T) {
 	t.Run("runtime frozen", func(t *testing.T) {
 		thaw := harness.Freeze(t, n.C)
 		frozen := time.Now()
-		hung := n.WaitNodeCond(t, time.Minute, "RuntimeHung", harness.CondIs(corev1.ConditionTrue, ""))
+		hung := n.WaitNodeCond(t, time.Minute, "RuntimeHung", hangwatch.CondIs(corev1.ConditionTrue, ""))
 		harness.Measure(t, "e2e_runtime_hung_on_node_after_freeze", hung.Sub(frozen))
 		if hung.Sub(frozen) > 5*time.Second { // goal; a heartbeat period (2.5s) + the timeout (2s), measured 3.4-4.1s
 			t.Logf("RuntimeHung on the Node %v after the freeze: over the 5s goal", hung.Sub(frozen))
@@ -47,14 +48,14 @@ func TestStaticPodBeatsNotReady(t *testing.T) {
 		if hung.Sub(frozen) > 40*time.Second {
 			t.Errorf("RuntimeHung on the Node %v after the freeze", hung.Sub(frozen))
 		}
-		notReady := n.WaitNodeCond(t, 5*time.Minute, "Ready", harness.CondIs(corev1.ConditionFalse, ""))
+		notReady := n.WaitNodeCond(t, 5*time.Minute, "Ready", hangwatch.CondIs(corev1.ConditionFalse, ""))
 		harness.Measure(t, "e2e_kubelet_ready_false_after_freeze", notReady.Sub(frozen))
 		harness.Measure(t, "e2e_lead_runtime_hung_before_not_ready", notReady.Sub(hung))
-		if r := harness.NodeCond(t, n.CP, n.K.Node, "Ready"); r != nil {
+		if r := hangwatch.NodeCond(t, n.CP, n.K.Node, "Ready"); r != nil {
 			t.Logf("kubelet: Ready=%s %s: %s", r.Status, r.Reason, r.Message)
 		}
 		thaw()
-		n.WaitNodeCond(t, 2*time.Minute, "RuntimeHung", harness.CondIs(corev1.ConditionFalse, "RuntimeResponsive"))
+		n.WaitNodeCond(t, 2*time.Minute, "RuntimeHung", hangwatch.CondIs(corev1.ConditionFalse, "RuntimeResponsive"))
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // faultIdentity is a user whose rights the test takes away and gives back:
@@ -131,22 +132,22 @@ func (f *faultIdentity) refuseAsInvalid(t *testing.T) (remove func()) {
 // cause is fixed.
 func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	c, cp := harness.OwnContainerd(t), harness.StartControlPlaneT(t) // its own: no other test's admission policy refuses its identity
-	node := harness.UniqueNode("hw-faults")
-	nodeKC := harness.CreateNode(t, cp, node)
+	c, cp := hangwatch.OwnContainerd(t), harness.StartControlPlaneT(t) // its own: no other test's admission policy refuses its identity
+	node := hangwatch.UniqueNode("hw-faults")
+	nodeKC := hangwatch.CreateNode(t, cp, node)
 	stop := make(chan struct{})
 	defer close(stop)
-	harness.RenewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
+	hangwatch.RenewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
 	f := newFaultIdentity(t, cp, node)
-	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
+	d := hangwatch.StartDaemon(t, c.Endpoint, hangwatch.NodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionFalse, ""))
 
 	// The Lease read refused (403): Unknown, then False after good reads.
 	f.grant(t, false, true)
 	harness.Eventually(t, 30*time.Second, "the Lease read refused", func() bool { return !f.leaseReadable() }, harness.UnlessExited(d))
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionUnknown, "LeaseUnreadable"))
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionUnknown, "LeaseUnreadable"))
 	f.grant(t, true, true)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionFalse, ""))
 
 	// The status patch refused by RBAC (403), then by admission (422),
 	// each with the Lease read refused too, so KubeletUnresponsive changes
@@ -175,7 +176,7 @@ func TestStatusPatchRefusalsAndLeaseReadErrors(t *testing.T) {
 // checkRefusal makes the next status write fail with code, checks it is
 // counted and not retried in a hot loop, then gives the patch right back
 // and waits for the write to land, and for the Lease read to clear it.
-func (f *faultIdentity) checkRefusal(t *testing.T, d *harness.Daemon, code string, refuse func() (restorePatch func())) {
+func (f *faultIdentity) checkRefusal(t *testing.T, d *hangwatch.Daemon, code string, refuse func() (restorePatch func())) {
 	t.Helper()
 	series := `hangwatch_node_status_patch_refusals_total{code="` + code + `"}`
 	restorePatch := refuse()
@@ -195,10 +196,10 @@ func (f *faultIdentity) checkRefusal(t *testing.T, d *harness.Daemon, code strin
 	}
 	restorePatch()
 	fixed := time.Now()
-	harness.WaitNode(t, f.cp, d, 60*time.Second, f.node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionUnknown, "LeaseUnreadable"))
+	hangwatch.WaitNode(t, f.cp, d, 60*time.Second, f.node, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionUnknown, "LeaseUnreadable"))
 	harness.Measure(t, "refused_"+code+"_written_after_the_fix", time.Since(fixed))
 	f.grant(t, true, true)
-	harness.WaitNode(t, f.cp, d, 30*time.Second, f.node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
+	hangwatch.WaitNode(t, f.cp, d, 30*time.Second, f.node, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionFalse, ""))
 }
 
 // admitOtherConditionWriters takes away the base's condition-writers policy

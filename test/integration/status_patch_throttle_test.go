@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/measurements"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -118,17 +119,17 @@ func selfSignedLoopbackCert(t *testing.T) (tls.Certificate, []byte) {
 // lets it.
 func TestStatusPatchThrottled(t *testing.T) {
 	harness.Parallel(t)
-	c, cp := harness.OwnContainerd(t), harness.StartControlPlaneT(t) // its own: no other test's admission policy refuses its identity
-	node := harness.UniqueNode("hw-throttle")
-	nodeKC := harness.CreateNode(t, cp, node)
+	c, cp := hangwatch.OwnContainerd(t), harness.StartControlPlaneT(t) // its own: no other test's admission policy refuses its identity
+	node := hangwatch.UniqueNode("hw-throttle")
+	nodeKC := hangwatch.CreateNode(t, cp, node)
 	stop := make(chan struct{})
 	defer close(stop)
-	harness.RenewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
+	hangwatch.RenewLease(t, harness.ClientFor(t, nodeKC), node, 2*time.Second, stop)
 	f := newFaultIdentity(t, cp, node)
 	wh := startThrottlingWebhook(t)
 	wh.register(t, f)
-	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
+	d := hangwatch.StartDaemon(t, c.Endpoint, hangwatch.NodeArgs(f.kubeconfig, node, "--lease-period", "1s", "--period", "1s", "-t", "1s", noKubeletProbe)...)
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionFalse, ""))
 	if wh.reviews.Load() == 0 {
 		t.Fatal("the webhook saw no review: it does not stand in hangwatch's way")
 	}
@@ -146,14 +147,14 @@ func TestStatusPatchThrottled(t *testing.T) {
 	if reviews > 12 { // at most one attempt per Retry-After (2 s), client-go's own retries included
 		t.Errorf("%d reviews in 15 s of 429 with Retry-After 2 s: hangwatch does not wait it out", reviews)
 	}
-	if c := harness.NodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
+	if c := hangwatch.NodeCond(t, cp, node, "KubeletUnresponsive"); c == nil || c.Status != corev1.ConditionFalse {
 		t.Fatalf("a throttled patch landed: %+v", c)
 	}
 
 	wh.throttle.Store(false)
 	released := time.Now()
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionUnknown, "LeaseUnreadable"))
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionUnknown, "LeaseUnreadable"))
 	harness.Measure(t, "throttled_written_after_release", time.Since(released))
 	f.grant(t, true, true)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", harness.CondIs(corev1.ConditionFalse, ""))
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "KubeletUnresponsive", hangwatch.CondIs(corev1.ConditionFalse, ""))
 }

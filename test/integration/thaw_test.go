@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // thawBound is how soon after SIGCONT RuntimeHung must be False, whichever
@@ -23,7 +24,7 @@ const thawBound = 3*time.Second + 2*time.Second
 func TestAThawIsSeenWithin3sWhicheverCallCaughtTheFreeze(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
 	c := harness.StartContainerdT(t, 1, 1)
-	d := harness.StartDaemon(t, c.Endpoint)
+	d := hangwatch.StartDaemon(t, c.Endpoint)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 	took := map[string][]time.Duration{}
 	for round := range 6 {

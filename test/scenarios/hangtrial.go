@@ -11,6 +11,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // HangTrial is one hold of a CRI call through the fault proxy, after a
@@ -36,7 +37,7 @@ type HangSeen struct{ FromHold, FromCallOut time.Duration }
 // reason.
 func RunHangTrial(t *testing.T, tr HangTrial) HangSeen {
 	t.Helper()
-	c := harness.OwnContainerd(t)
+	c := hangwatch.OwnContainerd(t)
 	dir, err := os.MkdirTemp("", "hwsl")
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func RunHangTrial(t *testing.T, tr HangTrial) HangSeen {
 		t.Fatal(err)
 	}
 	defer proxy.Stop()
-	d := harness.StartDaemon(t, proxy.Endpoint, append([]string{"--kernel=false", "--pleg-emulation-period", "0"}, tr.DaemonAt...)...)
+	d := hangwatch.StartDaemon(t, proxy.Endpoint, append([]string{"--kernel=false", "--pleg-emulation-period", "0"}, tr.DaemonAt...)...)
 	defer func() { _ = d.Cmd.Process.Kill(); <-d.Done }() // the next trial starts afresh
 	runtimeHung := func() (string, string) { st, reason, _ := d.Condition(t, "RuntimeHung"); return st, reason }
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { st, _ := runtimeHung(); return st == "False" }, harness.UnlessExited(d))
@@ -75,7 +76,7 @@ func RunHangTrial(t *testing.T, tr HangTrial) HangSeen {
 
 // MeasureHold waits for RuntimeHung with the trial's reason and records
 // how long it took from the hold and from the first held call.
-func MeasureHold(t *testing.T, tr HangTrial, proxy *criproxy.Proxy, d *harness.Daemon, runtimeHung func() (string, string)) HangSeen {
+func MeasureHold(t *testing.T, tr HangTrial, proxy *criproxy.Proxy, d *hangwatch.Daemon, runtimeHung func() (string, string)) HangSeen {
 	t.Helper()
 	held := time.Now()
 	heldBefore := proxy.Held(tr.Method)
@@ -98,7 +99,7 @@ func MeasureHold(t *testing.T, tr HangTrial, proxy *criproxy.Proxy, d *harness.D
 
 // MeasureCadenceBack ends the slowness and records how long the next full
 // cycle takes to come: within a period (30 s) once a beat answers on time.
-func MeasureCadenceBack(t *testing.T, tr HangTrial, d *harness.Daemon, endSlowness func()) HangSeen {
+func MeasureCadenceBack(t *testing.T, tr HangTrial, d *hangwatch.Daemon, endSlowness func()) HangSeen {
 	t.Helper()
 	cycles := func() float64 {
 		text, err := d.Get("/metrics")

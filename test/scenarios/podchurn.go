@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // PodChurn creates a static pod each step and, past the first three,
@@ -37,8 +38,8 @@ func (c *PodChurn) Step(t *testing.T) {
 // correctness suite churns for a minute, the benchmarks for 10.
 func PodChurnStaysPLEGHealthy(t *testing.T, churn time.Duration) {
 	t.Helper()
-	n := harness.StartKubeletNode(t)
-	d := harness.PLEGDaemon(t, n)
+	n := hangwatch.StartKubeletNode(t)
+	d := hangwatch.PLEGDaemon(t, n)
 	harness.Eventually(t, 60*time.Second, "PLEGUnhealthy=False", func() bool { s, _, _ := d.Condition(t, "PLEGUnhealthy"); return s == "False" }, harness.UnlessExited(d))
 	pods, checks := &PodChurn{K: n.K}, 0
 	nextPod := time.Now()

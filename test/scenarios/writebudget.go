@@ -3,11 +3,14 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"github.com/hangwatch/hangwatch/test/harness"
-	"github.com/hangwatch/hangwatch/test/measurements"
-	corev1 "k8s.io/api/core/v1"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
 // APIRequests sums the API server's apiserver_request_total over the
@@ -42,13 +45,13 @@ func Writes(t *testing.T, cp *harness.ControlPlane) WriteCount {
 // benchmarks 5 minutes at 30 s.
 func WriteBudget(t *testing.T, steady, heartbeat time.Duration) {
 	t.Helper()
-	c, cp := harness.OwnContainerd(t), harness.StartControlPlaneT(t) // its own: the test counts requests at the API server
-	node := harness.UniqueNode("hw-writes")
-	kc := harness.CreateNode(t, cp, node)
-	d := harness.StartDaemon(t, c.Endpoint, harness.NodeArgs(kc, node, "--config", harness.NoLeaseConfig(t), "--period", "1s", "-t", "1s",
+	c, cp := hangwatch.OwnContainerd(t), harness.StartControlPlaneT(t) // its own: the test counts requests at the API server
+	node := hangwatch.UniqueNode("hw-writes")
+	kc := hangwatch.CreateNode(t, cp, node)
+	d := hangwatch.StartDaemon(t, c.Endpoint, hangwatch.NodeArgs(kc, node, "--config", hangwatch.NoLeaseConfig(t), "--period", "1s", "-t", "1s",
 		"--max-period", "2s", "--status-heartbeat-period", heartbeat.String())...)
 	for _, cond := range []string{"RuntimeHung", "PLEGUnhealthy", "KernelDeadlock"} { // the first patches all landed
-		harness.WaitNode(t, cp, d, 30*time.Second, node, cond, harness.CondStatus(corev1.ConditionFalse))
+		hangwatch.WaitNode(t, cp, d, 30*time.Second, node, cond, hangwatch.CondStatus(corev1.ConditionFalse))
 	}
 	from := time.Now()
 	before := Writes(t, cp)
@@ -71,11 +74,11 @@ func WriteBudget(t *testing.T, steady, heartbeat time.Duration) {
 	}
 
 	thaw := harness.Freeze(t, c)
-	harness.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionTrue))
+	hangwatch.WaitNode(t, cp, d, 30*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionTrue))
 	harness.Eventually(t, 30*time.Second, "the transition's Event", func() bool { return Writes(t, cp).Events > after.Events }, harness.UnlessExited(d))
 	raise, raiseAt := Writes(t, cp), time.Now()
 	thaw()
-	harness.WaitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", harness.CondStatus(corev1.ConditionFalse))
+	hangwatch.WaitNode(t, cp, d, 60*time.Second, node, "RuntimeHung", hangwatch.CondStatus(corev1.ConditionFalse))
 	harness.Eventually(t, 30*time.Second, "the clear's Event", func() bool { return Writes(t, cp).Events > raise.Events }, harness.UnlessExited(d))
 	clear := Writes(t, cp)
 	measurements.Record(t, "transition_raise_patches", float64(raise.Patches-after.Patches), "patches")

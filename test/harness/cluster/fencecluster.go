@@ -21,6 +21,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // fenceControllers are the controllers the fence's path needs beside the
@@ -37,7 +38,7 @@ type FenceCluster struct {
 	CP      *harness.ControlPlane
 	Nodes   map[string]*FenceNode
 	A, B, C string // c: only with fenceOptions.nodes 3
-	Remedy  *harness.Remedy
+	Remedy  *hangwatch.Remedy
 	CSI     *csi.Driver // with fenceOptions.csi
 	// ProxyA stands between node A's hangwatch (agent and repair process)
 	// and its containerd, with FenceOptions.ProxyA; the kubelet dials
@@ -49,7 +50,7 @@ type FenceCluster struct {
 type FenceNode struct {
 	C *harness.Containerd
 	K *harness.Kubelet
-	D *harness.Daemon
+	D *hangwatch.Daemon
 }
 
 // FenceOptions change the shipped settings for a test.
@@ -81,7 +82,7 @@ func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
 	harness.StartControllerManagerT(t, fc.CP, fenceControllers...)
 	harness.StartSchedulerT(t, fc.CP)
 	for _, ns := range []string{"kube-system", "default"} {
-		harness.EnsureDefaultServiceAccount(t, fc.CP, ns)
+		hangwatch.EnsureDefaultServiceAccount(t, fc.CP, ns)
 	}
 	if o.CSI {
 		fc.CSI = csi.StartT(t, fc.CP)
@@ -97,7 +98,7 @@ func StartFenceCluster(t *testing.T, o FenceOptions) *FenceCluster {
 		}
 	}
 	if !o.NoRemedy {
-		fc.Remedy = harness.StartRemedy(t, harness.RemedyIdentity(t, fc.CP), FencePolicy(t, o.Policy), "hangwatch-remedy")
+		fc.Remedy = hangwatch.StartRemedy(t, hangwatch.RemedyIdentity(t, fc.CP), FencePolicy(t, o.Policy), "hangwatch-remedy")
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -120,13 +121,13 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 	t.Helper()
 	n := &FenceNode{}
 	if systemdDriver {
-		n.C, n.K = harness.StartSystemdDriverNodeT(t, fc.CP, harness.UniqueNode(base))
+		n.C, n.K = harness.StartSystemdDriverNodeT(t, fc.CP, hangwatch.UniqueNode(base))
 	} else {
 		n.C = harness.StartContainerdT(t, 0, 0)
 	}
 	endpoint := n.C.Where().Endpoint
 	if proxied {
-		p, err := criproxy.Start(filepath.Join(harness.SocketDir(t), "cri.sock"), n.C.Socket)
+		p, err := criproxy.Start(filepath.Join(hangwatch.SocketDir(t), "cri.sock"), n.C.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,9 +135,9 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 		fc.ProxyA, endpoint = p, p.Endpoint
 	}
 	if n.K == nil {
-		n.K = harness.StartKubeletWithPodCgroupsT(t, fc.CP, n.C, harness.UniqueNode(base))
+		n.K = harness.StartKubeletWithPodCgroupsT(t, fc.CP, n.C, hangwatch.UniqueNode(base))
 	}
-	dir := harness.SocketDir(t)
+	dir := hangwatch.SocketDir(t)
 	config := filepath.Join(dir, "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nrepair:\n  enabled: false\n  fence: true\n"+
 		"  fenceDryRun: %t\n  kubeletRootDir: %s\n", dryRun, filepath.Join(n.K.Dir, "root"))
@@ -147,7 +148,7 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.D = harness.StartRepairing(t, endpoint, harness.NodeArgs(kc, n.K.Node, "--config", config)...)
+	n.D = hangwatch.StartRepairing(t, endpoint, hangwatch.NodeArgs(kc, n.K.Node, "--config", config)...)
 	fc.Nodes[n.K.Node] = n
 	return n.K.Node
 }
@@ -157,13 +158,13 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 func FencePolicy(t *testing.T, change func(p map[string]any)) string {
 	t.Helper()
 	var p map[string]any
-	harness.ReadYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), &p)
+	hangwatch.ReadYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), &p)
 	p["fence"].(map[string]any)["enabled"] = true
 	if change != nil {
 		change(p)
 	}
 	path := filepath.Join(t.TempDir(), "remedy.yaml")
-	harness.WriteYAML(t, path, p)
+	hangwatch.WriteYAML(t, path, p)
 	return path
 }
 
@@ -294,7 +295,7 @@ func PodRunning(p corev1.Pod) bool {
 
 // ConditionIs tells whether node's condType has status.
 func (fc *FenceCluster) ConditionIs(t *testing.T, node, condType string, status corev1.ConditionStatus) func() bool {
-	return func() bool { c := harness.NodeCond(t, fc.CP, node, condType); return c != nil && c.Status == status }
+	return func() bool { c := hangwatch.NodeCond(t, fc.CP, node, condType); return c != nil && c.Status == status }
 }
 
 // Attested tells whether node carries an attestation.

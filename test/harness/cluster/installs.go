@@ -17,6 +17,7 @@ import (
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // ShippedImage is the image every shipped manifest and the chart name
@@ -64,8 +65,8 @@ type Installs struct {
 	// daemon and remedy are hangwatch's processes when How is
 	// "binaries": the same cluster, hangwatch run as the other e2e tests
 	// run it, for comparison.
-	daemon *harness.Daemon
-	remedy *harness.Remedy
+	daemon *hangwatch.Daemon
+	remedy *hangwatch.Remedy
 	// scrapeToken is the PodMonitor's ServiceAccount's token, for the
 	// agent's /metrics on 9765.
 	scrapeToken string
@@ -83,11 +84,11 @@ func StartInstalls(t *testing.T, how string) *Installs {
 	harness.StartControllerManagerT(t, in.CP, installsControllers...)
 	harness.StartSchedulerT(t, in.CP)
 	for _, ns := range []string{"kube-system", "default"} {
-		harness.EnsureDefaultServiceAccount(t, in.CP, ns)
+		hangwatch.EnsureDefaultServiceAccount(t, in.CP, ns)
 	}
 	in.startNodeA(t)
 	in.CB = harness.StartContainerdT(t, 0, 0)
-	in.KB = harness.StartKubeletT(t, in.CP, in.CB, harness.UniqueNode("installs-b"))
+	in.KB = harness.StartKubeletT(t, in.CP, in.CB, hangwatch.UniqueNode("installs-b"))
 	in.B = in.KB.Node
 	in.label(t, in.A, map[string]string{installsRoleLabel: roleWatched, fencing.OptInLabel: fencing.OptInValue})
 	in.label(t, in.B, map[string]string{installsRoleLabel: roleSpare})
@@ -101,7 +102,7 @@ func StartInstalls(t *testing.T, how string) *Installs {
 	})
 	in.Install(t)
 	if how != "binaries" {
-		in.scrapeToken = harness.ApplyScraperIdentity(t, in.CP)
+		in.scrapeToken = hangwatch.ApplyScraperIdentity(t, in.CP)
 	}
 	return in
 }
@@ -112,7 +113,7 @@ func (in *Installs) startNodeA(t *testing.T) {
 	in.C, in.SD = harness.StartContainerdUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	k, err := harness.StartKubeletUnderSystemdWith(ctx, in.CP, in.C, harness.UniqueNode("installs-a"), harness.UnitKubeletOptions{PodCgroups: true, NodeLayout: true})
+	k, err := harness.StartKubeletUnderSystemdWith(ctx, in.CP, in.C, hangwatch.UniqueNode("installs-a"), harness.UnitKubeletOptions{PodCgroups: true, NodeLayout: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,14 +136,14 @@ func (in *Installs) label(t *testing.T, node string, labels map[string]string) {
 // containerds under the shipped name; nothing is pulled.
 func (in *Installs) importImage(t *testing.T) {
 	t.Helper()
-	tar := harness.HangwatchImageTar(t)
+	tar := hangwatch.HangwatchImageTar(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, c := range []*harness.Containerd{in.C, in.CB} {
 		if err := c.ImportImage(ctx, tar); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.TagImage(ctx, harness.StaticPodImage, ShippedImage); err != nil {
+		if err := c.TagImage(ctx, hangwatch.StaticPodImage, ShippedImage); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,7 +191,7 @@ func (in *Installs) WaitRunning(t *testing.T, limit time.Duration) {
 		return true
 	}, harness.Explaining(func() string { return in.CP.KubectlLog("get", "pods", "-n", "kube-system", "-o", "wide") }))
 	for _, c := range []string{"RuntimeHung", "KernelDeadlock", "KubeletUnresponsive", "PLEGUnhealthy", "PodStartStuck"} {
-		if _, _, err := harness.PollNode(t, in.CP, time.Minute, in.A, c, harness.CondIs(corev1.ConditionFalse, "")); err != nil {
+		if _, _, err := hangwatch.PollNode(t, in.CP, time.Minute, in.A, c, hangwatch.CondIs(corev1.ConditionFalse, "")); err != nil {
 			t.Fatalf("%v\n%s", err, in.PodLogs(t))
 		}
 	}
@@ -204,7 +205,7 @@ func (in *Installs) RunningOn(t *testing.T, limit time.Duration, name, node stri
 
 // ConditionIs tells whether A's condType has status.
 func (in *Installs) ConditionIs(t *testing.T, condType string, status corev1.ConditionStatus) func() bool {
-	return func() bool { c := harness.NodeCond(t, in.CP, in.A, condType); return c != nil && c.Status == status }
+	return func() bool { c := hangwatch.NodeCond(t, in.CP, in.A, condType); return c != nil && c.Status == status }
 }
 
 // UninstallAndList removes hangwatch as it was installed, waits until its
@@ -222,7 +223,7 @@ func (in *Installs) UninstallAndList(t *testing.T) (left []string, conditions []
 	if in.How != "helm" { // helm uninstall ran it already, in its post-delete hook
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, harness.RemedyBinary(t), "uninstall", "--kubeconfig", in.CP.AdminKubeconfig, "--timeout", "90s").CombinedOutput()
+		out, err := exec.CommandContext(ctx, hangwatch.RemedyBinary(t), "uninstall", "--kubeconfig", in.CP.AdminKubeconfig, "--timeout", "90s").CombinedOutput()
 		if err != nil {
 			t.Fatalf("hangwatch-remedy uninstall: %v\n%s", err, out)
 		}

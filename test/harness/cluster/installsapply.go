@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // installsPatches are the only changes the installs suite makes to what
@@ -176,8 +177,8 @@ func (in *Installs) startBinaries(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in.daemon = harness.StartRepairing(t, in.C.Endpoint, harness.NodeArgs(kc, in.A, "--config", config)...)
-	in.remedy = harness.StartRemedy(t, harness.RemedyIdentity(t, in.CP), FencePolicy(t, nil), "hangwatch-remedy")
+	in.daemon = hangwatch.StartRepairing(t, in.C.Endpoint, hangwatch.NodeArgs(kc, in.A, "--config", config)...)
+	in.remedy = hangwatch.StartRemedy(t, hangwatch.RemedyIdentity(t, in.CP), FencePolicy(t, nil), "hangwatch-remedy")
 }
 
 // relTo is path relative to dir: kustomize takes no absolute root.

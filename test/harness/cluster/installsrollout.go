@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // RolledImage is the tag the rollout test rolls hangwatch to: the same
@@ -92,7 +93,7 @@ func (in *Installs) WatchCondition(t *testing.T, condType string) *ConditionWatc
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if c := harness.NodeCondition(ctx, in.CP, in.A, condType); c != nil {
+			if c := hangwatch.NodeCondition(ctx, in.CP, in.A, condType); c != nil {
 				w.add(CondSeen{Status: c.Status, Reason: c.Reason, Transition: c.LastTransitionTime.Time, At: time.Now()})
 			}
 			select {

@@ -1,26 +1,28 @@
-package harness
+package hangwatch
 
 import (
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // KubeletNode is a real kubelet on its own containerd, registered with the
 // shared control plane.
 type KubeletNode struct {
-	CP *ControlPlane
-	C  NodeRuntime
-	K  *Kubelet
+	CP *harness.ControlPlane
+	C  harness.NodeRuntime
+	K  *harness.Kubelet
 }
 
 func StartKubeletNode(t *testing.T) KubeletNode {
 	t.Helper()
 	cp := SharedControlPlane(t)
-	c := StartContainerdT(t, 0, 0)
+	c := harness.StartContainerdT(t, 0, 0)
 	start := time.Now()
-	k := StartKubeletT(t, cp, c, UniqueNode("kubelet"))
+	k := harness.StartKubeletT(t, cp, c, UniqueNode("kubelet"))
 	t.Logf("kubelet %s Ready in %v", k.Node, time.Since(start).Round(time.Millisecond))
 	return KubeletNode{CP: cp, C: c, K: k}
 }
@@ -33,7 +35,7 @@ var GetNodesMetrics = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []st
 // (ServiceAccount token with nodes/metrics) and the relist emulation.
 func PLEGDaemon(t *testing.T, n KubeletNode, extra ...string) *Daemon {
 	t.Helper()
-	token := TokenFile(t, n.CP.ServiceAccountToken(t, "hw-pleg-"+n.K.Node, GetNodesMetrics))
+	token := harness.TokenFile(t, n.CP.ServiceAccountToken(t, "hw-pleg-"+n.K.Node, GetNodesMetrics))
 	args := []string{"--kernel=false", "--period", "2s",
 		"--kubelet-metrics-url", n.K.MetricsURL(), "--kubelet-ca-file", n.K.ServingCert, "--kubelet-tls-server-name", n.K.Node,
 		"--kubelet-token-file", token, "--kubelet-metrics-period", "5s", "--pleg-emulation-period", "2s"}

@@ -1,4 +1,4 @@
-package harness
+package hangwatch
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // WriteKmsgAt writes line with the prefix "<prio>".
@@ -62,12 +63,12 @@ func WriteUserLineSkipped(t *testing.T, d *Daemon, src, line string) {
 	t.Helper()
 	series := UserSkipped(src)
 	text, _ := d.Get("/metrics")
-	before := max(MetricValue(text, series), 0)
+	before := max(harness.MetricValue(text, series), 0)
 	WriteKmsgAt(t, 2, line)
-	Eventually(t, 10*time.Second, "the user-facility line read and left out", func() bool {
+	harness.Eventually(t, 10*time.Second, "the user-facility line read and left out", func() bool {
 		text, _ := d.Get("/metrics")
-		return MetricValue(text, series) > before
-	}, UnlessExited(d))
+		return harness.MetricValue(text, series) > before
+	}, harness.UnlessExited(d))
 }
 
 // AllowKmsgWrites lifts the kernel's rate limit on writes to /dev/kmsg for

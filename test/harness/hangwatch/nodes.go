@@ -1,4 +1,4 @@
-package harness
+package hangwatch
 
 import (
 	"context"
@@ -15,23 +15,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 var (
 	sharedCPOnce sync.Once
-	sharedCP     *ControlPlane
+	sharedCP     *harness.ControlPlane
 	sharedCPErr  error
 )
 
 // SharedControlPlane is one etcd and kube-apiserver for the package; each test
 // uses nodes of its own name.
-func SharedControlPlane(t *testing.T) *ControlPlane {
+func SharedControlPlane(t *testing.T) *harness.ControlPlane {
 	t.Helper()
-	RequireRealParts(t)
+	harness.RequireRealParts(t)
 	sharedCPOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		sharedCP, sharedCPErr = StartControlPlane(ctx)
+		sharedCP, sharedCPErr = harness.StartControlPlane(ctx)
 	})
 	if sharedCPErr != nil {
 		t.Fatalf("start control plane: %v", sharedCPErr)
@@ -55,7 +57,7 @@ func UniqueNode(base string) string { return fmt.Sprintf("%s-%d", base, nodeSeq.
 
 // CreateNode registers a Node with the kubelet's conditions and returns
 // the node identity's kubeconfig.
-func CreateNode(t *testing.T, cp *ControlPlane, name string) string {
+func CreateNode(t *testing.T, cp *harness.ControlPlane, name string) string {
 	t.Helper()
 	ctx := context.Background()
 	n, err := cp.Admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
@@ -91,7 +93,7 @@ func NodeArgs(kubeconfig, node string, extra ...string) []string {
 
 // PodStartsArgs point hangwatch at k's Pods API socket and pod log
 // directories, where a node has them under /var/lib/kubelet and /var/log.
-func PodStartsArgs(k *Kubelet, rt RuntimePaths) []string {
+func PodStartsArgs(k *harness.Kubelet, rt harness.RuntimePaths) []string {
 	return []string{"--pods-api-socket", filepath.Join(k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(k.Dir, "logs"),
 		"--containerd-state-dir", rt.StateDir}
 }

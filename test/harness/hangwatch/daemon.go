@@ -1,4 +1,4 @@
-package harness
+package hangwatch
 
 import (
 	"encoding/json"
@@ -10,17 +10,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // Daemon is a `hangwatch run` process started by a test (a Proc) and
 // where it serves.
 type Daemon struct {
-	*Proc
+	*harness.Proc
 	Base string
 	// Log is its log file, which `hangwatch repair` beside it writes too.
 	Log *os.File
 	// Repair is `hangwatch repair` beside it (StartRepairing); nil: none.
-	Repair *Proc
+	Repair *harness.Proc
 	// Secure is its --secure-listen-address and MetricsToken a token that
 	// may read /metrics there: set, Metrics reads it there (the plain port
 	// serves no /metrics then).
@@ -31,7 +33,7 @@ type Daemon struct {
 // waits for its /healthz.
 func StartDaemon(t *testing.T, endpoint string, args ...string) *Daemon {
 	t.Helper()
-	addr := FreeAddr(t)
+	addr := harness.FreeAddr(t)
 	// O_APPEND: `hangwatch repair` (StartRepairing) writes to it too
 	log, err := os.OpenFile(filepath.Join(t.TempDir(), "hangwatch.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
@@ -42,11 +44,11 @@ func StartDaemon(t *testing.T, endpoint string, args ...string) *Daemon {
 	if !slices.Contains(args, "--repair-state-file") { // never the node's own /var/lib/hangwatch
 		all = append(all, "--repair-state-file", filepath.Join(t.TempDir(), "repair-budget.json"))
 	}
-	d := &Daemon{Proc: StartProc(t, "hangwatch", ProcOptions{Log: log}, HangwatchBin, all...), Base: "http://" + addr, Log: log}
-	Eventually(t, 30*time.Second, "/healthz to answer", func() bool {
+	d := &Daemon{Proc: harness.StartProc(t, "hangwatch", harness.ProcOptions{Log: log}, HangwatchBin, all...), Base: "http://" + addr, Log: log}
+	harness.Eventually(t, 30*time.Second, "/healthz to answer", func() bool {
 		_, err := d.Get("/healthz")
 		return err == nil
-	}, UnlessExited(d))
+	}, harness.UnlessExited(d))
 	return d
 }
 
@@ -65,7 +67,7 @@ func (d *Daemon) Stop(t *testing.T) {
 
 // Get asks hangwatch's path; an error unless it answers 200.
 func (d *Daemon) Get(path string) (string, error) {
-	code, body, err := Get(d.Base + path)
+	code, body, err := harness.Get(d.Base + path)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("GET %s: %d: %s", path, code, body)
 	}
@@ -128,12 +130,12 @@ func RepairArgs(t *testing.T, args ...string) []string {
 // started with (RepairArgs) and waits until it has read d's view.
 func LinkRepair(t *testing.T, d *Daemon, endpoint string, args ...string) {
 	t.Helper()
-	c := StartProc(t, "hangwatch repair", ProcOptions{Log: d.Log, LogShownElsewhere: true}, HangwatchBin, append([]string{"repair", "-r", endpoint}, args...)...)
+	c := harness.StartProc(t, "hangwatch repair", harness.ProcOptions{Log: d.Log, LogShownElsewhere: true}, HangwatchBin, append([]string{"repair", "-r", endpoint}, args...)...)
 	d.Repair = c
-	Eventually(t, 30*time.Second, "hangwatch repair to read the agent's view", func() bool {
+	harness.Eventually(t, 30*time.Second, "hangwatch repair to read the agent's view", func() bool {
 		text, err := d.Metrics()
 		return err == nil && strings.Contains(text, "hangwatch_repair_linked 1")
-	}, UnlessExited(d), UnlessExited(c))
+	}, harness.UnlessExited(d), harness.UnlessExited(c))
 	ListensOnNothing(t, c.PID())
 }
 
@@ -143,7 +145,7 @@ func (d *Daemon) Metrics() (string, error) {
 	if d.Secure == "" {
 		return d.Get("/metrics")
 	}
-	code, body, err := Get("https://"+d.Secure+"/metrics", Token(d.MetricsToken), Client(SecureClient))
+	code, body, err := harness.Get("https://"+d.Secure+"/metrics", harness.Token(d.MetricsToken), harness.Client(harness.SecureClient))
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("GET /metrics on the secure port: %d: %s", code, body)
 	}
@@ -205,10 +207,10 @@ func (d *Daemon) ReloadCond(t *testing.T, condType string) ReloadCondition {
 func (d *Daemon) StillFalse(t *testing.T, condType string, within time.Duration) {
 	t.Helper()
 	var reason, msg string
-	Throughout(t, within, condType+" False", func() bool {
+	harness.Throughout(t, within, condType+" False", func() bool {
 		var st string
 		st, reason, msg = d.Condition(t, condType)
 		return st == "False"
-	}, Every(100*time.Millisecond), UnlessExited(d),
-		Explaining(func() string { return reason + ": " + msg }))
+	}, harness.Every(100*time.Millisecond), harness.UnlessExited(d),
+		harness.Explaining(func() string { return reason + ": " + msg }))
 }

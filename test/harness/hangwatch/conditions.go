@@ -1,4 +1,4 @@
-package harness
+package hangwatch
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // kubeletPosted is when the kubelet's conditions were last posted.
@@ -28,7 +30,7 @@ func KubeletConditions() []corev1.NodeCondition {
 // SetNodeCondition writes condType's status on the Node as an
 // administrator's tool would (KEP-5683's maintenance conditions), beside
 // what hangwatch writes.
-func SetNodeCondition(t *testing.T, cp *ControlPlane, node, condType string, status corev1.ConditionStatus) {
+func SetNodeCondition(t *testing.T, cp *harness.ControlPlane, node, condType string, status corev1.ConditionStatus) {
 	t.Helper()
 	ctx := context.Background()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -48,14 +50,14 @@ func SetNodeCondition(t *testing.T, cp *ControlPlane, node, condType string, sta
 	}
 }
 
-func NodeCond(t *testing.T, cp *ControlPlane, node, condType string) *corev1.NodeCondition {
+func NodeCond(t *testing.T, cp *harness.ControlPlane, node, condType string) *corev1.NodeCondition {
 	t.Helper()
 	return NodeCondition(context.Background(), cp, node, condType)
 }
 
 // NodeCondition is node's condType as the API server has it; nil when
 // there is none or the Node cannot be read.
-func NodeCondition(ctx context.Context, cp *ControlPlane, node, condType string) *corev1.NodeCondition {
+func NodeCondition(ctx context.Context, cp *harness.ControlPlane, node, condType string) *corev1.NodeCondition {
 	n, err := cp.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return nil
@@ -70,10 +72,10 @@ func NodeCondition(ctx context.Context, cp *ControlPlane, node, condType string)
 
 // WaitNode polls the Node until ok holds for its condition condType, and
 // returns the condition; it fails t after limit or when d exits first.
-func WaitNode(t *testing.T, cp *ControlPlane, d *Daemon, limit time.Duration, node, condType string,
+func WaitNode(t *testing.T, cp *harness.ControlPlane, d *Daemon, limit time.Duration, node, condType string,
 	ok func(*corev1.NodeCondition) bool) *corev1.NodeCondition {
 	t.Helper()
-	c, _, err := PollNode(t, cp, limit, node, condType, ok, UnlessExited(d))
+	c, _, err := PollNode(t, cp, limit, node, condType, ok, harness.UnlessExited(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +84,12 @@ func WaitNode(t *testing.T, cp *ControlPlane, d *Daemon, limit time.Duration, no
 
 // PollNode is waitNode returning an error instead of failing t, and when
 // the condition was first seen as wanted.
-func PollNode(t *testing.T, cp *ControlPlane, limit time.Duration, node, condType string,
-	ok func(*corev1.NodeCondition) bool, opts ...WaitOption) (*corev1.NodeCondition, time.Time, error) {
+func PollNode(t *testing.T, cp *harness.ControlPlane, limit time.Duration, node, condType string,
+	ok func(*corev1.NodeCondition) bool, opts ...harness.WaitOption) (*corev1.NodeCondition, time.Time, error) {
 	t.Helper()
 	var c *corev1.NodeCondition
 	var seen time.Time
-	_, err := Poll(context.Background(), limit, "Node "+node+" "+condType, func() bool {
+	_, err := harness.Poll(context.Background(), limit, "Node "+node+" "+condType, func() bool {
 		c = NodeCond(t, cp, node, condType)
 		seen = time.Now()
 		return c != nil && ok(c)
@@ -119,7 +121,7 @@ func FindCond(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition 
 	return nil
 }
 
-func NodeReady(t *testing.T, cp *ControlPlane, node string) corev1.NodeCondition {
+func NodeReady(t *testing.T, cp *harness.ControlPlane, node string) corev1.NodeCondition {
 	t.Helper()
 	n, err := cp.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package harness
+package hangwatch
 
 import (
 	"context"
@@ -13,12 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // RemedyIdentity applies the remedy overlay's ServiceAccount, RBAC and
 // admission policy, and returns a kubeconfig that authenticates as that
 // ServiceAccount, so the test runs with the permissions the manifests give.
-func RemedyIdentity(t *testing.T, cp *ControlPlane) string {
+func RemedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
 	t.Helper()
 	if cp != SharedControlPlane(t) { // a control plane of the test's own
 		return ApplyRemedyIdentity(t, cp)
@@ -30,9 +32,9 @@ func RemedyIdentity(t *testing.T, cp *ControlPlane) string {
 	return remedyKubeconfig.path
 }
 
-func ApplyRemedyIdentity(t *testing.T, cp *ControlPlane) string {
+func ApplyRemedyIdentity(t *testing.T, cp *harness.ControlPlane) string {
 	t.Helper()
-	dir := filepath.Join(ModuleRoot(), "manifests", "overlays", "remedy")
+	dir := filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy")
 	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
 		cp.Kubectl(t, "apply", "-f", filepath.Join(dir, f))
 	}
@@ -41,14 +43,14 @@ func ApplyRemedyIdentity(t *testing.T, cp *ControlPlane) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitPolicyEnforced(t, cp, ClientFor(t, kc))
+	WaitPolicyEnforced(t, cp, harness.ClientFor(t, kc))
 	return kc
 }
 
 // WaitPolicyEnforced waits until the API server enforces the admission
 // policy just applied: a label change by the remedy identity on a probe
 // Node is denied.
-func WaitPolicyEnforced(t *testing.T, cp *ControlPlane, cs kubernetes.Interface) {
+func WaitPolicyEnforced(t *testing.T, cp *harness.ControlPlane, cs kubernetes.Interface) {
 	t.Helper()
 	ctx := context.Background()
 	probe := UniqueNode("remedy-policy-probe")
@@ -58,15 +60,15 @@ func WaitPolicyEnforced(t *testing.T, cp *ControlPlane, cs kubernetes.Interface)
 	defer func() { _ = cp.Admin.CoreV1().Nodes().Delete(ctx, probe, metav1.DeleteOptions{}) }()
 	var last error
 	try := 0
-	took := Eventually(t, time.Minute, "the remedy admission policy to be enforced", func() bool {
+	took := harness.Eventually(t, time.Minute, "the remedy admission policy to be enforced", func() bool {
 		try++ // a new value each time: a patch that changes nothing is allowed
 		_, last = cs.CoreV1().Nodes().Patch(ctx, probe, types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{"probe":"%d"}}}`, try), metav1.PatchOptions{})
 		return last != nil && strings.Contains(last.Error(), "hangwatch-remedy may")
-	}, Every(100*time.Millisecond), Explaining(func() string { return fmt.Sprintf("last: %v", last) }))
+	}, harness.Every(100*time.Millisecond), harness.Explaining(func() string { return fmt.Sprintf("last: %v", last) }))
 	t.Logf("the remedy admission policy was enforced %v after it was applied", took.Round(100*time.Millisecond))
 }
 
-func EnsureDefaultServiceAccount(t *testing.T, cp *ControlPlane, ns string) {
+func EnsureDefaultServiceAccount(t *testing.T, cp *harness.ControlPlane, ns string) {
 	t.Helper()
 	_, err := cp.Admin.CoreV1().ServiceAccounts(ns).Create(context.Background(),
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
@@ -79,9 +81,9 @@ func EnsureDefaultServiceAccount(t *testing.T, cp *ControlPlane, ns string) {
 // returns a token of its ServiceAccount (the Secret the manifest also
 // makes is filled by the controller manager's token controller, which
 // this API server has not; a bound token is the same identity).
-func ApplyScraperIdentity(t *testing.T, cp *ControlPlane) string {
+func ApplyScraperIdentity(t *testing.T, cp *harness.ControlPlane) string {
 	t.Helper()
-	cp.Kubectl(t, "apply", "-f", filepath.Join(ModuleRoot(), "manifests", "prometheus", "scraper.yaml"))
-	cp.WaitAuthorized(t, ServiceAccountUser("kube-system", "hangwatch-scraper"), NonResourceGet("/metrics"))
+	cp.Kubectl(t, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "prometheus", "scraper.yaml"))
+	cp.WaitAuthorized(t, harness.ServiceAccountUser("kube-system", "hangwatch-scraper"), harness.NonResourceGet("/metrics"))
 	return cp.Token(t, "kube-system", "hangwatch-scraper", nil)
 }

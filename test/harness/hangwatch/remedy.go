@@ -1,4 +1,4 @@
-package harness
+package hangwatch
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 var (
@@ -34,7 +36,7 @@ func RemedyBinary(t *testing.T) string {
 	remedyOnce.Do(func() {
 		remedyBin = filepath.Join(workDir, "hangwatch-remedy")
 		build := exec.Command("go", "build", "-o", remedyBin, "./cmd/hangwatch-remedy")
-		build.Dir = ModuleRoot()
+		build.Dir = harness.ModuleRoot()
 		if out, err := build.CombinedOutput(); err != nil {
 			remedyErr = fmt.Errorf("build hangwatch-remedy: %w\n%s", err, out)
 		}
@@ -47,7 +49,7 @@ func RemedyBinary(t *testing.T) string {
 
 // Remedy is one hangwatch-remedy replica (a Proc) and its /metrics.
 type Remedy struct {
-	*Proc
+	*harness.Proc
 	Metrics string
 }
 
@@ -55,8 +57,8 @@ type Remedy struct {
 // "hangwatch-remedy" is one the manifests' Role lets it take.
 func StartRemedy(t *testing.T, kubeconfig, policy, lease string) *Remedy {
 	t.Helper()
-	addr := FreeAddr(t)
-	p := StartProc(t, "hangwatch-remedy", ProcOptions{Grace: time.Minute}, RemedyBinary(t), "run", "--kubeconfig", kubeconfig,
+	addr := harness.FreeAddr(t)
+	p := harness.StartProc(t, "hangwatch-remedy", harness.ProcOptions{Grace: time.Minute}, RemedyBinary(t), "run", "--kubeconfig", kubeconfig,
 		"--config", policy, "--listen-address", addr, "--namespace", "kube-system", "--leader-elect-lease-name", lease,
 		"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms", "-v", "2")
 	return &Remedy{Proc: p, Metrics: "http://" + addr + "/metrics"}
@@ -64,11 +66,11 @@ func StartRemedy(t *testing.T, kubeconfig, policy, lease string) *Remedy {
 
 // Metric reads one series of the replica's /metrics; -1 when absent.
 func (p *Remedy) Metric(series string) float64 {
-	_, body, err := Get(p.Metrics)
+	_, body, err := harness.Get(p.Metrics)
 	if err != nil {
 		return -1
 	}
-	return MetricValue(body, series)
+	return harness.MetricValue(body, series)
 }
 
 // WriteCondition writes condType on the Node name as its writer manager

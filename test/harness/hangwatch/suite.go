@@ -1,4 +1,4 @@
-package harness
+package hangwatch
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // The suites are packages: test/integration holds the correctness tests
@@ -49,7 +51,7 @@ var (
 	workDir string
 	// suite is the running package's options.
 	suite         SuiteOptions
-	sharedRuntime = Shared{Pods: SharedPods, PerPod: SharedPerPod}
+	sharedRuntime = harness.Shared{Pods: SharedPods, PerPod: SharedPerPod}
 )
 
 // Pods and containers in the shared containerd: 10 pods of 2 containers.
@@ -66,7 +68,7 @@ const (
 
 // Main runs a suite package's tests, for its TestMain:
 //
-//	func TestMain(m *testing.M) { os.Exit(harness.Main(m, harness.SuiteOptions{...})) }
+//	func TestMain(m *testing.M) { os.Exit(hangwatch.Main(m, hangwatch.SuiteOptions{...})) }
 //
 // It builds hangwatch and test/unitmain once for the package, runs the
 // tests, then stops and removes what they shared: the containerd, the
@@ -86,7 +88,7 @@ func Main(m *testing.M, o SuiteOptions) int {
 	}
 	defer os.RemoveAll(workDir)
 	HangwatchBin = filepath.Join(workDir, "hangwatch")
-	if err := goBuild(HangwatchBin, "./cmd/hangwatch", "-tags", BuildTags); err != nil {
+	if err := goBuild(HangwatchBin, "./cmd/hangwatch", "-tags", harness.BuildTags); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -104,7 +106,7 @@ func Main(m *testing.M, o SuiteOptions) int {
 		// /dev/kmsg, and raise KernelDeadlock on other tests' nodes. The
 		// tests that want the kernel's own line (the e2e suite) set the
 		// timeout themselves.
-		if restore, err := SetHungTaskTimeout(quietHungTaskTimeout); err == nil {
+		if restore, err := harness.SetHungTaskTimeout(quietHungTaskTimeout); err == nil {
 			defer restore()
 		} else {
 			fmt.Fprintf(os.Stderr, "the kernel's hung-task timeout left as it is: %v\n", err)
@@ -117,7 +119,7 @@ func Main(m *testing.M, o SuiteOptions) int {
 func goBuild(out, pkg string, flags ...string) error {
 	args := append(append([]string{"build"}, flags...), "-o", out, pkg)
 	build := exec.Command("go", args...)
-	build.Dir = ModuleRoot()
+	build.Dir = harness.ModuleRoot()
 	if msg, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build %s: %w\n%s", pkg, err, msg)
 	}
@@ -128,10 +130,10 @@ func goBuild(out, pkg string, flags ...string) error {
 // package; tests that freeze it thaw it before they end. In a suite of
 // lanes (SuiteOptions.Lanes) one test uses it at a time
 // (LaneSharedContainerd).
-func SharedContainerd(t *testing.T) *Containerd {
+func SharedContainerd(t *testing.T) *harness.Containerd {
 	t.Helper()
 	if suite.Lanes {
-		RequireLane(t, LaneSharedContainerd)
+		harness.RequireLane(t, harness.LaneSharedContainerd)
 	}
 	return sharedRuntime.Get(t)
 }
@@ -139,9 +141,9 @@ func SharedContainerd(t *testing.T) *Containerd {
 // OwnContainerd is a containerd of the test's own with the shared one's 20
 // running containers: for a test that freezes its runtime for long
 // while the others run beside it.
-func OwnContainerd(t *testing.T) *Containerd {
+func OwnContainerd(t *testing.T) *harness.Containerd {
 	t.Helper()
-	return StartContainerdT(t, SharedPods, SharedPerPod)
+	return harness.StartContainerdT(t, SharedPods, SharedPerPod)
 }
 
 // SocketDir is a temp dir short enough for sockets (sun_path's 108

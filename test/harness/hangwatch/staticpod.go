@@ -1,4 +1,4 @@
-package harness
+package hangwatch
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/nodestatus"
 	"github.com/hangwatch/hangwatch/test/criproxy"
+	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -40,7 +41,7 @@ func HangwatchImageTar(t *testing.T) string {
 	hangwatchImage.once.Do(func() {
 		hangwatchImage.tar = filepath.Join(workDir, "hangwatch-image.tar") // TestMain removes it
 		cmd := exec.Command("bash", "hack/image.sh", "--ref", StaticPodImage, "--out", hangwatchImage.tar)
-		cmd.Dir = ModuleRoot()
+		cmd.Dir = harness.ModuleRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			hangwatchImage.err = fmt.Errorf("hack/image.sh: %w\n%s", err, out)
 		}
@@ -65,7 +66,7 @@ type StaticPodNode struct {
 // (9765 on the host network) as the PodMonitor does.
 func (n StaticPodNode) HangwatchMetrics(t *testing.T) string {
 	t.Helper()
-	code, body := MustGet(t, "https://127.0.0.1:9765/metrics", Token(n.ScrapeToken), Client(SecureClient))
+	code, body := harness.MustGet(t, "https://127.0.0.1:9765/metrics", harness.Token(n.ScrapeToken), harness.Client(harness.SecureClient))
 	if code != http.StatusOK {
 		t.Fatalf("GET /metrics on the secure port as the PodMonitor's ServiceAccount: %d %s", code, body)
 	}
@@ -85,24 +86,24 @@ func (n StaticPodNode) HangwatchMetrics(t *testing.T) string {
 // real node.
 func StartStaticPodNode(t *testing.T) StaticPodNode {
 	t.Helper()
-	RequireRealParts(t)
-	cp := StartControlPlaneT(t)
-	StartControllerManagerT(t, cp)
+	harness.RequireRealParts(t)
+	cp := harness.StartControlPlaneT(t)
+	harness.StartControllerManagerT(t, cp)
 	EnsureDefaultServiceAccount(t, cp, "kube-system")
-	c := StartNodeRuntimeT(t)
+	c := harness.StartNodeRuntimeT(t)
 	proxy, err := criproxy.Start(filepath.Join(c.Where().Dir, "kubelet-cri-proxy.sock"), c.Where().Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	n := KubeletNode{CP: cp, C: c, K: StartKubeletViaT(t, cp, c, proxy.Endpoint, UniqueNode("static"))}
+	n := KubeletNode{CP: cp, C: c, K: harness.StartKubeletViaT(t, cp, c, proxy.Endpoint, UniqueNode("static"))}
 	image := HangwatchImageTar(t) // built once, before the import's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := n.C.ImportImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}
-	n.CP.Kubectl(t, "apply", "-k", filepath.Join(ModuleRoot(), "manifests", "overlays", "static-pod"))
+	n.CP.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	configDir := t.TempDir()
 	WriteStaticPodConfig(t, configDir, n.K)
 	WriteStaticPod(t, n, configDir)
@@ -121,7 +122,7 @@ func (n StaticPodNode) WaitHealthy(t *testing.T) {
 	}
 	t.Logf("static pod hangwatch wrote its conditions False %v after the manifest", time.Since(started).Round(time.Millisecond))
 	n.AssertNotShared(t)
-	for _, e := range NodeEvents(t, n.CP, n.K.Node) {
+	for _, e := range harness.NodeEvents(t, n.CP, n.K.Node) {
 		if e.Source.Component == "hangwatch" && e.Type == corev1.EventTypeWarning {
 			t.Errorf("a healthy node starting got a Warning from hangwatch: %s %s", e.Reason, e.Message)
 		}
@@ -148,10 +149,10 @@ func (n StaticPodNode) AssertNotShared(t *testing.T) {
 	}
 }
 
-func WriteStaticPodConfig(t *testing.T, dir string, k *Kubelet) {
+func WriteStaticPodConfig(t *testing.T, dir string, k *harness.Kubelet) {
 	t.Helper()
 	var cfg map[string]any
-	ReadYAML(t, filepath.Join(ModuleRoot(), "manifests", "static-pod", "config.yaml"), &cfg)
+	ReadYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "static-pod", "config.yaml"), &cfg)
 	cfg["kubelet"].(map[string]any)["metricsURL"] = k.MetricsURL()
 	cfg["kubelet"].(map[string]any)["healthzURL"] = k.HealthzURL() // the harness kubelet's is on a free port, not 10248
 	// The shipped config verifies the kubelet's self-signed serving
@@ -182,7 +183,7 @@ func WriteStaticPodConfig(t *testing.T, dir string, k *Kubelet) {
 func WriteStaticPod(t *testing.T, n KubeletNode, configDir string) {
 	t.Helper()
 	var pod corev1.Pod
-	ReadYAML(t, filepath.Join(ModuleRoot(), "manifests", "static-pod", "hangwatch.yaml"), &pod)
+	ReadYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "static-pod", "hangwatch.yaml"), &pod)
 	kubeconfig, err := n.CP.NodeKubeconfig(n.K.Node)
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +251,7 @@ func WriteYAML(t *testing.T, path string, v any) {
 // with what the static pod is doing.
 func (n StaticPodNode) WaitNodeCond(t *testing.T, limit time.Duration, condType string, ok func(*corev1.NodeCondition) bool) time.Time {
 	t.Helper()
-	_, seen, err := PollNode(t, n.CP, limit, n.K.Node, condType, ok, Every(100*time.Millisecond))
+	_, seen, err := PollNode(t, n.CP, limit, n.K.Node, condType, ok, harness.Every(100*time.Millisecond))
 	if err != nil {
 		t.Fatalf("%v: %+v\n%s", err, NodeCond(t, n.CP, n.K.Node, condType), n.Diagnose(t))
 	}
@@ -291,8 +292,8 @@ func (n StaticPodNode) Diagnose(t *testing.T) string {
 func (n StaticPodNode) SkipWhenPLEGGaugeUntrusted(t *testing.T) {
 	t.Helper()
 	text := n.HangwatchMetrics(t)
-	age := SeriesOf(text, "hangwatch_pleg_last_seen_age_seconds")["hangwatch_pleg_last_seen_age_seconds"]
-	scraped := SeriesOf(text, "hangwatch_kubelet_metrics_scrapes_total")[`hangwatch_kubelet_metrics_scrapes_total{result="ok"}`]
+	age := harness.SeriesOf(text, "hangwatch_pleg_last_seen_age_seconds")["hangwatch_pleg_last_seen_age_seconds"]
+	scraped := harness.SeriesOf(text, "hangwatch_kubelet_metrics_scrapes_total")[`hangwatch_kubelet_metrics_scrapes_total{result="ok"}`]
 	if !math.IsNaN(age) || scraped == 0 {
 		return
 	}
@@ -317,7 +318,7 @@ func (n StaticPodNode) Victim(t *testing.T) (sandbox, container string) {
 	if err := n.K.StaticPod("victim"); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(t, time.Minute, "the victim static pod to run", func() bool {
+	harness.Eventually(t, time.Minute, "the victim static pod to run", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		list, err := n.C.Runtime().ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
@@ -328,7 +329,7 @@ func (n StaticPodNode) Victim(t *testing.T) (sandbox, container string) {
 			return true
 		}
 		return false
-	}, Every(200*time.Millisecond))
+	}, harness.Every(200*time.Millisecond))
 	return sandbox, container
 }
 
@@ -343,14 +344,14 @@ func (n StaticPodNode) StopContainer(t *testing.T, id string) {
 	}
 }
 
-func (n StaticPodNode) FootprintSample(t *testing.T, pid int) Footprint {
+func (n StaticPodNode) FootprintSample(t *testing.T, pid int) harness.Footprint {
 	t.Helper()
 	hw := n.HangwatchMetrics(t)
-	_, kl := MustGet(t, n.K.ReadOnlyMetricsURL())
-	cpu, mem := ReadFootprint(t, pid)
-	return Footprint{At: time.Now(), Cpu: cpu, Rss: mem,
-		HangwatchCalls: SumSeries(hw, "hangwatch_cri_probes_total") + 2*SumSeries(hw, "hangwatch_pleg_emulated_relists_total"),
-		KubeletCalls:   SumSeries(kl, "kubelet_runtime_operations_total"), HangwatchText: hw}
+	_, kl := harness.MustGet(t, n.K.ReadOnlyMetricsURL())
+	cpu, mem := harness.ReadFootprint(t, pid)
+	return harness.Footprint{At: time.Now(), Cpu: cpu, Rss: mem,
+		HangwatchCalls: harness.SumSeries(hw, "hangwatch_cri_probes_total") + 2*harness.SumSeries(hw, "hangwatch_pleg_emulated_relists_total"),
+		KubeletCalls:   harness.SumSeries(kl, "kubelet_runtime_operations_total"), HangwatchText: hw}
 }
 
 // CountRunningContainers counts the containers containerd runs, -1 when
