@@ -78,7 +78,7 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 func (cp *ControlPlane) startEtcd(ctx context.Context) (string, error) {
 	// Two distinct ports: two FreePort calls in a row may return the same
 	// one, and etcd then fails to bind its second listener (seen in a run).
-	ports, err := freePorts(2)
+	ports, err := FreePorts(2)
 	if err != nil {
 		return "", err
 	}

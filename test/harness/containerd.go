@@ -321,3 +321,8 @@ func (c *Containerd) TagImage(ctx context.Context, src, dst string) error {
 func (c *Containerd) ctr(ctx context.Context, args ...string) ([]byte, error) {
 	return exec.CommandContext(ctx, c.Bin.path("ctr"), append([]string{"--address", c.Socket, "-n", "k8s.io"}, args...)...).CombinedOutput()
 }
+
+// Where is containerd's RuntimePaths.
+func (c *Containerd) Where() RuntimePaths {
+	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/containerd", StateDir: filepath.Join(c.Dir, "state")}
+}

@@ -174,3 +174,8 @@ func buildRuncWrapper(dir, runc string) (string, error) {
 	}
 	return out, nil
 }
+
+// Where is CRI-O's RuntimePaths.
+func (c *CRIO) Where() RuntimePaths {
+	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/crio"}
+}

@@ -145,7 +145,7 @@ func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, e
 			return nil, err
 		}
 	}
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func (k *Kubelet) RootDir() string { return filepath.Join(k.Dir, "root") }
 // waitStarted waits until the kubelet's /healthz answers and the Node is
 // Ready.
 func (k *Kubelet) waitStarted(ctx context.Context, cp *ControlPlane) error {
-	if err := waitHTTPUntil(ctx, "kubelet", k.alive, http.DefaultClient, k.HealthzURL()); err != nil {
+	if err := WaitHTTPUntil(ctx, "kubelet", k.alive, http.DefaultClient, k.HealthzURL()); err != nil {
 		return err
 	}
 	return k.waitReady(ctx, cp)
@@ -200,7 +200,7 @@ func (k *Kubelet) alive() bool {
 		return k.proc.Alive()
 	}
 	select {
-	case <-k.sd.proc.exited:
+	case <-k.sd.Exited():
 		return false
 	default:
 	}

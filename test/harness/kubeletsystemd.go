@@ -198,7 +198,7 @@ func kubeletUnit(bin string, args []string, logPath string) (string, error) {
 // from the host detaches it there.
 func (k *Kubelet) stopUnit() {
 	select {
-	case <-k.sd.proc.exited:
+	case <-k.sd.Exited():
 		return
 	default:
 	}

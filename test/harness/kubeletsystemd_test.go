@@ -62,7 +62,7 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 		running := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
 		return p.Status.Phase == corev1.PodRunning && running
 	}, Every(200*time.Millisecond), Explaining(func() string { return last }))
-	containers := runningContainers(ctx, t, c)
+	containers := RunningContainers(ctx, t, c.Runtime())
 	if len(containers) != 1 {
 		t.Fatalf("running containers %v, want the static pod's one", containers)
 	}
@@ -78,7 +78,7 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k.Thaw() })
-	if err := waitStopped(ctx, pid0, true); err != nil {
+	if err := WaitStopped(ctx, pid0, true); err != nil {
 		t.Fatal(err)
 	}
 	asked := time.Now()
@@ -133,11 +133,11 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 
 	Eventually(t, 2*time.Minute, "node Ready", func() bool { ready, msg := k.Ready(ctx, cp); last = msg; return ready },
 		Every(200*time.Millisecond), Explaining(func() string { return last }))
-	if after := runningContainers(ctx, t, c); !slices.Equal(after, containers) {
+	if after := RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, containers) {
 		t.Errorf("running containers after the restart %v, want %v", after, containers)
 	}
 
-	checkFreezeThaw(ctx, t, pid1, k.Freeze, k.Thaw) // they follow the new main process
+	CheckFreezeThaw(ctx, t, pid1, k.Freeze, k.Thaw) // they follow the new main process
 
 	// Stop stops the unit, not systemd, and removes the kubelet's dir.
 	k.Stop()
@@ -180,7 +180,7 @@ func checkKubeletAsOnANode(t *testing.T, k *Kubelet, c *Containerd, sd *Systemd,
 		}
 	}
 	kubelet, test := procCgroups(t, pid), procCgroups(t, os.Getpid())
-	if got := kubelet["name=systemd"]; got != "" && !strings.HasSuffix(got, "/"+sd.cgroup+"/system.slice/"+KubeletUnit) {
+	if got := kubelet["name=systemd"]; got != "" && !strings.HasSuffix(got, "/"+sd.CgroupRoot()+"/system.slice/"+KubeletUnit) {
 		t.Errorf("kubelet in name=systemd cgroup %s", got)
 	}
 	for h, cg := range test {

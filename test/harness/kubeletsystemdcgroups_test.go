@@ -113,7 +113,7 @@ func TestKubeletWithTheSystemdCgroupDriver(t *testing.T) {
 	}
 	for _, pid := range pids {
 		cg := procCgroups(t, pid)["freezer"] // as the host sees it
-		if want := "/" + sd.cgroup + "/" + slice + "/"; !strings.HasPrefix(cg, want) {
+		if want := "/" + sd.CgroupRoot() + "/" + slice + "/"; !strings.HasPrefix(cg, want) {
 			t.Errorf("pod process %d in freezer cgroup %s, want under %s", pid, cg, want)
 		}
 	}
@@ -126,7 +126,7 @@ func TestKubeletWithTheSystemdCgroupDriver(t *testing.T) {
 		if h == "" {
 			dir = "unified"
 		}
-		if _, err := os.Stat(filepath.Join(cgroupFS, dir, cg, sd.cgroup)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(cgroupFS, dir, cg, sd.CgroupRoot())); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("systemd's cgroup in %s left after its Stop: %v", dir, err)
 		}
 	}

@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,16 +30,6 @@ type RuntimePaths struct {
 	NodeSocketDir         string
 	// StateDir is containerd's state directory; empty for CRI-O.
 	StateDir string
-}
-
-// Where is containerd's RuntimePaths.
-func (c *Containerd) Where() RuntimePaths {
-	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/containerd", StateDir: filepath.Join(c.Dir, "state")}
-}
-
-// Where is CRI-O's RuntimePaths.
-func (c *CRIO) Where() RuntimePaths {
-	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/crio"}
 }
 
 // E2ERuntime is the runtime the end-to-end node tests run on:

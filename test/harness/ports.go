@@ -73,8 +73,8 @@ func kernelPort() (int, error) {
 	return addr.Port, nil
 }
 
-// freePorts returns n distinct free loopback ports.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct free loopback ports.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	seen := map[int]bool{}
 	for len(ports) < n {

@@ -316,3 +316,10 @@ func (s *Systemd) Stop() {
 		_ = os.RemoveAll(s.Dir)
 	})
 }
+
+// Exited is closed once systemd (PID 1 of its namespaces) has exited.
+func (s *Systemd) Exited() <-chan struct{} { return s.proc.Exited() }
+
+// CgroupRoot is the name of systemd's cgroup root, below the test's own
+// cgroups in each hierarchy.
+func (s *Systemd) CgroupRoot() string { return s.cgroup }

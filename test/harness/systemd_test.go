@@ -159,7 +159,7 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 	if _, err := c.CreatePods(ctx, 1, 2); err != nil {
 		t.Fatalf("create pods: %v\n%s", err, c.logTail())
 	}
-	before := runningContainers(ctx, t, c)
+	before := RunningContainers(ctx, t, c.Runtime())
 	if len(before) != 2 {
 		t.Fatalf("running containers %v, want 2", before)
 	}
@@ -205,11 +205,11 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 			t.Errorf("shim %d gone after the restart", p)
 		}
 	}
-	if after := runningContainers(ctx, t, c); !slices.Equal(after, before) {
+	if after := RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, before) {
 		t.Errorf("running containers after the restart %v, want %v", after, before)
 	}
 
-	checkFreezeThaw(ctx, t, pid, c.Freeze, c.Thaw) // they follow the new main process
+	CheckFreezeThaw(ctx, t, pid, c.Freeze, c.Thaw) // they follow the new main process
 
 	// A frozen containerd restarts through D-Bus on Socket, as a repair
 	// would restart it (systemd follows its SIGTERM with a SIGCONT).
@@ -243,7 +243,7 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("frozen containerd %d restarted through D-Bus as %d, CRI ready in %v", pid, restarted, time.Since(restart).Round(time.Millisecond))
-	if after := runningContainers(ctx, t, c); !slices.Equal(after, before) {
+	if after := RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, before) {
 		t.Errorf("running containers after the D-Bus restart %v, want %v", after, before)
 	}
 
@@ -258,7 +258,7 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 	if err := c.StartRuntime(ctx, bin); err != nil {
 		t.Fatal(err)
 	}
-	if after := runningContainers(ctx, t, c); !slices.Equal(after, before) {
+	if after := RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, before) {
 		t.Errorf("running containers after StopRuntime and StartRuntime %v, want %v", after, before)
 	}
 
@@ -272,23 +272,6 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 			t.Errorf("dir %s left: %v", d, err)
 		}
 	}
-}
-
-// runningContainers are the IDs of the running containers, sorted.
-func runningContainers(ctx context.Context, t *testing.T, c *Containerd) []string {
-	t.Helper()
-	resp, err := c.Runtime().ListContainers(ctx, &runtimeapi.ListContainersRequest{})
-	if err != nil {
-		t.Fatalf("ListContainers: %v", err)
-	}
-	var ids []string
-	for _, ctr := range resp.Containers {
-		if ctr.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			ids = append(ids, ctr.Id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // processesNamed are the processes below systemd whose command (comm,
@@ -340,17 +323,6 @@ func startTime(pid int) (string, bool) {
 	return f[19], true
 }
 
-// waitStopped polls until pid is stopped (state T), or is not, as a
-// signal takes effect when the process is next scheduled.
-func waitStopped(ctx context.Context, pid int, stopped bool) error {
-	var state byte
-	_, err := Poll(ctx, 10*time.Second, fmt.Sprintf("process %d stopped %v", pid, stopped), func() bool {
-		state, _ = ProcState(pid)
-		return (state == 'T') == stopped
-	}, Every(10*time.Millisecond), Explaining(func() string { return fmt.Sprintf("in state %q", state) }))
-	return err
-}
-
 // cgroupFSState is the host's /sys/fs/cgroup: its entries and its file
 // system's options (systemd remounts the tmpfs it finds there).
 func cgroupFSState(t *testing.T) string {
@@ -371,22 +343,4 @@ func cgroupFSState(t *testing.T) string {
 		}
 	}
 	return strings.Join(names, ",") + " [" + opts + "]"
-}
-
-// checkFreezeThaw freezes and thaws through the harness's methods and
-// checks that process pid stopped and went on.
-func checkFreezeThaw(ctx context.Context, t *testing.T, pid int, freeze, thaw func() error) {
-	t.Helper()
-	if err := freeze(); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitStopped(ctx, pid, true); err != nil {
-		t.Error(err)
-	}
-	if err := thaw(); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitStopped(ctx, pid, false); err != nil {
-		t.Error(err)
-	}
 }

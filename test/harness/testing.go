@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"os"
-	"sync"
 	"testing"
 	"time"
 )
@@ -32,106 +31,6 @@ func RequireSystemd(t testing.TB) {
 			t.Fatalf("systemd tests need systemd and util-linux (hack/lib.sh installs them): %v", err)
 		}
 		t.Skipf("systemd tests need systemd and util-linux: %v", err)
-	}
-}
-
-// StartContainerdUnderSystemdT starts containerd (ContainerdBinaries) as a
-// unit of its own systemd with pods, and stops both when t ends.
-func StartContainerdUnderSystemdT(t testing.TB, pods, perPod int) (*Containerd, *Systemd) {
-	t.Helper()
-	RequireSystemd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin, err := ContainerdBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, sd, err := StartContainerdUnderSystemd(ctx, bin)
-	if err != nil {
-		t.Fatalf("start containerd under systemd: %v", err)
-	}
-	t.Cleanup(c.Stop)
-	if _, err := c.CreatePods(ctx, pods, perPod); err != nil {
-		t.Fatalf("create pods: %v\n%s", err, c.logTail())
-	}
-	return c, sd
-}
-
-// StartSystemdDriverNodeT starts, for node, containerd with runc's systemd
-// cgroup driver under a systemd with cgroups of its own and a kubelet as
-// its unit with pod cgroups and cgroupDriver systemd, as most production
-// nodes run them (StartKubeletUnderSystemdWith), and stops them when t
-// ends.
-func StartSystemdDriverNodeT(t testing.TB, cp *ControlPlane, node string) (*Containerd, *Kubelet) {
-	t.Helper()
-	RequireSystemd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin, err := ContainerdBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := StartContainerdUnderSystemdWith(ctx, bin, true)
-	if err != nil {
-		t.Fatalf("start containerd with the systemd cgroup driver under systemd: %v", err)
-	}
-	t.Cleanup(c.Stop)
-	k, err := StartKubeletUnderSystemdWith(ctx, cp, c, node, UnitKubeletOptions{PodCgroups: true, CgroupDriver: "systemd"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Stop)
-	return c, k
-}
-
-// StartContainerdT starts containerd with pods and stops it when t ends.
-func StartContainerdT(t testing.TB, pods, perPod int) *Containerd {
-	t.Helper()
-	RequireRealParts(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c, err := StartContainerd(ctx)
-	if err != nil {
-		t.Fatalf("start containerd: %v", err)
-	}
-	t.Cleanup(c.Stop)
-	if _, err := c.CreatePods(ctx, pods, perPod); err != nil {
-		t.Fatalf("create pods: %v\n%s", err, c.logTail())
-	}
-	return c
-}
-
-// Shared is one containerd with Pods pods of PerPod containers, started on
-// first use and kept for the whole test binary; call Stop from TestMain.
-type Shared struct {
-	Pods, PerPod int
-	once         sync.Once
-	c            *Containerd
-	err          error
-}
-
-// Get starts the shared containerd once and returns it.
-func (s *Shared) Get(t testing.TB) *Containerd {
-	t.Helper()
-	RequireRealParts(t)
-	s.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-		defer cancel()
-		s.c, s.err = StartContainerd(ctx)
-		if s.err == nil {
-			_, s.err = s.c.CreatePods(ctx, s.Pods, s.PerPod)
-		}
-	})
-	if s.err != nil {
-		t.Fatalf("start containerd with %d pods of %d containers: %v", s.Pods, s.PerPod, s.err)
-	}
-	return s.c
-}
-
-// Stop stops the shared containerd if it was started.
-func (s *Shared) Stop() {
-	if s.c != nil {
-		s.c.Stop()
 	}
 }
 
@@ -178,27 +77,6 @@ func StartInBackground[T any](t testing.TB, what string, limit time.Duration, st
 		}
 		return part
 	}
-}
-
-// StartKubeletT starts a kubelet for node against c and cp, and stops it
-// when t ends.
-func StartKubeletT(t testing.TB, cp *ControlPlane, c NodeRuntime, node string) *Kubelet {
-	t.Helper()
-	return StartKubeletViaT(t, cp, c, c.Where().Endpoint, node)
-}
-
-// StartKubeletViaT starts a kubelet whose CRI endpoint is runtimeEndpoint
-// and stops it when t ends.
-func StartKubeletViaT(t testing.TB, cp *ControlPlane, c NodeRuntime, runtimeEndpoint, node string) *Kubelet {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	k, err := StartKubeletVia(ctx, cp, c, runtimeEndpoint, node)
-	if err != nil {
-		t.Fatalf("start kubelet: %v", err)
-	}
-	t.Cleanup(k.Stop)
-	return k
 }
 
 // StartControllerManagerT starts the node lifecycle controller, and the

@@ -15,12 +15,12 @@ import (
 // waitHTTP polls url until it answers 200, the process exits or ctx ends
 // (at most two minutes).
 func waitHTTP(ctx context.Context, p *Process, client *http.Client, url string) error {
-	return waitHTTPUntil(ctx, p.name, p.Alive, client, url)
+	return WaitHTTPUntil(ctx, p.name, p.Alive, client, url)
 }
 
-// waitHTTPUntil polls url until it answers 200, alive says name has exited
+// WaitHTTPUntil polls url until it answers 200, alive says name has exited
 // or ctx ends (at most two minutes).
-func waitHTTPUntil(ctx context.Context, name string, alive func() bool, client *http.Client, url string) error {
+func WaitHTTPUntil(ctx context.Context, name string, alive func() bool, client *http.Client, url string) error {
 	last, gone := "", false
 	_, err := Poll(ctx, 2*time.Minute, name+" to answer at "+url, func() bool {
 		var ok bool
