@@ -22,16 +22,6 @@ type NodeRuntime interface {
 	String() string
 }
 
-// RuntimePaths are where a harness runtime keeps its state and socket,
-// and the directory a node has its socket in (/run/containerd, /run/crio),
-// which a pod mounts to reach it.
-type RuntimePaths struct {
-	Dir, Socket, Endpoint string
-	NodeSocketDir         string
-	// StateDir is containerd's state directory; empty for CRI-O.
-	StateDir string
-}
-
 // E2ERuntime is the runtime the end-to-end node tests run on:
 // $HANGWATCH_E2E_RUNTIME, "containerd" (the default) or "crio" (a row of
 // hack/e2e.sh's matrix).

@@ -103,3 +103,13 @@ func SignalPID(what string, pid int, sig syscall.Signal) error {
 	}
 	return nil
 }
+
+// RuntimePaths are where a harness runtime keeps its state and socket,
+// and the directory a node has its socket in (/run/containerd, /run/crio),
+// which a pod mounts to reach it.
+type RuntimePaths struct {
+	Dir, Socket, Endpoint string
+	NodeSocketDir         string
+	// StateDir is containerd's state directory; empty for CRI-O.
+	StateDir string
+}
