@@ -16,6 +16,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -35,7 +36,7 @@ func TestAPIRequestBudget(t *testing.T) {
 	// every node identity may read its kubelet's /metrics, as installed
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
 	c := harness.StartContainerdT(t, 0, 0)
-	k := harness.StartKubeletT(t, cp, c, hangwatch.UniqueNode("hw-budget-kubelet"))
+	k := kubelet.StartT(t, cp, c, hangwatch.UniqueNode("hw-budget-kubelet"))
 	b := &budgetRun{t: t, cp: cp, c: c, scraper: hangwatch.ApplyScraperIdentity(t, cp)}
 	realNode := b.startRealNode(k)
 	for i := 1; i < 20; i++ {
@@ -99,7 +100,7 @@ type budgetRun struct {
 
 // startRealNode runs hangwatch beside the real kubelet k as the static pod
 // does: the kubelet's credential, its metrics and its /healthz.
-func (b *budgetRun) startRealNode(k *harness.Kubelet) *budgetNode {
+func (b *budgetRun) startRealNode(k *kubelet.Kubelet) *budgetNode {
 	kc, err := b.cp.NodeKubeconfig(k.Node)
 	if err != nil {
 		b.t.Fatal(err)

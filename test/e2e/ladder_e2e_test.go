@@ -18,6 +18,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // ladder is two real nodes: A, whose containerd and kubelet a real systemd
@@ -48,13 +49,13 @@ func startLadder(t *testing.T) *ladder {
 	l.c, l.sd = harness.StartContainerdUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	k, err := harness.StartKubeletUnderSystemd(ctx, l.cp, l.c, hangwatch.UniqueNode("ladder-a"))
+	k, err := kubelet.StartUnderSystemd(ctx, l.cp, l.c, hangwatch.UniqueNode("ladder-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Stop)
 	l.a = k.Node
-	l.b = harness.StartKubeletT(t, l.cp, harness.StartContainerdT(t, 0, 0), hangwatch.UniqueNode("ladder-b")).Node
+	l.b = kubelet.StartT(t, l.cp, harness.StartContainerdT(t, 0, 0), hangwatch.UniqueNode("ladder-b")).Node
 	l.startHangwatch(t, k)
 	hangwatch.StartRemedy(t, hangwatch.RemedyIdentity(t, l.cp), filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
 	t.Cleanup(func() {
@@ -68,7 +69,7 @@ func startLadder(t *testing.T) *ladder {
 
 // startHangwatch runs hangwatch for node A with the repair overlay's
 // settings, as its identity, through the fault proxy.
-func (l *ladder) startHangwatch(t *testing.T, k *harness.Kubelet) {
+func (l *ladder) startHangwatch(t *testing.T, k *kubelet.Kubelet) {
 	t.Helper()
 	dir := hangwatch.SocketDir(t)
 	var err error

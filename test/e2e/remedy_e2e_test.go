@@ -18,6 +18,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // The controllers a two-node cluster needs beside the node lifecycle
@@ -57,7 +58,7 @@ func startTwoNodes(t *testing.T) *twoNodes {
 func startMember(t *testing.T, cp *harness.ControlPlane, offset int) hangwatch.StaticPodNode {
 	t.Helper()
 	c := harness.StartContainerdT(t, 0, 0)
-	n := hangwatch.KubeletNode{CP: cp, C: c, K: harness.StartKubeletT(t, cp, c, hangwatch.UniqueNode("two"))}
+	n := hangwatch.KubeletNode{CP: cp, C: c, K: kubelet.StartT(t, cp, c, hangwatch.UniqueNode("two"))}
 	image := hangwatch.HangwatchImageTar(t) // built once, before the import's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

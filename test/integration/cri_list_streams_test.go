@@ -9,6 +9,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // TestDiagOnEachContainerd2: diag on a healthy containerd 2.x is Healthy
@@ -85,7 +86,7 @@ func TestKubeletListsWithStreamsWhenGated(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	k, err := harness.StartKubeletWithGates(ctx, cp, c, proxy.Endpoint, hangwatch.UniqueNode("streams"), "CRIListStreaming=true")
+	k, err := kubelet.StartWithGates(ctx, cp, c, proxy.Endpoint, hangwatch.UniqueNode("streams"), "CRIListStreaming=true")
 	if err != nil {
 		t.Fatal(err)
 	}

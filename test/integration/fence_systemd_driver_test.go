@@ -8,6 +8,7 @@ import (
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // TestFenceKillsAKubepodsSlicePod: node A runs containerd and the kubelet
@@ -29,10 +30,10 @@ func TestFenceKillsAKubepodsSlicePod(t *testing.T) {
 	slice := "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + strings.ReplaceAll(uid, "-", "_") + ".slice"
 	var pids []int
 	harness.Eventually(t, time.Minute, "web-0's processes in its slice", func() bool {
-		pids = harness.CgroupPids(a.K, uid)
+		pids = kubelet.CgroupPids(a.K, uid)
 		return len(pids) > 0
 	}, harness.Every(200*time.Millisecond))
-	if dir := harness.PodCgroup(a.K, "freezer", uid); !strings.HasSuffix(dir, slice) {
+	if dir := kubelet.PodCgroup(a.K, "freezer", uid); !strings.HasSuffix(dir, slice) {
 		t.Fatalf("web-0's freezer cgroup %s, want one ending in %s", dir, slice)
 	}
 
@@ -43,7 +44,7 @@ func TestFenceKillsAKubepodsSlicePod(t *testing.T) {
 	if err != nil || !att.Fenced() || len(att.Pods) != 1 || att.Pods[0] != uid {
 		t.Fatalf("attestation %+v (%v), want web-0 (%s) fenced", att, err, uid)
 	}
-	if left := harness.CgroupPids(a.K, uid); len(left) > 0 {
+	if left := kubelet.CgroupPids(a.K, uid); len(left) > 0 {
 		t.Errorf("web-0's slice still has processes %v after the attestation (it had %v)", left, pids)
 	}
 	t.Logf("A attested %v after the freeze: web-0's processes %v in %s killed", time.Since(frozen).Round(time.Second), pids, slice)

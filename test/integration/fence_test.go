@@ -14,6 +14,7 @@ import (
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
 )
 
@@ -101,8 +102,8 @@ func TestFenceImpossibleAndNodeDryRun(t *testing.T) {
 		n := fc.NodeObject(t, fc.A)
 		return n.Annotations[fencing.RequestAnnotation] == "" && strings.Contains(fc.FenceEvents(t, fc.A), "FenceImpossible")
 	})
-	if p := fc.Pod(t, "web-0"); p == nil || p.UID != web.UID || len(harness.CgroupPids(fc.Nodes[fc.A].K, string(web.UID))) < 2 {
-		t.Errorf("web-0 after an impossible fence: %s; its processes %v", cluster.DescribePod(p), harness.CgroupPids(fc.Nodes[fc.A].K, string(web.UID)))
+	if p := fc.Pod(t, "web-0"); p == nil || p.UID != web.UID || len(kubelet.CgroupPids(fc.Nodes[fc.A].K, string(web.UID))) < 2 {
+		t.Errorf("web-0 after an impossible fence: %s; its processes %v", cluster.DescribePod(p), kubelet.CgroupPids(fc.Nodes[fc.A].K, string(web.UID)))
 	}
 	release() // well within the kernel's hung-task timeout, which other tests' hangwatches would hear
 
@@ -138,7 +139,7 @@ func holdInDInside(t *testing.T, fc *cluster.FenceCluster, node, uid string) (pi
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := harness.PodCgroup(fc.Nodes[node].K, "freezer", uid)
+	dir := kubelet.PodCgroup(fc.Nodes[node].K, "freezer", uid)
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		t.Fatalf("move pid %d into %s: %v", pid, dir, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // TestFenceVolumesRealCSI runs the fence's volume side (package fence,
@@ -105,7 +106,7 @@ func startFenceVolumeNode(t *testing.T) *fenceVolumeNode {
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
 	n := &fenceVolumeNode{c: harness.StartContainerdT(t, 0, 0)}
-	k := harness.StartKubeletWithPodCgroupsT(t, cp, n.c, hangwatch.UniqueNode("fencevol"))
+	k := kubelet.StartWithPodCgroupsT(t, cp, n.c, hangwatch.UniqueNode("fencevol"))
 	n.csi = csi.StartT(t, cp)
 	root := filepath.Join(k.Dir, "root")
 	switchOn(t, n.csi, "stage-tmpfs")

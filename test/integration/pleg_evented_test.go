@@ -10,6 +10,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // TestEventedPLEGGenerations runs the kubelet with its EventedPLEG gate on,
@@ -27,7 +28,7 @@ func TestEventedPLEGGenerations(t *testing.T) {
 	c := harness.StartContainerdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	k, err := harness.StartKubeletWithGates(ctx, cp, c, c.Endpoint, hangwatch.UniqueNode("evented"), "EventedPLEG=true")
+	k, err := kubelet.StartWithGates(ctx, cp, c, c.Endpoint, hangwatch.UniqueNode("evented"), "EventedPLEG=true")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,12 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // waitRunningSandboxes waits until the kubelet's pods have n ready sandboxes.
-func waitRunningSandboxes(t *testing.T, d *hangwatch.Daemon, c harness.NodeRuntime, n int) {
+func waitRunningSandboxes(t *testing.T, d *hangwatch.Daemon, c kubelet.NodeRuntime, n int) {
 	t.Helper()
 	harness.Eventually(t, 90*time.Second, fmt.Sprintf("%d ready sandboxes", n), func() bool {
 		resp, err := c.Runtime().ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{
@@ -81,7 +82,7 @@ func frozenPLEG(t *testing.T, wantReason string, limit time.Duration, extra ...s
 
 // captureKubeletMetrics writes the kubelet's /metrics to kubeletmetrics
 // testdata when HANGWATCH_CAPTURE=1 (kubelet-1.34-harness.prom).
-func captureKubeletMetrics(t *testing.T, k *harness.Kubelet) {
+func captureKubeletMetrics(t *testing.T, k *kubelet.Kubelet) {
 	if os.Getenv("HANGWATCH_CAPTURE") != "1" {
 		return
 	}

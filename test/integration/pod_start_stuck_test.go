@@ -21,6 +21,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -314,7 +315,7 @@ type podStartNode struct {
 	cp    *harness.ControlPlane
 	c     harness.RuntimePaths
 	proxy *criproxy.Proxy
-	k     *harness.Kubelet
+	k     *kubelet.Kubelet
 	d     *hangwatch.Daemon
 	// measured prefixes what the node measures with its runtime's name,
 	// but containerd's.
@@ -327,13 +328,13 @@ func startPodStartNode(t *testing.T, name string) *podStartNode {
 	return startPodStartNodeOn(t, harness.StartContainerdT(t, 0, 0), name)
 }
 
-func startPodStartNodeOn(t *testing.T, rt harness.NodeRuntime, name string) *podStartNode {
+func startPodStartNodeOn(t *testing.T, rt kubelet.NodeRuntime, name string) *podStartNode {
 	return startPodStartNodeWith(t, rt, name, false)
 }
 
 // startPodStartNodeWith is startPodStartNodeOn with hangwatch's CRI calls
 // through the fault proxy too (viaProxy), and extra arguments.
-func startPodStartNodeWith(t *testing.T, rt harness.NodeRuntime, name string, viaProxy bool, extra ...string) *podStartNode {
+func startPodStartNodeWith(t *testing.T, rt kubelet.NodeRuntime, name string, viaProxy bool, extra ...string) *podStartNode {
 	cp := hangwatch.SharedControlPlane(t)
 	c := rt.Where()
 	proxy, err := criproxy.Start(filepath.Join(hangwatch.SocketDir(t), "cri.sock"), c.Socket)
@@ -341,7 +342,7 @@ func startPodStartNodeWith(t *testing.T, rt harness.NodeRuntime, name string, vi
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	k := harness.StartKubeletViaT(t, cp, rt, proxy.Endpoint, hangwatch.UniqueNode(name))
+	k := kubelet.StartViaT(t, cp, rt, proxy.Endpoint, hangwatch.UniqueNode(name))
 	endpoint := c.Endpoint
 	if viaProxy {
 		endpoint = proxy.Endpoint

@@ -14,6 +14,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // TestRepairRestartsAFrozenKubeletUnderSystemd freezes a real kubelet run
@@ -33,7 +34,7 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	node := hangwatch.UniqueNode("hw-kubelet-repair")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	k, err := harness.StartKubeletUnderSystemd(ctx, cp, c, node)
+	k, err := kubelet.StartUnderSystemd(ctx, cp, c, node)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // restartCase is one way a runtime goes away and comes back.
@@ -70,7 +71,7 @@ func (c containerdRestarter) String() string                  { return "containe
 
 // restartNodeRuntime is restartRuntime on containerd, upgraded in place
 // when rc says so, or on CRI-O (no upgrade: one version is served).
-func restartNodeRuntime(t *testing.T, c harness.NodeRuntime, rc restartCase, cond func() (string, string)) (unreachable, recovered time.Duration) {
+func restartNodeRuntime(t *testing.T, c kubelet.NodeRuntime, rc restartCase, cond func() (string, string)) (unreachable, recovered time.Duration) {
 	t.Helper()
 	switch c := c.(type) {
 	case *harness.CRIO:

@@ -8,12 +8,13 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // PodChurn creates a static pod each step and, past the first three,
 // deletes the oldest.
 type PodChurn struct {
-	K                *harness.Kubelet
+	K                *kubelet.Kubelet
 	Created, Deleted int
 }
 

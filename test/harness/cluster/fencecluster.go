@@ -22,6 +22,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // fenceControllers are the controllers the fence's path needs beside the
@@ -49,7 +50,7 @@ type FenceCluster struct {
 // FenceNode is one node of the cluster and its hangwatch.
 type FenceNode struct {
 	C *harness.Containerd
-	K *harness.Kubelet
+	K *kubelet.Kubelet
 	D *hangwatch.Daemon
 }
 
@@ -121,7 +122,7 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 	t.Helper()
 	n := &FenceNode{}
 	if systemdDriver {
-		n.C, n.K = harness.StartSystemdDriverNodeT(t, fc.CP, hangwatch.UniqueNode(base))
+		n.C, n.K = kubelet.StartSystemdDriverNodeT(t, fc.CP, hangwatch.UniqueNode(base))
 	} else {
 		n.C = harness.StartContainerdT(t, 0, 0)
 	}
@@ -135,7 +136,7 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 		fc.ProxyA, endpoint = p, p.Endpoint
 	}
 	if n.K == nil {
-		n.K = harness.StartKubeletWithPodCgroupsT(t, fc.CP, n.C, hangwatch.UniqueNode(base))
+		n.K = kubelet.StartWithPodCgroupsT(t, fc.CP, n.C, hangwatch.UniqueNode(base))
 	}
 	dir := hangwatch.SocketDir(t)
 	config := filepath.Join(dir, "hangwatch.yaml")

@@ -18,6 +18,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // ShippedImage is the image every shipped manifest and the chart name
@@ -52,8 +53,8 @@ type Installs struct {
 	A, B string
 	C    *harness.Containerd // A's, under SD
 	SD   *harness.Systemd
-	K    *harness.Kubelet // A's
-	KB   *harness.Kubelet
+	K    *kubelet.Kubelet // A's
+	KB   *kubelet.Kubelet
 	CB   *harness.Containerd
 	CSI  *csi.Driver // after csi.Start
 	How  string      // "kustomize" or "helm"
@@ -88,7 +89,7 @@ func StartInstalls(t *testing.T, how string) *Installs {
 	}
 	in.startNodeA(t)
 	in.CB = harness.StartContainerdT(t, 0, 0)
-	in.KB = harness.StartKubeletT(t, in.CP, in.CB, hangwatch.UniqueNode("installs-b"))
+	in.KB = kubelet.StartT(t, in.CP, in.CB, hangwatch.UniqueNode("installs-b"))
 	in.B = in.KB.Node
 	in.label(t, in.A, map[string]string{installsRoleLabel: roleWatched, fencing.OptInLabel: fencing.OptInValue})
 	in.label(t, in.B, map[string]string{installsRoleLabel: roleSpare})
@@ -113,7 +114,7 @@ func (in *Installs) startNodeA(t *testing.T) {
 	in.C, in.SD = harness.StartContainerdUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	k, err := harness.StartKubeletUnderSystemdWith(ctx, in.CP, in.C, hangwatch.UniqueNode("installs-a"), harness.UnitKubeletOptions{PodCgroups: true, NodeLayout: true})
+	k, err := kubelet.StartUnderSystemdWith(ctx, in.CP, in.C, hangwatch.UniqueNode("installs-a"), kubelet.UnitOptions{PodCgroups: true, NodeLayout: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/pins"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // The harness's CSI storage: a disk that attaches to one node at a time,
@@ -245,7 +246,7 @@ func (c *Driver) createObjects(ctx context.Context) error {
 
 // AddNodeT starts a node instance of the driver for k (AddNode) and stops
 // it when t ends.
-func (c *Driver) AddNodeT(t testing.TB, k *harness.Kubelet) {
+func (c *Driver) AddNodeT(t testing.TB, k *kubelet.Kubelet) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -259,7 +260,7 @@ func (c *Driver) AddNodeT(t testing.TB, k *harness.Kubelet) {
 // node name, serving <root>/plugins/<driver>/csi.sock under k's root
 // dir, and a registrar that registers it through k's plugins_registry;
 // it returns once the Node's CSINode lists the driver with that ID.
-func (c *Driver) AddNode(ctx context.Context, k *harness.Kubelet) error {
+func (c *Driver) AddNode(ctx context.Context, k *kubelet.Kubelet) error {
 	root := filepath.Join(k.Dir, "root")
 	socket := filepath.Join(root, "plugins", DriverName, "csi.sock")
 	n := &csiNode{}

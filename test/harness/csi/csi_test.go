@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // TestCSIVolumeAttachesStagesAndPublishes runs a pod with a claim of the
@@ -30,7 +31,7 @@ func TestCSIVolumeAttachesStagesAndPublishes(t *testing.T) {
 	harness.StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
 	harness.StartSchedulerT(t, cp)
 	c := harness.StartContainerdT(t, 0, 0)
-	k := harness.StartKubeletWithPodCgroupsT(t, cp, c, "csi-a")
+	k := kubelet.StartWithPodCgroupsT(t, cp, c, "csi-a")
 	csi := StartT(t, cp)
 	csi.AddNodeT(t, k)
 	t.Cleanup(func() {

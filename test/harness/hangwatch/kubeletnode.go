@@ -7,14 +7,15 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 // KubeletNode is a real kubelet on its own containerd, registered with the
 // shared control plane.
 type KubeletNode struct {
 	CP *harness.ControlPlane
-	C  harness.NodeRuntime
-	K  *harness.Kubelet
+	C  kubelet.NodeRuntime
+	K  *kubelet.Kubelet
 }
 
 func StartKubeletNode(t *testing.T) KubeletNode {
@@ -22,7 +23,7 @@ func StartKubeletNode(t *testing.T) KubeletNode {
 	cp := SharedControlPlane(t)
 	c := harness.StartContainerdT(t, 0, 0)
 	start := time.Now()
-	k := harness.StartKubeletT(t, cp, c, UniqueNode("kubelet"))
+	k := kubelet.StartT(t, cp, c, UniqueNode("kubelet"))
 	t.Logf("kubelet %s Ready in %v", k.Node, time.Since(start).Round(time.Millisecond))
 	return KubeletNode{CP: cp, C: c, K: k}
 }

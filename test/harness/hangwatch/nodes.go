@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
 var (
@@ -93,7 +94,7 @@ func NodeArgs(kubeconfig, node string, extra ...string) []string {
 
 // PodStartsArgs point hangwatch at k's Pods API socket and pod log
 // directories, where a node has them under /var/lib/kubelet and /var/log.
-func PodStartsArgs(k *harness.Kubelet, rt harness.RuntimePaths) []string {
+func PodStartsArgs(k *kubelet.Kubelet, rt harness.RuntimePaths) []string {
 	return []string{"--pods-api-socket", filepath.Join(k.RootDir(), "pods-api", "pods-api.sock"), "--pod-logs-dir", filepath.Join(k.Dir, "logs"),
 		"--containerd-state-dir", rt.StateDir}
 }

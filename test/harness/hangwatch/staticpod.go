@@ -23,6 +23,7 @@ import (
 	"github.com/hangwatch/hangwatch/nodestatus"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -90,13 +91,13 @@ func StartStaticPodNode(t *testing.T) StaticPodNode {
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp)
 	EnsureDefaultServiceAccount(t, cp, "kube-system")
-	c := harness.StartNodeRuntimeT(t)
+	c := kubelet.StartNodeRuntimeT(t)
 	proxy, err := criproxy.Start(filepath.Join(c.Where().Dir, "kubelet-cri-proxy.sock"), c.Where().Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Stop)
-	n := KubeletNode{CP: cp, C: c, K: harness.StartKubeletViaT(t, cp, c, proxy.Endpoint, UniqueNode("static"))}
+	n := KubeletNode{CP: cp, C: c, K: kubelet.StartViaT(t, cp, c, proxy.Endpoint, UniqueNode("static"))}
 	image := HangwatchImageTar(t) // built once, before the import's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -149,7 +150,7 @@ func (n StaticPodNode) AssertNotShared(t *testing.T) {
 	}
 }
 
-func WriteStaticPodConfig(t *testing.T, dir string, k *harness.Kubelet) {
+func WriteStaticPodConfig(t *testing.T, dir string, k *kubelet.Kubelet) {
 	t.Helper()
 	var cfg map[string]any
 	ReadYAML(t, filepath.Join(harness.ModuleRoot(), "manifests", "static-pod", "config.yaml"), &cfg)

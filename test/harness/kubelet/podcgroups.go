@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"context"
@@ -11,16 +11,18 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // cgroupFS is where this machine mounts its cgroup file systems.
 const cgroupFS = "/sys/fs/cgroup"
 
-// StartKubeletWithPodCgroupsT starts a kubelet for node with pod cgroups
+// StartWithPodCgroupsT starts a kubelet for node with pod cgroups
 // (cgroupsPerQOS) under a cgroup root of its own, and stops it, removing
 // those cgroups, when t ends. Two such kubelets share a machine without
 // touching each other's pods.
-func StartKubeletWithPodCgroupsT(t testing.TB, cp *ControlPlane, c NodeRuntime, node string) *Kubelet {
+func StartWithPodCgroupsT(t testing.TB, cp *harness.ControlPlane, c NodeRuntime, node string) *Kubelet {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -113,7 +115,7 @@ func removeCgroups(fs, root string) {
 	_ = os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("THAWED"), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, _ = Poll(ctx, 10*time.Second, "the pod cgroups under "+root+" to empty", func() bool {
+	_, _ = harness.Poll(ctx, 10*time.Second, "the pod cgroups under "+root+" to empty", func() bool {
 		pids := cgroupPids(freezer)
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // NodeRuntime is a CRI runtime the harness runs beside a kubelet:
@@ -18,7 +20,7 @@ type NodeRuntime interface {
 	// ImportImage loads an OCI layout tarball's images, by the names it
 	// gives them, as a node's image import would.
 	ImportImage(ctx context.Context, tarPath string) error
-	Where() RuntimePaths
+	Where() harness.RuntimePaths
 	String() string
 }
 
@@ -37,12 +39,12 @@ func E2ERuntime() string {
 func StartNodeRuntimeT(t testing.TB) NodeRuntime {
 	t.Helper()
 	if E2ERuntime() != "crio" {
-		return StartContainerdT(t, 0, 0)
+		return harness.StartContainerdT(t, 0, 0)
 	}
-	RequireRealParts(t)
+	harness.RequireRealParts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := StartCRIO(ctx)
+	c, err := harness.StartCRIO(ctx)
 	if err != nil {
 		t.Fatalf("start CRI-O: %v", err)
 	}

@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // Kubelet is a real kubelet started by the harness against a harness
 // containerd and control plane, as its child or as a unit of the
-// containerd's systemd (StartKubeletUnderSystemd). Give it a containerd of its own: the
+// containerd's systemd (StartUnderSystemd). Give it a containerd of its own: the
 // kubelet removes every pod it did not create.
 type Kubelet struct {
 	Dir  string
@@ -36,16 +38,16 @@ type Kubelet struct {
 	// pods there. Empty: no pod cgroups (containerd's per-container ones).
 	CgroupRoot string
 	// CgroupDriver is the kubelet's cgroupDriver: "cgroupfs" when empty,
-	// or "systemd" (StartKubeletUnderSystemdWith), whose runtime must use
+	// or "systemd" (StartUnderSystemdWith), whose runtime must use
 	// the same driver.
 	CgroupDriver string
 	// systemdPodCgroups: pod cgroups with the systemd driver, under
 	// kubepods.slice of the kubelet's systemd.
 	systemdPodCgroups bool
-	// nodeLayout: a node's ports and certificate dir (UnitKubeletOptions).
+	// nodeLayout: a node's ports and certificate dir (UnitOptions).
 	nodeLayout bool
-	proc       *Process // the kubelet, when the harness runs it as its child
-	sd         *Systemd // the systemd running it as KubeletUnit, when one does
+	proc       *harness.Process // the kubelet, when the harness runs it as its child
+	sd         *harness.Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
 	// under systemd holds for its life (kubeletsysctls.go); nil: none.
 	unlockSysctls func()
@@ -84,22 +86,22 @@ evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.availab
 localStorageCapacityIsolation: false
 `
 
-// StartKubelet starts a kubelet for node and waits until the Node is Ready.
-func StartKubelet(ctx context.Context, cp *ControlPlane, c NodeRuntime, node string) (*Kubelet, error) {
-	return StartKubeletVia(ctx, cp, c, c.Where().Endpoint, node)
+// Start starts a kubelet for node and waits until the Node is Ready.
+func Start(ctx context.Context, cp *harness.ControlPlane, c NodeRuntime, node string) (*Kubelet, error) {
+	return StartVia(ctx, cp, c, c.Where().Endpoint, node)
 }
 
-// StartKubeletVia starts a kubelet whose CRI endpoint is runtimeEndpoint
+// StartVia starts a kubelet whose CRI endpoint is runtimeEndpoint
 // (a fault proxy in front of c) and waits until the Node is Ready. Its
 // feature gates are $HANGWATCH_KUBELET_FEATURE_GATES (hack/e2e.sh sets
 // them for a row of its matrix), else the release's defaults.
-func StartKubeletVia(ctx context.Context, cp *ControlPlane, c NodeRuntime, runtimeEndpoint, node string) (*Kubelet, error) {
-	return StartKubeletWithGates(ctx, cp, c, runtimeEndpoint, node, os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
+func StartVia(ctx context.Context, cp *harness.ControlPlane, c NodeRuntime, runtimeEndpoint, node string) (*Kubelet, error) {
+	return StartWithGates(ctx, cp, c, runtimeEndpoint, node, os.Getenv("HANGWATCH_KUBELET_FEATURE_GATES"))
 }
 
-// StartKubeletWithGates is StartKubeletVia with the kubelet's
+// StartWithGates is StartVia with the kubelet's
 // --feature-gates.
-func StartKubeletWithGates(ctx context.Context, cp *ControlPlane, c NodeRuntime, runtimeEndpoint, node, gates string) (*Kubelet, error) {
+func StartWithGates(ctx context.Context, cp *harness.ControlPlane, c NodeRuntime, runtimeEndpoint, node, gates string) (*Kubelet, error) {
 	k, bin, err := newKubelet(node, gates)
 	if err != nil {
 		return nil, err
@@ -114,7 +116,7 @@ func StartKubeletWithGates(ctx context.Context, cp *ControlPlane, c NodeRuntime,
 
 // newKubelet finds the kubelet binary and makes the kubelet's temp dir.
 func newKubelet(node, gates string) (*Kubelet, string, error) {
-	bin, err := KubeBinary("kubelet")
+	bin, err := harness.KubeBinary("kubelet")
 	if err != nil {
 		return nil, "", err
 	}
@@ -125,12 +127,12 @@ func newKubelet(node, gates string) (*Kubelet, string, error) {
 	return &Kubelet{Dir: dir, Node: node, StaticPodDir: filepath.Join(dir, "manifests"), Gates: gates}, bin, nil
 }
 
-func (k *Kubelet) start(ctx context.Context, bin string, cp *ControlPlane, runtimeEndpoint string) error {
+func (k *Kubelet) start(ctx context.Context, bin string, cp *harness.ControlPlane, runtimeEndpoint string) error {
 	args, err := k.prepare(cp, runtimeEndpoint)
 	if err != nil {
 		return err
 	}
-	if k.proc, err = StartProcess(k.Dir, "kubelet", bin, args...); err != nil {
+	if k.proc, err = harness.StartProcess(k.Dir, "kubelet", bin, args...); err != nil {
 		return err
 	}
 	return k.waitStarted(ctx, cp)
@@ -139,13 +141,13 @@ func (k *Kubelet) start(ctx context.Context, bin string, cp *ControlPlane, runti
 // prepare makes the kubelet's dirs, picks its free ports, writes its
 // configuration and kubeconfig, and returns its command line after the
 // binary: the same whether the harness or a systemd runs it.
-func (k *Kubelet) prepare(cp *ControlPlane, runtimeEndpoint string) ([]string, error) {
+func (k *Kubelet) prepare(cp *harness.ControlPlane, runtimeEndpoint string) ([]string, error) {
 	for _, d := range []string{k.StaticPodDir, filepath.Join(k.Dir, "logs"), filepath.Join(k.Dir, "pki")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	ports, err := FreePorts(3)
+	ports, err := harness.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +188,8 @@ func (k *Kubelet) RootDir() string { return filepath.Join(k.Dir, "root") }
 
 // waitStarted waits until the kubelet's /healthz answers and the Node is
 // Ready.
-func (k *Kubelet) waitStarted(ctx context.Context, cp *ControlPlane) error {
-	if err := WaitHTTPUntil(ctx, "kubelet", k.alive, http.DefaultClient, k.HealthzURL()); err != nil {
+func (k *Kubelet) waitStarted(ctx context.Context, cp *harness.ControlPlane) error {
+	if err := harness.WaitHTTPUntil(ctx, "kubelet", k.alive, http.DefaultClient, k.HealthzURL()); err != nil {
 		return err
 	}
 	return k.waitReady(ctx, cp)
@@ -208,16 +210,16 @@ func (k *Kubelet) alive() bool {
 }
 
 // waitReady waits until the Node reports Ready=True (at most two minutes).
-func (k *Kubelet) waitReady(ctx context.Context, cp *ControlPlane) error {
+func (k *Kubelet) waitReady(ctx context.Context, cp *harness.ControlPlane) error {
 	last, gone := "not registered", false
-	_, err := Poll(ctx, 2*time.Minute, "node "+k.Node+" Ready", func() bool {
+	_, err := harness.Poll(ctx, 2*time.Minute, "node "+k.Node+" Ready", func() bool {
 		ready, msg := k.Ready(ctx, cp)
 		if msg != "" {
 			last = msg
 		}
 		gone = !ready && !k.alive()
 		return ready || gone
-	}, Every(200*time.Millisecond), Explaining(func() string { return last }))
+	}, harness.Every(200*time.Millisecond), harness.Explaining(func() string { return last }))
 	if gone {
 		return fmt.Errorf("kubelet exited before the node was Ready")
 	}
@@ -225,7 +227,7 @@ func (k *Kubelet) waitReady(ctx context.Context, cp *ControlPlane) error {
 }
 
 // Ready reads the Node's Ready condition as the kubelet posted it.
-func (k *Kubelet) Ready(ctx context.Context, cp *ControlPlane) (bool, string) {
+func (k *Kubelet) Ready(ctx context.Context, cp *harness.ControlPlane) (bool, string) {
 	n, err := cp.Admin.CoreV1().Nodes().Get(ctx, k.Node, metav1.GetOptions{})
 	if err != nil {
 		return false, err.Error()
@@ -267,7 +269,7 @@ func (k *Kubelet) PID() int {
 // logTail is the end of the kubelet's log, Dir/kubelet.log either way,
 // and under systemd the end of systemd's.
 func (k *Kubelet) logTail() string {
-	tail := FileTail("kubelet", filepath.Join(k.Dir, "kubelet.log"), 25)
+	tail := harness.FileTail("kubelet", filepath.Join(k.Dir, "kubelet.log"), 25)
 	if k.sd != nil {
 		tail += "\n" + k.sd.LogTail(10)
 	}
@@ -287,7 +289,7 @@ func (k *Kubelet) Stop() {
 		k.unlockSysctls()
 		k.unlockSysctls = nil
 	}
-	UnmountUnder(k.Dir)
+	harness.UnmountUnder(k.Dir)
 	_ = os.RemoveAll(k.Dir)
 	if fs := k.cgroupFS(); fs != cgroupFS {
 		removeCgroups(fs, k.CgroupRoot) // while systemd lives: its own hierarchies
@@ -312,7 +314,7 @@ func nodeIP() string {
 // StaticPod writes a host-network static pod of the pause image; the
 // kubelet picks it up within its 1s file check.
 func (k *Kubelet) StaticPod(name string) error {
-	manifest := fmt.Sprintf(staticPodTemplate, name, PauseImage)
+	manifest := fmt.Sprintf(staticPodTemplate, name, harness.PauseImage)
 	return os.WriteFile(filepath.Join(k.StaticPodDir, name+".yaml"), []byte(manifest), 0o644)
 }
 
@@ -343,4 +345,4 @@ func (k *Kubelet) Freeze() error { return k.signal(syscall.SIGSTOP) }
 // Thaw resumes a frozen kubelet.
 func (k *Kubelet) Thaw() error { return k.signal(syscall.SIGCONT) }
 
-func (k *Kubelet) signal(sig syscall.Signal) error { return SignalPID("kubelet", k.PID(), sig) }
+func (k *Kubelet) signal(sig syscall.Signal) error { return harness.SignalPID("kubelet", k.PID(), sig) }

@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // KubeletUnit is the kubelet's unit under the harness's systemd, named as
@@ -18,7 +20,7 @@ const KubeletUnit = "kubelet.service"
 // kubeletUnitTemplate is the kubelet.service kubeadm's packages ship
 // (kubernetes/release, cmd/krel/templates/latest/kubelet/kubelet.service)
 // with the harness's binary and command line, and these changes:
-//   - ExecStart is the whole command line StartKubeletVia runs (prepare):
+//   - ExecStart is the whole command line StartVia runs (prepare):
 //     kubeadm's drop-in, 10-kubeadm.conf, replaces the unit's bare
 //     ExecStart=/usr/bin/kubelet with one adding flags from environment
 //     files; the harness writes the flags out instead;
@@ -27,7 +29,7 @@ const KubeletUnit = "kubelet.service"
 //     host's);
 //   - its output goes to Dir/kubelet.log (there is no journal), as the
 //     harness's child kubelet's does;
-//   - no [Install]: StartKubeletUnderSystemd starts it.
+//   - no [Install]: StartUnderSystemd starts it.
 //
 // Kept as shipped: Type=simple (the default; the kubelet does not notify),
 // KillMode=control-group (the default), Restart=always, RestartSec=10 and
@@ -49,9 +51,9 @@ StartLimitInterval=0
 RestartSec=10
 `
 
-// StartKubeletUnderSystemd starts a kubelet for node as KubeletUnit of the
+// StartUnderSystemd starts a kubelet for node as KubeletUnit of the
 // systemd running c (StartContainerdUnderSystemd), with the configuration
-// and command line StartKubeletVia gives the harness's child kubelet
+// and command line StartVia gives the harness's child kubelet
 // (c.Endpoint, $HANGWATCH_KUBELET_FEATURE_GATES), and waits until its
 // /healthz answers and the Node is Ready.
 //
@@ -62,19 +64,19 @@ RestartSec=10
 // cgroups are the harness's child kubelet's too (the cgroupfs driver, no
 // QoS cgroups): the unit's cgroup is in name=systemd alone, under the
 // systemd's own root, and the kubelet stays in the test's memory and cpu
-// cgroups (StartKubeletUnderSystemdWith gives it pod cgroups).
+// cgroups (StartUnderSystemdWith gives it pod cgroups).
 //
 // The Kubelet's PID, Freeze and Thaw follow the unit's main process
 // across restarts; its Stop stops the unit (c's Stop stops systemd).
-func StartKubeletUnderSystemd(ctx context.Context, cp *ControlPlane, c *Containerd, node string) (*Kubelet, error) {
-	return StartKubeletUnderSystemdWith(ctx, cp, c, node, UnitKubeletOptions{})
+func StartUnderSystemd(ctx context.Context, cp *harness.ControlPlane, c *harness.Containerd, node string) (*Kubelet, error) {
+	return StartUnderSystemdWith(ctx, cp, c, node, UnitOptions{})
 }
 
-// UnitKubeletOptions change how StartKubeletUnderSystemdWith's kubelet
-// runs; the zero value is StartKubeletUnderSystemd's.
-type UnitKubeletOptions struct {
+// UnitOptions change how StartUnderSystemdWith's kubelet
+// runs; the zero value is StartUnderSystemd's.
+type UnitOptions struct {
 	// PodCgroups gives the kubelet pod cgroups (cgroupsPerQOS) under a
-	// cgroup root of its own, as StartKubeletWithPodCgroupsT does: made
+	// cgroup root of its own, as StartWithPodCgroupsT does: made
 	// in every hierarchy before the kubelet starts, and removed, with what
 	// still runs there killed, by its Stop.
 	PodCgroups bool
@@ -95,11 +97,11 @@ type UnitKubeletOptions struct {
 	NodeLayout bool
 }
 
-// StartKubeletUnderSystemdWith is StartKubeletUnderSystemd with options.
+// StartUnderSystemdWith is StartUnderSystemd with options.
 // With PodCgroups the kubelet's cgroup root is made in every hierarchy of
 // systemd's /sys/fs/cgroup, which has those the host leaves unmounted
 // (Kubelet.cgroupFS), and PodCgroup and CgroupPids look there.
-func StartKubeletUnderSystemdWith(ctx context.Context, cp *ControlPlane, c *Containerd, node string, o UnitKubeletOptions) (*Kubelet, error) {
+func StartUnderSystemdWith(ctx context.Context, cp *harness.ControlPlane, c *harness.Containerd, node string, o UnitOptions) (*Kubelet, error) {
 	switch o.CgroupDriver {
 	case "", "cgroupfs":
 	case "systemd":
@@ -149,7 +151,7 @@ func StartKubeletUnderSystemdWith(ctx context.Context, cp *ControlPlane, c *Cont
 	return k, nil
 }
 
-func (k *Kubelet) startUnit(ctx context.Context, bin string, cp *ControlPlane, runtimeEndpoint string) error {
+func (k *Kubelet) startUnit(ctx context.Context, bin string, cp *harness.ControlPlane, runtimeEndpoint string) error {
 	args, err := k.prepare(cp, runtimeEndpoint)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // TestSystemdRestartsAFrozenKubelet runs a kubelet as kubeadm's unit runs
@@ -28,15 +30,15 @@ import (
 // kubelet which answers again, renews the node's Lease and leaves the
 // pod's container running.
 func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
-	RequireSystemd(t)
+	harness.RequireSystemd(t)
 	asOnAFreshMachine(t)
-	cp := StartControlPlaneT(t)
-	c, sd := StartContainerdUnderSystemdT(t, 0, 0)
+	cp := harness.StartControlPlaneT(t)
+	c, sd := harness.StartContainerdUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const node = "hw-systemd-kubelet"
 	start := time.Now()
-	k, err := StartKubeletUnderSystemd(ctx, cp, c, node)
+	k, err := StartUnderSystemd(ctx, cp, c, node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 	}
 	mirror := podName + "-" + node
 	var last string
-	Eventually(t, 2*time.Minute, "static pod "+mirror+" running", func() bool {
+	harness.Eventually(t, 2*time.Minute, "static pod "+mirror+" running", func() bool {
 		p, err := cp.Admin.CoreV1().Pods("default").Get(ctx, mirror, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
@@ -61,16 +63,16 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 		last = fmt.Sprintf("phase %s, containers %v", p.Status.Phase, p.Status.ContainerStatuses)
 		running := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
 		return p.Status.Phase == corev1.PodRunning && running
-	}, Every(200*time.Millisecond), Explaining(func() string { return last }))
-	containers := RunningContainers(ctx, t, c.Runtime())
+	}, harness.Every(200*time.Millisecond), harness.Explaining(func() string { return last }))
+	containers := harness.RunningContainers(ctx, t, c.Runtime())
 	if len(containers) != 1 {
 		t.Fatalf("running containers %v, want the static pod's one", containers)
 	}
 
 	// The kubelet makes its Lease a while after the Node (its lease
 	// controller backs off while the Node is not there yet).
-	Eventually(t, 2*time.Minute, "the node's Lease", func() bool { return !leaseRenewTime(ctx, t, cp, node).IsZero() },
-		Every(200*time.Millisecond))
+	harness.Eventually(t, 2*time.Minute, "the node's Lease", func() bool { return !leaseRenewTime(ctx, t, cp, node).IsZero() },
+		harness.Every(200*time.Millisecond))
 
 	// Frozen, the kubelet's /healthz accepts connections (the kernel
 	// does) and never answers.
@@ -78,7 +80,7 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k.Thaw() })
-	if err := WaitStopped(ctx, pid0, true); err != nil {
+	if err := harness.WaitStopped(ctx, pid0, true); err != nil {
 		t.Fatal(err)
 	}
 	asked := time.Now()
@@ -116,28 +118,28 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 	}
 
 	var lastErr error
-	Eventually(t, 2*time.Minute, "the new kubelet's /healthz", func() bool {
+	harness.Eventually(t, 2*time.Minute, "the new kubelet's /healthz", func() bool {
 		lastErr = healthz(ctx, k.HealthzURL())
 		return lastErr == nil
-	}, Explaining(func() string { return fmt.Sprint(lastErr) }))
+	}, harness.Explaining(func() string { return fmt.Sprint(lastErr) }))
 	answered := time.Since(killed)
 	var renewed1 time.Time
-	Eventually(t, 2*time.Minute, "the Lease renewed", func() bool {
+	harness.Eventually(t, 2*time.Minute, "the Lease renewed", func() bool {
 		renewed1 = leaseRenewTime(ctx, t, cp, node)
 		return renewed1.After(renewed0)
-	}, Explaining(func() string { return fmt.Sprintf("renewTime %v", renewed1) }))
+	}, harness.Explaining(func() string { return fmt.Sprintf("renewTime %v", renewed1) }))
 	leased := time.Since(killed)
 	t.Logf("kubelet %d killed through D-Bus: systemd started %d in %v, /healthz answered in %v, Lease renewed in %v (renewTime %v -> %v)",
 		pid0, pid1, restarted.Round(time.Millisecond), answered.Round(time.Millisecond), leased.Round(time.Millisecond),
 		renewed0.Format(time.RFC3339Nano), renewed1.Format(time.RFC3339Nano))
 
-	Eventually(t, 2*time.Minute, "node Ready", func() bool { ready, msg := k.Ready(ctx, cp); last = msg; return ready },
-		Every(200*time.Millisecond), Explaining(func() string { return last }))
-	if after := RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, containers) {
+	harness.Eventually(t, 2*time.Minute, "node Ready", func() bool { ready, msg := k.Ready(ctx, cp); last = msg; return ready },
+		harness.Every(200*time.Millisecond), harness.Explaining(func() string { return last }))
+	if after := harness.RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, containers) {
 		t.Errorf("running containers after the restart %v, want %v", after, containers)
 	}
 
-	CheckFreezeThaw(ctx, t, pid1, k.Freeze, k.Thaw) // they follow the new main process
+	harness.CheckFreezeThaw(ctx, t, pid1, k.Freeze, k.Thaw) // they follow the new main process
 
 	// Stop stops the unit, not systemd, and removes the kubelet's dir.
 	k.Stop()
@@ -150,8 +152,8 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 	if _, err := os.Stat(k.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("kubelet's dir %s left: %v", k.Dir, err)
 	}
-	if st, err := sd.ActiveState(ctx, ContainerdUnit); err != nil || st != "active" {
-		t.Errorf("after the kubelet's Stop %s is %q (%v), want active", ContainerdUnit, st, err)
+	if st, err := sd.ActiveState(ctx, harness.ContainerdUnit); err != nil || st != "active" {
+		t.Errorf("after the kubelet's Stop %s is %q (%v), want active", harness.ContainerdUnit, st, err)
 	}
 }
 
@@ -159,9 +161,9 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 // kubelet binary run by the unit, in the PID and mount namespace of
 // systemd and containerd, in the unit's cgroup in name=systemd and in the
 // test's own cgroups of the controllers.
-func checkKubeletAsOnANode(t *testing.T, k *Kubelet, c *Containerd, sd *Systemd, pid int) {
+func checkKubeletAsOnANode(t *testing.T, k *Kubelet, c *harness.Containerd, sd *harness.Systemd, pid int) {
 	t.Helper()
-	bin, err := KubeBinary("kubelet")
+	bin, err := harness.KubeBinary("kubelet")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +235,7 @@ func healthz(ctx context.Context, url string) error {
 }
 
 // leaseRenewTime is the node's Lease's renewTime, zero while it has none.
-func leaseRenewTime(ctx context.Context, t *testing.T, cp *ControlPlane, node string) time.Time {
+func leaseRenewTime(ctx context.Context, t *testing.T, cp *harness.ControlPlane, node string) time.Time {
 	t.Helper()
 	l, err := cp.Admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
 	if err != nil || l.Spec.RenewTime == nil {

@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // TestKubeletUnderSystemdWithPodCgroups runs a kubelet under the test's
@@ -18,13 +20,13 @@ import (
 // checks that the pod's cgroup is under the kubelet's cgroup root with the
 // pod's processes in it, and that the kubelet's Stop removes that root.
 func TestKubeletUnderSystemdWithPodCgroups(t *testing.T) {
-	RequireSystemd(t)
-	cp := StartControlPlaneT(t)
-	c, sd := StartContainerdUnderSystemdT(t, 0, 0)
+	harness.RequireSystemd(t)
+	cp := harness.StartControlPlaneT(t)
+	c, sd := harness.StartContainerdUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const node = "hw-systemd-podcgroups"
-	k, err := StartKubeletUnderSystemdWith(ctx, cp, c, node, UnitKubeletOptions{PodCgroups: true})
+	k, err := StartUnderSystemdWith(ctx, cp, c, node, UnitOptions{PodCgroups: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +39,10 @@ func TestKubeletUnderSystemdWithPodCgroups(t *testing.T) {
 	uid := runStaticPod(ctx, t, cp, k, "hw-podcg")
 	var dir string
 	var pids []int
-	Eventually(t, time.Minute, "the pod's freezer cgroup with its processes", func() bool {
+	harness.Eventually(t, time.Minute, "the pod's freezer cgroup with its processes", func() bool {
 		dir, pids = PodCgroup(k, "freezer", uid), CgroupPids(k, uid)
 		return dir != "" && len(pids) > 0
-	}, Every(200*time.Millisecond))
+	}, harness.Every(200*time.Millisecond))
 	want := filepath.Join(k.cgroupFS(), "freezer", k.CgroupRoot, "kubepods", "besteffort", "pod"+uid)
 	if dir != want {
 		t.Errorf("pod cgroup %s, want %s", dir, want)
@@ -56,7 +58,7 @@ func TestKubeletUnderSystemdWithPodCgroups(t *testing.T) {
 
 // runStaticPod runs the static pod name on k and returns its UID (the
 // mirror pod's config hash, which names its cgroup) once it runs.
-func runStaticPod(ctx context.Context, t *testing.T, cp *ControlPlane, k *Kubelet, name string) string {
+func runStaticPod(ctx context.Context, t *testing.T, cp *harness.ControlPlane, k *Kubelet, name string) string {
 	t.Helper()
 	if err := k.StaticPod(name); err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func runStaticPod(ctx context.Context, t *testing.T, cp *ControlPlane, k *Kubele
 	mirror := name + "-" + k.Node
 	var p *corev1.Pod
 	last := "no mirror pod"
-	Eventually(t, 2*time.Minute, "static pod "+mirror+" running", func() bool {
+	harness.Eventually(t, 2*time.Minute, "static pod "+mirror+" running", func() bool {
 		got, err := cp.Admin.CoreV1().Pods("default").Get(ctx, mirror, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
@@ -72,7 +74,7 @@ func runStaticPod(ctx context.Context, t *testing.T, cp *ControlPlane, k *Kubele
 		}
 		p, last = got, string(got.Status.Phase)
 		return got.Status.Phase == corev1.PodRunning
-	}, Every(200*time.Millisecond), Explaining(func() string { return last + "\n" + k.logTail() }))
+	}, harness.Every(200*time.Millisecond), harness.Explaining(func() string { return last + "\n" + k.logTail() }))
 	uid := p.Annotations["kubernetes.io/config.hash"]
 	if uid == "" || strings.ContainsAny(uid, "/.") {
 		t.Fatalf("mirror pod %s: config hash %q", mirror, uid)
@@ -89,8 +91,8 @@ func runStaticPod(ctx context.Context, t *testing.T, cp *ControlPlane, k *Kubele
 // the pod's processes in it, and that stopping it all leaves no cgroup of
 // that systemd on the host.
 func TestKubeletWithTheSystemdCgroupDriver(t *testing.T) {
-	RequireSystemd(t)
-	cp := StartControlPlaneT(t)
+	harness.RequireSystemd(t)
+	cp := harness.StartControlPlaneT(t)
 	c, k := StartSystemdDriverNodeT(t, cp, "hw-systemd-driver")
 	sd := c.Systemd()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -99,10 +101,10 @@ func TestKubeletWithTheSystemdCgroupDriver(t *testing.T) {
 
 	slice := filepath.Join("kubepods.slice", "kubepods-besteffort.slice", "kubepods-besteffort-pod"+uid+".slice")
 	var pids []int
-	Eventually(t, time.Minute, "the pod's processes in its slice", func() bool {
+	harness.Eventually(t, time.Minute, "the pod's processes in its slice", func() bool {
 		pids = CgroupPids(k, uid)
 		return len(pids) > 0
-	}, Every(200*time.Millisecond))
+	}, harness.Every(200*time.Millisecond))
 	if got, want := PodCgroup(k, "freezer", uid), filepath.Join(k.cgroupFS(), "freezer", slice); got != want {
 		t.Errorf("pod cgroup %s, want %s", got, want)
 	}
