@@ -27,7 +27,7 @@ type Containerd struct {
 	// starts, when set before the start, hangs its start path
 	// (StartContainerdHangingT).
 	starts *HangingStarts
-	runtimeProcess
+	RuntimeProcess
 	conn *cri.Conn
 }
 
@@ -124,7 +124,7 @@ func StartContainerdFrom(ctx context.Context, bin Binaries) (*Containerd, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "containerd"}}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "containerd"}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()
@@ -238,19 +238,6 @@ func (c *Containerd) waitReady(ctx context.Context) error {
 	return WaitCRIReady(ctx, c.conn, c, c.logTail)
 }
 
-// allConditionsTrue: the two conditions the kubelet requires are true
-// (containerd 2.2+ adds ContainerdHasNoDeprecationWarnings, false on a
-// cgroup v1 machine, which the kubelet ignores).
-func allConditionsTrue(resp *runtimeapi.StatusResponse) bool {
-	ready := 0
-	for _, cond := range resp.GetStatus().GetConditions() {
-		if (cond.Type == runtimeapi.RuntimeReady || cond.Type == runtimeapi.NetworkReady) && cond.Status {
-			ready++
-		}
-	}
-	return ready == 2
-}
-
 // ImportImage imports an OCI layout tarball into the k8s.io namespace.
 func (c *Containerd) ImportImage(ctx context.Context, tarPath string) error {
 	cmd := exec.CommandContext(ctx, c.Bin.path("ctr"), "--address", c.Socket, "-n", "k8s.io", "images", "import", tarPath)
@@ -287,22 +274,8 @@ func (c *Containerd) Stop() {
 	}
 	killShims(c.Socket)
 	UnmountUnder(c.Dir)
-	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // makeSharedMount's
+	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // MakeSharedMount's
 	_ = os.RemoveAll(c.Dir)
-}
-
-// makeSharedMount makes dir a shared mount of its own, as / is on a
-// systemd node: the shipped pods mount the runtime's socket directory with
-// HostToContainer propagation, which the runtime allows only from a shared
-// or slave mount (this machine's / is private).
-func makeSharedMount(dir string) error {
-	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind-mount %s on itself: %w", dir, err)
-	}
-	if err := syscall.Mount("", dir, "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
-		return fmt.Errorf("make %s a shared mount: %w", dir, err)
-	}
-	return nil
 }
 
 // killShims kills the runc shims whose command line names this containerd's

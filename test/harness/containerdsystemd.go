@@ -101,7 +101,7 @@ func StartContainerdUnderSystemdWith(ctx context.Context, bin Binaries, systemdC
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "containerd", unit: ContainerdUnit},
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "containerd", unit: ContainerdUnit},
 		SystemdCgroup: systemdCgroup}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {

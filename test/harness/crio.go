@@ -23,7 +23,7 @@ type CRIO struct {
 	Socket   string
 	Endpoint string
 	Bin      CRIOBinaries
-	runtimeProcess
+	RuntimeProcess
 	conn     *cri.Conn
 	registry *httptest.Server // the harness's images, for CRI-O to pull
 	wrapper  string           // the runc wrapper CRI-O runs (buildRuncWrapper)
@@ -42,7 +42,7 @@ func StartCRIO(ctx context.Context) (*CRIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "crio"}}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "crio"}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()
@@ -95,7 +95,7 @@ func (c *CRIO) Runtime() runtimeapi.RuntimeServiceClient { return c.conn.Runtime
 
 // CreatePods runs n host-network pods of perPod containers each.
 func (c *CRIO) CreatePods(ctx context.Context, n, perPod int) ([]Pod, error) {
-	return createPods(ctx, c.conn.Runtime, c.Dir, n, perPod)
+	return CreatePodsOn(ctx, c.conn.Runtime, c.Dir, n, perPod)
 }
 
 // StartRuntime starts crio again on the same state and waits until it is
@@ -140,7 +140,7 @@ func (c *CRIO) Stop() {
 	}
 	KillProcessesNaming("conmon", c.Dir)
 	UnmountUnder(c.Dir)
-	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // makeSharedMount's
+	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // MakeSharedMount's
 	_ = os.RemoveAll(c.Dir)
 }
 

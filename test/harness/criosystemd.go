@@ -93,7 +93,7 @@ func StartCRIOUnderSystemd(ctx context.Context, killMode string) (*CRIO, *System
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "crio", unit: CRIOUnit}, killMode: killMode}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "crio", unit: CRIOUnit}, killMode: killMode}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()

@@ -86,7 +86,7 @@ func StartContainerdHangingT(t testing.TB, network bool) (*Containerd, *HangingS
 		t.Fatal(err)
 	}
 	h := &HangingStarts{dir: filepath.Join(dir, "hang"), network: network}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, runtimeProcess: runtimeProcess{name: "containerd"}, starts: h}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "containerd"}, starts: h}
 	c.Endpoint = "unix://" + c.Socket
 	t.Cleanup(c.Stop)
 	t.Cleanup(func() { h.ReleaseRuntime(); h.ReleaseNetwork() }) // runs first: the waits end before containerd stops

@@ -9,10 +9,10 @@ import (
 	"github.com/hangwatch/hangwatch/cri"
 )
 
-// runtimeProcess is a runtime's daemon (containerd, crio): the harness's
+// RuntimeProcess is a runtime's daemon (containerd, crio): the harness's
 // child, or the main process of a unit of the harness's systemd. PID,
 // Freeze and Thaw follow the unit's main process across restarts.
-type runtimeProcess struct {
+type RuntimeProcess struct {
 	name string
 	proc *Process // the daemon, when the harness runs it as its child
 	sd   *Systemd // the systemd running it as unit, when one does
@@ -22,7 +22,7 @@ type runtimeProcess struct {
 // PID is the daemon's process ID. Under systemd it is the unit's current
 // main PID on the host, which changes when systemd restarts it, or 0
 // while it has none.
-func (r *runtimeProcess) PID() int {
+func (r *RuntimeProcess) PID() int {
 	if r.sd == nil {
 		return r.proc.PID()
 	}
@@ -34,10 +34,10 @@ func (r *runtimeProcess) PID() int {
 
 // Systemd is the systemd running the daemon as its unit, or nil when the
 // harness runs it as its child.
-func (r *runtimeProcess) Systemd() *Systemd { return r.sd }
+func (r *RuntimeProcess) Systemd() *Systemd { return r.sd }
 
 // Exited is closed when the daemon, or the systemd running it, exits.
-func (r *runtimeProcess) Exited() <-chan struct{} {
+func (r *RuntimeProcess) Exited() <-chan struct{} {
 	if r.sd != nil {
 		return r.sd.proc.exited
 	}
@@ -45,20 +45,20 @@ func (r *runtimeProcess) Exited() <-chan struct{} {
 }
 
 // String names the daemon in a wait's failure.
-func (r *runtimeProcess) String() string { return r.name }
+func (r *RuntimeProcess) String() string { return r.name }
 
 // Freeze stops the daemon with SIGSTOP; its socket stays open and silent.
-func (r *runtimeProcess) Freeze() error { return SignalPID(r.name, r.PID(), syscall.SIGSTOP) }
+func (r *RuntimeProcess) Freeze() error { return SignalPID(r.name, r.PID(), syscall.SIGSTOP) }
 
 // Thaw resumes a frozen daemon with SIGCONT.
-func (r *runtimeProcess) Thaw() error { return SignalPID(r.name, r.PID(), syscall.SIGCONT) }
+func (r *RuntimeProcess) Thaw() error { return SignalPID(r.name, r.PID(), syscall.SIGCONT) }
 
 // StopRuntime stops the daemon alone, as `systemctl stop` or a crash
 // would: SIGTERM (graceful) or SIGKILL. What it started (shims, conmons)
 // and their containers go on running; its socket stays on disk until the
 // next start replaces it. Under systemd it stops the unit (after the
 // SIGKILL, so that systemd does not restart it).
-func (r *runtimeProcess) StopRuntime(graceful bool) {
+func (r *RuntimeProcess) StopRuntime(graceful bool) {
 	_ = r.Thaw()
 	if r.sd != nil {
 		if pid := r.PID(); !graceful && pid > 0 {
@@ -81,7 +81,7 @@ func (r *runtimeProcess) StopRuntime(graceful bool) {
 // its text; with cgroups of its own when ownCgroups,
 // StartSystemdWithOwnCgroups), dials its CRI endpoint and waits until the runtime is ready;
 // a failure carries the daemon's and systemd's logs.
-func (r *runtimeProcess) startSystemd(ctx context.Context, unit, endpoint string, logTail func() string, ownCgroups bool) (*cri.Conn, error) {
+func (r *RuntimeProcess) startSystemd(ctx context.Context, unit, endpoint string, logTail func() string, ownCgroups bool) (*cri.Conn, error) {
 	var err error
 	if r.sd, err = startSystemd(ctx, map[string]string{r.unit: unit}, ownCgroups); err != nil {
 		return nil, err

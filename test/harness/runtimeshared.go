@@ -30,7 +30,7 @@ func WaitCRIReady(ctx context.Context, conn *cri.Conn, watched Watched, logTail 
 		defer callCancel()
 		resp, err := conn.Runtime.Status(callCtx, &runtimeapi.StatusRequest{})
 		last = err
-		if err == nil && !allConditionsTrue(resp) {
+		if err == nil && !AllConditionsTrue(resp) {
 			last = fmt.Errorf("runtime not ready: %v", resp.GetStatus().GetConditions())
 		}
 		return last == nil
@@ -39,13 +39,13 @@ func WaitCRIReady(ctx context.Context, conn *cri.Conn, watched Watched, logTail 
 }
 
 // RuntimeDir is a new temp dir for a runtime's state and socket, made a
-// shared mount (makeSharedMount); its Stop unmounts and removes it.
+// shared mount (MakeSharedMount); its Stop unmounts and removes it.
 func RuntimeDir(prefix string) (string, error) {
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		return "", err
 	}
-	if err := makeSharedMount(dir); err != nil {
+	if err := MakeSharedMount(dir); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", err
 	}
@@ -112,4 +112,31 @@ type RuntimePaths struct {
 	NodeSocketDir         string
 	// StateDir is containerd's state directory; empty for CRI-O.
 	StateDir string
+}
+
+// AllConditionsTrue: the two conditions the kubelet requires are true
+// (containerd 2.2+ adds ContainerdHasNoDeprecationWarnings, false on a
+// cgroup v1 machine, which the kubelet ignores).
+func AllConditionsTrue(resp *runtimeapi.StatusResponse) bool {
+	ready := 0
+	for _, cond := range resp.GetStatus().GetConditions() {
+		if (cond.Type == runtimeapi.RuntimeReady || cond.Type == runtimeapi.NetworkReady) && cond.Status {
+			ready++
+		}
+	}
+	return ready == 2
+}
+
+// MakeSharedMount makes dir a shared mount of its own, as / is on a
+// systemd node: the shipped pods mount the runtime's socket directory with
+// HostToContainer propagation, which the runtime allows only from a shared
+// or slave mount (this machine's / is private).
+func MakeSharedMount(dir string) error {
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mount %s on itself: %w", dir, err)
+	}
+	if err := syscall.Mount("", dir, "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("make %s a shared mount: %w", dir, err)
+	}
+	return nil
 }
