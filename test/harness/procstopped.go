@@ -3,7 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,4 +57,42 @@ func CheckFreezeThaw(ctx context.Context, t *testing.T, pid int, freeze, thaw fu
 	if err := WaitStopped(ctx, pid, false); err != nil {
 		t.Error(err)
 	}
+}
+
+// Procs maps PIDs to their start times, so that a PID used again by a new
+// process does not count as the old one.
+type Procs map[int]string
+
+// Snapshot records pids with their start times.
+func Snapshot(pids []int) Procs {
+	p := Procs{}
+	for _, pid := range pids {
+		if st, ok := StartTime(pid); ok {
+			p[pid] = st
+		}
+	}
+	return p
+}
+
+// CheckGone fails t for each recorded process still running.
+func (p Procs) CheckGone(t *testing.T) {
+	t.Helper()
+	if len(p) == 0 {
+		t.Error("no processes were recorded")
+	}
+	for pid, st := range p {
+		if now, ok := StartTime(pid); ok && now == st {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			t.Errorf("process %d (%s) left after Stop", pid, strings.TrimSpace(string(comm)))
+		}
+	}
+}
+
+// StartTime is field 22 of /proc/pid/stat, the process's start time.
+func StartTime(pid int) (string, bool) {
+	f, err := procStatFields(pid)
+	if err != nil || len(f) < 20 {
+		return "", false
+	}
+	return f[19], true
 }

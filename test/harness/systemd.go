@@ -323,3 +323,16 @@ func (s *Systemd) Exited() <-chan struct{} { return s.proc.Exited() }
 // CgroupRoot is the name of systemd's cgroup root, below the test's own
 // cgroups in each hierarchy.
 func (s *Systemd) CgroupRoot() string { return s.cgroup }
+
+// ProcessesNamed are the processes below systemd whose command (comm,
+// 15 characters at most) starts with name.
+func (s *Systemd) ProcessesNamed(name string) []int {
+	var pids []int
+	for _, pid := range s.Processes() {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if strings.HasPrefix(strings.TrimSpace(string(comm)), name) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
