@@ -9,10 +9,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hangwatch/hangwatch/cri"
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
-var bench = harness.Shared{Pods: 100, PerPod: 1}
+var bench = containerd.Shared{Pods: 100, PerPod: 1}
 
 func TestMain(m *testing.M) {
 	code := m.Run()

@@ -12,14 +12,14 @@ import (
 
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/test/criproxy"
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 // TestProxyForwardsAndHangs runs the proxy in front of a real containerd:
 // calls pass through, a held ListPodSandbox does not answer until it is
 // released, and a ContainerStatus fault holds one container only.
 func TestProxyForwardsAndHangs(t *testing.T) {
-	c := harness.StartContainerdT(t, 1, 2)
+	c := containerd.StartT(t, 1, 2)
 	p, err := criproxy.Start(filepath.Join(t.TempDir(), "proxy.sock"), c.Socket)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/kernellog"
-	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 func main() {
@@ -40,13 +40,13 @@ func run() int {
 	// which stays until run returns, so they do not cut the cleanup short.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	bins, err := harness.ContainerdBinaries()
+	bins, err := containerd.FindBinaries()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
 	}
 	fmt.Printf("demo pid %d: starting containerd %s in a temp dir ...\n", os.Getpid(), bins.Version)
-	c, err := harness.StartContainerdFrom(ctx, bins)
+	c, err := containerd.StartFrom(ctx, bins)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
@@ -112,7 +112,7 @@ func keepOutputSafe() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
-func printGuide(c *harness.Containerd, pods int, listen string, period time.Duration) {
+func printGuide(c *containerd.Containerd, pods int, listen string, period time.Duration) {
 	fmt.Printf(`
 containerd pid %[1]d is serving CRI on %[2]s with %[3]d pods (%[4]d containers).
 hangwatch runs against it below (--period %[6]v, --timeout 2s). In another shell:

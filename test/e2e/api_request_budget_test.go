@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 	"github.com/hangwatch/hangwatch/test/measurements"
@@ -35,7 +36,7 @@ func TestAPIRequestBudget(t *testing.T) {
 	cp := harness.StartControlPlaneT(t)
 	// every node identity may read its kubelet's /metrics, as installed
 	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "static-pod"))
-	c := harness.StartContainerdT(t, 0, 0)
+	c := containerd.StartT(t, 0, 0)
 	k := kubelet.StartT(t, cp, c, hangwatch.UniqueNode("hw-budget-kubelet"))
 	b := &budgetRun{t: t, cp: cp, c: c, scraper: hangwatch.ApplyScraperIdentity(t, cp)}
 	realNode := b.startRealNode(k)
@@ -93,7 +94,7 @@ type budgetNode struct {
 type budgetRun struct {
 	t       *testing.T
 	cp      *harness.ControlPlane
-	c       *harness.Containerd
+	c       *containerd.Containerd
 	scraper string
 	nodes   []*budgetNode
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/measurements"
 )
 
@@ -196,7 +197,7 @@ func TestInstallsRolloutDuringAHang(t *testing.T) {
 			rungs.Stop()
 			// the restart as systemd started it (the rungs' poll sees it
 			// later, and the restarted runtime may answer before)
-			restarted, err := in.SD.MainStartedAt(context.Background(), harness.ContainerdUnit)
+			restarted, err := in.SD.MainStartedAt(context.Background(), containerd.Unit)
 			if err != nil {
 				t.Fatal(err)
 			}

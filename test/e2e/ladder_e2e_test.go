@@ -17,6 +17,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
@@ -29,7 +30,7 @@ import (
 // DaemonSet's pod.
 type ladder struct {
 	cp      *harness.ControlPlane
-	c       *harness.Containerd
+	c       *containerd.Containerd
 	sd      *harness.Systemd
 	proxy   *criproxy.Proxy
 	d       *hangwatch.Daemon
@@ -46,7 +47,7 @@ func startLadder(t *testing.T) *ladder {
 	for _, ns := range []string{"kube-system", "default"} {
 		hangwatch.EnsureDefaultServiceAccount(t, l.cp, ns)
 	}
-	l.c, l.sd = harness.StartContainerdUnderSystemdT(t, 0, 0)
+	l.c, l.sd = containerd.StartUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k, err := kubelet.StartUnderSystemd(ctx, l.cp, l.c, hangwatch.UniqueNode("ladder-a"))
@@ -55,7 +56,7 @@ func startLadder(t *testing.T) *ladder {
 	}
 	t.Cleanup(k.Stop)
 	l.a = k.Node
-	l.b = kubelet.StartT(t, l.cp, harness.StartContainerdT(t, 0, 0), hangwatch.UniqueNode("ladder-b")).Node
+	l.b = kubelet.StartT(t, l.cp, containerd.StartT(t, 0, 0), hangwatch.UniqueNode("ladder-b")).Node
 	l.startHangwatch(t, k)
 	hangwatch.StartRemedy(t, hangwatch.RemedyIdentity(t, l.cp), filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "remedy", "config.yaml"), "hangwatch-remedy")
 	t.Cleanup(func() {
@@ -79,7 +80,7 @@ func (l *ladder) startHangwatch(t *testing.T, k *kubelet.Kubelet) {
 	t.Cleanup(l.proxy.Stop)
 	config := filepath.Join(dir, "hangwatch.yaml")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nkubelet:\n  healthzURL: %s\n"+
-		"repair:\n  enabled: true\n  runtimeUnit: %s\n  runtimeSocket: %s\n  systemdSocket: %s\n", k.HealthzURL(), harness.ContainerdUnit, l.c.Socket, l.sd.Socket())
+		"repair:\n  enabled: true\n  runtimeUnit: %s\n  runtimeSocket: %s\n  systemdSocket: %s\n", k.HealthzURL(), containerd.Unit, l.c.Socket, l.sd.Socket())
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestTwoNodeLadder(t *testing.T) {
 	l.workloads(t)
 	l.waitRuntimeOldEnough(t)
 	before, ready := l.podsOn(t, l.a), hangwatch.NodeReady(t, l.cp, l.a)
-	pid0, err := l.sd.MainPID(context.Background(), harness.ContainerdUnit)
+	pid0, err := l.sd.MainPID(context.Background(), containerd.Unit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestTwoNodeLadder(t *testing.T) {
 	harness.Eventually(t, time.Minute, "RuntimeHung True on A", l.runtimeHungOnA(t, corev1.ConditionTrue))
 	harness.Measure(t, "e2e_ladder_runtime_hung_after_freeze", time.Since(frozen))
 	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd on A", func() bool {
-		pid, err := l.sd.MainPID(context.Background(), harness.ContainerdUnit)
+		pid, err := l.sd.MainPID(context.Background(), containerd.Unit)
 		return err == nil && pid != 0 && pid != pid0
 	})
 	harness.Measure(t, "e2e_ladder_restarted_after_freeze", time.Since(frozen))

@@ -17,6 +17,7 @@ import (
 	"github.com/hangwatch/hangwatch/remedy"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
@@ -57,7 +58,7 @@ func startTwoNodes(t *testing.T) *twoNodes {
 // it directly, and hangwatch's static pod on ports 9764+offset, 9765+offset.
 func startMember(t *testing.T, cp *harness.ControlPlane, offset int) hangwatch.StaticPodNode {
 	t.Helper()
-	c := harness.StartContainerdT(t, 0, 0)
+	c := containerd.StartT(t, 0, 0)
 	n := hangwatch.KubeletNode{CP: cp, C: c, K: kubelet.StartT(t, cp, c, hangwatch.UniqueNode("two"))}
 	image := hangwatch.HangwatchImageTar(t) // built once, before the import's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

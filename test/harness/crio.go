@@ -42,7 +42,7 @@ func StartCRIO(ctx context.Context) (*CRIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "crio"}}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{DaemonName: "crio"}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()
@@ -79,7 +79,7 @@ func (c *CRIO) prepare() error {
 // it is ready.
 func (c *CRIO) launch(ctx context.Context) error {
 	var err error
-	if c.proc, err = StartProcessEnv(c.Dir, "crio", c.crioEnv(), c.Bin.path("crio"), c.crioArgs()...); err != nil {
+	if c.Daemon, err = StartProcessEnv(c.Dir, "crio", c.crioEnv(), c.Bin.path("crio"), c.crioArgs()...); err != nil {
 		return err
 	}
 	if c.conn == nil {
@@ -101,8 +101,8 @@ func (c *CRIO) CreatePods(ctx context.Context, n, perPod int) ([]Pod, error) {
 // StartRuntime starts crio again on the same state and waits until it is
 // ready.
 func (c *CRIO) StartRuntime(ctx context.Context) error {
-	if c.sd != nil {
-		if err := c.sd.StartUnit(ctx, c.unit); err != nil {
+	if c.UnitSystemd != nil {
+		if err := c.UnitSystemd.StartUnit(ctx, c.Unit); err != nil {
 			return err
 		}
 		return WaitCRIReady(ctx, c.conn, c, c.logTail)
@@ -111,29 +111,29 @@ func (c *CRIO) StartRuntime(ctx context.Context) error {
 }
 
 func (c *CRIO) logTail() string {
-	if c.proc == nil {
+	if c.Daemon == nil {
 		return FileTail("crio", filepath.Join(c.Dir, "crio.log"), 20)
 	}
-	return c.proc.LogTail(20)
+	return c.Daemon.LogTail(20)
 }
 
 // Stop removes every pod, stops crio and whatever of its conmons is left,
 // unmounts what it mounted in its directory and removes it.
 func (c *CRIO) Stop() {
-	if c.proc != nil || c.sd != nil {
+	if c.Daemon != nil || c.UnitSystemd != nil {
 		_ = c.Thaw()
-		if c.conn != nil && (c.sd != nil || c.proc.Alive()) {
+		if c.conn != nil && (c.UnitSystemd != nil || c.Daemon.Alive()) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			_ = RemoveAllPods(ctx, c.conn.Runtime)
 			cancel()
 		}
-		c.proc.Stop(30 * time.Second)
+		c.Daemon.Stop(30 * time.Second)
 	}
 	if c.conn != nil {
 		_ = c.conn.Close()
 	}
-	if c.sd != nil {
-		c.sd.Stop()
+	if c.UnitSystemd != nil {
+		c.UnitSystemd.Stop()
 	}
 	if c.registry != nil {
 		c.registry.Close()

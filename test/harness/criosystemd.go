@@ -93,13 +93,13 @@ func StartCRIOUnderSystemd(ctx context.Context, killMode string) (*CRIO, *System
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "crio", unit: CRIOUnit}, killMode: killMode}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{DaemonName: "crio", Unit: CRIOUnit}, killMode: killMode}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()
 		return nil, nil, err
 	}
-	return c, c.sd, nil
+	return c, c.UnitSystemd, nil
 }
 
 func (c *CRIO) startUnderSystemd(ctx context.Context) error {
@@ -110,7 +110,7 @@ func (c *CRIO) startUnderSystemd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.conn, err = c.startSystemd(ctx, unit, c.Endpoint, c.logTail, false); err != nil {
+	if c.conn, err = c.StartSystemdUnit(ctx, unit, c.Endpoint, c.logTail, false); err != nil {
 		return err
 	}
 	return c.pullPause(ctx)

@@ -13,45 +13,45 @@ import (
 // child, or the main process of a unit of the harness's systemd. PID,
 // Freeze and Thaw follow the unit's main process across restarts.
 type RuntimeProcess struct {
-	name string
-	proc *Process // the daemon, when the harness runs it as its child
-	sd   *Systemd // the systemd running it as unit, when one does
-	unit string
+	DaemonName  string
+	Daemon      *Process // the daemon, when the harness runs it as its child
+	UnitSystemd *Systemd // the systemd running it as unit, when one does
+	Unit        string
 }
 
 // PID is the daemon's process ID. Under systemd it is the unit's current
 // main PID on the host, which changes when systemd restarts it, or 0
 // while it has none.
 func (r *RuntimeProcess) PID() int {
-	if r.sd == nil {
-		return r.proc.PID()
+	if r.UnitSystemd == nil {
+		return r.Daemon.PID()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pid, _ := r.sd.MainPID(ctx, r.unit)
+	pid, _ := r.UnitSystemd.MainPID(ctx, r.Unit)
 	return pid
 }
 
 // Systemd is the systemd running the daemon as its unit, or nil when the
 // harness runs it as its child.
-func (r *RuntimeProcess) Systemd() *Systemd { return r.sd }
+func (r *RuntimeProcess) Systemd() *Systemd { return r.UnitSystemd }
 
 // Exited is closed when the daemon, or the systemd running it, exits.
 func (r *RuntimeProcess) Exited() <-chan struct{} {
-	if r.sd != nil {
-		return r.sd.proc.exited
+	if r.UnitSystemd != nil {
+		return r.UnitSystemd.proc.exited
 	}
-	return r.proc.exited
+	return r.Daemon.exited
 }
 
 // String names the daemon in a wait's failure.
-func (r *RuntimeProcess) String() string { return r.name }
+func (r *RuntimeProcess) String() string { return r.DaemonName }
 
 // Freeze stops the daemon with SIGSTOP; its socket stays open and silent.
-func (r *RuntimeProcess) Freeze() error { return SignalPID(r.name, r.PID(), syscall.SIGSTOP) }
+func (r *RuntimeProcess) Freeze() error { return SignalPID(r.DaemonName, r.PID(), syscall.SIGSTOP) }
 
 // Thaw resumes a frozen daemon with SIGCONT.
-func (r *RuntimeProcess) Thaw() error { return SignalPID(r.name, r.PID(), syscall.SIGCONT) }
+func (r *RuntimeProcess) Thaw() error { return SignalPID(r.DaemonName, r.PID(), syscall.SIGCONT) }
 
 // StopRuntime stops the daemon alone, as `systemctl stop` or a crash
 // would: SIGTERM (graceful) or SIGKILL. What it started (shims, conmons)
@@ -60,30 +60,30 @@ func (r *RuntimeProcess) Thaw() error { return SignalPID(r.name, r.PID(), syscal
 // SIGKILL, so that systemd does not restart it).
 func (r *RuntimeProcess) StopRuntime(graceful bool) {
 	_ = r.Thaw()
-	if r.sd != nil {
+	if r.UnitSystemd != nil {
 		if pid := r.PID(); !graceful && pid > 0 {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		_ = r.sd.StopUnit(ctx, r.unit)
+		_ = r.UnitSystemd.StopUnit(ctx, r.Unit)
 		return
 	}
 	if graceful {
-		r.proc.Stop(30 * time.Second)
+		r.Daemon.Stop(30 * time.Second)
 		return
 	}
-	_ = syscall.Kill(r.proc.PID(), syscall.SIGKILL)
-	<-r.proc.exited
+	_ = syscall.Kill(r.Daemon.PID(), syscall.SIGKILL)
+	<-r.Daemon.exited
 }
 
-// startSystemd starts a systemd whose only unit is the daemon's (unit is
+// StartSystemdUnit starts a systemd whose only unit is the daemon's (unit is
 // its text; with cgroups of its own when ownCgroups,
 // StartSystemdWithOwnCgroups), dials its CRI endpoint and waits until the runtime is ready;
 // a failure carries the daemon's and systemd's logs.
-func (r *RuntimeProcess) startSystemd(ctx context.Context, unit, endpoint string, logTail func() string, ownCgroups bool) (*cri.Conn, error) {
+func (r *RuntimeProcess) StartSystemdUnit(ctx context.Context, unit, endpoint string, logTail func() string, ownCgroups bool) (*cri.Conn, error) {
 	var err error
-	if r.sd, err = startSystemd(ctx, map[string]string{r.unit: unit}, ownCgroups); err != nil {
+	if r.UnitSystemd, err = startSystemd(ctx, map[string]string{r.Unit: unit}, ownCgroups); err != nil {
 		return nil, err
 	}
 	conn, err := cri.Dial(endpoint)
@@ -91,7 +91,7 @@ func (r *RuntimeProcess) startSystemd(ctx context.Context, unit, endpoint string
 		return nil, err
 	}
 	if err := WaitCRIReady(ctx, conn, r, logTail); err != nil {
-		return conn, fmt.Errorf("%w\n%s", err, r.sd.LogTail(20))
+		return conn, fmt.Errorf("%w\n%s", err, r.UnitSystemd.LogTail(20))
 	}
 	return conn, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
@@ -20,13 +21,13 @@ import (
 // finds them Unimplemented and leaves them out.
 func TestDiagOnEachContainerd2(t *testing.T) {
 	harness.Parallel(t, harness.LaneSharedContainerd)
-	up, err := harness.UpgradeContainerdBinaries()
+	up, err := containerd.UpgradeBinaries()
 	if err != nil {
 		t.Skip(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c24, err := harness.StartContainerdFrom(ctx, up)
+	c24, err := containerd.StartFrom(ctx, up)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestDiagOnEachContainerd2(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		c         *harness.Containerd
+		c         *containerd.Containerd
 		streaming string
 	}{{hangwatch.SharedContainerd(t), "unimplemented"}, {c24, "implemented"}} {
 		r, code, _ := runDiag(t, tc.c.Endpoint, "--samples", "3")
@@ -69,14 +70,14 @@ func TestDiagOnEachContainerd2(t *testing.T) {
 // and counts which one the kubelet sent).
 func TestKubeletListsWithStreamsWhenGated(t *testing.T) {
 	harness.Parallel(t)
-	up, err := harness.UpgradeContainerdBinaries()
+	up, err := containerd.UpgradeBinaries()
 	if err != nil {
 		t.Skip(err)
 	}
 	cp := hangwatch.SharedControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := harness.StartContainerdFrom(ctx, up)
+	c, err := containerd.StartFrom(ctx, up)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/fence"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
@@ -94,7 +95,7 @@ func withinSeconds(t *testing.T, n int) context.Context {
 // with its node plugin registered elsewhere, and the running pod's UID
 // and CSI volume's target; m is the fence's Mounts on it.
 type fenceVolumeNode struct {
-	c           *harness.Containerd
+	c           *containerd.Containerd
 	csi         *csi.Driver
 	plugin      *elsewherePlugin
 	uid, target string
@@ -105,7 +106,7 @@ func startFenceVolumeNode(t *testing.T) *fenceVolumeNode {
 	t.Helper()
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
-	n := &fenceVolumeNode{c: harness.StartContainerdT(t, 0, 0)}
+	n := &fenceVolumeNode{c: containerd.StartT(t, 0, 0)}
 	k := kubelet.StartWithPodCgroupsT(t, cp, n.c, hangwatch.UniqueNode("fencevol"))
 	n.csi = csi.StartT(t, cp)
 	root := filepath.Join(k.Dir, "root")

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/nhc"
 )
@@ -80,7 +81,7 @@ func TestNodeHealthCheckRemediatesOnRuntimeHung(t *testing.T) {
 type nhcNode struct {
 	name       string
 	kubeconfig string
-	c          *harness.Containerd
+	c          *containerd.Containerd
 	d          *hangwatch.Daemon
 }
 
@@ -100,7 +101,7 @@ func startNHCTest(t *testing.T) *nhcTest {
 	x := &nhcTest{}
 	x.cluster = nhc.StartCluster(t, nhc.ClusterOptions{
 		// The control plane starts while both containerds do.
-		Meanwhile: func() { x.a.c, x.b.c = harness.StartContainerdT(t, 1, 1), harness.StartContainerdT(t, 1, 1) },
+		Meanwhile: func() { x.a.c, x.b.c = containerd.StartT(t, 1, 1), containerd.StartT(t, 1, 1) },
 		Populate:  func(c *nhc.Cluster) { x.populate(t, c) },
 	})
 	// hangwatch on A and B at its shipped timings; no kubelet there, so no

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
@@ -25,7 +26,7 @@ import (
 func TestEventedPLEGGenerations(t *testing.T) {
 	harness.Parallel(t)
 	cp := hangwatch.SharedControlPlane(t)
-	c := harness.StartContainerdT(t, 0, 0)
+	c := containerd.StartT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	k, err := kubelet.StartWithGates(ctx, cp, c, c.Endpoint, hangwatch.UniqueNode("evented"), "EventedPLEG=true")

@@ -10,6 +10,7 @@ import (
 	"github.com/hangwatch/hangwatch/podstarts"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
@@ -23,7 +24,7 @@ import (
 // False.
 func TestPodStartProbeSeesAHungSandboxWithNoPodStarting(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	c := harness.StartContainerdT(t, 0, 0)
+	c := containerd.StartT(t, 0, 0)
 	n := startPodStartNodeWith(t, c, "hw-probe", true,
 		"--pod-start-probe", "--pod-start-probe-period", "100ms", "--pod-start-probe-sandbox-image", harness.PauseImage)
 	harness.Eventually(t, 3*time.Minute, "100 probes", func() bool { return probes(n.d) >= 100 },
@@ -62,7 +63,7 @@ func TestPodStartProbeSeesAHungSandboxWithNoPodStarting(t *testing.T) {
 // PodStartStuck is False.
 func TestPodStartProbeOnThePodNetworkSeesAHungCNIAdd(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	c, starts := harness.StartContainerdHangingT(t, true)
+	c, starts := containerd.StartHangingT(t, true)
 	started := time.Now()
 	n := startPodStartNodeWith(t, c, "hw-probe-net", false, "--pod-start-probe", "--pod-start-probe-pod-network",
 		"--pod-start-probe-period", "1s", "--pod-start-probe-sandbox-image", harness.PauseImage)
@@ -90,7 +91,7 @@ func probes(d *hangwatch.Daemon) float64 {
 }
 
 // probeSandboxes counts the probe's sandboxes in containerd, asked directly.
-func probeSandboxes(t *testing.T, c *harness.Containerd) int {
+func probeSandboxes(t *testing.T, c *containerd.Containerd) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 	"github.com/hangwatch/hangwatch/test/measurements"
@@ -281,9 +282,9 @@ func (n *podStartNode) stuckStart(t *testing.T, pod *corev1.Pod, reason, what, s
 // False within 10s of the start once let go.
 func TestPodStartStuckSeesAHandlerAndANetworkThatHang(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	c, starts := harness.StartContainerdHangingT(t, true)
+	c, starts := containerd.StartHangingT(t, true)
 	n := startPodStartNodeOn(t, c, "hw-podhang")
-	class := createRuntimeClass(t, n.cp, harness.HangHandler)
+	class := createRuntimeClass(t, n.cp, containerd.HangHandler)
 	handler := pausePodOn(n.k.Node, "handler-hangs-"+n.k.Node)
 	handler.Spec.RuntimeClassName = &class
 	n.stuckStart(t, handler, "SandboxStartStuck", "runtime_handler_create", "sandbox", starts.ReleaseRuntime)
@@ -325,7 +326,7 @@ type podStartNode struct {
 // startPodStartNode is a podStartNode on containerd.
 func startPodStartNode(t *testing.T, name string) *podStartNode {
 	harness.Parallel(t, harness.Minutes)
-	return startPodStartNodeOn(t, harness.StartContainerdT(t, 0, 0), name)
+	return startPodStartNodeOn(t, containerd.StartT(t, 0, 0), name)
 }
 
 func startPodStartNodeOn(t *testing.T, rt kubelet.NodeRuntime, name string) *podStartNode {

@@ -12,6 +12,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
@@ -20,7 +21,7 @@ import (
 // 5s: a wait shorter than the shipped 20 s, so that a runtime answering
 // every call 2.5 s late is within a factor of two of being killed.
 type answersRig struct {
-	c      *harness.Containerd
+	c      *containerd.Containerd
 	sd     *harness.Systemd
 	proxy  *criproxy.Proxy
 	config string
@@ -33,7 +34,7 @@ const answersWait = 5 * time.Second
 func startAnswersRig(t *testing.T) *answersRig {
 	t.Helper()
 	r := &answersRig{}
-	r.c, r.sd = harness.StartContainerdUnderSystemdT(t, 1, 1)
+	r.c, r.sd = containerd.StartUnderSystemdT(t, 1, 1)
 	dir := hangwatch.SocketDir(t)
 	var err error
 	if r.proxy, err = criproxy.Start(filepath.Join(dir, "cri.sock"), r.c.Socket); err != nil {
@@ -43,7 +44,7 @@ func startAnswersRig(t *testing.T) *answersRig {
 	r.config, r.state = filepath.Join(dir, "hangwatch.yaml"), filepath.Join(dir, "repair-budget.json")
 	body := fmt.Sprintf("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nrepair:\n  enabled: true\n  systemdSocket: %s\n"+
 		"  runtimeUnit: %s\n  runtimeSocket: %s\n  restartRuntimeAfter: %s\n  stateFile: %s\n",
-		r.sd.Socket(), harness.ContainerdUnit, r.c.Socket, answersWait, r.state)
+		r.sd.Socket(), containerd.Unit, r.c.Socket, answersWait, r.state)
 	if err := os.WriteFile(r.config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -116,19 +117,19 @@ func (r *answersRig) operatorRestart(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := r.sd.StopUnit(ctx, harness.ContainerdUnit); err != nil {
+	if err := r.sd.StopUnit(ctx, containerd.Unit); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 30*time.Second, "RuntimeHung True (RuntimeUnreachable)", func() bool { return r.d.RuntimeHung(t) == "True" })
 	stopped := time.Now()
 	harness.Eventually(t, time.Minute, "40s stopped", func() bool { return time.Since(stopped) > 40*time.Second })
 	release := r.proxy.Inject(criproxy.Fault{Method: "ListPodSandbox", Delay: 2500 * time.Millisecond})
-	if err := r.sd.StartUnit(ctx, harness.ContainerdUnit); err != nil {
+	if err := r.sd.StartUnit(ctx, containerd.Unit); err != nil {
 		t.Fatal(err)
 	}
 	var pid int
 	harness.Eventually(t, 30*time.Second, "containerd started again", func() bool {
-		pid, _ = r.sd.MainPID(ctx, harness.ContainerdUnit)
+		pid, _ = r.sd.MainPID(ctx, containerd.Unit)
 		return pid != 0
 	})
 	r.noRepairFor(t, 20*time.Second, pid)

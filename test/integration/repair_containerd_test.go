@@ -16,6 +16,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
 )
@@ -28,7 +29,7 @@ import (
 // the shared API server.
 type repairRig struct {
 	stuck  *stuckdir.Dir
-	c      *harness.Containerd
+	c      *containerd.Containerd
 	sd     *harness.Systemd
 	proxy  *criproxy.Proxy
 	d      *hangwatch.Daemon
@@ -52,7 +53,7 @@ func startRepairRig(t *testing.T) *repairRig {
 	defer cancel()
 	stuck := holdFirstMkdir(t, ctx) // before systemd: its mount namespace copies the FUSE mount
 	r := &repairRig{stuck: stuck, cp: hangwatch.SharedControlPlane(t), node: hangwatch.UniqueNode("hw-repair")}
-	r.c, r.sd = harness.StartContainerdUnderSystemdT(t, 1, 2)
+	r.c, r.sd = containerd.StartUnderSystemdT(t, 1, 2)
 	r.dir = hangwatch.SocketDir(t)
 	r.stuckSocket = filepath.Join(r.dir, "stuck.sock")
 	r.startUnit(t, ctx, stuckUnit, fmt.Sprintf("%s -listen %s -stuck-dir %s", hangwatch.UnitmainBin, r.stuckSocket, stuck.MkdirTarget()))
@@ -187,7 +188,7 @@ func containerdMainPID(t *testing.T, sd *harness.Systemd) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pid, err := sd.MainPID(ctx, harness.ContainerdUnit)
+	pid, err := sd.MainPID(ctx, containerd.Unit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 	}
 	r.refusesAWrapper(t)
 	r.releaseStuck(t)
-	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit, "runtimeSocket: "+r.c.Socket, "dryRun: true")
+	r.reload(t, "runtimeUnit: "+containerd.Unit, "runtimeSocket: "+r.c.Socket, "dryRun: true")
 	r.waitRepairs(t, time.Minute, repair.OutcomeDryRun, 1)
 	r.waitEvent(t, corev1.EventTypeNormal, "RepairDryRun")
 	r.standsAsideForMaintenance(t)
@@ -273,7 +274,7 @@ func TestRepairRestartsAHungContainerdUnderSystemd(t *testing.T) {
 	thaw()
 	harness.Eventually(t, time.Minute, "RuntimeHung False after the thaw", func() bool { st, _ := r.runtimeHung(t); return st == "False" })
 
-	r.reload(t, "runtimeUnit: "+harness.ContainerdUnit, "runtimeSocket: "+r.c.Socket)
+	r.reload(t, "runtimeUnit: "+containerd.Unit, "runtimeSocket: "+r.c.Socket)
 	r.restartCures(t, pid0)
 	r.budgetStops(t)
 }
@@ -339,8 +340,8 @@ func (r *repairRig) checkDiagnosis(t *testing.T) {
 	s := repair.Settings{Enabled: true, SystemdSocket: r.sd.Socket(), KubeletUnit: "kubelet.service", MaxRestartsPerHour: 3}
 	rep := repair.Diagnose(ctx, s, r.c.Endpoint, "", nil)
 	rt := rep.Targets[0]
-	if !rt.Possible || rt.Unit != harness.ContainerdUnit || rt.Restart != "always" || rt.MainPID != r.mainPID(t) {
-		t.Errorf("diagnosis of the runtime: %+v; want %s found from the CRI socket, Restart=always, its main PID", rt, harness.ContainerdUnit)
+	if !rt.Possible || rt.Unit != containerd.Unit || rt.Restart != "always" || rt.MainPID != r.mainPID(t) {
+		t.Errorf("diagnosis of the runtime: %+v; want %s found from the CRI socket, Restart=always, its main PID", rt, containerd.Unit)
 	}
 	if kl := rep.Targets[1]; kl.Possible || !strings.Contains(kl.Why, "kubelet.service") {
 		t.Errorf("diagnosis of a kubelet with no unit: %+v; want not possible, naming kubelet.service", kl)
@@ -369,7 +370,7 @@ func (r *repairRig) restartCures(t *testing.T, pid0 int) {
 		defer cancel()
 		// A main process systemd has just forked may not be found below it
 		// yet (no process with that PID): not yet, not a failure.
-		pid, _ = r.sd.MainPID(ctx, harness.ContainerdUnit)
+		pid, _ = r.sd.MainPID(ctx, containerd.Unit)
 		return pid != 0 && pid != pid0
 	})
 	harness.Measure(t, "repair_restarted_after_freeze", time.Since(frozen))
@@ -379,7 +380,7 @@ func (r *repairRig) restartCures(t *testing.T, pid0 int) {
 		t.Errorf("restarted = %v, want 1", got)
 	}
 	e := r.waitEvent(t, corev1.EventTypeNormal, "RuntimeRestarted")
-	if !strings.Contains(e.Message, harness.ContainerdUnit) || !strings.Contains(e.Message, "Restart=always") {
+	if !strings.Contains(e.Message, containerd.Unit) || !strings.Contains(e.Message, "Restart=always") {
 		t.Errorf("RuntimeRestarted says %q; want the unit and its Restart=", e.Message)
 	}
 	after := r.runningContainers(t)

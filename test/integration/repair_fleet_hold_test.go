@@ -18,6 +18,7 @@ import (
 	"github.com/hangwatch/hangwatch/nodelink"
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
@@ -81,13 +82,13 @@ func TestTheFleetBoundHoldingAHungNodeHasNotGivenUp(t *testing.T) {
 	if ok, why, err := other.Acquire(ctx, repair.TargetRuntime, fs); !ok || err != nil {
 		t.Fatalf("another node takes the slot: %v, %q, %v", ok, why, err)
 	}
-	c, sd := harness.StartContainerdUnderSystemdT(t, 1, 1)
+	c, sd := containerd.StartUnderSystemdT(t, 1, 1)
 	var mu sync.Mutex
 	var frozen time.Time
 	hung := func() bool { mu.Lock(); defer mu.Unlock(); return !frozen.IsZero() }
 	notes, metrics := &eventNotes{}, repair.NewMetrics()
 	r := repair.New(repair.Options{
-		Settings: repair.Settings{Enabled: true, RestartRuntimeAfter: 5 * time.Second, MaxRestartsPerHour: 3, RuntimeUnit: harness.ContainerdUnit,
+		Settings: repair.Settings{Enabled: true, RestartRuntimeAfter: 5 * time.Second, MaxRestartsPerHour: 3, RuntimeUnit: containerd.Unit,
 			SystemdSocket: sd.Socket(), StateFile: filepath.Join(t.TempDir(), "budget.json"), Fleet: fs},
 		Clock: clock.RealClock{},
 		Conditions: func() []nodelink.Condition {

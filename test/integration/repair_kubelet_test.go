@@ -13,6 +13,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
@@ -30,7 +31,7 @@ func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	harness.RequireSystemd(t)
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp) // the node lifecycle controller: Unknown 50 s after the last renewal
-	c, sd := harness.StartContainerdUnderSystemdT(t, 0, 0)
+	c, sd := containerd.StartUnderSystemdT(t, 0, 0)
 	node := hangwatch.UniqueNode("hw-kubelet-repair")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
@@ -19,7 +20,7 @@ type restartCase struct {
 	name     string
 	graceful bool          // SIGTERM, else SIGKILL
 	down     time.Duration // how long it stays down
-	upgrade  bool          // started again on UpgradeContainerdBinaries
+	upgrade  bool          // started again on UpgradeBinaries
 }
 
 var restartCases = []restartCase{
@@ -35,7 +36,7 @@ var restartCases = []restartCase{
 // False within two periods (clearAfter 2), with no restart of hangwatch.
 func TestRunSurvivesRuntimeRestarts(t *testing.T) {
 	harness.Parallel(t)
-	c := harness.StartContainerdT(t, 2, 1)
+	c := containerd.StartT(t, 2, 1)
 	const period = time.Second
 	d := hangwatch.StartDaemon(t, c.Endpoint, "--period", period.String(), "--max-period", "2s", "-t", "1s")
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.Condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
@@ -62,8 +63,8 @@ type restarter interface {
 // containerdRestarter starts containerd again on its binaries, or, for an
 // upgrade, on the next version's.
 type containerdRestarter struct {
-	*harness.Containerd
-	bin harness.Binaries
+	*containerd.Containerd
+	bin containerd.Binaries
 }
 
 func (c containerdRestarter) start(ctx context.Context) error { return c.StartRuntime(ctx, c.bin) }
@@ -79,10 +80,10 @@ func restartNodeRuntime(t *testing.T, c kubelet.NodeRuntime, rc restartCase, con
 			t.Skipf("CRI-O %s is the one version the module proxy serves: no upgrade to run", c.Bin.Version)
 		}
 		return restartRuntime(t, crioRestarter{c}, rc, cond)
-	case *harness.Containerd:
+	case *containerd.Containerd:
 		bin := c.Bin
 		if rc.upgrade {
-			up, err := harness.UpgradeContainerdBinaries()
+			up, err := containerd.UpgradeBinaries()
 			if err != nil {
 				t.Skip(err)
 			}
@@ -180,7 +181,7 @@ func TestStaticPodSurvivesRuntimeRestarts(t *testing.T) {
 // beats); every change it made is in its log.
 func TestAFrozenRuntimeKilledStaysHung(t *testing.T) {
 	harness.Parallel(t)
-	c := harness.StartContainerdT(t, 1, 1)
+	c := containerd.StartT(t, 1, 1)
 	d := hangwatch.StartDaemon(t, c.Endpoint, "--kernel=false")
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { s, _, _ := d.Condition(t, "RuntimeHung"); return s == "False" }, harness.UnlessExited(d))
 	if err := c.Freeze(); err != nil { // no thaw: it is killed frozen

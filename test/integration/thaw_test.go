@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
@@ -23,7 +24,7 @@ const thawBound = 3*time.Second + 2*time.Second
 // heartbeat's Version (VersionHung) or a list call caught the freeze.
 func TestAThawIsSeenWithin3sWhicheverCallCaughtTheFreeze(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	c := harness.StartContainerdT(t, 1, 1)
+	c := containerd.StartT(t, 1, 1)
 	d := hangwatch.StartDaemon(t, c.Endpoint)
 	harness.Eventually(t, 30*time.Second, "RuntimeHung False", func() bool { return d.RuntimeHung(t) == "False" }, harness.UnlessExited(d))
 	took := map[string][]time.Duration{}

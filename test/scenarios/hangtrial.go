@@ -11,6 +11,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
@@ -119,7 +120,7 @@ func MeasureCadenceBack(t *testing.T, tr HangTrial, d *hangwatch.Daemon, endSlow
 }
 
 // FirstContainer is a container of the shared containerd's.
-func FirstContainer(t *testing.T, c *harness.Containerd) string {
+func FirstContainer(t *testing.T, c *containerd.Containerd) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
@@ -49,7 +50,7 @@ type FenceCluster struct {
 
 // FenceNode is one node of the cluster and its hangwatch.
 type FenceNode struct {
-	C *harness.Containerd
+	C *containerd.Containerd
 	K *kubelet.Kubelet
 	D *hangwatch.Daemon
 }
@@ -124,7 +125,7 @@ func (fc *FenceCluster) startNode(t *testing.T, base string, dryRun, proxied, sy
 	if systemdDriver {
 		n.C, n.K = kubelet.StartSystemdDriverNodeT(t, fc.CP, hangwatch.UniqueNode(base))
 	} else {
-		n.C = harness.StartContainerdT(t, 0, 0)
+		n.C = containerd.StartT(t, 0, 0)
 	}
 	endpoint := n.C.Where().Endpoint
 	if proxied {

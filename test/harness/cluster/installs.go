@@ -16,6 +16,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/csi"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
@@ -51,11 +52,11 @@ var installsControllers = append([]string{"daemonset-controller", "deployment-co
 type Installs struct {
 	CP   *harness.ControlPlane
 	A, B string
-	C    *harness.Containerd // A's, under SD
+	C    *containerd.Containerd // A's, under SD
 	SD   *harness.Systemd
 	K    *kubelet.Kubelet // A's
 	KB   *kubelet.Kubelet
-	CB   *harness.Containerd
+	CB   *containerd.Containerd
 	CSI  *csi.Driver // after csi.Start
 	How  string      // "kustomize" or "helm"
 	// Installed is when the install command returned.
@@ -88,7 +89,7 @@ func StartInstalls(t *testing.T, how string) *Installs {
 		hangwatch.EnsureDefaultServiceAccount(t, in.CP, ns)
 	}
 	in.startNodeA(t)
-	in.CB = harness.StartContainerdT(t, 0, 0)
+	in.CB = containerd.StartT(t, 0, 0)
 	in.KB = kubelet.StartT(t, in.CP, in.CB, hangwatch.UniqueNode("installs-b"))
 	in.B = in.KB.Node
 	in.label(t, in.A, map[string]string{installsRoleLabel: roleWatched, fencing.OptInLabel: fencing.OptInValue})
@@ -111,7 +112,7 @@ func StartInstalls(t *testing.T, how string) *Installs {
 func (in *Installs) startNodeA(t *testing.T) {
 	t.Helper()
 	in.runtimeStarted = time.Now()
-	in.C, in.SD = harness.StartContainerdUnderSystemdT(t, 0, 0)
+	in.C, in.SD = containerd.StartUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	k, err := kubelet.StartUnderSystemdWith(ctx, in.CP, in.C, hangwatch.UniqueNode("installs-a"), kubelet.UnitOptions{PodCgroups: true, NodeLayout: true})
@@ -140,7 +141,7 @@ func (in *Installs) importImage(t *testing.T) {
 	tar := hangwatch.HangwatchImageTar(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	for _, c := range []*harness.Containerd{in.C, in.CB} {
+	for _, c := range []*containerd.Containerd{in.C, in.CB} {
 		if err := c.ImportImage(ctx, tar); err != nil {
 			t.Fatal(err)
 		}

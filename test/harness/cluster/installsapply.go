@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
@@ -172,7 +173,7 @@ func (in *Installs) startBinaries(t *testing.T) {
 		"kubelet:\n  healthzURL: %s\n  metricsURL: %s\n  kubeconfig: %s\n  caFile: %s\n"+
 		"repair:\n  enabled: true\n  runtimeUnit: %s\n  runtimeSocket: %s\n  systemdSocket: %s\n  fence: true\n  kubeletRootDir: %s\n"+
 		"podStarts:\n  podsAPISocket: %s\n  podLogsDir: %s\n",
-		in.K.HealthzURL(), in.K.MetricsURL(), kc, in.K.ServingCert, harness.ContainerdUnit, in.C.Socket, in.SD.Socket(), in.K.RootDir(),
+		in.K.HealthzURL(), in.K.MetricsURL(), kc, in.K.ServingCert, containerd.Unit, in.C.Socket, in.SD.Socket(), in.K.RootDir(),
 		filepath.Join(in.K.RootDir(), "pods-api", "pods-api.sock"), filepath.Join(in.K.Dir, "logs"))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)

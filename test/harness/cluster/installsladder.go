@@ -14,6 +14,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 // Rung is a step of the recovery ladder and when it was first seen after
@@ -43,7 +44,7 @@ func (in *Installs) WatchLadder(t interface{ Helper() }, frozen time.Time, web0 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &LadderWatch{seen: map[string]time.Duration{}, cancel: cancel, done: make(chan struct{})}
-	pid0, _ := in.SD.MainPID(ctx, harness.ContainerdUnit)
+	pid0, _ := in.SD.MainPID(ctx, containerd.Unit)
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -127,7 +128,7 @@ func (in *Installs) rungsNow(ctx context.Context, pid0 int, web0 types.UID) map[
 		_, out["attested"], _ = fencing.AttestationOf(n)
 		out["out_of_service"], _ = fencing.HasOutOfService(n)
 	}
-	if pid, err := in.SD.MainPID(call, harness.ContainerdUnit); err == nil {
+	if pid, err := in.SD.MainPID(call, containerd.Unit); err == nil {
 		out["restart"] = pid != pid0
 	}
 	p, err := in.CP.Admin.CoreV1().Pods("default").Get(call, "web-0", metav1.GetOptions{})

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
@@ -22,7 +23,7 @@ func (in *Installs) Tag(t *testing.T, ref string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, c := range []*harness.Containerd{in.C, in.CB} {
+	for _, c := range []*containerd.Containerd{in.C, in.CB} {
 		if err := c.TagImage(ctx, ShippedImage, ref); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 // What the installs suite does to node A's runtime: its main process, its
@@ -20,7 +21,7 @@ func (in *Installs) RuntimePID(t *testing.T) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pid, err := in.SD.MainPID(ctx, harness.ContainerdUnit)
+	pid, err := in.SD.MainPID(ctx, containerd.Unit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func (in *Installs) WaitRestarted(t *testing.T, pid0 int) {
 	harness.Eventually(t, 2*time.Minute, "systemd to start a new containerd on A", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		pid, err := in.SD.MainPID(ctx, harness.ContainerdUnit)
+		pid, err := in.SD.MainPID(ctx, containerd.Unit)
 		return err == nil && pid != 0 && pid != pid0
 	})
 	in.runtimeStarted = time.Now()
@@ -73,7 +74,7 @@ func (in *Installs) WedgeRuntimeStarts(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := in.SD.SetDropIn(ctx, harness.ContainerdUnit, wedgeDropIn, "[Service]\nExecStartPre=/bin/sh -c 'kill -STOP $$$$'\n"); err != nil {
+	if err := in.SD.SetDropIn(ctx, containerd.Unit, wedgeDropIn, "[Service]\nExecStartPre=/bin/sh -c 'kill -STOP $$$$'\n"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -86,17 +87,17 @@ func (in *Installs) UnwedgeRuntime(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := in.SD.RemoveDropIn(ctx, harness.ContainerdUnit, wedgeDropIn); err != nil {
+	if err := in.SD.RemoveDropIn(ctx, containerd.Unit, wedgeDropIn); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, time.Minute, "A's containerd started again", func() bool {
-		if pid, err := in.SD.ControlPID(ctx, harness.ContainerdUnit); err == nil && pid != 0 {
+		if pid, err := in.SD.ControlPID(ctx, containerd.Unit); err == nil && pid != 0 {
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 		}
-		pid, err := in.SD.MainPID(ctx, harness.ContainerdUnit)
+		pid, err := in.SD.MainPID(ctx, containerd.Unit)
 		return err == nil && pid != 0
 	})
-	if err := in.SD.WaitActive(ctx, harness.ContainerdUnit); err != nil {
+	if err := in.SD.WaitActive(ctx, containerd.Unit); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
@@ -30,7 +31,7 @@ func TestCSIVolumeAttachesStagesAndPublishes(t *testing.T) {
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp, "persistentvolume-binder-controller", "persistentvolume-attach-detach-controller")
 	harness.StartSchedulerT(t, cp)
-	c := harness.StartContainerdT(t, 0, 0)
+	c := containerd.StartT(t, 0, 0)
 	k := kubelet.StartWithPodCgroupsT(t, cp, c, "csi-a")
 	csi := StartT(t, cp)
 	csi.AddNodeT(t, k)

@@ -7,6 +7,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
 
@@ -21,7 +22,7 @@ type KubeletNode struct {
 func StartKubeletNode(t *testing.T) KubeletNode {
 	t.Helper()
 	cp := SharedControlPlane(t)
-	c := harness.StartContainerdT(t, 0, 0)
+	c := containerd.StartT(t, 0, 0)
 	start := time.Now()
 	k := kubelet.StartT(t, cp, c, UniqueNode("kubelet"))
 	t.Logf("kubelet %s Ready in %v", k.Node, time.Since(start).Round(time.Millisecond))

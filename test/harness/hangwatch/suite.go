@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 // The suites are packages: test/integration holds the correctness tests
@@ -51,7 +52,7 @@ var (
 	workDir string
 	// suite is the running package's options.
 	suite         SuiteOptions
-	sharedRuntime = harness.Shared{Pods: SharedPods, PerPod: SharedPerPod}
+	sharedRuntime = containerd.Shared{Pods: SharedPods, PerPod: SharedPerPod}
 )
 
 // Pods and containers in the shared containerd: 10 pods of 2 containers.
@@ -130,7 +131,7 @@ func goBuild(out, pkg string, flags ...string) error {
 // package; tests that freeze it thaw it before they end. In a suite of
 // lanes (SuiteOptions.Lanes) one test uses it at a time
 // (LaneSharedContainerd).
-func SharedContainerd(t *testing.T) *harness.Containerd {
+func SharedContainerd(t *testing.T) *containerd.Containerd {
 	t.Helper()
 	if suite.Lanes {
 		harness.RequireLane(t, harness.LaneSharedContainerd)
@@ -141,9 +142,9 @@ func SharedContainerd(t *testing.T) *harness.Containerd {
 // OwnContainerd is a containerd of the test's own with the shared one's 20
 // running containers: for a test that freezes its runtime for long
 // while the others run beside it.
-func OwnContainerd(t *testing.T) *harness.Containerd {
+func OwnContainerd(t *testing.T) *containerd.Containerd {
 	t.Helper()
-	return harness.StartContainerdT(t, SharedPods, SharedPerPod)
+	return containerd.StartT(t, SharedPods, SharedPerPod)
 }
 
 // SocketDir is a temp dir short enough for sockets (sun_path's 108

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 // KubeletUnit is the kubelet's unit under the harness's systemd, named as
@@ -52,7 +53,7 @@ RestartSec=10
 `
 
 // StartUnderSystemd starts a kubelet for node as KubeletUnit of the
-// systemd running c (StartContainerdUnderSystemd), with the configuration
+// systemd running c (containerd.StartUnderSystemd), with the configuration
 // and command line StartVia gives the harness's child kubelet
 // (c.Endpoint, $HANGWATCH_KUBELET_FEATURE_GATES), and waits until its
 // /healthz answers and the Node is Ready.
@@ -68,7 +69,7 @@ RestartSec=10
 //
 // The Kubelet's PID, Freeze and Thaw follow the unit's main process
 // across restarts; its Stop stops the unit (c's Stop stops systemd).
-func StartUnderSystemd(ctx context.Context, cp *harness.ControlPlane, c *harness.Containerd, node string) (*Kubelet, error) {
+func StartUnderSystemd(ctx context.Context, cp *harness.ControlPlane, c *containerd.Containerd, node string) (*Kubelet, error) {
 	return StartUnderSystemdWith(ctx, cp, c, node, UnitOptions{})
 }
 
@@ -82,7 +83,7 @@ type UnitOptions struct {
 	PodCgroups bool
 	// CgroupDriver is the kubelet's cgroupDriver: "cgroupfs" when empty,
 	// or "systemd", which needs a containerd with runc's systemd driver
-	// (StartContainerdUnderSystemdWith), under a systemd with cgroups of
+	// (containerd.StartUnderSystemdWith), under a systemd with cgroups of
 	// its own. With PodCgroups the kubelet then makes kubepods.slice and
 	// its QoS and pod slices as transient units of that systemd over
 	// D-Bus, in every hierarchy, at the root of that systemd's cgroups
@@ -101,19 +102,19 @@ type UnitOptions struct {
 // With PodCgroups the kubelet's cgroup root is made in every hierarchy of
 // systemd's /sys/fs/cgroup, which has those the host leaves unmounted
 // (Kubelet.cgroupFS), and PodCgroup and CgroupPids look there.
-func StartUnderSystemdWith(ctx context.Context, cp *harness.ControlPlane, c *harness.Containerd, node string, o UnitOptions) (*Kubelet, error) {
+func StartUnderSystemdWith(ctx context.Context, cp *harness.ControlPlane, c *containerd.Containerd, node string, o UnitOptions) (*Kubelet, error) {
 	switch o.CgroupDriver {
 	case "", "cgroupfs":
 	case "systemd":
 		if !c.SystemdCgroup {
-			return nil, errors.New("the systemd cgroup driver needs containerd's too (StartContainerdUnderSystemdWith)")
+			return nil, errors.New("the systemd cgroup driver needs containerd's too (containerd.StartUnderSystemdWith)")
 		}
 	default:
 		return nil, fmt.Errorf("cgroup driver %q: want cgroupfs or systemd", o.CgroupDriver)
 	}
 	sd := c.Systemd()
 	if sd == nil {
-		return nil, errors.New("containerd does not run under systemd (StartContainerdUnderSystemd)")
+		return nil, errors.New("containerd does not run under systemd (containerd.StartUnderSystemd)")
 	}
 	if state, err := sd.ActiveState(ctx, KubeletUnit); err != nil {
 		return nil, err

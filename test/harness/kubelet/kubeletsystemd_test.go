@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 // TestSystemdRestartsAFrozenKubelet runs a kubelet as kubeadm's unit runs
@@ -33,7 +34,7 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 	harness.RequireSystemd(t)
 	asOnAFreshMachine(t)
 	cp := harness.StartControlPlaneT(t)
-	c, sd := harness.StartContainerdUnderSystemdT(t, 0, 0)
+	c, sd := containerd.StartUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const node = "hw-systemd-kubelet"
@@ -152,8 +153,8 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 	if _, err := os.Stat(k.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("kubelet's dir %s left: %v", k.Dir, err)
 	}
-	if st, err := sd.ActiveState(ctx, harness.ContainerdUnit); err != nil || st != "active" {
-		t.Errorf("after the kubelet's Stop %s is %q (%v), want active", harness.ContainerdUnit, st, err)
+	if st, err := sd.ActiveState(ctx, containerd.Unit); err != nil || st != "active" {
+		t.Errorf("after the kubelet's Stop %s is %q (%v), want active", containerd.Unit, st, err)
 	}
 }
 
@@ -161,7 +162,7 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 // kubelet binary run by the unit, in the PID and mount namespace of
 // systemd and containerd, in the unit's cgroup in name=systemd and in the
 // test's own cgroups of the controllers.
-func checkKubeletAsOnANode(t *testing.T, k *Kubelet, c *harness.Containerd, sd *harness.Systemd, pid int) {
+func checkKubeletAsOnANode(t *testing.T, k *Kubelet, c *containerd.Containerd, sd *harness.Systemd, pid int) {
 	t.Helper()
 	bin, err := harness.KubeBinary("kubelet")
 	if err != nil {

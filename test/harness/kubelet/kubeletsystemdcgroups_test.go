@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 // TestKubeletUnderSystemdWithPodCgroups runs a kubelet under the test's
@@ -22,7 +23,7 @@ import (
 func TestKubeletUnderSystemdWithPodCgroups(t *testing.T) {
 	harness.RequireSystemd(t)
 	cp := harness.StartControlPlaneT(t)
-	c, sd := harness.StartContainerdUnderSystemdT(t, 0, 0)
+	c, sd := containerd.StartUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const node = "hw-systemd-podcgroups"

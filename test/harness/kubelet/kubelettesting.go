@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 // StartSystemdDriverNodeT starts, for node, containerd with runc's systemd
@@ -13,16 +14,16 @@ import (
 // its unit with pod cgroups and cgroupDriver systemd, as most production
 // nodes run them (StartUnderSystemdWith), and stops them when t
 // ends.
-func StartSystemdDriverNodeT(t testing.TB, cp *harness.ControlPlane, node string) (*harness.Containerd, *Kubelet) {
+func StartSystemdDriverNodeT(t testing.TB, cp *harness.ControlPlane, node string) (*containerd.Containerd, *Kubelet) {
 	t.Helper()
 	harness.RequireSystemd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin, err := harness.ContainerdBinaries()
+	bin, err := containerd.FindBinaries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := harness.StartContainerdUnderSystemdWith(ctx, bin, true)
+	c, _, err := containerd.StartUnderSystemdWith(ctx, bin, true)
 	if err != nil {
 		t.Fatalf("start containerd with the systemd cgroup driver under systemd: %v", err)
 	}

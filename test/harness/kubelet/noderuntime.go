@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/containerd"
 )
 
 // NodeRuntime is a CRI runtime the harness runs beside a kubelet:
@@ -39,7 +40,7 @@ func E2ERuntime() string {
 func StartNodeRuntimeT(t testing.TB) NodeRuntime {
 	t.Helper()
 	if E2ERuntime() != "crio" {
-		return harness.StartContainerdT(t, 0, 0)
+		return containerd.StartT(t, 0, 0)
 	}
 	harness.RequireRealParts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -1,4 +1,4 @@
-package harness
+package containerd
 
 import (
 	"fmt"
@@ -11,10 +11,10 @@ import (
 	"github.com/hangwatch/hangwatch/internal/pins"
 )
 
-// ContainerdVersion is the containerd the harness runs by default:
+// Version is the containerd the harness runs by default:
 // internal/pins/pins.env names it, a folder under hack/containerd pins its
 // module and the setup command builds it.
-var ContainerdVersion = pins.ContainerdVersion
+var Version = pins.ContainerdVersion
 
 // Binaries are one containerd version's binaries: containerd,
 // containerd-shim-runc-v2 and ctr in Dir, or, with Dir empty, the ones on
@@ -40,45 +40,45 @@ func (b Binaries) env() []string {
 	return []string{"PATH=" + b.Dir + string(os.PathListSeparator) + os.Getenv("PATH")}
 }
 
-// ContainerdBinaries finds the containerd the tests run:
+// FindBinaries finds the containerd the tests run:
 // $HANGWATCH_CONTAINERD_BIN (the setup command sets it; "debian" means the
 // package's), else $HANGWATCH_CACHE or ~/.cache/hangwatch's
-// containerd-<ContainerdVersion>, else the one on PATH.
-func ContainerdBinaries() (Binaries, error) {
+// containerd-<Version>, else the one on PATH.
+func FindBinaries() (Binaries, error) {
 	env := os.Getenv("HANGWATCH_CONTAINERD_BIN")
 	if env == "debian" {
-		return ContainerdBinariesIn("")
+		return BinariesIn("")
 	}
 	var dirs []string
 	if env != "" {
 		dirs = append(dirs, env)
 	}
 	if d := os.Getenv("HANGWATCH_CACHE"); d != "" {
-		dirs = append(dirs, filepath.Join(d, "containerd-"+ContainerdVersion))
+		dirs = append(dirs, filepath.Join(d, "containerd-"+Version))
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, ".cache", "hangwatch", "containerd-"+ContainerdVersion))
+		dirs = append(dirs, filepath.Join(home, ".cache", "hangwatch", "containerd-"+Version))
 	}
 	for _, d := range dirs {
 		if st, err := os.Stat(filepath.Join(d, "containerd")); err == nil && st.Mode()&0o111 != 0 {
-			return ContainerdBinariesIn(d)
+			return BinariesIn(d)
 		}
 	}
 	if env != "" {
 		return Binaries{}, fmt.Errorf("no containerd in $HANGWATCH_CONTAINERD_BIN %s", env)
 	}
-	return ContainerdBinariesIn("")
+	return BinariesIn("")
 }
 
 var containerdVersionRE = regexp.MustCompile(`containerd\S* \S+ v?((\d+)\.\d+\.\S+)`)
 
-// ContainerdBinariesIn checks that dir (or PATH, for "") holds a complete
+// BinariesIn checks that dir (or PATH, for "") holds a complete
 // containerd and reads its version.
-func ContainerdBinariesIn(dir string) (Binaries, error) {
+func BinariesIn(dir string) (Binaries, error) {
 	b := Binaries{Dir: dir}
 	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "ctr"} {
 		if _, err := exec.LookPath(b.path(bin)); err != nil {
-			return b, fmt.Errorf("%s not found (the README's test command builds containerd %s, or apt-get install containerd): %w", bin, ContainerdVersion, err)
+			return b, fmt.Errorf("%s not found (the README's test command builds containerd %s, or apt-get install containerd): %w", bin, Version, err)
 		}
 	}
 	if _, err := exec.LookPath("runc"); err != nil {
@@ -97,30 +97,30 @@ func ContainerdBinariesIn(dir string) (Binaries, error) {
 	return b, nil
 }
 
-// UpgradeContainerdBinaries is the second containerd version the restart
+// UpgradeBinaries is the second containerd version the restart
 // tests upgrade to in place: $HANGWATCH_CONTAINERD_UPGRADE_BIN (the setup
 // command builds it), else $HANGWATCH_CACHE or ~/.cache/hangwatch's
-// containerd-<UpgradeContainerdVersion>.
-func UpgradeContainerdBinaries() (Binaries, error) {
+// containerd-<UpgradeVersion>.
+func UpgradeBinaries() (Binaries, error) {
 	var dirs []string
 	if d := os.Getenv("HANGWATCH_CONTAINERD_UPGRADE_BIN"); d != "" {
 		dirs = append(dirs, d)
 	}
 	if d := os.Getenv("HANGWATCH_CACHE"); d != "" {
-		dirs = append(dirs, filepath.Join(d, "containerd-"+UpgradeContainerdVersion))
+		dirs = append(dirs, filepath.Join(d, "containerd-"+UpgradeVersion))
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, ".cache", "hangwatch", "containerd-"+UpgradeContainerdVersion))
+		dirs = append(dirs, filepath.Join(home, ".cache", "hangwatch", "containerd-"+UpgradeVersion))
 	}
 	for _, d := range dirs {
 		if st, err := os.Stat(filepath.Join(d, "containerd")); err == nil && st.Mode()&0o111 != 0 {
-			return ContainerdBinariesIn(d)
+			return BinariesIn(d)
 		}
 	}
-	return Binaries{}, fmt.Errorf("containerd %s not built (the README's test command builds it); looked in %v", UpgradeContainerdVersion, dirs)
+	return Binaries{}, fmt.Errorf("containerd %s not built (the README's test command builds it); looked in %v", UpgradeVersion, dirs)
 }
 
-// UpgradeContainerdVersion is the containerd the upgrade test moves to; it
+// UpgradeVersion is the containerd the upgrade test moves to; it
 // implements the CRI list streams, so the streaming tests run on it too.
 // internal/pins/pins.env names it.
-var UpgradeContainerdVersion = pins.ContainerdUpgradeVersion
+var UpgradeVersion = pins.ContainerdUpgradeVersion

@@ -1,4 +1,4 @@
-package harness
+package containerd
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // HangingStarts make a harness containerd's start path hang where a
@@ -71,22 +73,22 @@ func (h *HangingStarts) release(name string) {
 	_ = os.WriteFile(filepath.Join(h.dir, name), nil, 0o644)
 }
 
-// StartContainerdHangingT starts containerd with a HangHandler runtime
+// StartHangingT starts containerd with a HangHandler runtime
 // handler and, with network, a pod network whose ADD waits; both are let
 // go at the test's end, before containerd stops.
-func StartContainerdHangingT(t testing.TB, network bool) (*Containerd, *HangingStarts) {
+func StartHangingT(t testing.TB, network bool) (*Containerd, *HangingStarts) {
 	t.Helper()
-	RequireRealParts(t)
-	bin, err := ContainerdBinaries()
+	harness.RequireRealParts(t)
+	bin, err := FindBinaries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := RuntimeDir("hwc-")
+	dir, err := harness.RuntimeDir("hwc-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &HangingStarts{dir: filepath.Join(dir, "hang"), network: network}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "containerd"}, starts: h}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "containerd"}, starts: h}
 	c.Endpoint = "unix://" + c.Socket
 	t.Cleanup(c.Stop)
 	t.Cleanup(func() { h.ReleaseRuntime(); h.ReleaseNetwork() }) // runs first: the waits end before containerd stops

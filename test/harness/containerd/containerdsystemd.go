@@ -1,4 +1,4 @@
-package harness
+package containerd
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// ContainerdUnit is containerd's unit under the harness's systemd, named
+// Unit is containerd's unit under the harness's systemd, named
 // as on a node.
-const ContainerdUnit = "containerd.service"
+const Unit = "containerd.service"
 
 // systemdDefaultPath is the PATH systemd gives services.
 const systemdDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -78,37 +80,37 @@ func (c *Containerd) containerdUnit() (string, error) {
 	return fmt.Sprintf(containerdUnitTemplate, bin, c.configPath(), path, filepath.Join(c.Dir, "containerd.log")), nil
 }
 
-// StartContainerdUnderSystemd starts a systemd (StartSystemd) whose only
-// unit is containerd (ContainerdUnit) with bin, its state in a new temp
-// dir as StartContainerdFrom's, imports the pause image and waits until CRI
+// StartUnderSystemd starts a systemd (StartSystemd) whose only
+// unit is containerd (Unit) with bin, its state in a new temp
+// dir as StartFrom's, imports the pause image and waits until CRI
 // reports the runtime and network ready. The Containerd's PID, Freeze and
 // Thaw follow the unit's main process across restarts; its Stop stops
 // systemd too (the Systemd's own Stop may be called as well).
-func StartContainerdUnderSystemd(ctx context.Context, bin Binaries) (*Containerd, *Systemd, error) {
-	return StartContainerdUnderSystemdWith(ctx, bin, false)
+func StartUnderSystemd(ctx context.Context, bin Binaries) (*Containerd, *harness.Systemd, error) {
+	return StartUnderSystemdWith(ctx, bin, false)
 }
 
-// StartContainerdUnderSystemdWith is StartContainerdUnderSystemd, with
+// StartUnderSystemdWith is StartUnderSystemd, with
 // runc's systemd cgroup driver when systemdCgroup (Containerd.SystemdCgroup),
 // under a systemd with cgroups of its own (StartSystemdWithOwnCgroups), so
 // that the slices and scopes runc and a kubelet make over D-Bus are where
 // they look for them.
-func StartContainerdUnderSystemdWith(ctx context.Context, bin Binaries, systemdCgroup bool) (*Containerd, *Systemd, error) {
-	if err := RequireSystemdParts(); err != nil {
+func StartUnderSystemdWith(ctx context.Context, bin Binaries, systemdCgroup bool) (*Containerd, *harness.Systemd, error) {
+	if err := harness.RequireSystemdParts(); err != nil {
 		return nil, nil, err
 	}
 	dir, err := os.MkdirTemp("", "hwc-")
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "containerd", unit: ContainerdUnit},
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "containerd", Unit: Unit},
 		SystemdCgroup: systemdCgroup}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()
 		return nil, nil, err
 	}
-	return c, c.sd, nil
+	return c, c.UnitSystemd, nil
 }
 
 func (c *Containerd) startUnderSystemd(ctx context.Context) error {
@@ -119,17 +121,17 @@ func (c *Containerd) startUnderSystemd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.conn, err = c.startSystemd(ctx, unit, c.Endpoint, c.logTail, c.SystemdCgroup); err != nil {
+	if c.conn, err = c.StartSystemdUnit(ctx, unit, c.Endpoint, c.logTail, c.SystemdCgroup); err != nil {
 		return err
 	}
 	tarPath := filepath.Join(c.Dir, "pause.tar")
-	if err := BuildPauseImage(tarPath); err != nil {
+	if err := harness.BuildPauseImage(tarPath); err != nil {
 		return err
 	}
 	if err := c.ImportImage(ctx, tarPath); err != nil {
 		return err
 	}
-	return c.waitImage(ctx, PauseImage)
+	return c.waitImage(ctx, harness.PauseImage)
 }
 
 // startUnit writes containerd's unit for c.Bin (an in-place upgrade when
@@ -142,10 +144,10 @@ func (c *Containerd) startUnit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.sd.SetUnit(ctx, c.unit, unit); err != nil {
+	if err := c.UnitSystemd.SetUnit(ctx, c.Unit, unit); err != nil {
 		return err
 	}
-	if err := c.sd.StartUnit(ctx, c.unit); err != nil {
+	if err := c.UnitSystemd.StartUnit(ctx, c.Unit); err != nil {
 		return err
 	}
 	return c.waitReady(ctx)

@@ -1,24 +1,26 @@
-package harness
+package containerd
 
 import (
 	"context"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// StartContainerdUnderSystemdT starts containerd (ContainerdBinaries) as a
+// StartUnderSystemdT starts containerd (FindBinaries) as a
 // unit of its own systemd with pods, and stops both when t ends.
-func StartContainerdUnderSystemdT(t testing.TB, pods, perPod int) (*Containerd, *Systemd) {
+func StartUnderSystemdT(t testing.TB, pods, perPod int) (*Containerd, *harness.Systemd) {
 	t.Helper()
-	RequireSystemd(t)
+	harness.RequireSystemd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin, err := ContainerdBinaries()
+	bin, err := FindBinaries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, sd, err := StartContainerdUnderSystemd(ctx, bin)
+	c, sd, err := StartUnderSystemd(ctx, bin)
 	if err != nil {
 		t.Fatalf("start containerd under systemd: %v", err)
 	}
@@ -29,13 +31,13 @@ func StartContainerdUnderSystemdT(t testing.TB, pods, perPod int) (*Containerd, 
 	return c, sd
 }
 
-// StartContainerdT starts containerd with pods and stops it when t ends.
-func StartContainerdT(t testing.TB, pods, perPod int) *Containerd {
+// StartT starts containerd with pods and stops it when t ends.
+func StartT(t testing.TB, pods, perPod int) *Containerd {
 	t.Helper()
-	RequireRealParts(t)
+	harness.RequireRealParts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := StartContainerd(ctx)
+	c, err := Start(ctx)
 	if err != nil {
 		t.Fatalf("start containerd: %v", err)
 	}
@@ -58,11 +60,11 @@ type Shared struct {
 // Get starts the shared containerd once and returns it.
 func (s *Shared) Get(t testing.TB) *Containerd {
 	t.Helper()
-	RequireRealParts(t)
+	harness.RequireRealParts(t)
 	s.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
-		s.c, s.err = StartContainerd(ctx)
+		s.c, s.err = Start(ctx)
 		if s.err == nil {
 			_, s.err = s.c.CreatePods(ctx, s.Pods, s.PerPod)
 		}

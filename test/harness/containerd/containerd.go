@@ -1,4 +1,4 @@
-package harness
+package containerd
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // Containerd is a real containerd started by the harness.
@@ -22,12 +23,12 @@ type Containerd struct {
 	Bin      Binaries
 	// SystemdCgroup runs containers with runc's systemd cgroup driver
 	// (runc's SystemdCgroup option), as a kubelet with cgroupDriver systemd
-	// needs; only under systemd (StartContainerdUnderSystemdWith).
+	// needs; only under systemd (StartUnderSystemdWith).
 	SystemdCgroup bool
 	// starts, when set before the start, hangs its start path
-	// (StartContainerdHangingT).
+	// (StartHangingT).
 	starts *HangingStarts
-	RuntimeProcess
+	harness.RuntimeProcess
 	conn *cri.Conn
 }
 
@@ -107,24 +108,24 @@ const systemdCgroupV3 = `[plugins.'io.containerd.cri.v1.runtime'.containerd.runt
   SystemdCgroup = true
 `
 
-// StartContainerd starts the default containerd (ContainerdBinaries) in a
+// Start starts the default containerd (FindBinaries) in a
 // new temp dir, imports the pause image and waits until CRI reports the
 // runtime and network ready.
-func StartContainerd(ctx context.Context) (*Containerd, error) {
-	bin, err := ContainerdBinaries()
+func Start(ctx context.Context) (*Containerd, error) {
+	bin, err := FindBinaries()
 	if err != nil {
 		return nil, err
 	}
-	return StartContainerdFrom(ctx, bin)
+	return StartFrom(ctx, bin)
 }
 
-// StartContainerdFrom is StartContainerd with the given binaries.
-func StartContainerdFrom(ctx context.Context, bin Binaries) (*Containerd, error) {
-	dir, err := RuntimeDir("hwc-")
+// StartFrom is Start with the given binaries.
+func StartFrom(ctx context.Context, bin Binaries) (*Containerd, error) {
+	dir, err := harness.RuntimeDir("hwc-")
 	if err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{name: "containerd"}}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "containerd"}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()
@@ -138,13 +139,13 @@ func (c *Containerd) start(ctx context.Context) error {
 		return err
 	}
 	tarPath := filepath.Join(c.Dir, "pause.tar")
-	if err := BuildPauseImage(tarPath); err != nil {
+	if err := harness.BuildPauseImage(tarPath); err != nil {
 		return err
 	}
 	if err := c.ImportImage(ctx, tarPath); err != nil {
 		return err
 	}
-	return c.waitImage(ctx, PauseImage)
+	return c.waitImage(ctx, harness.PauseImage)
 }
 
 // waitImage waits until CRI's image service knows ref: containerd's CRI
@@ -153,13 +154,13 @@ func (c *Containerd) start(ctx context.Context) error {
 // not there.
 func (c *Containerd) waitImage(ctx context.Context, ref string) error {
 	var last error
-	_, err := Poll(ctx, 30*time.Second, fmt.Sprintf("%s to know the image %s", c, ref), func() bool {
+	_, err := harness.Poll(ctx, 30*time.Second, fmt.Sprintf("%s to know the image %s", c, ref), func() bool {
 		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		resp, err := c.conn.Image.ImageStatus(callCtx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 		last = err
 		return err == nil && resp.GetImage() != nil
-	}, UnlessExited(c), Explaining(func() string { return fmt.Sprintf("last: %v\n%s", last, c.logTail()) }))
+	}, harness.UnlessExited(c), harness.Explaining(func() string { return fmt.Sprintf("last: %v\n%s", last, c.logTail()) }))
 	return err
 }
 
@@ -171,7 +172,7 @@ func (c *Containerd) launch(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if c.proc, err = StartProcessEnv(c.Dir, "containerd", c.Bin.env(), c.Bin.path("containerd"), "--config", c.configPath()); err != nil {
+	if c.Daemon, err = harness.StartProcessEnv(c.Dir, "containerd", c.Bin.env(), c.Bin.path("containerd"), "--config", c.configPath()); err != nil {
 		return err
 	}
 	if c.conn == nil {
@@ -194,7 +195,7 @@ func (c *Containerd) writeConfig() error {
 	if c.Bin.Major < 2 {
 		tmpl, systemd = configV2, systemdCgroupV2
 	}
-	args := []any{c.Dir, PauseImage}
+	args := []any{c.Dir, harness.PauseImage}
 	if c.Bin.Major >= 2 {
 		args = append(args, c.starts.cniBinDirs()) // configV3's bin_dirs before the machine's
 	}
@@ -204,7 +205,7 @@ func (c *Containerd) writeConfig() error {
 	}
 	files := map[string]string{
 		"config.toml":              config,
-		"cni/10-loopback.conflist": LoopbackCNI,
+		"cni/10-loopback.conflist": harness.LoopbackCNI,
 	}
 	if c.starts != nil {
 		if c.Bin.Major < 2 {
@@ -227,7 +228,7 @@ func (c *Containerd) writeConfig() error {
 // ready.
 func (c *Containerd) StartRuntime(ctx context.Context, bin Binaries) error {
 	c.Bin = bin
-	if c.sd != nil {
+	if c.UnitSystemd != nil {
 		return c.startUnit(ctx)
 	}
 	return c.launch(ctx)
@@ -235,7 +236,7 @@ func (c *Containerd) StartRuntime(ctx context.Context, bin Binaries) error {
 
 // waitReady polls CRI Status until both runtime and network are ready.
 func (c *Containerd) waitReady(ctx context.Context) error {
-	return WaitCRIReady(ctx, c.conn, c, c.logTail)
+	return harness.WaitCRIReady(ctx, c.conn, c, c.logTail)
 }
 
 // ImportImage imports an OCI layout tarball into the k8s.io namespace.
@@ -249,7 +250,7 @@ func (c *Containerd) ImportImage(ctx context.Context, tarPath string) error {
 
 // logTail is the end of containerd's log, Dir/containerd.log either way.
 func (c *Containerd) logTail() string {
-	return FileTail("containerd", filepath.Join(c.Dir, "containerd.log"), 15)
+	return harness.FileTail("containerd", filepath.Join(c.Dir, "containerd.log"), 15)
 }
 
 // Stop removes every pod through CRI, stops containerd by PID, kills any
@@ -257,30 +258,30 @@ func (c *Containerd) logTail() string {
 // systemd, stopping systemd ends containerd, its shims and containers, and
 // the mounts of its namespace.
 func (c *Containerd) Stop() {
-	if c.proc != nil || c.sd != nil {
+	if c.Daemon != nil || c.UnitSystemd != nil {
 		_ = c.Thaw()
 		if c.conn != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			_ = RemoveAllPods(ctx, c.conn.Runtime)
+			_ = harness.RemoveAllPods(ctx, c.conn.Runtime)
 			cancel()
 		}
-		c.proc.Stop(10 * time.Second)
+		c.Daemon.Stop(10 * time.Second)
 	}
 	if c.conn != nil {
 		_ = c.conn.Close()
 	}
-	if c.sd != nil {
-		c.sd.Stop()
+	if c.UnitSystemd != nil {
+		c.UnitSystemd.Stop()
 	}
 	killShims(c.Socket)
-	UnmountUnder(c.Dir)
+	harness.UnmountUnder(c.Dir)
 	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // MakeSharedMount's
 	_ = os.RemoveAll(c.Dir)
 }
 
 // killShims kills the runc shims whose command line names this containerd's
 // socket, by PID, in case pod removal did not end them.
-func killShims(socket string) { KillProcessesNaming("containerd-shim", socket) }
+func killShims(socket string) { harness.KillProcessesNaming("containerd-shim", socket) }
 
 // TagImage gives image src the name dst too (ctr images tag).
 func (c *Containerd) TagImage(ctx context.Context, src, dst string) error {
@@ -296,6 +297,6 @@ func (c *Containerd) ctr(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 // Where is containerd's RuntimePaths.
-func (c *Containerd) Where() RuntimePaths {
-	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/containerd", StateDir: filepath.Join(c.Dir, "state")}
+func (c *Containerd) Where() harness.RuntimePaths {
+	return harness.RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/containerd", StateDir: filepath.Join(c.Dir, "state")}
 }

@@ -1,4 +1,4 @@
-package harness
+package containerd
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestContainerdRunsPods(t *testing.T) {
-	c := StartContainerdT(t, 2, 2)
+	c := StartT(t, 2, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ctrs, err := c.Runtime().ListContainers(ctx, &runtimeapi.ListContainersRequest{})

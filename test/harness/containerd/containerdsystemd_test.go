@@ -1,4 +1,4 @@
-package harness
+package containerd
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // TestSystemdRestartsKilledContainerd runs containerd as systemd runs it on
@@ -19,15 +21,15 @@ import (
 // starts it again and that the pods' containers ran on throughout
 // (KillMode=process leaves the shims alone). Stop then leaves no process.
 func TestSystemdRestartsKilledContainerd(t *testing.T) {
-	RequireSystemd(t)
+	harness.RequireSystemd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin, err := ContainerdBinaries()
+	bin, err := FindBinaries()
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	c, sd, err := StartContainerdUnderSystemd(ctx, bin)
+	c, sd, err := StartUnderSystemd(ctx, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 	if _, err := c.CreatePods(ctx, 1, 2); err != nil {
 		t.Fatalf("create pods: %v\n%s", err, c.logTail())
 	}
-	before := RunningContainers(ctx, t, c.Runtime())
+	before := harness.RunningContainers(ctx, t, c.Runtime())
 	if len(before) != 2 {
 		t.Fatalf("running containers %v, want 2", before)
 	}
@@ -50,7 +52,7 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", old)); filepath.Base(exe) != "containerd" {
 		t.Fatalf("main PID %d is %q, not containerd", old, exe)
 	}
-	shims := Snapshot(sd.ProcessesNamed("containerd-shim"))
+	shims := harness.Snapshot(sd.ProcessesNamed("containerd-shim"))
 	if len(shims) == 0 {
 		t.Fatal("no containerd-shim below systemd")
 	}
@@ -58,11 +60,11 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	pid, err := sd.WaitMainPIDChange(ctx, ContainerdUnit, old)
+	pid, err := sd.WaitMainPIDChange(ctx, Unit, old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sd.WaitActive(ctx, ContainerdUnit); err != nil {
+	if err := sd.WaitActive(ctx, Unit); err != nil {
 		t.Fatalf("%v\n%s", err, c.logTail())
 	}
 	active := time.Since(killed)
@@ -83,29 +85,29 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 		t.Errorf("killed containerd %d still there: %v", old, err)
 	}
 	for p, st := range shims {
-		if s, ok := StartTime(p); !ok || s != st {
+		if s, ok := harness.StartTime(p); !ok || s != st {
 			t.Errorf("shim %d gone after the restart", p)
 		}
 	}
-	if after := RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, before) {
+	if after := harness.RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, before) {
 		t.Errorf("running containers after the restart %v, want %v", after, before)
 	}
 
-	CheckFreezeThaw(ctx, t, pid, c.Freeze, c.Thaw) // they follow the new main process
+	harness.CheckFreezeThaw(ctx, t, pid, c.Freeze, c.Thaw) // they follow the new main process
 
 	// A frozen containerd restarts through D-Bus on Socket, as a repair
 	// would restart it (systemd follows its SIGTERM with a SIGCONT).
 	if err := c.Freeze(); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := DialSystemd(ctx, sd.Socket())
+	conn, err := harness.DialSystemd(ctx, sd.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	restart := time.Now()
 	result := make(chan string, 1)
-	if _, err := conn.RestartUnitContext(ctx, ContainerdUnit, "replace", result); err != nil {
+	if _, err := conn.RestartUnitContext(ctx, Unit, "replace", result); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -125,13 +127,13 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("frozen containerd %d restarted through D-Bus as %d, CRI ready in %v", pid, restarted, time.Since(restart).Round(time.Millisecond))
-	if after := RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, before) {
+	if after := harness.RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, before) {
 		t.Errorf("running containers after the D-Bus restart %v, want %v", after, before)
 	}
 
 	// StopRuntime and StartRuntime stop and start the unit.
 	c.StopRuntime(true)
-	if st, err := sd.ActiveState(ctx, ContainerdUnit); err != nil || st != "inactive" {
+	if st, err := sd.ActiveState(ctx, Unit); err != nil || st != "inactive" {
 		t.Errorf("after StopRuntime containerd is %q (%v), want inactive", st, err)
 	}
 	if pid := c.PID(); pid != 0 {
@@ -140,11 +142,11 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 	if err := c.StartRuntime(ctx, bin); err != nil {
 		t.Fatal(err)
 	}
-	if after := RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, before) {
+	if after := harness.RunningContainers(ctx, t, c.Runtime()); !slices.Equal(after, before) {
 		t.Errorf("running containers after StopRuntime and StartRuntime %v, want %v", after, before)
 	}
 
-	procs := Snapshot(sd.Processes())
+	procs := harness.Snapshot(sd.Processes())
 	dirs := []string{c.Dir, sd.Dir}
 	c.Stop()
 	stopped = true

@@ -1,4 +1,4 @@
-package harness
+package containerd
 
 import (
 	"context"
@@ -9,12 +9,14 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // CreatePods runs n host-network pod sandboxes, each with perPod running
 // containers of the pause image, through CRI.
-func (c *Containerd) CreatePods(ctx context.Context, n, perPod int) ([]Pod, error) {
-	return CreatePodsOn(ctx, c.conn.Runtime, c.Dir, n, perPod)
+func (c *Containerd) CreatePods(ctx context.Context, n, perPod int) ([]harness.Pod, error) {
+	return harness.CreatePodsOn(ctx, c.conn.Runtime, c.Dir, n, perPod)
 }
 
 // RunToExit runs one container of image with args (after its entrypoint)
@@ -69,7 +71,7 @@ func (c *Containerd) RunToExit(ctx context.Context, image string, args []string)
 func (c *Containerd) waitExited(ctx context.Context, id string) (int32, error) {
 	var code int32
 	var statusErr error
-	_, err := Poll(ctx, 5*time.Minute, "container "+id+" to exit", func() bool {
+	_, err := harness.Poll(ctx, 5*time.Minute, "container "+id+" to exit", func() bool {
 		st, err := c.conn.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 		if err != nil {
 			statusErr = fmt.Errorf("ContainerStatus: %w", err)
