@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -142,24 +141,6 @@ func (c *CRIO) Stop() {
 	UnmountUnder(c.Dir)
 	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // MakeSharedMount's
 	_ = os.RemoveAll(c.Dir)
-}
-
-// ProcessesNaming are the PIDs of the processes whose command line has
-// both words.
-func ProcessesNaming(command, word string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), command) && strings.Contains(string(cmdline), word) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // buildRuncWrapper builds test/runcwrap around runc into dir and returns

@@ -42,7 +42,7 @@ func (c *CRIO) registryRef(image string) (name.Reference, error) {
 
 // pushPauseImage builds the pause image and pushes it as PauseImage.
 func (c *CRIO) pushPauseImage() error {
-	img, err := buildPauseImage()
+	img, err := PauseImageBuilt()
 	if err != nil {
 		return err
 	}

@@ -20,16 +20,16 @@ const PauseImage = "hangwatch.local/pause:test"
 // BuildPauseImage compiles test/pause as a static binary and writes it as a
 // one-layer OCI layout tarball to tarPath.
 func BuildPauseImage(tarPath string) error {
-	img, err := buildPauseImage()
+	img, err := PauseImageBuilt()
 	if err != nil {
 		return err
 	}
 	return ociimage.WriteLayoutTar(tarPath, PauseImage, img)
 }
 
-// buildPauseImage compiles test/pause as a static binary in a one-layer
+// PauseImageBuilt compiles test/pause as a static binary in a one-layer
 // image.
-func buildPauseImage() (v1.Image, error) {
+func PauseImageBuilt() (v1.Image, error) {
 	dir, err := os.MkdirTemp("", "hw-pause-")
 	if err != nil {
 		return nil, err

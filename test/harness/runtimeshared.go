@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -139,4 +140,22 @@ func MakeSharedMount(dir string) error {
 		return fmt.Errorf("make %s a shared mount: %w", dir, err)
 	}
 	return nil
+}
+
+// ProcessesNaming are the PIDs of the processes whose command line has
+// both words.
+func ProcessesNaming(command, word string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), command) && strings.Contains(string(cmdline), word) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
