@@ -8,22 +8,23 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/crio"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // crioRestarter starts CRI-O again on the same binaries and state.
-type crioRestarter struct{ *harness.CRIO }
+type crioRestarter struct{ *crio.CRIO }
 
 func (c crioRestarter) start(ctx context.Context) error { return c.StartRuntime(ctx) }
 func (c crioRestarter) String() string                  { return "CRI-O " + c.Bin.Version }
 
 // startCRIO starts the pinned CRI-O with pods × perPod running containers
 // and stops it when the test ends.
-func startCRIO(t *testing.T, pods, perPod int) *harness.CRIO {
+func startCRIO(t *testing.T, pods, perPod int) *crio.CRIO {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := harness.StartCRIO(ctx)
+	c, err := crio.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestCRIO(t *testing.T) {
 
 // checkCRIODiag: diag names CRI-O and its version, finds every pod and
 // container, and judges it Healthy with every call answered.
-func checkCRIODiag(t *testing.T, c *harness.CRIO, sandboxes, containers int) {
+func checkCRIODiag(t *testing.T, c *crio.CRIO, sandboxes, containers int) {
 	t.Helper()
 	r, code, _ := runDiag(t, c.Endpoint, "--samples", "3")
 	if code != 0 || r.Verdict != "Healthy" {

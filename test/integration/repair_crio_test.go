@@ -10,6 +10,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/crio"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
@@ -33,7 +34,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 	harness.RequireSystemd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, sd, err := harness.StartCRIOUnderSystemd(ctx, "process")
+	c, sd, err := crio.StartUnderSystemd(ctx, "process")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 	t.Cleanup(proxy.Stop)
 	config := filepath.Join(dir, "hangwatch.yaml")
 	body := "apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nrepair:\n  enabled: true\n  systemdSocket: " + sd.Socket() +
-		"\n  runtimeUnit: " + harness.CRIOUnit + "\n  runtimeSocket: " + c.Socket + "\nconditions:\n- type: KubeletUnresponsive\n  disabled: true\n"
+		"\n  runtimeUnit: " + crio.Unit + "\n  runtimeSocket: " + c.Socket + "\nconditions:\n- type: KubeletUnresponsive\n  disabled: true\n"
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +86,11 @@ func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 
 // checkCRIORepairDiagnosis: `hangwatch diag --repair`'s report, in
 // process, finds crio.service from the CRI socket, with its Restart=.
-func checkCRIORepairDiagnosis(t *testing.T, ctx context.Context, c *harness.CRIO) {
+func checkCRIORepairDiagnosis(t *testing.T, ctx context.Context, c *crio.CRIO) {
 	t.Helper()
 	s := repair.Settings{Enabled: true, SystemdSocket: c.Systemd().Socket(), KubeletUnit: "kubelet.service", MaxRestartsPerHour: 3}
 	rt := repair.Diagnose(ctx, s, c.Endpoint, "", nil).Targets[0]
-	if !rt.Possible || rt.Unit != harness.CRIOUnit || rt.Restart != "on-failure" || rt.MainPID != c.PID() {
-		t.Errorf("diagnosis of CRI-O: %+v; want %s found from the CRI socket, Restart=on-failure, its main PID %d", rt, harness.CRIOUnit, c.PID())
+	if !rt.Possible || rt.Unit != crio.Unit || rt.Restart != "on-failure" || rt.MainPID != c.PID() {
+		t.Errorf("diagnosis of CRI-O: %+v; want %s found from the CRI socket, Restart=on-failure, its main PID %d", rt, crio.Unit, c.PID())
 	}
 }

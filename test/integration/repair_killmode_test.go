@@ -11,6 +11,7 @@ import (
 	"github.com/hangwatch/hangwatch/repair"
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/crio"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
@@ -27,7 +28,7 @@ func TestRepairRefusesAKillModeThatLosesTheContainers(t *testing.T) {
 	harness.RequireSystemd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, sd, err := harness.StartCRIOUnderSystemd(ctx, "")
+	c, sd, err := crio.StartUnderSystemd(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestRepairRefusesAKillModeThatLosesTheContainers(t *testing.T) {
 	t.Cleanup(proxy.Stop)
 	config := filepath.Join(dir, "hangwatch.yaml")
 	body := "apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\nrepair:\n  enabled: true\n  systemdSocket: " + sd.Socket() +
-		"\n  runtimeUnit: " + harness.CRIOUnit + "\n  runtimeSocket: " + c.Socket + "\nconditions:\n- type: KubeletUnresponsive\n  disabled: true\n"
+		"\n  runtimeUnit: " + crio.Unit + "\n  runtimeSocket: " + c.Socket + "\nconditions:\n- type: KubeletUnresponsive\n  disabled: true\n"
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

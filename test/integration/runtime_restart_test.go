@@ -11,6 +11,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
+	"github.com/hangwatch/hangwatch/test/harness/crio"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
 )
@@ -75,7 +76,7 @@ func (c containerdRestarter) String() string                  { return "containe
 func restartNodeRuntime(t *testing.T, c kubelet.NodeRuntime, rc restartCase, cond func() (string, string)) (unreachable, recovered time.Duration) {
 	t.Helper()
 	switch c := c.(type) {
-	case *harness.CRIO:
+	case *crio.CRIO:
 		if rc.upgrade {
 			t.Skipf("CRI-O %s is the one version the module proxy serves: no upgrade to run", c.Bin.Version)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
+	"github.com/hangwatch/hangwatch/test/harness/crio"
 )
 
 // NodeRuntime is a CRI runtime the harness runs beside a kubelet:
@@ -45,7 +46,7 @@ func StartNodeRuntimeT(t testing.TB) NodeRuntime {
 	harness.RequireRealParts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := harness.StartCRIO(ctx)
+	c, err := crio.Start(ctx)
 	if err != nil {
 		t.Fatalf("start CRI-O: %v", err)
 	}

@@ -1,4 +1,4 @@
-package harness
+package crio
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// CRIOUnit is CRI-O's unit under the harness's systemd, named as on a
+// Unit is CRI-O's unit under the harness's systemd, named as on a
 // node.
-const CRIOUnit = "crio.service"
+const Unit = "crio.service"
 
 // crioUnitTemplate is the crio.service CRI-O v1.36.3 ships
 // (contrib/systemd/crio.service) with the harness's binary, configuration
@@ -75,25 +77,25 @@ func (c *CRIO) crioUnit() (string, error) {
 	return fmt.Sprintf(crioUnitTemplate, c.Bin.path("crio"), line, strings.Join(c.crioEnv(), " "), filepath.Join(c.Dir, "crio.log"), killMode), nil
 }
 
-// StartCRIOUnderSystemd starts a systemd (StartSystemd) whose only unit
-// is CRI-O (CRIOUnit), its state in a new temp dir as StartCRIO's, pulls
+// StartUnderSystemd starts a systemd (StartSystemd) whose only unit
+// is CRI-O (Unit), its state in a new temp dir as Start's, pulls
 // the pause image and waits until CRI reports the runtime ready. killMode
 // is the unit's KillMode=, "" for the shipped unit's (none: systemd's
 // control-group). The CRIO's PID, Freeze and Thaw follow the unit's main
 // process across restarts; its Stop stops systemd too.
-func StartCRIOUnderSystemd(ctx context.Context, killMode string) (*CRIO, *Systemd, error) {
-	if err := RequireSystemdParts(); err != nil {
+func StartUnderSystemd(ctx context.Context, killMode string) (*CRIO, *harness.Systemd, error) {
+	if err := harness.RequireSystemdParts(); err != nil {
 		return nil, nil, err
 	}
-	bin, err := FindCRIOBinaries()
+	bin, err := FindBinaries()
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := RuntimeDir("hwo-")
+	dir, err := harness.RuntimeDir("hwo-")
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{DaemonName: "crio", Unit: CRIOUnit}, killMode: killMode}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "crio", Unit: Unit}, killMode: killMode}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()
@@ -118,8 +120,8 @@ func (c *CRIO) startUnderSystemd(ctx context.Context) error {
 
 // pullPause has CRI-O pull the pause image from the harness's registry.
 func (c *CRIO) pullPause(ctx context.Context) error {
-	if _, err := c.conn.Image.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: PauseImage}}); err != nil {
-		return fmt.Errorf("CRI-O pull %s from the harness's registry: %w\n%s", PauseImage, err, c.logTail())
+	if _, err := c.conn.Image.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: harness.PauseImage}}); err != nil {
+		return fmt.Errorf("CRI-O pull %s from the harness's registry: %w\n%s", harness.PauseImage, err, c.logTail())
 	}
 	return nil
 }

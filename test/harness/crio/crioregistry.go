@@ -1,4 +1,4 @@
-package harness
+package crio
 
 import (
 	"archive/tar"
@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // localRegistryPrefix is the registry name of the harness's images; CRI-O's
@@ -42,16 +44,16 @@ func (c *CRIO) registryRef(image string) (name.Reference, error) {
 
 // pushPauseImage builds the pause image and pushes it as PauseImage.
 func (c *CRIO) pushPauseImage() error {
-	img, err := PauseImageBuilt()
+	img, err := harness.PauseImageBuilt()
 	if err != nil {
 		return err
 	}
-	ref, err := c.registryRef(PauseImage)
+	ref, err := c.registryRef(harness.PauseImage)
 	if err != nil {
 		return err
 	}
 	if err := remote.Write(ref, img); err != nil {
-		return fmt.Errorf("push %s to the harness's registry: %w", PauseImage, err)
+		return fmt.Errorf("push %s to the harness's registry: %w", harness.PauseImage, err)
 	}
 	return nil
 }

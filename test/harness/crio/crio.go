@@ -1,4 +1,4 @@
-package harness
+package crio
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // CRIO is a real CRI-O started by the harness as its child, with conmon
@@ -21,27 +22,27 @@ type CRIO struct {
 	Dir      string // temp dir holding configuration, storage, state and the socket
 	Socket   string
 	Endpoint string
-	Bin      CRIOBinaries
-	RuntimeProcess
+	Bin      Binaries
+	harness.RuntimeProcess
 	conn     *cri.Conn
 	registry *httptest.Server // the harness's images, for CRI-O to pull
 	wrapper  string           // the runc wrapper CRI-O runs (buildRuncWrapper)
 	killMode string           // the unit's KillMode=, "" for the shipped unit's
 }
 
-// StartCRIO starts the pinned CRI-O in a new temp dir, pulls the pause
+// Start starts the pinned CRI-O in a new temp dir, pulls the pause
 // image from a registry of the harness's own on loopback, and waits until
 // CRI reports the runtime and network ready.
-func StartCRIO(ctx context.Context) (*CRIO, error) {
-	bin, err := FindCRIOBinaries()
+func Start(ctx context.Context) (*CRIO, error) {
+	bin, err := FindBinaries()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := RuntimeDir("hwo-")
+	dir, err := harness.RuntimeDir("hwo-")
 	if err != nil {
 		return nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: RuntimeProcess{DaemonName: "crio"}}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "crio"}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()
@@ -78,7 +79,7 @@ func (c *CRIO) prepare() error {
 // it is ready.
 func (c *CRIO) launch(ctx context.Context) error {
 	var err error
-	if c.Daemon, err = StartProcessEnv(c.Dir, "crio", c.crioEnv(), c.Bin.path("crio"), c.crioArgs()...); err != nil {
+	if c.Daemon, err = harness.StartProcessEnv(c.Dir, "crio", c.crioEnv(), c.Bin.path("crio"), c.crioArgs()...); err != nil {
 		return err
 	}
 	if c.conn == nil {
@@ -86,15 +87,15 @@ func (c *CRIO) launch(ctx context.Context) error {
 			return err
 		}
 	}
-	return WaitCRIReady(ctx, c.conn, c, c.logTail)
+	return harness.WaitCRIReady(ctx, c.conn, c, c.logTail)
 }
 
 // Runtime is a CRI client on the harness's own connection.
 func (c *CRIO) Runtime() runtimeapi.RuntimeServiceClient { return c.conn.Runtime }
 
 // CreatePods runs n host-network pods of perPod containers each.
-func (c *CRIO) CreatePods(ctx context.Context, n, perPod int) ([]Pod, error) {
-	return CreatePodsOn(ctx, c.conn.Runtime, c.Dir, n, perPod)
+func (c *CRIO) CreatePods(ctx context.Context, n, perPod int) ([]harness.Pod, error) {
+	return harness.CreatePodsOn(ctx, c.conn.Runtime, c.Dir, n, perPod)
 }
 
 // StartRuntime starts crio again on the same state and waits until it is
@@ -104,14 +105,14 @@ func (c *CRIO) StartRuntime(ctx context.Context) error {
 		if err := c.UnitSystemd.StartUnit(ctx, c.Unit); err != nil {
 			return err
 		}
-		return WaitCRIReady(ctx, c.conn, c, c.logTail)
+		return harness.WaitCRIReady(ctx, c.conn, c, c.logTail)
 	}
 	return c.launch(ctx)
 }
 
 func (c *CRIO) logTail() string {
 	if c.Daemon == nil {
-		return FileTail("crio", filepath.Join(c.Dir, "crio.log"), 20)
+		return harness.FileTail("crio", filepath.Join(c.Dir, "crio.log"), 20)
 	}
 	return c.Daemon.LogTail(20)
 }
@@ -123,7 +124,7 @@ func (c *CRIO) Stop() {
 		_ = c.Thaw()
 		if c.conn != nil && (c.UnitSystemd != nil || c.Daemon.Alive()) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			_ = RemoveAllPods(ctx, c.conn.Runtime)
+			_ = harness.RemoveAllPods(ctx, c.conn.Runtime)
 			cancel()
 		}
 		c.Daemon.Stop(30 * time.Second)
@@ -137,8 +138,8 @@ func (c *CRIO) Stop() {
 	if c.registry != nil {
 		c.registry.Close()
 	}
-	KillProcessesNaming("conmon", c.Dir)
-	UnmountUnder(c.Dir)
+	harness.KillProcessesNaming("conmon", c.Dir)
+	harness.UnmountUnder(c.Dir)
 	_ = syscall.Unmount(c.Dir, syscall.MNT_DETACH) // MakeSharedMount's
 	_ = os.RemoveAll(c.Dir)
 }
@@ -148,7 +149,7 @@ func (c *CRIO) Stop() {
 func buildRuncWrapper(dir, runc string) (string, error) {
 	out := filepath.Join(dir, "runc-wrapper")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.runc="+runc, "-o", out, "./test/runcwrap")
-	cmd.Dir = ModuleRoot()
+	cmd.Dir = harness.ModuleRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the runc wrapper: %w: %s", err, b)
@@ -157,6 +158,6 @@ func buildRuncWrapper(dir, runc string) (string, error) {
 }
 
 // Where is CRI-O's RuntimePaths.
-func (c *CRIO) Where() RuntimePaths {
-	return RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/crio"}
+func (c *CRIO) Where() harness.RuntimePaths {
+	return harness.RuntimePaths{Dir: c.Dir, Socket: c.Socket, Endpoint: c.Endpoint, NodeSocketDir: "/run/crio"}
 }

@@ -1,9 +1,11 @@
-package harness
+package crio
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // crioConfig is CRI-O 1.36's configuration with every path in the
@@ -111,11 +113,11 @@ func (c *CRIO) writeConfig(registry string) error {
 		}
 	}
 	files := map[string]string{
-		"crio.conf":                fmt.Sprintf(crioConfig, c.Dir, c.Bin.Dir, c.Bin.Conmon, PauseImage, c.wrapper),
+		"crio.conf":                fmt.Sprintf(crioConfig, c.Dir, c.Bin.Dir, c.Bin.Conmon, harness.PauseImage, c.wrapper),
 		"storage.conf":             fmt.Sprintf(crioStorageConf, c.Dir),
 		"registries.conf":          fmt.Sprintf(crioRegistriesConf, registry),
 		"policy.json":              crioPolicy,
-		"cni/10-loopback.conflist": LoopbackCNI,
+		"cni/10-loopback.conflist": harness.LoopbackCNI,
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(c.Dir, name), []byte(body), 0o644); err != nil {
