@@ -39,9 +39,9 @@ func (r *RuntimeProcess) Systemd() *Systemd { return r.UnitSystemd }
 // Exited is closed when the daemon, or the systemd running it, exits.
 func (r *RuntimeProcess) Exited() <-chan struct{} {
 	if r.UnitSystemd != nil {
-		return r.UnitSystemd.proc.exited
+		return r.UnitSystemd.Exited()
 	}
-	return r.Daemon.exited
+	return r.Daemon.Exited()
 }
 
 // String names the daemon in a wait's failure.
@@ -74,7 +74,7 @@ func (r *RuntimeProcess) StopRuntime(graceful bool) {
 		return
 	}
 	_ = syscall.Kill(r.Daemon.PID(), syscall.SIGKILL)
-	<-r.Daemon.exited
+	<-r.Daemon.Exited()
 }
 
 // StartSystemdUnit starts a systemd whose only unit is the daemon's (unit is

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
@@ -306,7 +307,7 @@ func (s *Systemd) Stop() {
 			// unshare exits when its child does. Else (systemd not found
 			// yet) stop it: with --kill-child its death kills the child.
 			select {
-			case <-s.proc.exited:
+			case <-s.proc.Exited():
 			case <-time.After(10 * time.Second):
 				s.proc.Stop(10 * time.Second)
 			}
@@ -335,4 +336,18 @@ func (s *Systemd) ProcessesNamed(name string) []int {
 		}
 	}
 	return pids
+}
+
+// RequireSystemd skips a test that runs systemd (StartSystemd) where it
+// cannot: not root, or no systemd or util-linux. Under CI, where the test
+// command installs Debian's systemd, either is a failure.
+func RequireSystemd(t testing.TB) {
+	t.Helper()
+	RequireRealParts(t)
+	if err := RequireSystemdParts(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("systemd tests need systemd and util-linux (hack/lib.sh installs them): %v", err)
+		}
+		t.Skipf("systemd tests need systemd and util-linux: %v", err)
+	}
 }

@@ -20,20 +20,6 @@ func RequireRealParts(t testing.TB) {
 	t.Skip("real-containerd tests need root (run the README's test command)")
 }
 
-// RequireSystemd skips a test that runs systemd (StartSystemd) where it
-// cannot: not root, or no systemd or util-linux. Under CI, where the test
-// command installs Debian's systemd, either is a failure.
-func RequireSystemd(t testing.TB) {
-	t.Helper()
-	RequireRealParts(t)
-	if err := RequireSystemdParts(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("systemd tests need systemd and util-linux (hack/lib.sh installs them): %v", err)
-		}
-		t.Skipf("systemd tests need systemd and util-linux: %v", err)
-	}
-}
-
 // StartControlPlaneT starts etcd and kube-apiserver and stops them when t
 // ends.
 func StartControlPlaneT(t testing.TB) *ControlPlane {
