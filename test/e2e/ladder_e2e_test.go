@@ -20,6 +20,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // ladder is two real nodes: A, whose containerd and kubelet a real systemd
@@ -31,7 +32,7 @@ import (
 type ladder struct {
 	cp      *harness.ControlPlane
 	c       *containerd.Containerd
-	sd      *harness.Systemd
+	sd      *systemd.Systemd
 	proxy   *criproxy.Proxy
 	d       *hangwatch.Daemon
 	a, b    string
@@ -40,7 +41,7 @@ type ladder struct {
 
 func startLadder(t *testing.T) *ladder {
 	t.Helper()
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	l := &ladder{cp: harness.StartControlPlaneT(t)}
 	harness.StartControllerManagerT(t, l.cp, append(twoNodeControllers, "statefulset-controller", "daemonset-controller")...)
 	harness.StartSchedulerT(t, l.cp)

@@ -9,6 +9,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/cluster"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // TestFenceKillsAKubepodsSlicePod: node A runs containerd and the kubelet
@@ -21,7 +22,7 @@ import (
 // remedy adds the out-of-service taint and web-0 runs on B.
 func TestFenceKillsAKubepodsSlicePod(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	fc := cluster.StartFenceCluster(t, cluster.FenceOptions{SystemdDriver: map[int]bool{0: true}})
 	a := fc.Nodes[fc.A]
 	cluster.StatefulSet(t, fc.CP, "web", fc.A)

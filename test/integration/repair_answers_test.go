@@ -14,6 +14,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // answersRig is containerd under a real systemd, the fault proxy in front
@@ -22,7 +23,7 @@ import (
 // every call 2.5 s late is within a factor of two of being killed.
 type answersRig struct {
 	c      *containerd.Containerd
-	sd     *harness.Systemd
+	sd     *systemd.Systemd
 	proxy  *criproxy.Proxy
 	config string
 	state  string

@@ -19,6 +19,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/stuckdir"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // repairRig is containerd supervised by a real systemd (upstream's unit:
@@ -30,7 +31,7 @@ import (
 type repairRig struct {
 	stuck  *stuckdir.Dir
 	c      *containerd.Containerd
-	sd     *harness.Systemd
+	sd     *systemd.Systemd
 	proxy  *criproxy.Proxy
 	d      *hangwatch.Daemon
 	cp     *harness.ControlPlane
@@ -48,7 +49,7 @@ const stuckUnit = "stuck.service"
 
 func startRepairRig(t *testing.T) *repairRig {
 	t.Helper()
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stuck := holdFirstMkdir(t, ctx) // before systemd: its mount namespace copies the FUSE mount
@@ -184,7 +185,7 @@ func (r *repairRig) waitRepairs(t *testing.T, limit time.Duration, outcome strin
 func (r *repairRig) mainPID(t *testing.T) int { return containerdMainPID(t, r.sd) }
 
 // containerdMainPID is the main PID of containerd's unit under sd.
-func containerdMainPID(t *testing.T, sd *harness.Systemd) int {
+func containerdMainPID(t *testing.T, sd *systemd.Systemd) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/crio"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // TestRepairRestartsCRIOUnderSystemd: CRI-O run by a real systemd with
@@ -31,7 +32,7 @@ import (
 // after, their 2 conmons killed with the unit's cgroup.
 func TestRepairRestartsCRIOUnderSystemd(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c, sd, err := crio.StartUnderSystemd(ctx, "process")

@@ -20,6 +20,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // adminLeases is the fleet's Lease store through the control plane's
@@ -69,7 +70,7 @@ func (n *eventNotes) add(s string) {
 // agent's view (the condition, the silence) given by the test.
 func TestTheFleetBoundHoldingAHungNodeHasNotGivenUp(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	ctx := context.Background()
 	cp := hangwatch.SharedControlPlane(t)
 	ns := hangwatch.UniqueNode("hw-fleet-hold")

@@ -13,6 +13,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/crio"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // TestRepairRefusesAKillModeThatLosesTheContainers: CRI-O run by a real
@@ -25,7 +26,7 @@ import (
 // container runs on.
 func TestRepairRefusesAKillModeThatLosesTheContainers(t *testing.T) {
 	harness.Parallel(t, harness.Minutes)
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c, sd, err := crio.StartUnderSystemd(ctx, "")

@@ -16,6 +16,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // TestRepairRestartsAFrozenKubeletUnderSystemd freezes a real kubelet run
@@ -28,7 +29,7 @@ import (
 // Unknown.
 func TestRepairRestartsAFrozenKubeletUnderSystemd(t *testing.T) {
 	harness.Parallel(t)
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	cp := harness.StartControlPlaneT(t)
 	harness.StartControllerManagerT(t, cp) // the node lifecycle controller: Unknown 50 s after the last renewal
 	c, sd := containerd.StartUnderSystemdT(t, 0, 0)

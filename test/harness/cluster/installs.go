@@ -20,6 +20,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/harness/csi"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // ShippedImage is the image every shipped manifest and the chart name
@@ -53,7 +54,7 @@ type Installs struct {
 	CP   *harness.ControlPlane
 	A, B string
 	C    *containerd.Containerd // A's, under SD
-	SD   *harness.Systemd
+	SD   *systemd.Systemd
 	K    *kubelet.Kubelet // A's
 	KB   *kubelet.Kubelet
 	CB   *containerd.Containerd
@@ -81,7 +82,7 @@ type Installs struct {
 // remedy's policy, as an operator turns it on.
 func StartInstalls(t *testing.T, how string) *Installs {
 	t.Helper()
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	in := &Installs{CP: harness.StartControlPlaneT(t), How: how}
 	harness.StartControllerManagerT(t, in.CP, installsControllers...)
 	harness.StartSchedulerT(t, in.CP)

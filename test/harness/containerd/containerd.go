@@ -13,6 +13,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // Containerd is a real containerd started by the harness.
@@ -28,7 +29,7 @@ type Containerd struct {
 	// starts, when set before the start, hangs its start path
 	// (StartHangingT).
 	starts *HangingStarts
-	harness.RuntimeProcess
+	systemd.RuntimeProcess
 	conn *cri.Conn
 }
 
@@ -125,7 +126,7 @@ func StartFrom(ctx context.Context, bin Binaries) (*Containerd, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "containerd"}}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "containerd"}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()

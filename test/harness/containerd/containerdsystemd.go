@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // Unit is containerd's unit under the harness's systemd, named
@@ -80,30 +81,30 @@ func (c *Containerd) containerdUnit() (string, error) {
 	return fmt.Sprintf(containerdUnitTemplate, bin, c.configPath(), path, filepath.Join(c.Dir, "containerd.log")), nil
 }
 
-// StartUnderSystemd starts a systemd (StartSystemd) whose only
+// StartUnderSystemd starts a systemd (systemd.Start) whose only
 // unit is containerd (Unit) with bin, its state in a new temp
 // dir as StartFrom's, imports the pause image and waits until CRI
 // reports the runtime and network ready. The Containerd's PID, Freeze and
 // Thaw follow the unit's main process across restarts; its Stop stops
 // systemd too (the Systemd's own Stop may be called as well).
-func StartUnderSystemd(ctx context.Context, bin Binaries) (*Containerd, *harness.Systemd, error) {
+func StartUnderSystemd(ctx context.Context, bin Binaries) (*Containerd, *systemd.Systemd, error) {
 	return StartUnderSystemdWith(ctx, bin, false)
 }
 
 // StartUnderSystemdWith is StartUnderSystemd, with
 // runc's systemd cgroup driver when systemdCgroup (Containerd.SystemdCgroup),
-// under a systemd with cgroups of its own (StartSystemdWithOwnCgroups), so
+// under a systemd with cgroups of its own (systemd.StartWithOwnCgroups), so
 // that the slices and scopes runc and a kubelet make over D-Bus are where
 // they look for them.
-func StartUnderSystemdWith(ctx context.Context, bin Binaries, systemdCgroup bool) (*Containerd, *harness.Systemd, error) {
-	if err := harness.RequireSystemdParts(); err != nil {
+func StartUnderSystemdWith(ctx context.Context, bin Binaries, systemdCgroup bool) (*Containerd, *systemd.Systemd, error) {
+	if err := systemd.RequireParts(); err != nil {
 		return nil, nil, err
 	}
 	dir, err := os.MkdirTemp("", "hwc-")
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "containerd", Unit: Unit},
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "containerd", Unit: Unit},
 		SystemdCgroup: systemdCgroup}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {

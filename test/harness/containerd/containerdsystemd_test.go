@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // TestSystemdRestartsKilledContainerd runs containerd as systemd runs it on
@@ -21,7 +22,7 @@ import (
 // starts it again and that the pods' containers ran on throughout
 // (KillMode=process leaves the shims alone). Stop then leaves no process.
 func TestSystemdRestartsKilledContainerd(t *testing.T) {
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin, err := FindBinaries()
@@ -100,7 +101,7 @@ func TestSystemdRestartsKilledContainerd(t *testing.T) {
 	if err := c.Freeze(); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := harness.DialSystemd(ctx, sd.Socket())
+	conn, err := systemd.Dial(ctx, sd.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // StartUnderSystemdT starts containerd (FindBinaries) as a
 // unit of its own systemd with pods, and stops both when t ends.
-func StartUnderSystemdT(t testing.TB, pods, perPod int) (*Containerd, *harness.Systemd) {
+func StartUnderSystemdT(t testing.TB, pods, perPod int) (*Containerd, *systemd.Systemd) {
 	t.Helper()
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin, err := FindBinaries()

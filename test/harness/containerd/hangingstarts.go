@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // HangingStarts make a harness containerd's start path hang where a
@@ -88,7 +89,7 @@ func StartHangingT(t testing.TB, network bool) (*Containerd, *HangingStarts) {
 		t.Fatal(err)
 	}
 	h := &HangingStarts{dir: filepath.Join(dir, "hang"), network: network}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "containerd"}, starts: h}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "containerd"}, starts: h}
 	c.Endpoint = "unix://" + c.Socket
 	t.Cleanup(c.Stop)
 	t.Cleanup(func() { h.ReleaseRuntime(); h.ReleaseNetwork() }) // runs first: the waits end before containerd stops

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // CRIO is a real CRI-O started by the harness as its child, with conmon
@@ -23,7 +24,7 @@ type CRIO struct {
 	Socket   string
 	Endpoint string
 	Bin      Binaries
-	harness.RuntimeProcess
+	systemd.RuntimeProcess
 	conn     *cri.Conn
 	registry *httptest.Server // the harness's images, for CRI-O to pull
 	wrapper  string           // the runc wrapper CRI-O runs (buildRuncWrapper)
@@ -42,7 +43,7 @@ func Start(ctx context.Context) (*CRIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "crio"}}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "crio"}}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.start(ctx); err != nil {
 		c.Stop()

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // Unit is CRI-O's unit under the harness's systemd, named as on a
@@ -77,14 +78,14 @@ func (c *CRIO) crioUnit() (string, error) {
 	return fmt.Sprintf(crioUnitTemplate, c.Bin.path("crio"), line, strings.Join(c.crioEnv(), " "), filepath.Join(c.Dir, "crio.log"), killMode), nil
 }
 
-// StartUnderSystemd starts a systemd (StartSystemd) whose only unit
+// StartUnderSystemd starts a systemd (systemd.Start) whose only unit
 // is CRI-O (Unit), its state in a new temp dir as Start's, pulls
 // the pause image and waits until CRI reports the runtime ready. killMode
 // is the unit's KillMode=, "" for the shipped unit's (none: systemd's
 // control-group). The CRIO's PID, Freeze and Thaw follow the unit's main
 // process across restarts; its Stop stops systemd too.
-func StartUnderSystemd(ctx context.Context, killMode string) (*CRIO, *harness.Systemd, error) {
-	if err := harness.RequireSystemdParts(); err != nil {
+func StartUnderSystemd(ctx context.Context, killMode string) (*CRIO, *systemd.Systemd, error) {
+	if err := systemd.RequireParts(); err != nil {
 		return nil, nil, err
 	}
 	bin, err := FindBinaries()
@@ -95,7 +96,7 @@ func StartUnderSystemd(ctx context.Context, killMode string) (*CRIO, *harness.Sy
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: harness.RuntimeProcess{DaemonName: "crio", Unit: Unit}, killMode: killMode}
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "crio", Unit: Unit}, killMode: killMode}
 	c.Endpoint = "unix://" + c.Socket
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()

@@ -22,6 +22,7 @@ import (
 	"github.com/hangwatch/hangwatch/internal/pins"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // The harness's CSI storage: a disk that attaches to one node at a time,
@@ -74,7 +75,7 @@ type Driver struct {
 // harness's, or units of the node's systemd (AddNodeUnder).
 type csiNode struct {
 	plugin, registrar *harness.Process
-	sd                *harness.Systemd
+	sd                *systemd.Systemd
 	units, logs       []string
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/kubelet"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // csiUnitTemplate runs one of the driver's node-side processes (%s: its
@@ -30,7 +31,7 @@ Restart=no
 // as units of sd, the systemd k runs under (its node's mount namespace),
 // serving and registering under k's root dir as AddNode does; it returns
 // once the Node's CSINode lists the driver.
-func (c *Driver) AddNodeUnder(ctx context.Context, sd *harness.Systemd, k *kubelet.Kubelet) error {
+func (c *Driver) AddNodeUnder(ctx context.Context, sd *systemd.Systemd, k *kubelet.Kubelet) error {
 	root := k.RootDir()
 	socket := filepath.Join(root, "plugins", DriverName, "csi.sock")
 	n := &csiNode{sd: sd}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hangwatch/hangwatch/test/harness"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // Kubelet is a real kubelet started by the harness against a harness
@@ -47,7 +48,7 @@ type Kubelet struct {
 	// nodeLayout: a node's ports and certificate dir (UnitOptions).
 	nodeLayout bool
 	proc       *harness.Process // the kubelet, when the harness runs it as its child
-	sd         *harness.Systemd // the systemd running it as KubeletUnit, when one does
+	sd         *systemd.Systemd // the systemd running it as KubeletUnit, when one does
 	// unlockSysctls releases the kernel settings' shared lock a kubelet
 	// under systemd holds for its life (kubeletsysctls.go); nil: none.
 	unlockSysctls func()

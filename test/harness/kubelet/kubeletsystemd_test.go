@@ -21,6 +21,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // TestSystemdRestartsAFrozenKubelet runs a kubelet as kubeadm's unit runs
@@ -31,7 +32,7 @@ import (
 // kubelet which answers again, renews the node's Lease and leaves the
 // pod's container running.
 func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	asOnAFreshMachine(t)
 	cp := harness.StartControlPlaneT(t)
 	c, sd := containerd.StartUnderSystemdT(t, 0, 0)
@@ -162,7 +163,7 @@ func TestSystemdRestartsAFrozenKubelet(t *testing.T) {
 // kubelet binary run by the unit, in the PID and mount namespace of
 // systemd and containerd, in the unit's cgroup in name=systemd and in the
 // test's own cgroups of the controllers.
-func checkKubeletAsOnANode(t *testing.T, k *Kubelet, c *containerd.Containerd, sd *harness.Systemd, pid int) {
+func checkKubeletAsOnANode(t *testing.T, k *Kubelet, c *containerd.Containerd, sd *systemd.Systemd, pid int) {
 	t.Helper()
 	bin, err := harness.KubeBinary("kubelet")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // TestKubeletUnderSystemdWithPodCgroups runs a kubelet under the test's
@@ -21,7 +22,7 @@ import (
 // checks that the pod's cgroup is under the kubelet's cgroup root with the
 // pod's processes in it, and that the kubelet's Stop removes that root.
 func TestKubeletUnderSystemdWithPodCgroups(t *testing.T) {
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	cp := harness.StartControlPlaneT(t)
 	c, sd := containerd.StartUnderSystemdT(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -92,7 +93,7 @@ func runStaticPod(ctx context.Context, t *testing.T, cp *harness.ControlPlane, k
 // the pod's processes in it, and that stopping it all leaves no cgroup of
 // that systemd on the host.
 func TestKubeletWithTheSystemdCgroupDriver(t *testing.T) {
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	cp := harness.StartControlPlaneT(t)
 	c, k := StartSystemdDriverNodeT(t, cp, "hw-systemd-driver")
 	sd := c.Systemd()

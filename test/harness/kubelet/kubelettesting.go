@@ -7,6 +7,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/containerd"
+	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // StartSystemdDriverNodeT starts, for node, containerd with runc's systemd
@@ -16,7 +17,7 @@ import (
 // ends.
 func StartSystemdDriverNodeT(t testing.TB, cp *harness.ControlPlane, node string) (*containerd.Containerd, *Kubelet) {
 	t.Helper()
-	harness.RequireSystemd(t)
+	systemd.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin, err := containerd.FindBinaries()

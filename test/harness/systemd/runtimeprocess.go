@@ -1,4 +1,4 @@
-package harness
+package systemd
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/cri"
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // RuntimeProcess is a runtime's daemon (containerd, crio): the harness's
@@ -14,8 +15,8 @@ import (
 // Freeze and Thaw follow the unit's main process across restarts.
 type RuntimeProcess struct {
 	DaemonName  string
-	Daemon      *Process // the daemon, when the harness runs it as its child
-	UnitSystemd *Systemd // the systemd running it as unit, when one does
+	Daemon      *harness.Process // the daemon, when the harness runs it as its child
+	UnitSystemd *Systemd         // the systemd running it as unit, when one does
 	Unit        string
 }
 
@@ -48,10 +49,14 @@ func (r *RuntimeProcess) Exited() <-chan struct{} {
 func (r *RuntimeProcess) String() string { return r.DaemonName }
 
 // Freeze stops the daemon with SIGSTOP; its socket stays open and silent.
-func (r *RuntimeProcess) Freeze() error { return SignalPID(r.DaemonName, r.PID(), syscall.SIGSTOP) }
+func (r *RuntimeProcess) Freeze() error {
+	return harness.SignalPID(r.DaemonName, r.PID(), syscall.SIGSTOP)
+}
 
 // Thaw resumes a frozen daemon with SIGCONT.
-func (r *RuntimeProcess) Thaw() error { return SignalPID(r.DaemonName, r.PID(), syscall.SIGCONT) }
+func (r *RuntimeProcess) Thaw() error {
+	return harness.SignalPID(r.DaemonName, r.PID(), syscall.SIGCONT)
+}
 
 // StopRuntime stops the daemon alone, as `systemctl stop` or a crash
 // would: SIGTERM (graceful) or SIGKILL. What it started (shims, conmons)
@@ -79,7 +84,7 @@ func (r *RuntimeProcess) StopRuntime(graceful bool) {
 
 // StartSystemdUnit starts a systemd whose only unit is the daemon's (unit is
 // its text; with cgroups of its own when ownCgroups,
-// StartSystemdWithOwnCgroups), dials its CRI endpoint and waits until the runtime is ready;
+// StartWithOwnCgroups), dials its CRI endpoint and waits until the runtime is ready;
 // a failure carries the daemon's and systemd's logs.
 func (r *RuntimeProcess) StartSystemdUnit(ctx context.Context, unit, endpoint string, logTail func() string, ownCgroups bool) (*cri.Conn, error) {
 	var err error
@@ -90,7 +95,7 @@ func (r *RuntimeProcess) StartSystemdUnit(ctx context.Context, unit, endpoint st
 	if err != nil {
 		return nil, err
 	}
-	if err := WaitCRIReady(ctx, conn, r, logTail); err != nil {
+	if err := harness.WaitCRIReady(ctx, conn, r, logTail); err != nil {
 		return conn, fmt.Errorf("%w\n%s", err, r.UnitSystemd.LogTail(20))
 	}
 	return conn, nil

@@ -1,4 +1,4 @@
-package harness
+package systemd
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // TestSystemdRunsOnlyTheTestsUnits boots systemd with one unit, checks it
@@ -18,13 +20,13 @@ import (
 // and leaves neither a process, a cgroup nor a change to the host's
 // /sys/fs/cgroup behind.
 func TestSystemdRunsOnlyTheTestsUnits(t *testing.T) {
-	RequireSystemd(t)
+	Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	hostCgroups := cgroupFSState(t)
 
 	start := time.Now()
-	sd, err := StartSystemd(ctx, map[string]string{"hw-sleep.service": `[Service]
+	sd, err := Start(ctx, map[string]string{"hw-sleep.service": `[Service]
 ExecStart=/bin/sleep infinity
 Restart=always
 RestartSec=100ms
@@ -94,10 +96,10 @@ RestartSec=100ms
 	// active as soon as systemd has forked it: the child runs systemd's
 	// code until it has exec'd the unit's command
 	var exe string
-	Eventually(t, 10*time.Second, fmt.Sprintf("main PID %d to be sleep", old), func() bool {
+	harness.Eventually(t, 10*time.Second, fmt.Sprintf("main PID %d to be sleep", old), func() bool {
 		exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", old))
 		return strings.HasSuffix(exe, "/sleep")
-	}, Explaining(func() string { return fmt.Sprintf("it is %q", exe) }))
+	}, harness.Explaining(func() string { return fmt.Sprintf("it is %q", exe) }))
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ RestartSec=100ms
 		t.Fatalf("after RestartUnit main PID %d (was %d): %v", pid2, pid, err)
 	}
 
-	procs := Snapshot(sd.Processes())
+	procs := harness.Snapshot(sd.Processes())
 	sd.Stop()
 	stopped = true
 	procs.CheckGone(t)

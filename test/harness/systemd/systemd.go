@@ -1,4 +1,4 @@
-package harness
+package systemd
 
 import (
 	"context"
@@ -15,13 +15,15 @@ import (
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
-// SystemdBinary is the systemd the harness runs (Debian's package).
-const SystemdBinary = "/lib/systemd/systemd"
+// Binary is the systemd the harness runs (Debian's package).
+const Binary = "/lib/systemd/systemd"
 
 // harnessTarget is the target systemd boots into: it wants every unit the
-// test gives StartSystemd and the socket proxy's socket, nothing else.
+// test gives Start and the socket proxy's socket, nothing else.
 const harnessTarget = "hangwatch-harness.target"
 
 // Systemd is a real systemd started by the harness as PID 1 of a PID, mount
@@ -44,7 +46,7 @@ const harnessTarget = "hangwatch-harness.target"
 //     made there and it manages no controller: the processes stay in the
 //     test's memory, cpu and pids cgroups, as the harness's own containerd
 //     does. Stop removes that cgroup tree.
-//     StartSystemdWithOwnCgroups gives it instead a cgroup root in every
+//     StartWithOwnCgroups gives it instead a cgroup root in every
 //     hierarchy, below the test's own cgroups, and a cgroup namespace
 //     rooted there with each hierarchy mounted anew: it manages every
 //     controller, as on a node, and a unit's cgroup has the path it has
@@ -88,9 +90,9 @@ type Systemd struct {
 	Dir    string // temp dir: units/, systemd.log (the manager's log)
 	cgroup string // name of its cgroup root
 	// ownCgroups: its cgroup root is in every hierarchy, and it runs in a
-	// cgroup namespace of its own there (StartSystemdWithOwnCgroups).
+	// cgroup namespace of its own there (StartWithOwnCgroups).
 	ownCgroups bool
-	proc       *Process
+	proc       *harness.Process
 	pid        int // systemd's PID on the host
 	level      int // its PID namespace's level: the index into NSpid
 	conn       *sddbus.Conn
@@ -163,12 +165,12 @@ exec "$HW_SYSTEMD" --unit=` + harnessTarget + ` --log-target=console --show-stat
   --default-standard-output=null --default-standard-error=inherit
 `
 
-// RequireSystemdParts reports why StartSystemd cannot run here, or nil.
-func RequireSystemdParts() error {
+// RequireParts reports why Start cannot run here, or nil.
+func RequireParts() error {
 	if os.Geteuid() != 0 {
 		return errors.New("systemd as PID 1 of a namespace needs root")
 	}
-	for _, bin := range []string{SystemdBinary, socketProxyBinary} {
+	for _, bin := range []string{Binary, socketProxyBinary} {
 		if _, err := os.Stat(bin); err != nil {
 			return fmt.Errorf("no %s (apt-get install systemd): %w", bin, err)
 		}
@@ -186,27 +188,27 @@ func RequireSystemdParts() error {
 	return nil
 }
 
-// StartSystemd starts systemd with units (file name -> content) in a PID
+// Start starts systemd with units (file name -> content) in a PID
 // and mount namespace of its own and waits until its private D-Bus socket
 // answers and its first transaction is done (every unit given started,
 // or failed). Every unit gets DefaultDependencies=no from a drop-in, as
 // the units of a boot (sysinit.target and the rest) are not there;
 // templates (names with @) are loaded but not started.
-func StartSystemd(ctx context.Context, units map[string]string) (*Systemd, error) {
+func Start(ctx context.Context, units map[string]string) (*Systemd, error) {
 	return startSystemd(ctx, units, false)
 }
 
-// StartSystemdWithOwnCgroups is StartSystemd with a cgroup tree of its
+// StartWithOwnCgroups is Start with a cgroup tree of its
 // own, as on a node (ownCgroupsScript): systemd manages every controller
 // there, and its units' cgroups (a kubelet's kubepods.slice made over
 // D-Bus with the systemd cgroup driver) have the paths a node's have, as
 // it and its services see them.
-func StartSystemdWithOwnCgroups(ctx context.Context, units map[string]string) (*Systemd, error) {
+func StartWithOwnCgroups(ctx context.Context, units map[string]string) (*Systemd, error) {
 	return startSystemd(ctx, units, true)
 }
 
 func startSystemd(ctx context.Context, units map[string]string, ownCgroups bool) (*Systemd, error) {
-	if err := RequireSystemdParts(); err != nil {
+	if err := RequireParts(); err != nil {
 		return nil, err
 	}
 	for _, name := range []string{harnessTarget, proxySocketUnit, proxyServiceUnit} {
@@ -278,14 +280,14 @@ func (s *Systemd) start(ctx context.Context, units map[string]string) error {
 		"HW_CGROUP_TMPFS=" + tmpfs,
 		"HW_BOOT2=" + bootScript2,
 		"HW_LOG=" + fifo,
-		"HW_SYSTEMD=" + SystemdBinary,
+		"HW_SYSTEMD=" + Binary,
 		"HW_TMP=" + os.TempDir(),
 	}
 	if s.ownCgroups {
 		args = append(args, s.ownCgroupsEnv()...)
 	}
 	args = append(args, "unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--uts", "sh", "-c", bootScript)
-	if s.proc, err = StartProcess(s.Dir, "unshare", "env", args...); err != nil {
+	if s.proc, err = harness.StartProcess(s.Dir, "unshare", "env", args...); err != nil {
 		return err
 	}
 	return s.waitReady(ctx)
@@ -338,13 +340,13 @@ func (s *Systemd) ProcessesNamed(name string) []int {
 	return pids
 }
 
-// RequireSystemd skips a test that runs systemd (StartSystemd) where it
+// Require skips a test that runs systemd (Start) where it
 // cannot: not root, or no systemd or util-linux. Under CI, where the test
 // command installs Debian's systemd, either is a failure.
-func RequireSystemd(t testing.TB) {
+func Require(t testing.TB) {
 	t.Helper()
-	RequireRealParts(t)
-	if err := RequireSystemdParts(); err != nil {
+	harness.RequireRealParts(t)
+	if err := RequireParts(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("systemd tests need systemd and util-linux (hack/lib.sh installs them): %v", err)
 		}

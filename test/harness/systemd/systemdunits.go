@@ -1,4 +1,4 @@
-package harness
+package systemd
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // MainPID is unit's main process as a host PID (systemd's MainPID is a PID
@@ -154,13 +156,13 @@ func writeUnit(dir, name, content string) error {
 // (at most five minutes); what says what is awaited.
 func (s *Systemd) poll(ctx context.Context, check func(context.Context) (bool, error), what func() string) error {
 	var checkErr error
-	_, err := Poll(ctx, 5*time.Minute, "systemd", func() bool {
+	_, err := harness.Poll(ctx, 5*time.Minute, "systemd", func() bool {
 		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		var done bool
 		done, checkErr = check(callCtx)
 		return done || checkErr != nil
-	}, UnlessExited(s.proc), Explaining(func() string { return what() + "\n" + s.LogTail(20) }))
+	}, harness.UnlessExited(s.proc), harness.Explaining(func() string { return what() + "\n" + s.LogTail(20) }))
 	if checkErr != nil {
 		return checkErr
 	}

@@ -1,4 +1,4 @@
-package harness
+package systemd
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // copyLog makes the FIFO systemd logs to and copies what comes through it
@@ -54,4 +56,4 @@ func (s *Systemd) logPath() string { return filepath.Join(s.Dir, "systemd.log") 
 
 // LogTail returns the last n lines of systemd's own log: units started,
 // main processes exited, restarts scheduled.
-func (s *Systemd) LogTail(n int) string { return FileTail("systemd", s.logPath(), n) }
+func (s *Systemd) LogTail(n int) string { return harness.FileTail("systemd", s.logPath(), n) }

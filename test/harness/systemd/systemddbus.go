@@ -1,4 +1,4 @@
-package harness
+package systemd
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // socketProxyBinary is systemd's socket proxy, which relays the test's
@@ -28,10 +30,10 @@ const (
 // transaction is done (at most two minutes).
 func (s *Systemd) waitReady(ctx context.Context) error {
 	var last error
-	_, err := Poll(ctx, 2*time.Minute, "systemd ready", func() bool {
+	_, err := harness.Poll(ctx, 2*time.Minute, "systemd ready", func() bool {
 		last = s.tryReady(ctx)
 		return last == nil
-	}, Every(20*time.Millisecond), UnlessExited(s.proc), Explaining(func() string {
+	}, harness.Every(20*time.Millisecond), harness.UnlessExited(s.proc), harness.Explaining(func() string {
 		return fmt.Sprintf("last: %v\n%s\n%s", last, s.proc.LogTail(10), s.LogTail(20))
 	}))
 	return err
@@ -54,7 +56,7 @@ func (s *Systemd) tryReady(ctx context.Context) error {
 			return err
 		}
 		dialCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		conn, err := DialSystemd(dialCtx, s.Socket())
+		conn, err := Dial(dialCtx, s.Socket())
 		cancel()
 		if err != nil {
 			return err
@@ -73,10 +75,10 @@ func (s *Systemd) tryReady(ctx context.Context) error {
 	return nil
 }
 
-// DialSystemd connects to a systemd's private D-Bus socket (no bus daemon:
+// Dial connects to a systemd's private D-Bus socket (no bus daemon:
 // EXTERNAL auth as this user, no Hello). ctx bounds the dial and the auth
 // only.
-func DialSystemd(ctx context.Context, socket string) (*sddbus.Conn, error) {
+func Dial(ctx context.Context, socket string) (*sddbus.Conn, error) {
 	conn, err := sddbus.NewConnection(func() (*godbus.Conn, error) {
 		c, err := godbus.Dial("unix:path=" + socket)
 		if err != nil {
@@ -102,7 +104,7 @@ func DialSystemd(ctx context.Context, socket string) (*sddbus.Conn, error) {
 // Socket is the path on the host of a socket relayed to systemd's private
 // D-Bus socket, /run/systemd/private, which refuses the test's own
 // connections (see Systemd). Talk to it as to the private socket: no bus
-// daemon, EXTERNAL auth, no Hello (DialSystemd).
+// daemon, EXTERNAL auth, no Hello (Dial).
 func (s *Systemd) Socket() string { return filepath.Join(s.Dir, "private.sock") }
 
 // Conn is the harness's own D-Bus connection to systemd.

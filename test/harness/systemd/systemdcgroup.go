@@ -1,4 +1,4 @@
-package harness
+package systemd
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/hangwatch/hangwatch/test/harness"
 )
 
 // makeCgroup makes the cgroup systemd runs in, in the hierarchies that
@@ -65,7 +67,7 @@ func (s *Systemd) removeCgroup() {
 	roots, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", s.cgroup))
 	roots = append(roots, filepath.Join("/sys/fs/cgroup", s.cgroup))
 	// Cgroups still busy after ten seconds are left behind.
-	_, _ = Poll(context.Background(), 10*time.Second, "systemd's cgroups removed", func() bool {
+	_, _ = harness.Poll(context.Background(), 10*time.Second, "systemd's cgroups removed", func() bool {
 		busy := false
 		for _, root := range roots {
 			var dirs []string
@@ -136,7 +138,7 @@ func (s *Systemd) ownCgroupsEnv() []string {
 // its own), polling for up to ten seconds while cgroups are still busy.
 func (s *Systemd) removeOwnCgroups() {
 	var out []byte
-	_, err := Poll(context.Background(), 10*time.Second, "systemd's own cgroups removed", func() bool {
+	_, err := harness.Poll(context.Background(), 10*time.Second, "systemd's own cgroups removed", func() bool {
 		cmd := exec.Command("unshare", "--mount", "sh", "-c", ownCgroupsScript, "own-cgroups", "remove")
 		cmd.Env = append(os.Environ(), s.ownCgroupsEnv()...)
 		var err error
