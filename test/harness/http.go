@@ -29,6 +29,7 @@ type getRequest struct {
 	client  *http.Client
 	token   string
 	timeout time.Duration
+	parent  context.Context
 }
 
 // Token sends token as the bearer token.
@@ -37,17 +38,20 @@ func Token(token string) GetOption { return func(r *getRequest) { r.token = toke
 // Client asks through c (its TLS settings, its connections).
 func Client(c *http.Client) GetOption { return func(r *getRequest) { r.client = c } }
 
+// Within ends the request with ctx too.
+func Within(ctx context.Context) GetOption { return func(r *getRequest) { r.parent = ctx } }
+
 // Timeout bounds the request (15 s unless told).
 func Timeout(d time.Duration) GetOption { return func(r *getRequest) { r.timeout = d } }
 
 // Get asks url with GET and returns the status code and the body, what
 // the status; err when no answer (or not all of it) came.
 func Get(url string, opts ...GetOption) (code int, body string, err error) {
-	r := getRequest{client: http.DefaultClient, timeout: 15 * time.Second}
+	r := getRequest{client: http.DefaultClient, timeout: 15 * time.Second, parent: context.Background()}
 	for _, o := range opts {
 		o(&r)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	ctx, cancel := context.WithTimeout(r.parent, r.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

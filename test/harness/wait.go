@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,14 +35,11 @@ func WaitHTTPUntil(ctx context.Context, name string, alive func() bool, client *
 
 // getOK asks url once: whether it answered 200, and else what it said.
 func getOK(ctx context.Context, client *http.Client, url string) (bool, string) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := client.Do(req)
+	code, body, err := Get(url, Client(client), Within(ctx))
 	if err != nil {
 		return false, err.Error()
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, body)
+	return code == http.StatusOK, fmt.Sprintf("%d %s", code, FirstLine(body))
 }
 
 // httpClient is an HTTP client with a client certificate written by

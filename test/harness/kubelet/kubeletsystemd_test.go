@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -217,21 +216,14 @@ func procCgroups(t *testing.T, pid int) map[string]string {
 	return out
 }
 
-// healthz asks url once with a 2s client timeout and wants 200.
+// healthz asks url once with a 2s timeout and wants 200.
 func healthz(ctx context.Context, url string) error {
-	client := &http.Client{Timeout: 2 * time.Second}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	code, body, err := harness.Get(url, harness.Within(ctx), harness.Timeout(2*time.Second))
 	if err != nil {
 		return err
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %d %s", url, resp.StatusCode, body)
+	if code != http.StatusOK {
+		return fmt.Errorf("%s: %d %s", url, code, harness.FirstLine(body))
 	}
 	return nil
 }
