@@ -173,15 +173,8 @@ func (c *Containerd) launch(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if c.Daemon, err = harness.StartProcessEnv(c.Dir, "containerd", c.Bin.env(), c.Bin.path("containerd"), "--config", c.configPath()); err != nil {
-		return err
-	}
-	if c.conn == nil {
-		if c.conn, err = cri.Dial(c.Endpoint); err != nil {
-			return err
-		}
-	}
-	return c.waitReady(ctx)
+	c.conn, err = c.StartChild(ctx, c.Dir, c.Bin.env(), c.Bin.path("containerd"), []string{"--config", c.configPath()}, c.Endpoint, c.conn, c.logTail)
+	return err
 }
 
 func (c *Containerd) configPath() string { return filepath.Join(c.Dir, "config.toml") }

@@ -80,15 +80,8 @@ func (c *CRIO) prepare() error {
 // it is ready.
 func (c *CRIO) launch(ctx context.Context) error {
 	var err error
-	if c.Daemon, err = harness.StartProcessEnv(c.Dir, "crio", c.crioEnv(), c.Bin.path("crio"), c.crioArgs()...); err != nil {
-		return err
-	}
-	if c.conn == nil {
-		if c.conn, err = cri.Dial(c.Endpoint); err != nil {
-			return err
-		}
-	}
-	return harness.WaitCRIReady(ctx, c.conn, c, c.logTail)
+	c.conn, err = c.StartChild(ctx, c.Dir, c.crioEnv(), c.Bin.path("crio"), c.crioArgs(), c.Endpoint, c.conn, c.logTail)
+	return err
 }
 
 // Runtime is a CRI client on the harness's own connection.

@@ -82,6 +82,24 @@ func (r *RuntimeProcess) StopRuntime(graceful bool) {
 	<-r.Daemon.Exited()
 }
 
+// StartChild starts the daemon as the harness's child (bin with args,
+// env added, its log in dir), dials endpoint unless conn is already a
+// connection to it, and waits until the runtime is ready; it returns the
+// connection.
+func (r *RuntimeProcess) StartChild(ctx context.Context, dir string, env []string, bin string, args []string,
+	endpoint string, conn *cri.Conn, logTail func() string) (*cri.Conn, error) {
+	var err error
+	if r.Daemon, err = harness.StartProcessEnv(dir, r.DaemonName, env, bin, args...); err != nil {
+		return conn, err
+	}
+	if conn == nil {
+		if conn, err = cri.Dial(endpoint); err != nil {
+			return nil, err
+		}
+	}
+	return conn, harness.WaitCRIReady(ctx, conn, r, logTail)
+}
+
 // StartSystemdUnit starts a systemd whose only unit is the daemon's (unit is
 // its text; with cgroups of its own when ownCgroups,
 // StartWithOwnCgroups), dials its CRI endpoint and waits until the runtime is ready;
