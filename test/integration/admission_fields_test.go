@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +21,8 @@ import (
 // change its own condition types and nothing else: not Ready, not another
 // component's condition, not a label, an annotation or an address.
 func TestAdmissionPolicyLetsTheServiceAccountWriteOnlyItsConditions(t *testing.T) {
-	harness.Parallel(t, harness.LaneAdmissionPolicies)
-	cp := hangwatch.SharedControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	node := hangwatch.UniqueNode("vap-fields")
-	hangwatch.CreateNode(t, cp, node)
+	cp, ctx, nodes := admissionSetup(t, nil, "vap-fields")
+	node := nodes[0]
 	// A foreign condition and an address, as node-problem-detector and the
 	// kubelet would have written them.
 	adminPatch(ctx, t, cp.Admin, node, `{"status":{"addresses":[{"type":"InternalIP","address":"10.1.2.3"}],`+

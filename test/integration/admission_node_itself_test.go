@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/hangwatch/hangwatch/internal/fencing"
 	"github.com/hangwatch/hangwatch/test/harness"
-	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
 )
 
 // TestAdmissionPolicyFreezesTheNodeItself applies the DaemonSet overlay and
@@ -24,15 +21,8 @@ import (
 // unschedulable and taints are each refused with the field named, and none
 // of them lands.
 func TestAdmissionPolicyFreezesTheNodeItself(t *testing.T) {
-	harness.Parallel(t, harness.LaneAdmissionPolicies)
-	cp := hangwatch.SharedControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	cp.Kubectl(t, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "fence", "rbac-fence.yaml"))
-	own, other := hangwatch.UniqueNode("itself-own"), hangwatch.UniqueNode("itself-other")
-	hangwatch.CreateNode(t, cp, own)
-	hangwatch.CreateNode(t, cp, other)
+	cp, ctx, nodes := admissionSetup(t, []string{"overlays/fence/rbac-fence.yaml"}, "itself-own", "itself-other")
+	own, other := nodes[0], nodes[1]
 	client := cp.TokenClient(t, cp.NodeBoundToken(t, "kube-system", "hangwatch", own))
 	att := fencing.Attestation{RequestID: "f-1", BootID: "b1", Pods: []string{"0a-1"}, At: time.Now(), Outcome: fencing.OutcomeFenced}.Annotations()
 	var err error

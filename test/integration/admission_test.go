@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,14 +23,8 @@ import (
 // that node's status and record Events about it, and rejects the same for
 // another node and for a token bound to no pod.
 func TestAdmissionPolicyKeepsTheServiceAccountOnItsNode(t *testing.T) {
-	harness.Parallel(t, harness.LaneAdmissionPolicies)
-	cp := hangwatch.SharedControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	own, other := hangwatch.UniqueNode("vap-own"), hangwatch.UniqueNode("vap-other")
-	hangwatch.CreateNode(t, cp, own)
-	hangwatch.CreateNode(t, cp, other)
+	cp, ctx, nodes := admissionSetup(t, nil, "vap-own", "vap-other")
+	own, other := nodes[0], nodes[1]
 	bound := cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, own))
 	unbound := cp.Token(t, "kube-system", "hangwatch", nil)
 	client := cp.TokenClient(t, bound)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +24,8 @@ import (
 // nothing else: not another Node's attestation, not the request, not a
 // label, not another node's pod.
 func TestFenceAdmissionOnTheNode(t *testing.T) {
-	harness.Parallel(t, harness.LaneAdmissionPolicies)
-	cp := hangwatch.SharedControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp.Kubectl(t, "apply", "-k", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "daemonset"))
-	cp.Kubectl(t, "apply", "-f", filepath.Join(harness.ModuleRoot(), "manifests", "overlays", "fence", "rbac-fence.yaml"))
-	own, other := hangwatch.UniqueNode("fence-own"), hangwatch.UniqueNode("fence-other")
-	hangwatch.CreateNode(t, cp, own)
-	hangwatch.CreateNode(t, cp, other)
+	cp, ctx, nodes := admissionSetup(t, []string{"overlays/fence/rbac-fence.yaml"}, "fence-own", "fence-other")
+	own, other := nodes[0], nodes[1]
 	client := cp.TokenClient(t, cp.Token(t, "kube-system", "hangwatch", hangwatchPodOn(ctx, t, cp, own)))
 	att := fencing.Attestation{RequestID: "f-1", BootID: "b1", Pods: []string{"0a-1"}, At: time.Now(), Outcome: fencing.OutcomeFenced}.Annotations()
 	var err error
