@@ -1,23 +1,15 @@
 package config
 
 import (
+	"github.com/hangwatch/hangwatch/config/configtest"
+
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
 )
-
-func writeConfig(t *testing.T, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\n"+body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // load parses args as `run` would and loads path under them.
 func load(t *testing.T, path string, args ...string) (*Loaded, error) {
@@ -32,14 +24,14 @@ func load(t *testing.T, path string, args ...string) (*Loaded, error) {
 }
 
 func TestFlagsOverrideTheFile(t *testing.T) {
-	raw, err := os.ReadFile(writeConfig(t, "runtime:\n  period: 5s\n  timeout: 3s\nkernel:\n  rules: [a.json, b.json]\nrunTimeHung: {}\n"))
+	raw, err := os.ReadFile(configtest.Write(t, "runtime:\n  period: 5s\n  timeout: 3s\nkernel:\n  rules: [a.json, b.json]\nrunTimeHung: {}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Decode(raw); err != nil {
 		t.Fatal(err)
 	}
-	path := writeConfig(t, "runtime:\n  period: 5s\n  timeout: 3s\nkernel:\n  rules: [a.json, b.json]\nruntimeHung:\n  raiseAfter: 3\n")
+	path := configtest.Write(t, "runtime:\n  period: 5s\n  timeout: 3s\nkernel:\n  rules: [a.json, b.json]\nruntimeHung:\n  raiseAfter: 3\n")
 	c, err := load(t, path, "--config", path, "--period", "7s")
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +57,7 @@ func TestFlagsOverrideTheFile(t *testing.T) {
 // TestProblemsNameTheSettingAsGiven: a value the file set is named by its
 // path with the flag beside it; one the command line set, by the flag.
 func TestProblemsNameTheSettingAsGiven(t *testing.T) {
-	path := writeConfig(t, "runtime:\n  period: 0s\n  sampleSize: -1\n  concurency: 3\napiServer:\n  qps: 0\npleg:\n  window: -5m\n")
+	path := configtest.Write(t, "runtime:\n  period: 0s\n  sampleSize: -1\n  concurency: 3\napiServer:\n  qps: 0\npleg:\n  window: -5m\n")
 	_, err := load(t, path, "--concurrency", "0")
 	if err == nil {
 		t.Fatal("no error")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/hangwatch/hangwatch/config/configtest"
+
 	"bytes"
 	"io"
 	"os"
@@ -9,17 +11,8 @@ import (
 	"testing"
 )
 
-func writeConfig(t *testing.T, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte("apiVersion: hangwatch.io/v1alpha1\nkind: HangwatchConfiguration\n"+body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestConfigCheckReportsEveryProblem(t *testing.T) {
-	path := writeConfig(t, "runtime:\n  period: 0s\n  sampleSize: -1\n  concurency: 3\napiServer:\n  qps: 0\npleg:\n  window: -5m\n")
+	path := configtest.Write(t, "runtime:\n  period: 0s\n  sampleSize: -1\n  concurency: 3\napiServer:\n  qps: 0\npleg:\n  window: -5m\n")
 	var out bytes.Buffer
 	cmd := newConfigCheckCommand()
 	cmd.SetArgs([]string{path, "--concurrency", "0"})
@@ -50,7 +43,7 @@ func TestEffectiveConfigLoadsBack(t *testing.T) {
 		}
 		return out.String()
 	}
-	first := check(writeConfig(t, "runtime:\n  period: 5s\napiServer:\n  qps: 2.5\n"))
+	first := check(configtest.Write(t, "runtime:\n  period: 5s\napiServer:\n  qps: 2.5\n"))
 	for _, want := range []string{"period: 5s", "qps: 2.5", "type: RuntimeHung", "listenAddress: 127.0.0.1:9764"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("effective configuration lacks %q:\n%s", want, first)
@@ -77,7 +70,7 @@ func TestConfigCheckSaysValid(t *testing.T) {
 		err := cmd.Execute()
 		return out.String(), err
 	}
-	path := writeConfig(t, "conditions:\n- type: KernelDeadlock\n  disabled: true\n")
+	path := configtest.Write(t, "conditions:\n- type: KernelDeadlock\n  disabled: true\n")
 	out, err := run(path, "--kernel=false")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +86,7 @@ func TestConfigCheckSaysValid(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "FILE "+missing+": ") {
 		t.Errorf("a missing FILE: %v", err)
 	}
-	_, err = run(writeConfig(t, "runtime:\n  period: 0s\n"), "--kernel=false")
+	_, err = run(configtest.Write(t, "runtime:\n  period: 0s\n"), "--kernel=false")
 	if err == nil || !strings.Contains(err.Error(), "(FILE ") || strings.Contains(err.Error(), "--config") {
 		t.Errorf("an invalid FILE: %v", err)
 	}
@@ -103,7 +96,7 @@ func TestConfigCheckSaysValid(t *testing.T) {
 // has fails `config check` with its path, its rule and the field meant.
 func TestConfigCheckRefusesAMisspelledField(t *testing.T) {
 	check := func(when string) error {
-		path := writeConfig(t, "conditions:\n- type: TooManyContainers\n  problems:\n  - when: "+when+"\n"+
+		path := configtest.Write(t, "conditions:\n- type: TooManyContainers\n  problems:\n  - when: "+when+"\n"+
 			"    reason: ContainersPiledUp\n  healthy: {reason: ContainersFew}\n")
 		cmd := newConfigCheckCommand()
 		cmd.SetArgs([]string{path})
