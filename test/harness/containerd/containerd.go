@@ -120,14 +120,22 @@ func Start(ctx context.Context) (*Containerd, error) {
 	return StartFrom(ctx, bin)
 }
 
+// newContainerd is a containerd of bin on dir, its socket there; unit is
+// its systemd unit's name, "" when it runs as the harness's child.
+func newContainerd(dir string, bin Binaries, unit string) *Containerd {
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin,
+		RuntimeProcess: systemd.RuntimeProcess{DaemonName: "containerd", Unit: unit}}
+	c.Endpoint = "unix://" + c.Socket
+	return c
+}
+
 // StartFrom is Start with the given binaries.
 func StartFrom(ctx context.Context, bin Binaries) (*Containerd, error) {
 	dir, err := harness.RuntimeDir("hwc-")
 	if err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "containerd"}}
-	c.Endpoint = "unix://" + c.Socket
+	c := newContainerd(dir, bin, "")
 	if err := c.start(ctx); err != nil {
 		c.Stop()
 		return nil, err

@@ -104,9 +104,8 @@ func StartUnderSystemdWith(ctx context.Context, bin Binaries, systemdCgroup bool
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "containerd", Unit: Unit},
-		SystemdCgroup: systemdCgroup}
-	c.Endpoint = "unix://" + c.Socket
+	c := newContainerd(dir, bin, Unit)
+	c.SystemdCgroup = systemdCgroup
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()
 		return nil, nil, err

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hangwatch/hangwatch/test/harness"
-	"github.com/hangwatch/hangwatch/test/harness/systemd"
 )
 
 // HangingStarts make a harness containerd's start path hang where a
@@ -89,8 +88,8 @@ func StartHangingT(t testing.TB, network bool) (*Containerd, *HangingStarts) {
 		t.Fatal(err)
 	}
 	h := &HangingStarts{dir: filepath.Join(dir, "hang"), network: network}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "containerd"}, starts: h}
-	c.Endpoint = "unix://" + c.Socket
+	c := newContainerd(dir, bin, "")
+	c.starts = h
 	t.Cleanup(c.Stop)
 	t.Cleanup(func() { h.ReleaseRuntime(); h.ReleaseNetwork() }) // runs first: the waits end before containerd stops
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

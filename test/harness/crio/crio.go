@@ -43,13 +43,21 @@ func Start(ctx context.Context) (*CRIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "crio"}}
-	c.Endpoint = "unix://" + c.Socket
+	c := newCRIO(dir, bin, "")
 	if err := c.start(ctx); err != nil {
 		c.Stop()
 		return nil, err
 	}
 	return c, nil
+}
+
+// newCRIO is a CRI-O of bin on dir, its socket there; unit is its
+// systemd unit's name, "" when it runs as the harness's child.
+func newCRIO(dir string, bin Binaries, unit string) *CRIO {
+	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin,
+		RuntimeProcess: systemd.RuntimeProcess{DaemonName: "crio", Unit: unit}}
+	c.Endpoint = "unix://" + c.Socket
+	return c
 }
 
 func (c *CRIO) start(ctx context.Context) error {

@@ -96,8 +96,8 @@ func StartUnderSystemd(ctx context.Context, killMode string) (*CRIO, *systemd.Sy
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &CRIO{Dir: dir, Socket: filepath.Join(dir, "crio.sock"), Bin: bin, RuntimeProcess: systemd.RuntimeProcess{DaemonName: "crio", Unit: Unit}, killMode: killMode}
-	c.Endpoint = "unix://" + c.Socket
+	c := newCRIO(dir, bin, Unit)
+	c.killMode = killMode
 	if err := c.startUnderSystemd(ctx); err != nil {
 		c.Stop()
 		return nil, nil, err
