@@ -1,7 +1,9 @@
-// Package harness starts the real parts hangwatch's tests run against: a
-// containerd from the machine's packages on a socket in a temp dir, with a
-// locally built pause image and real pod sandboxes and containers made
-// through CRI, and, for what systemd does to a runtime (restarts), a real
-// systemd as PID 1 of namespaces of its own running containerd as its
-// unit. Every process it starts is stopped by PID when done.
+// Package harness is the core of the tests' harness: the control plane
+// (etcd, kube-apiserver, the controller-manager and scheduler), processes
+// started and stopped by PID, the poller, free ports, HTTP, the images
+// and binaries the setup command built, metrics, the lanes that let the
+// integration tests run side by side, and what both runtimes share. Each
+// real part is a package below it (systemd, containerd, crio, kubelet,
+// csi, alerting, nhc, stuckdir, hangwatch, cluster: docs/testing.md), which
+// uses the core and which the core never uses.
 package harness
