@@ -1,6 +1,10 @@
 package integration
 
 import (
+	"slices"
+
+	"golang.org/x/sys/unix"
+
 	"context"
 	"errors"
 	"fmt"
@@ -38,8 +42,9 @@ import (
 //     HeldAnywhere names the other namespace's pid and its mount;
 //   - once that process ends, HeldAnywhere finds nothing held: the node's
 //     disk behind the subPath is no false positive, and neither is a new
-//     tmpfs elsewhere on the node given a released volume's device number
-//     (other tests mount them all the time).
+//     tmpfs mounted elsewhere on the node and given a released volume's
+//     device number (the test mounts tmpfs until one gets it; tests
+//     running beside it mount them all the time).
 func TestFenceVolumesRealCSI(t *testing.T) {
 	harness.Parallel(t)
 	n := startFenceVolumeNode(t)
@@ -79,9 +84,38 @@ func TestFenceVolumesRealCSI(t *testing.T) {
 	}
 	t.Logf("held: %v", held)
 	hold.stop()
+	mountOnAReleasedDevice(t, rec.Identities)
 	if held, err := n.m.HeldAnywhere(withinSeconds(t, 30), rec); err != nil || len(held) != 0 {
 		t.Fatalf("with the holder gone, HeldAnywhere = %q, %v; want nothing", held, err)
 	}
+}
+
+// mountOnAReleasedDevice mounts tmpfs in a temp dir until one is given the
+// device number of one of ids (released: the kernel hands the lowest free
+// one), at most 20 times, and leaves that one mounted until t ends.
+func mountOnAReleasedDevice(t *testing.T, ids []fence.VolumeIdentity) {
+	t.Helper()
+	dir := t.TempDir()
+	for range 20 {
+		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatalf("mount a tmpfs: %v", err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(ids, func(id fence.VolumeIdentity) bool {
+			return id.Major == unix.Major(st.Dev) && id.Minor == unix.Minor(st.Dev)
+		}) {
+			t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+			t.Logf("a new tmpfs at %s has a released volume's device %d:%d", dir, unix.Major(st.Dev), unix.Minor(st.Dev))
+			return
+		}
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("no new tmpfs was given a released volume's device %v; the check below is the plain one", ids)
 }
 
 // withinSeconds is a context that ends n seconds from now, or with t.
