@@ -55,6 +55,10 @@ type Options struct {
 	// OnReady, when set, is told the addresses served once the listeners
 	// are open.
 	OnReady func(addrs []string)
+	// SinceBoot is how long ago the node's kernel booted; nil:
+	// CLOCK_BOOTTIME (repair.HostBoot). A kernel condition restored True
+	// from before the boot is not held (conditions.EngineOptions.BootTime).
+	SinceBoot func() (time.Duration, error)
 }
 
 // APIClient is what the agent asks of the API server: the Node and its

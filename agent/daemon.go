@@ -19,6 +19,7 @@ import (
 	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/pleg"
 	"github.com/hangwatch/hangwatch/podstarts"
+	"github.com/hangwatch/hangwatch/repair"
 )
 
 // Agent is `hangwatch run` wired together.
@@ -84,7 +85,7 @@ func (a *Agent) assemble() error {
 	}
 	a.engine, err = conditions.NewEngine(specs, a.o.Clock, conditions.EngineOptions{
 		Available: available, Registry: a.o.Registry, RestoredHold: holds,
-		Params: a.cfg.RuleParams(), KernelConditions: kernelConditions})
+		Params: a.cfg.RuleParams(), KernelConditions: kernelConditions, BootTime: a.bootTime()})
 	if err != nil {
 		return err
 	}
@@ -270,4 +271,22 @@ func (a *Agent) start(ctx context.Context, wg *sync.WaitGroup) {
 // has tells whether a signal feeds input.
 func (a *Agent) has(input string) bool {
 	return slices.ContainsFunc(a.feeds, func(f feed) bool { return f.input == input })
+}
+
+// bootTime is when the node's kernel booted, on the agent's clock; zero
+// when it cannot be read (every restored kernel condition is then held).
+func (a *Agent) bootTime() time.Time {
+	since := a.o.SinceBoot
+	if since == nil {
+		since = func() (time.Duration, error) {
+			b, err := repair.HostBoot()
+			return b.Since, err
+		}
+	}
+	d, err := since()
+	if err != nil {
+		klog.ErrorS(err, "Reading the time since boot failed; kernel conditions read back from the Node are held as if raised in this boot")
+		return time.Time{}
+	}
+	return a.o.Clock.Now().Add(-d)
 }

@@ -55,12 +55,16 @@ const settleAfter = 2
 // long after the restore, whatever good verdicts say, unless this process
 // sees the problem itself: for an input that cannot see the past problem
 // again (a kernel line older than the lookback), the rule's own quiet
-// window then runs from the restore.
+// window then runs from the restore. HoldSince bounds the hold: a True
+// that became True before it (before this boot, for a kernel condition: no
+// line of the kernel now running can speak for it) is not held, and the
+// first good verdicts clear it.
 type Thresholds struct {
 	RaiseAfter   int
 	ClearAfter   int
 	MinDuration  time.Duration
 	RestoredHold time.Duration
+	HoldSince    time.Time
 }
 
 // Tracker holds one condition and applies hysteresis to verdicts.
@@ -155,7 +159,7 @@ func (t *Tracker) Restore(c Condition, now time.Time) bool {
 	t.cond.LastProbeTime = probe
 	t.bad, t.good, t.unsure = 0, 0, false
 	t.holdUntil = time.Time{}
-	if c.Status == StatusTrue && t.thresholds.RestoredHold > 0 {
+	if c.Status == StatusTrue && t.thresholds.RestoredHold > 0 && !c.LastTransitionTime.Before(t.thresholds.HoldSince) {
 		t.holdUntil = now.Add(t.thresholds.RestoredHold)
 	}
 	return true

@@ -82,3 +82,19 @@ func TestRestoredTrueIsHeldUntilItsHoldHasPassed(t *testing.T) {
 		t.Fatal("without a hold a restored True clears by clearAfter")
 	}
 }
+
+func TestRestoredTrueOfAnEarlierBootIsNotHeld(t *testing.T) {
+	good := Evaluation{Reason: "NoGPUFault", Message: "fine"}
+	boot := t0.Add(-5 * time.Minute)
+	th := Thresholds{RaiseAfter: 1, ClearAfter: 1, RestoredHold: 100 * 365 * 24 * time.Hour, HoldSince: boot}
+	tr := NewTracker("GPUUnavailable", th, t0)
+	tr.Restore(Condition{Type: "GPUUnavailable", Status: StatusTrue, Reason: "GPUFallenOffBus", LastTransitionTime: boot.Add(-time.Hour)}, t0)
+	if !tr.Update(t0.Add(time.Second), good) || tr.Condition().Status != StatusFalse {
+		t.Fatalf("a True raised before this boot must clear at the first good verdict: %+v", tr.Condition())
+	}
+	tr = NewTracker("GPUUnavailable", th, t0)
+	tr.Restore(Condition{Type: "GPUUnavailable", Status: StatusTrue, Reason: "GPUFallenOffBus", LastTransitionTime: boot.Add(time.Minute)}, t0)
+	if tr.Update(t0.Add(time.Hour), good) || tr.Condition().Status != StatusTrue {
+		t.Fatalf("a True raised in this boot is held: %+v", tr.Condition())
+	}
+}

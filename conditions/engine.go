@@ -45,6 +45,12 @@ type EngineOptions struct {
 	// True from the Node stays True without this process's own evidence
 	// (see Thresholds.RestoredHold).
 	RestoredHold map[string]time.Duration
+	// BootTime is when the node's kernel booted: a condition restored True
+	// that became True before it is not held (Thresholds.HoldSince), so a
+	// kernel condition of the last boot (a GPU fallen off the bus, a
+	// deadlock) clears once the node has rebooted. Zero: every restore is
+	// held.
+	BootTime time.Time
 }
 
 // NewEngine compiles specs; each mistake is reported with its field path.
@@ -79,7 +85,7 @@ func ownedRules(rules []*rule, opts EngineOptions) ([]*rule, map[string]Threshol
 		}
 		owned = append(owned, r)
 		th := r.spec.thresholds()
-		th.RestoredHold = opts.RestoredHold[r.spec.Type]
+		th.RestoredHold, th.HoldSince = opts.RestoredHold[r.spec.Type], opts.BootTime
 		types[r.spec.Type] = th
 	}
 	return owned, types

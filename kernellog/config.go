@@ -66,6 +66,13 @@ type Rule struct {
 	// MinCount matches within Window are needed before the rule fires.
 	MinCount int       `json:"minCount,omitempty"`
 	Window   *Duration `json:"window,omitempty"`
+	// Message, for a permanent rule, says what the condition's message
+	// says while the rule is active: ${name} stands for what the pattern's
+	// group (?P<name>...) matched in the raising line (regexp.Expand, each
+	// value cut to MaxMessageValueBytes), so a rule can name a device (an
+	// Xid's number, a PCI address) and never the rest of the line. Empty:
+	// RuleMessage's words alone.
+	Message string `json:"message,omitempty"`
 }
 
 // RuleSet is one rules file: node-problem-detector's kernel-monitor.json
@@ -100,6 +107,10 @@ const (
 	MaxPatternBytes  = 4096
 	MaxMinCount      = 10000 // match times are kept per rule
 	MaxRuleDuration  = 7 * 24 * time.Hour
+	// MaxMessageBytes bounds a rule's message template, and
+	// MaxMessageValueBytes each group's value put in it.
+	MaxMessageBytes      = 256
+	MaxMessageValueBytes = 64
 )
 
 // LoadRuleSet reads and validates a rules file.
@@ -198,6 +209,9 @@ func (r Rule) problems(conds map[string]bool) []string {
 			out = append(out, err)
 		}
 	}
+	if r.Message != "" {
+		out = append(out, r.messageProblems()...)
+	}
 	if r.MinCount < 0 || r.MinCount > MaxMinCount || (r.MinCount > 1 && r.Window == nil) {
 		out = append(out, fmt.Sprintf("minCount %d: must be from 1 to %d, and above 1 only with a window", r.MinCount, MaxMinCount))
 	}
@@ -208,6 +222,45 @@ func (r Rule) problems(conds map[string]bool) []string {
 	}
 	return out
 }
+
+// messageProblems checks a rule's message template: a permanent rule's,
+// bounded, naming only groups its pattern has.
+func (r Rule) messageProblems() []string {
+	var out []string
+	if r.Type != TypePermanent {
+		out = append(out, "message applies to permanent rules only (an event carries its line)")
+	}
+	if len(r.Message) > MaxMessageBytes {
+		out = append(out, fmt.Sprintf("message: %d bytes, at most %d", len(r.Message), MaxMessageBytes))
+	}
+	re, err := regexp.Compile(r.Pattern)
+	if err != nil {
+		return out // said by checkPattern
+	}
+	for _, name := range templateNames(r.Message) {
+		if re.SubexpIndex(name) < 0 {
+			out = append(out, fmt.Sprintf("message: ${%s} names no group (?P<%s>...) of the pattern", name, name))
+		}
+	}
+	return out
+}
+
+// templateNames are the names a regexp.Expand template refers to: $name
+// and ${name} ($$ is a dollar).
+func templateNames(t string) []string {
+	var names []string
+	for _, m := range templateRef.FindAllStringSubmatch(t, -1) {
+		switch {
+		case m[1] != "":
+			names = append(names, m[1])
+		case m[2] != "":
+			names = append(names, m[2])
+		}
+	}
+	return names
+}
+
+var templateRef = regexp.MustCompile(`\$(?:\$|\{(\w+)\}|(\w+))`)
 
 // checkReason says what is wrong with a reason a rule writes, or "".
 func checkReason(r string) string {

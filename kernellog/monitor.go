@@ -249,7 +249,7 @@ func (c *condState) state() ConditionState {
 		return st
 	}
 	sort.SliceStable(active, func(i, j int) bool { return active[i].since.Before(active[j].since) })
-	st.Active, st.Reason, st.Message = true, active[0].rule.Reason, RuleMessage(active[0].rule, active[0].since)
+	st.Active, st.Reason, st.Message = true, active[0].rule.Reason, active[0].message()
 	for _, rs := range active {
 		if st.First.IsZero() || rs.first.Before(st.First) {
 			st.First = rs.first

@@ -2,7 +2,9 @@ package kernellog
 
 import (
 	"fmt"
+	"regexp"
 	"time"
+	"unicode/utf8"
 )
 
 // ruleState is what one rule has seen. Memory is bounded: repeats are
@@ -15,6 +17,10 @@ type ruleState struct {
 	recent []time.Time // the last MinCount match times, for the window
 	active bool
 	since  time.Time // when it became active
+	// template is the rule's pattern when it has a message template, and
+	// detail that template filled from the line that raised the rule.
+	template *regexp.Regexp
+	detail   string
 	first  time.Time
 	last   time.Time
 	count  int64
@@ -36,6 +42,9 @@ func newRuleState(set *RuleSet, i int, metrics *Metrics) *ruleState {
 	rs := &ruleState{source: set.Source, rule: &set.Rules[i], tokens: eventBurst, metric: nopCounter{}}
 	if metrics != nil {
 		rs.metric = metrics.ruleCounter(rs.rule.Name, rs.rule.Reason)
+	}
+	if rs.rule.Message != "" {
+		rs.template = regexp.MustCompile(rs.rule.Pattern) // validated with the rules file
 	}
 	return rs
 }
@@ -59,6 +68,7 @@ func (rs *ruleState) match(text string, at time.Time) (Event, bool) {
 			return Event{}, false
 		}
 		rs.active, rs.since = true, at
+		rs.detail = rs.describe(text)
 	}
 	return rs.limit(text, at)
 }
@@ -136,6 +146,40 @@ func (rs *ruleState) expire(now time.Time) bool {
 
 func (rs *ruleState) recover() {
 	rs.active, rs.recent = false, rs.recent[:0]
+}
+
+// describe fills the rule's message template from the line that raised
+// it; "" without a template.
+func (rs *ruleState) describe(line string) string {
+	if rs.template == nil {
+		return ""
+	}
+	m := rs.template.FindStringSubmatchIndex(line)
+	if m == nil {
+		return ""
+	}
+	values := []byte(line)
+	bounded := make([]int, len(m))
+	copy(bounded, m)
+	for i := 2; i+1 < len(bounded); i += 2 {
+		if bounded[i] >= 0 && bounded[i+1]-bounded[i] > MaxMessageValueBytes {
+			end := bounded[i] + MaxMessageValueBytes
+			for end > bounded[i] && !utf8.RuneStart(values[end]) {
+				end--
+			}
+			bounded[i+1] = end
+		}
+	}
+	return string(rs.template.Expand(nil, []byte(rs.rule.Message), values, bounded))
+}
+
+// message is the condition's message while the rule is active.
+func (rs *ruleState) message() string {
+	if rs.detail == "" {
+		return RuleMessage(rs.rule, rs.since)
+	}
+	return fmt.Sprintf("%s (kernel log rule %q, reason %s, matched at %s; the line is on the secure port's /events and in hangwatch's log)",
+		rs.detail, rs.rule.Name, rs.rule.Reason, rs.since.UTC().Format(time.RFC3339))
 }
 
 // RuleMessage is an active condition's message: the rule that raised it,
