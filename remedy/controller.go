@@ -257,7 +257,7 @@ func (c *Controller) apply(ctx context.Context, p *Policy, a Action, n *corev1.N
 	case ActionTaint, ActionUntaint:
 		err = c.setTaint(ctx, n, a)
 	case ActionEvict:
-		c.evict.start(ctx, n, a, p.Eviction, p.EvictionConcurrency)
+		c.evict.start(ctx, n, a, p.EvictionFor(a.Condition), p.EvictionConcurrency)
 		return
 	case ActionFence, ActionOutOfService, ActionWithdraw, ActionUnfence:
 		err = c.applyFence(ctx, p, a, n)

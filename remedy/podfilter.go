@@ -39,7 +39,7 @@ func SortNodePods(ctx context.Context, client kubernetes.Interface, e EvictionPo
 	var out NodePods
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if pod.Spec.NodeName != node || !Evictable(pod, taint) {
+		if pod.Spec.NodeName != node || !Evictable(pod, taint) || !uses(pod, e.onlyUsing) {
 			continue
 		}
 		if why := leaveAlone(ctx, client, e, pod); why != "" {
@@ -57,6 +57,9 @@ func SortNodePods(ctx context.Context, client kubernetes.Interface, e EvictionPo
 // the old one is gone, a ReadWriteOnce volume stays attached to the node,
 // and a pod with no controller is never recreated at all.
 func leaveAlone(ctx context.Context, client kubernetes.Interface, e EvictionPolicy, pod *corev1.Pod) string {
+	if len(e.onlyUsing) > 0 && !requests(pod, e.onlyUsing) {
+		return "it holds devices through resource claims, and which it holds is not told: the eviction is only for pods using " + joinNames(e.onlyUsing)
+	}
 	kind := controllerKind(pod)
 	if !slices.Contains(e.Kinds, kind) {
 		switch kind {
@@ -129,4 +132,37 @@ func Evictable(pod *corev1.Pod, taint corev1.Taint) bool {
 		}
 	}
 	return true
+}
+
+// uses: pod may use one of the resources: a container requests one, or
+// the pod has resource claims (DRA), which do not say; true for no
+// resources (every pod).
+func uses(pod *corev1.Pod, resources []corev1.ResourceName) bool {
+	return len(resources) == 0 || requests(pod, resources) || len(pod.Spec.ResourceClaims) > 0
+}
+
+// requests: a container of pod (init containers too) requests or limits
+// one of the resources.
+func requests(pod *corev1.Pod, resources []corev1.ResourceName) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			for _, r := range resources {
+				if _, ok := c.Resources.Requests[r]; ok {
+					return true
+				}
+				if _, ok := c.Resources.Limits[r]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func joinNames(rs []corev1.ResourceName) string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return strings.Join(out, ", ")
 }

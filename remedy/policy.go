@@ -67,6 +67,20 @@ type EvictionPolicy struct {
 	// ReadWriteOncePod claim (their replacement waits on Multi-Attach until
 	// the old pod is gone).
 	ReadWriteOnceVolumes bool `json:"readWriteOnceVolumes"`
+	// onlyUsing is the condition's EvictPodsUsing (EvictionFor).
+	onlyUsing []corev1.ResourceName
+}
+
+// EvictionFor is the eviction policy of an eviction for condType: the
+// policy's, narrowed to the pods using the condition's evictPodsUsing.
+func (p *Policy) EvictionFor(condType string) EvictionPolicy {
+	e := p.Eviction
+	for _, c := range p.Conditions {
+		if c.Type == condType {
+			e.onlyUsing = c.EvictPodsUsing
+		}
+	}
+	return e
 }
 
 // OwnerlessKind names pods with no controller in EvictionPolicy.Kinds.
@@ -85,6 +99,13 @@ type ConditionPolicy struct {
 	// Writers are the field managers (in the Node's managedFields) whose
 	// writes of the condition are acted on; default [hangwatch]. "*": any.
 	Writers []string `json:"writers,omitempty"`
+	// EvictPodsUsing narrows an eviction for this condition to the pods a
+	// container of which requests one of these extended resources (a GPU
+	// fault: nvidia.com/gpu); the node's other pods keep running. A pod
+	// that holds devices through resource claims (DRA) cannot be told
+	// apart: it stays, named in the RemedyLeftAlone Event. Empty: every
+	// pod eviction.kinds lets go.
+	EvictPodsUsing []corev1.ResourceName `json:"evictPodsUsing,omitempty"`
 }
 
 // DefaultWriter is hangwatch's field manager on the Node's status.
@@ -127,8 +148,11 @@ func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d
 // freeze, so the pods are replaced within a minute of it); taint after a minute of an unhealthy
 // PLEG; taint at once on a kernel deadlock; taint at once a node that
 // starts no pod, evicting nothing (its running pods are fine), and untaint
-// 15 s after it starts pods again; leave KubeletUnresponsive to the node
-// lifecycle controller, which acts on the same Lease.
+// 15 s after it starts pods again; on a GPU fault (the kernel rules' GPU
+// pack), taint at once, and for a GPU that is gone evict at once the pods
+// that use one (the others keep running), never more; leave
+// KubeletUnresponsive to the node lifecycle controller, which acts on the
+// same Lease.
 func DefaultPolicy() *Policy {
 	clear := metav1.Duration{Duration: time.Minute}
 	return &Policy{
@@ -139,11 +163,17 @@ func DefaultPolicy() *Policy {
 			{Type: "PLEGUnhealthy", TaintAfter: dur(time.Minute), ClearAfter: clear},
 			{Type: "KernelDeadlock", TaintAfter: dur(0), ClearAfter: clear},
 			{Type: "PodStartStuck", TaintAfter: dur(0), ClearAfter: metav1.Duration{Duration: 15 * time.Second}},
+			{Type: "GPUUnavailable", TaintAfter: dur(0), EvictAfter: dur(0), ClearAfter: clear, EvictPodsUsing: []corev1.ResourceName{GPUResource}},
+			{Type: "GPUDegraded", TaintAfter: dur(0), ClearAfter: clear},
 		},
 		Eviction: EvictionPolicy{Kinds: []string{"ReplicaSet"}},
 		Fence:    DefaultFencePolicy(),
 	}
 }
+
+// GPUResource is NVIDIA's device plugin's resource: a pod using a GPU
+// requests it.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
 
 // TaintPrefix is the key prefix of every taint hangwatch-remedy adds, and
 // TaintValue marks it as the controller's: a taint of the same key with
@@ -228,6 +258,14 @@ func Validate(p *Policy) []error {
 				bad(fmt.Sprintf("%s.writers[%d]", at, j), fmt.Sprintf("%q", w), "must name a field manager, or * for any")
 			}
 		}
+		for j, r := range c.EvictPodsUsing {
+			if !extendedResource.MatchString(string(r)) {
+				bad(fmt.Sprintf("%s.evictPodsUsing[%d]", at, j), fmt.Sprintf("%q", r), "must be an extended resource name such as nvidia.com/gpu")
+			}
+		}
+		if len(c.EvictPodsUsing) > 0 && c.EvictAfter == nil {
+			bad(at+".evictPodsUsing", c.EvictPodsUsing, "needs evictAfter: it narrows an eviction")
+		}
 		if c.EvictAfter != nil && c.TaintAfter == nil {
 			bad(at+".evictAfter", c.EvictAfter.Duration, "needs taintAfter: pods evicted from an untainted node may land on it again")
 		}
@@ -239,6 +277,10 @@ func Validate(p *Policy) []error {
 	validateFence(p.Fence, p.Conditions, bad)
 	return errs
 }
+
+// extendedResource is a domain-qualified resource name (a device
+// plugin's, such as nvidia.com/gpu or amd.com/gpu).
+var extendedResource = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
 
 var kindRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
 

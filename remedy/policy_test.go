@@ -2,6 +2,7 @@ package remedy
 
 import (
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,12 @@ var policyCases = []policyCase{
 		p.Conditions[1].TaintAfter, p.Conditions[1].EvictAfter = nil, dur(time.Minute)
 	}},
 	{"conditions[1].evictAfter", "30s", "must not be shorter than taintAfter", func(p *Policy) { p.Conditions[1].EvictAfter = dur(30 * time.Second) }},
+	{"conditions[4].evictPodsUsing[0]", `"gpu"`, "must be an extended resource name such as nvidia.com/gpu", func(p *Policy) {
+		p.Conditions[4].EvictPodsUsing = []corev1.ResourceName{"gpu"}
+	}},
+	{"conditions[5].evictPodsUsing", "[nvidia.com/gpu]", "needs evictAfter: it narrows an eviction", func(p *Policy) {
+		p.Conditions[5].EvictPodsUsing = []corev1.ResourceName{GPUResource}
+	}},
 	{"eviction.kinds[1]", `"DaemonSet"`, "a DaemonSet's pods are never evicted (the DaemonSet puts them back on the same node)", func(p *Policy) {
 		p.Eviction.Kinds = []string{"ReplicaSet", "DaemonSet"}
 	}},

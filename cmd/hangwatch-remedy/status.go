@@ -88,7 +88,7 @@ func leftAlone(ctx context.Context, cs kubernetes.Interface, p *remedy.Policy, p
 		}
 		seen[r.Node] = true
 		taint := corev1.Taint{Key: remedy.TaintKey(r.Condition), Value: remedy.TaintValue, Effect: corev1.TaintEffectNoSchedule}
-		pods, err := remedy.SortNodePods(ctx, cs, p.Eviction, r.Node, taint)
+		pods, err := remedy.SortNodePods(ctx, cs, p.EvictionFor(r.Condition), r.Node, taint)
 		if err != nil {
 			return nil, err
 		}
