@@ -112,6 +112,7 @@ func (a *Agent) signals() ([]conditions.Spec, error) {
 		if a.kernel, err = a.kernelWatch(); err != nil {
 			return nil, err
 		}
+		a.kernel.Monitor().SetSilenced(a.cfg.SilencedReasons)
 		specs = options.WithKernelSpecs(a.cfg, specs, a.kernel.Monitor().ConditionTypes())
 	}
 	if a.api, err = newAPIReporting(a.o, a.cfg); err != nil {

@@ -34,6 +34,7 @@ type configReloader struct {
 	running     *config.Configuration
 	engine      *conditions.Engine
 	kernelTypes []kernellog.ConditionSpec // nil without the kernel log
+	silence     func(reasons []string)    // the kernel rules' (Monitor.SetSilenced)
 	warn        func(reason, message string)
 	clk         clock.WithTicker
 	ok, okTime  *metrics.Gauge
@@ -45,10 +46,11 @@ type configReloader struct {
 
 func newConfigReloader(a *Agent) *configReloader {
 	var kernelTypes []kernellog.ConditionSpec
+	silence := func([]string) {}
 	if a.kernel != nil {
-		kernelTypes = a.kernel.Monitor().ConditionTypes()
+		kernelTypes, silence = a.kernel.Monitor().ConditionTypes(), a.kernel.Monitor().SetSilenced
 	}
-	r := &configReloader{Reload: *a.o.Reload, running: a.cfg, engine: a.engine, kernelTypes: kernelTypes, clk: a.o.Clock,
+	r := &configReloader{Reload: *a.o.Reload, running: a.cfg, engine: a.engine, kernelTypes: kernelTypes, silence: silence, clk: a.o.Clock,
 		warn: func(string, string) {},
 		ok: metrics.NewGauge(&metrics.GaugeOpts{Name: "hangwatch_config_last_reload_successful", StabilityLevel: metrics.ALPHA,
 			Help: "1 when the last load of --config (at start or a reload) succeeded, 0 when the last reload was refused."}),
@@ -80,9 +82,14 @@ func (r *configReloader) apply(raw []byte) error {
 	if r.kernelTypes != nil {
 		specs = options.WithKernelSpecs(c.Configuration, specs, r.kernelTypes)
 	}
+	r.silence(c.SilencedReasons) // first, so the rules judge the kernel conditions as silenced
 	res, err := r.engine.Reload(specs, c.RuleParams())
 	if err != nil {
+		r.silence(r.running.SilencedReasons)
 		return err
+	}
+	if !slices.Equal(r.running.SilencedReasons, c.SilencedReasons) {
+		klog.InfoS("Silenced reasons changed", "silenced", c.SilencedReasons)
 	}
 	restart := changedSections(r.running, c.Configuration)
 	r.running = c.Configuration

@@ -118,6 +118,9 @@ func (r *rule) evaluate(obs map[string]any, now time.Time) (Evaluation, error) {
 		}
 		if unsure {
 			v, err := p.verdict(false, obs)
+			if err == nil && slices.Contains(r.spec.Silenced, v.Reason) {
+				continue
+			}
 			v.Unknown = true
 			return v, err
 		}
@@ -128,9 +131,14 @@ func (r *rule) evaluate(obs map[string]any, now time.Time) (Evaluation, error) {
 		if err != nil {
 			return Evaluation{}, err
 		}
-		if p.held(bad, now) {
-			return p.verdict(true, obs)
+		if !p.held(bad, now) {
+			continue
 		}
+		v, err := p.verdict(true, obs)
+		if err == nil && slices.Contains(r.spec.Silenced, v.Reason) {
+			continue
+		}
+		return v, err
 	}
 	return r.healthy.verdict(false, obs)
 }

@@ -36,6 +36,10 @@ type Spec struct {
 	ClearAfter int `json:"clearAfter,omitempty"`
 	// MinDuration is how long the bad evaluations must also have lasted.
 	MinDuration metav1.Duration `json:"minDuration,omitempty"`
+	// Silenced are reasons an operator turned off (the configuration's
+	// silencedReasons): a problem, or an unknown, whose verdict has one of
+	// them does not count, and the next is tried.
+	Silenced []string `json:"-"`
 }
 
 // Problem is one way a condition can be bad.

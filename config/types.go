@@ -19,6 +19,12 @@ type Configuration struct {
 	// Conditions replace built-in rules of the same type, add new condition
 	// types, or drop built-in ones (disabled: true).
 	Conditions []conditions.Spec `json:"conditions,omitempty"`
+	// SilencedReasons turn reasons off, whichever rule gives them: a
+	// reason seen to misfire on a fleet is silenced by a change of the
+	// file (reloaded, as the rules are), not a redeploy. A kernel rule
+	// whose reason is silenced raises no condition; a condition rule's
+	// problem that would give it does not count. Its events still go out.
+	SilencedReasons []string `json:"silencedReasons,omitempty"`
 }
 
 // Settings are the sections of the file but the condition rules: each leaf

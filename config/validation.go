@@ -9,6 +9,7 @@ import (
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/internal/fielderr"
+	"github.com/hangwatch/hangwatch/internal/reason"
 	"github.com/hangwatch/hangwatch/leases"
 )
 
@@ -143,6 +144,9 @@ func validateConditions(p *checks, c *Configuration) {
 	}
 	share := c.KubeletUnresponsive.Share
 	p.check(share < 0 || share >= 1, "kubeletUnresponsive.share", share, "must be 0 (two missed renewals) or between 0 and 1")
+	for _, r := range c.SilencedReasons {
+		p.check(!reason.Valid(r), "silencedReasons", r, "must be a CamelCase reason, as the Node shows it")
+	}
 	p.add(conditions.CompileSpecs(c.Conditions, c.RuleParams(), nil)) // the kernel rules are checked with their files (config check, the agent)
 }
 

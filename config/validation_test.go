@@ -103,6 +103,9 @@ var fieldCases = []fieldCase{
 	{"kubelet.healthzPeriod", "10ms", "must be at least 100ms", func(c *Configuration) { c.Kubelet.HealthzPeriod = d(10 * time.Millisecond) }},
 	{"runtimeHung.raiseAfter", "0", "must be at least 1", func(c *Configuration) { c.RuntimeHung.RaiseAfter = intp(0) }},
 	{"runtimeHung.clearAfter", "-2", "must be at least 1", func(c *Configuration) { c.RuntimeHung.ClearAfter = intp(-2) }},
+	{"silencedReasons", "not a reason", "must be a CamelCase reason, as the Node shows it", func(c *Configuration) {
+		c.SilencedReasons = []string{"TaskHung", "not a reason"}
+	}},
 	{"kubeletUnresponsive.share", "1.5", "must be 0 (two missed renewals) or between 0 and 1", func(c *Configuration) { c.KubeletUnresponsive.Share = 1.5 }},
 }
 

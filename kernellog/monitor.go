@@ -74,6 +74,9 @@ type Monitor struct {
 	order []string
 	now   time.Time // the time of the record being handled
 	dirty bool      // a permanent rule matched or cleared since the last publish
+	// silenced are reasons turned off (SetSilenced): a rule active with
+	// one raises nothing.
+	silenced map[string]bool
 }
 
 type setState struct {
@@ -103,7 +106,7 @@ func NewMonitor(sets []*RuleSet, clk clock.PassiveClock, opts Options) (*Monitor
 	}
 	for _, t := range m.order {
 		c := m.conds[t]
-		c.last = c.state()
+		c.last = c.state(m.silenced)
 	}
 	return m, nil
 }
@@ -212,7 +215,7 @@ func (m *Monitor) publish() {
 	m.dirty = false
 	for _, t := range m.order {
 		c := m.conds[t]
-		st := c.state()
+		st := c.state(m.silenced)
 		if st.Active == c.last.Active && st.Reason == c.last.Reason && st.Message == c.last.Message {
 			c.last = st
 			continue
@@ -224,24 +227,38 @@ func (m *Monitor) publish() {
 	}
 }
 
+// SetSilenced turns reasons off: a permanent rule with one of them no
+// longer makes its condition active (its matches are still counted, and
+// its events still go out); the conditions are published again at once.
+func (m *Monitor) SetSilenced(reasons []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.silenced = map[string]bool{}
+	for _, r := range reasons {
+		m.silenced[r] = true
+	}
+	m.dirty = true
+	m.publish()
+}
+
 // Conditions returns every condition's state, in rules-file order.
 func (m *Monitor) Conditions() []ConditionState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]ConditionState, 0, len(m.order))
 	for _, t := range m.order {
-		out = append(out, m.conds[t].state())
+		out = append(out, m.conds[t].state(m.silenced))
 	}
 	return out
 }
 
-// state derives the condition from its rules: active while any rule is,
-// with the reason and message of the rule active the longest.
-func (c *condState) state() ConditionState {
+// state derives the condition from its rules: active while any rule not
+// silenced is, with the reason and message of the rule active the longest.
+func (c *condState) state(silenced map[string]bool) ConditionState {
 	st := ConditionState{Type: c.spec.Type, Reason: c.spec.Reason, Message: c.spec.Message}
 	var active []*ruleState // allocated only while something is active
 	for _, rs := range c.rules {
-		if rs.active {
+		if rs.active && !silenced[rs.rule.Reason] {
 			active = append(active, rs)
 		}
 	}

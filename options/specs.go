@@ -14,6 +14,7 @@ import (
 func Specs(c *config.Configuration) []conditions.Spec {
 	specs := conditions.MergeSpecs(conditions.DefaultSpecs(), c.Conditions)
 	for i := range specs {
+		specs[i].Silenced = c.SilencedReasons
 		if specs[i].Type != conditions.TypeRuntimeHung {
 			continue
 		}
@@ -41,7 +42,9 @@ func WithKernelSpecs(c *config.Configuration, specs []conditions.Spec, kernelTyp
 		if conditions.HasSpec(specs, k.Type) || disabled(c, k.Type) {
 			continue
 		}
-		specs = append(specs, conditions.KernelSpec(k.Type))
+		ks := conditions.KernelSpec(k.Type)
+		ks.Silenced = c.SilencedReasons
+		specs = append(specs, ks)
 	}
 	return specs
 }
