@@ -54,7 +54,9 @@ func kernelFields(k *Kernel) []field {
 		{"kernel.enabled", "kernel", "", "watch the kernel log with the kernel rules", &k.Enabled},
 		{"kernel.kmsgPath", "kmsg-path", "", "kernel log device", &k.KmsgPath},
 		{"kernel.rules", "kernel-rules", "", "kernel rules files in node-problem-detector's system-log-monitor format (repeatable); default: the built-in rules", &k.Rules},
+		{"kernel.rulePacks", "kernel-rule-packs", "", "shipped kernel rule packs loaded beside the rules (repeatable): gpu (NVIDIA Xid errors: GPUUnavailable, GPUDegraded and events)", &k.RulePacks},
 		{"kernel.lookback", "kernel-lookback", "", "kernel records older than this at start are skipped", &k.Lookback},
+		{"kernel.promotedEvents", "kernel-promote-event", "", "make a kernel event rule's reason a condition (repeatable): REASON[=CONDITION][/CLEARAFTER], for example XfsError=FilesystemCorrupt or OOMKilling=OOMKills/10m; the condition is REASON when not named, and lasts until the node reboots when no CLEARAFTER is given", &k.PromotedEvents},
 	}
 }
 

@@ -72,10 +72,15 @@ type Server struct {
 
 // Kernel chooses the kernel log and its rules.
 type Kernel struct {
-	Enabled  bool            `json:"enabled"`
-	KmsgPath string          `json:"kmsgPath"`
-	Rules    []string        `json:"rules,omitempty"`
-	Lookback metav1.Duration `json:"lookback"`
+	Enabled  bool     `json:"enabled"`
+	KmsgPath string   `json:"kmsgPath"`
+	Rules    []string `json:"rules,omitempty"`
+	// RulePacks are shipped rule packs loaded beside the rules (gpu).
+	RulePacks []string        `json:"rulePacks,omitempty"`
+	Lookback  metav1.Duration `json:"lookback"`
+	// PromotedEvents turn an event rule of the kernel rules into a
+	// condition: REASON[=CONDITION][/CLEARAFTER] (kernelrules.go).
+	PromotedEvents []string `json:"promotedEvents,omitempty"`
 }
 
 // APIServer reaches the API server: who hangwatch is and how hard it may

@@ -13,11 +13,38 @@ import (
 // RuleSets loads the kernel section's rules files, or the built-in rules
 // when none is given.
 func RuleSets(k config.Kernel) ([]*kernellog.RuleSet, error) {
-	if len(k.Rules) == 0 {
+	sets, err := ruleFiles(k.Rules)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range k.RulePacks {
+		rs, err := kernellog.RulePack(name)
+		if err != nil {
+			return nil, fmt.Errorf("kernel.rulePacks: %w", err)
+		}
+		sets = append(sets, rs)
+	}
+	promotions := make([]kernellog.Promotion, 0, len(k.PromotedEvents))
+	for _, s := range k.PromotedEvents {
+		p, err := kernellog.ParsePromotion(s)
+		if err != nil {
+			return nil, fmt.Errorf("kernel.promotedEvents %q: %w", s, err)
+		}
+		promotions = append(promotions, p)
+	}
+	if err := kernellog.Promote(sets, promotions); err != nil {
+		return nil, fmt.Errorf("kernel.promotedEvents: %w", err)
+	}
+	return sets, nil
+}
+
+// ruleFiles loads the rules files; none: the built-in rules.
+func ruleFiles(paths []string) ([]*kernellog.RuleSet, error) {
+	if len(paths) == 0 {
 		return []*kernellog.RuleSet{kernellog.DefaultRuleSet()}, nil
 	}
-	sets := make([]*kernellog.RuleSet, 0, len(k.Rules))
-	for _, path := range k.Rules {
+	sets := make([]*kernellog.RuleSet, 0, len(paths))
+	for _, path := range paths {
 		rs, err := LoadRuleSet(path)
 		if err != nil {
 			return nil, err
