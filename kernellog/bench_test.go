@@ -58,10 +58,14 @@ func BenchmarkMonitor(b *testing.B) {
 	lines := mixedLog(b, benchLines)
 	for _, tc := range []struct {
 		name string
-		set  func() *RuleSet
-	}{{"rules=default", DefaultRuleSet}, {"rules=npd-14", func() *RuleSet { return loadNPD(b) }}} {
+		sets func() []*RuleSet
+	}{
+		{"rules=default", func() []*RuleSet { return []*RuleSet{DefaultRuleSet()} }},
+		{"rules=default+gpu", func() []*RuleSet { return []*RuleSet{DefaultRuleSet(), gpuPack(b)} }},
+		{"rules=npd-14", func() []*RuleSet { return []*RuleSet{loadNPD(b)} }},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
-			m, err := NewMonitor([]*RuleSet{tc.set()}, clock.RealClock{}, Options{OnEvent: func(Event) {}})
+			m, err := NewMonitor(tc.sets(), clock.RealClock{}, Options{OnEvent: func(Event) {}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -42,6 +42,7 @@ type Matcher struct {
 	lineNo     int64
 	buf        []string // ring of the last lines
 	mark       func(int32)
+	gate       string // in every line a rule can match (gateOf); "": none
 }
 
 // NewMatcher compiles a validated RuleSet.
@@ -81,9 +82,22 @@ func NewMatcher(set *RuleSet) (*Matcher, error) {
 		}
 	}
 	m.ac = newAutomaton(literals)
+	m.gate = gateOf(set.patterns())
 	m.seen = make([]int64, len(literals))
 	m.mark = func(id int32) { m.seen[id] = m.lineNo }
 	return m, nil
+}
+
+// patterns are every pattern the set's rules run, recovery ones too.
+func (set *RuleSet) patterns() []string {
+	var out []string
+	for _, r := range set.Rules {
+		out = append(out, r.Pattern)
+		if r.RecoveryPattern != "" {
+			out = append(out, r.RecoveryPattern)
+		}
+	}
+	return out
 }
 
 // Accepts tells whether records of syslog facility f go to this rule
@@ -96,6 +110,9 @@ func (m *Matcher) Accepts(f int) bool { return m.facilities.has(f) }
 func (m *Matcher) Feed(line string, hit func(Hit)) {
 	m.lineNo++
 	m.push(line)
+	if m.gate != "" && !strings.Contains(line, m.gate) {
+		return
+	}
 	m.ac.scan(line, m.mark)
 	joined := ""
 	for i := range m.entries {
