@@ -33,13 +33,27 @@ func WriteKmsgAt(t *testing.T, prio int, line string) {
 // rules as shipped.
 func UserFacilityRules(t *testing.T) string {
 	t.Helper()
-	set := kernellog.DefaultRuleSet()
+	return writeUserFacility(t, kernellog.DefaultRuleSet(), "kernel-rules-user.json")
+}
+
+// UserFacilityPack is UserFacilityRules for a shipped rule pack (gpu).
+func UserFacilityPack(t *testing.T, name string) string {
+	t.Helper()
+	set, err := kernellog.RulePack(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeUserFacility(t, set, "kernel-rules-"+name+"-user.json")
+}
+
+func writeUserFacility(t *testing.T, set *kernellog.RuleSet, name string) string {
+	t.Helper()
 	set.Facilities = []string{"kern", "user"}
 	body, err := json.Marshal(set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "kernel-rules-user.json")
+	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, body, 0o644); err != nil {
 		t.Fatal(err)
 	}
