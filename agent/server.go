@@ -71,6 +71,7 @@ const withheld = "(withheld: kernel lines are served only on the authenticated -
 func (e endpoints) plainMux(secureAddr string) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", e.healthz)
+	mux.HandleFunc("/healthz/{type}", e.conditionHealth)
 	if secureAddr != "" {
 		mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "not here: /metrics, /conditions and /events are served on the secure port "+secureAddr, http.StatusNotFound)
@@ -85,6 +86,7 @@ func (e endpoints) plainMux(secureAddr string) *http.ServeMux {
 func (e endpoints) secureMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", e.healthz)
+	mux.HandleFunc("/healthz/{type}", e.conditionHealth)
 	e.addData(mux, true)
 	return mux
 }
@@ -95,6 +97,31 @@ func (e endpoints) healthz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
+}
+
+// conditionHealth is one condition as a health check, for a repairer that
+// polls an HTTP endpoint per condition (node-readiness-controller's
+// reporter, docs/remediation.md): 200 while the condition is False, 503
+// while it is True or Unknown (hangwatch cannot tell), 404 for a type
+// hangwatch does not own. The body is the condition's type, status and
+// reason, and its message, all of which the Node shows too.
+func (e endpoints) conditionHealth(w http.ResponseWriter, r *http.Request) {
+	want := r.PathValue("type")
+	for _, c := range e.conds.Conditions() {
+		if c.Type != want {
+			continue
+		}
+		code := http.StatusServiceUnavailable
+		if c.Status == conditions.StatusFalse {
+			code = http.StatusOK
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "%s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+		return
+	}
+	http.Error(w, fmt.Sprintf("hangwatch owns no condition %q (it owns %v)", want, e.conds.Types()), http.StatusNotFound)
 }
 
 func (e endpoints) addData(mux *http.ServeMux, lines bool) {

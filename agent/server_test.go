@@ -44,3 +44,35 @@ func TestKernelLinesOnlyOnTheSecurePort(t *testing.T) {
 		}
 	}
 }
+
+// TestAConditionIsAHealthCheck: /healthz/<type>, on both ports, answers
+// 200 while the condition is False and 503 while it is True or Unknown,
+// 404 for a type hangwatch does not own: node-readiness-controller's
+// reporter reads the code.
+func TestAConditionIsAHealthCheck(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Unix(1e9, 0))
+	latest := &conditions.Latest{}
+	latest.Judged(conditions.Judgement{Conditions: []conditions.Condition{
+		{Type: "GPUUnavailable", Status: conditions.StatusTrue, Reason: "GPUFallenOffBus", Message: "Xid 79 on the GPU at PCI 0000:3b:00"},
+		{Type: "KernelDeadlock", Status: conditions.StatusFalse, Reason: "KernelHasNoDeadlock", Message: "kernel has no deadlock"},
+		{Type: "RuntimeHung", Status: conditions.StatusUnknown, Reason: "RuntimeNotProbedYet", Message: "not yet"},
+	}})
+	e := endpoints{reg: metrics.NewKubeRegistry(), conds: latest, events: newKernelEventLog(1), health: newLiveness(clk, time.Minute)}
+	for _, mux := range map[string]http.Handler{"plain": e.plainMux(""), "plain beside the secure port": e.plainMux("0.0.0.0:9765"), "secure": e.secureMux()} {
+		for path, want := range map[string]struct {
+			code int
+			body string
+		}{
+			"/healthz/GPUUnavailable": {http.StatusServiceUnavailable, "GPUUnavailable=True GPUFallenOffBus: Xid 79 on the GPU at PCI 0000:3b:00\n"},
+			"/healthz/KernelDeadlock": {http.StatusOK, "KernelDeadlock=False KernelHasNoDeadlock: kernel has no deadlock\n"},
+			"/healthz/RuntimeHung":    {http.StatusServiceUnavailable, "RuntimeHung=Unknown RuntimeNotProbedYet: not yet\n"},
+			"/healthz/Ready":          {http.StatusNotFound, `hangwatch owns no condition "Ready" (it owns [GPUUnavailable KernelDeadlock RuntimeHung])` + "\n"},
+		} {
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+			if w.Code != want.code || w.Body.String() != want.body {
+				t.Errorf("%s: %d %q; want %d %q", path, w.Code, w.Body.String(), want.code, want.body)
+			}
+		}
+	}
+}
