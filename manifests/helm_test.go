@@ -10,8 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/options"
 	"github.com/hangwatch/hangwatch/test/harness"
 )
 
@@ -362,4 +366,35 @@ func objectsByName(t *testing.T, out []byte) map[string]map[string]any {
 		}
 	}
 	return objs
+}
+
+// TestHelmChartGPUSwitch: gpu.enabled loads the GPU rule pack, and the
+// chart's configuration stays one that `hangwatch config check` accepts,
+// the pack's rules with it.
+func TestHelmChartGPUSwitch(t *testing.T) {
+	raw := dig(renderHelmChart(t, "hangwatch", "--set", "gpu.enabled=true")["ConfigMap/hangwatch-config"], "data", "config.yaml").(string)
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	config.AddFlags(fs, config.Default())
+	loaded, err := (&config.Loader{Named: "the chart's config.yaml", Flags: fs}).LoadBytes([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := loaded.Kernel.RulePacks; !slices.Equal(got, []string{"gpu"}) {
+		t.Errorf("kernel.rulePacks = %v, want [gpu]", got)
+	}
+	sets, err := options.RuleSets(loaded.Kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kernelTypes []kernellog.ConditionSpec
+	for _, set := range sets {
+		kernelTypes = append(kernelTypes, set.Conditions...)
+	}
+	if err := options.CheckRules(loaded.Configuration, kernelTypes); err != nil {
+		t.Error(err)
+	}
+	off := dig(renderHelmChart(t, "hangwatch")["ConfigMap/hangwatch-config"], "data", "config.yaml").(string)
+	if strings.Contains(off, "rulePacks") {
+		t.Errorf("the default chart loads a rule pack:\n%s", off)
+	}
 }
