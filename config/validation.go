@@ -10,7 +10,6 @@ import (
 	"github.com/hangwatch/hangwatch/cri"
 	"github.com/hangwatch/hangwatch/internal/fielderr"
 	"github.com/hangwatch/hangwatch/internal/reason"
-	"github.com/hangwatch/hangwatch/kernellog"
 	"github.com/hangwatch/hangwatch/leases"
 )
 
@@ -38,23 +37,9 @@ func Validate(c *Configuration) []error {
 	p.check(c.PodStarts.Probe.Period.Duration <= 0, "podStarts.probe.period", c.PodStarts.Probe.Period.Duration, "must be positive")
 	p.check(c.PodStarts.Probe.Enabled && c.PodStarts.Probe.SandboxImage == "", "podStarts.probe.sandboxImage", `""`, "must name the runtime's sandbox image when the probe is enabled")
 	p.check(c.PodStarts.Probe.Enabled && c.PodStarts.PodsAPISocket == "", "podStarts.probe.enabled", true, "needs podStarts.podsAPISocket: the probe runs only where no pod is starting")
-	validateKernel(&p, c.Kernel)
 	validateConditions(&p, c)
 	validateRepair(&p, c.Repair, c.Kubelet.HealthzURL)
 	return p.List
-}
-
-// validateKernel checks the rule packs' names and the promotions' form;
-// the rules themselves are checked with their files (options.RuleSets).
-func validateKernel(p *checks, k Kernel) {
-	for _, name := range k.RulePacks {
-		_, ok := kernellog.RulePacks[name]
-		p.check(!ok, "kernel.rulePacks", name, "must name a shipped rule pack: gpu")
-	}
-	for _, s := range k.PromotedEvents {
-		_, err := kernellog.ParsePromotion(s)
-		p.check(err != nil, "kernel.promotedEvents", s, "want REASON[=CONDITION][/CLEARAFTER], such as XfsError=FilesystemCorrupt or OOMKilling/10m")
-	}
 }
 
 func validateRuntime(p *checks, r Runtime) {

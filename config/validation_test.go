@@ -103,10 +103,6 @@ var fieldCases = []fieldCase{
 	{"kubelet.healthzPeriod", "10ms", "must be at least 100ms", func(c *Configuration) { c.Kubelet.HealthzPeriod = d(10 * time.Millisecond) }},
 	{"runtimeHung.raiseAfter", "0", "must be at least 1", func(c *Configuration) { c.RuntimeHung.RaiseAfter = intp(0) }},
 	{"runtimeHung.clearAfter", "-2", "must be at least 1", func(c *Configuration) { c.RuntimeHung.ClearAfter = intp(-2) }},
-	{"kernel.rulePacks", "amd", "must name a shipped rule pack: gpu", func(c *Configuration) { c.Kernel.RulePacks = []string{"gpu", "amd"} }},
-	{"kernel.promotedEvents", "OOMKilling=oom kills", "want REASON[=CONDITION][/CLEARAFTER], such as XfsError=FilesystemCorrupt or OOMKilling/10m", func(c *Configuration) {
-		c.Kernel.PromotedEvents = []string{"OOMKilling=oom kills"}
-	}},
 	{"silencedReasons", "not a reason", "must be a CamelCase reason, as the Node shows it", func(c *Configuration) {
 		c.SilencedReasons = []string{"TaskHung", "not a reason"}
 	}},

@@ -28,10 +28,10 @@ func ParsePromotion(s string) (Promotion, error) {
 	if p.Condition == "" {
 		p.Condition = why
 	}
-	if !reason.Valid(p.Reason) {
+	if !reason.Valid(p.Reason) || !upper(p.Reason) {
 		return Promotion{}, fmt.Errorf("reason %q: must be CamelCase, as the rule's reason", p.Reason)
 	}
-	if !reason.Valid(p.Condition) || strings.ContainsAny(p.Condition, ",:_") {
+	if !reason.Valid(p.Condition) || !upper(p.Condition) || strings.ContainsAny(p.Condition, ",:_") {
 		return Promotion{}, fmt.Errorf("condition %q: must be a CamelCase condition type", p.Condition)
 	}
 	if hasWindow {
@@ -91,3 +91,6 @@ func promoteIn(sets []*RuleSet, p Promotion) int {
 	}
 	return n
 }
+
+// upper: s begins with a capital letter, as a reason and a condition type do.
+func upper(s string) bool { return s != "" && s[0] >= 'A' && s[0] <= 'Z' }
