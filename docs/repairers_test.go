@@ -9,6 +9,7 @@ import (
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/kernellog"
+	"github.com/hangwatch/hangwatch/remedy"
 )
 
 // yamlBlockAfter is the first yaml block of page after heading.
@@ -93,6 +94,43 @@ func TestTheRepairersExamplesReadHangwatchsConditions(t *testing.T) {
 	for _, c := range nrr.Spec.Conditions {
 		if !slices.Contains(owned, c.Type) || c.RequiredStatus != "False" {
 			t.Errorf("the NodeReadinessRule requires %s=%s: want a condition hangwatch writes, False", c.Type, c.RequiredStatus)
+		}
+	}
+}
+
+// TestTheKarpenterPolicyLoads: docs/remediation.md's hangwatch-remedy
+// policy for Karpenter's GPU NodePools is one hangwatch-remedy accepts,
+// and acts only on conditions hangwatch writes; the provider table names
+// KernelDeadlock as the one hangwatch condition a provider (GCP) repairs.
+func TestTheKarpenterPolicyLoads(t *testing.T) {
+	page := readPage(t, "..", "docs/remediation.md")
+	p, err := remedy.DecodePolicy(yamlBlockAfter(t, page, "## Karpenter's node repair"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := remedy.Validate(p); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	owned := ownedTypes(t)
+	for _, c := range p.Conditions {
+		if !slices.Contains(owned, c.Type) {
+			t.Errorf("the Karpenter policy acts on %s, which hangwatch does not write", c.Type)
+		}
+	}
+	if got := p.EvictionFor("GPUUnavailable"); !slices.Contains(p.Conditions[0].EvictPodsUsing, remedy.GPUResource) || len(got.Kinds) == 0 {
+		t.Errorf("the GPU condition's eviction: %+v", p.Conditions[0])
+	}
+	section := page[strings.Index(page, "## Karpenter's node repair"):]
+	section = section[:strings.Index(section, "```yaml")]
+	for _, row := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(row, "| GCP") && !strings.HasPrefix(row, "| AWS") && !strings.HasPrefix(row, "| Azure") {
+			continue
+		}
+		acts := row[strings.LastIndex(strings.TrimSuffix(row, " |"), "|")+1:]
+		for _, typ := range owned {
+			if strings.Contains(acts, "`"+typ+"`") && typ != "KernelDeadlock" {
+				t.Errorf("the table says a provider repairs %s: %s", typ, row)
+			}
 		}
 	}
 }
