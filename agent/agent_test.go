@@ -222,15 +222,8 @@ func TestAReloadChangesARuleInProcess(t *testing.T) {
 		}
 	}
 	write(rule("cri.containers > 0"))
-	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	config.AddFlags(fs, config.Default())
-	loader := &config.Loader{Path: path, Named: "--config", Flags: fs}
-	loaded, err := loader.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	hup := make(chan os.Signal, 1)
-	p := startInProcessWith(t, loaded, &Reload{Path: path, Load: loader.LoadBytes, Signal: hup})
+	p := startReloading(t, path, hup)
 	status := func() conditions.Status {
 		for _, c := range p.agent.Conditions() {
 			if c.Type == "HasNoContainers" {
@@ -254,4 +247,18 @@ func TestAReloadChangesARuleInProcess(t *testing.T) {
 func metricsText(t *testing.T, p *inProcess) string {
 	t.Helper()
 	return get(t, "http://"+p.addrs[0]+"/metrics")
+}
+
+// startReloading starts the agent from the config file at path, as `run
+// --config path` would, reloading it on a change and on hup.
+func startReloading(t *testing.T, path string, hup chan os.Signal) *inProcess {
+	t.Helper()
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	config.AddFlags(fs, config.Default())
+	loader := &config.Loader{Path: path, Named: "--config", Flags: fs}
+	loaded, err := loader.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startInProcessWith(t, loaded, &Reload{Path: path, Load: loader.LoadBytes, Signal: hup})
 }

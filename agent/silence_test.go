@@ -5,10 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/hangwatch/hangwatch/config"
 )
 
 // TestASilencedReasonIsOffAfterAReload: a kernel rule's reason and a
@@ -25,14 +22,7 @@ func TestASilencedReasonIsOffAfterAReload(t *testing.T) {
 		}
 	}
 	write("")
-	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	config.AddFlags(fs, config.Default())
-	loader := &config.Loader{Path: path, Named: "--config", Flags: fs}
-	loaded, err := loader.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := startInProcessWith(t, loaded, &Reload{Path: path, Load: loader.LoadBytes, Signal: make(chan os.Signal, 1)})
+	p := startReloading(t, path, make(chan os.Signal, 1))
 	p.stepUntil(t, "RuntimeHung=False", func() bool { return p.onNode(t, "RuntimeHung") == corev1.ConditionFalse })
 	p.kmsg.lines <- "INFO: task containerd:7 blocked for more than 120 seconds."
 	p.stepUntil(t, "KernelDeadlock=True", func() bool { return p.onNode(t, "KernelDeadlock") == corev1.ConditionTrue })

@@ -22,7 +22,7 @@ func gpuPack(t testing.TB) *RuleSet {
 // gone (GPUUnavailable), degraded (GPUDegraded), an application's fault
 // (an event), or another Xid (an event).
 func TestTheGPUPackOnEveryXidFixture(t *testing.T) {
-	got := nonRecoveryReasons(t, gpuPack(t), "testdata/gpu-xid.log")
+	got := reasonsPerLine(t, gpuPack(t), "testdata/gpu-xid.log")
 	want := map[string][]string{}
 	for line, reasons := range map[string][]string{
 		"): 79, pid=1896, GPU has":                 {"GPUFallenOffBus"},
@@ -80,7 +80,7 @@ func TestTheGPUPackOnEveryXidFixture(t *testing.T) {
 // quote an Xid without the driver's form, and the kernel corpus: no match.
 func TestTheGPUPackMatchesNothingOrdinary(t *testing.T) {
 	for _, path := range []string{"testdata/gpu-ordinary.log", "testdata/kernel-corpus.log"} {
-		if got := nonRecoveryReasons(t, gpuPack(t), path); len(got) != 0 {
+		if got := reasonsPerLine(t, gpuPack(t), path); len(got) != 0 {
 			t.Errorf("%s: the GPU pack matched %v", path, got)
 		}
 	}
@@ -122,30 +122,6 @@ func TestGPUConditionsClearOnlyWithTheBoot(t *testing.T) {
 			t.Errorf("%s clears by time; want it to last the boot", c)
 		}
 	}
-}
-
-func nonRecoveryReasons(t *testing.T, set *RuleSet, path string) map[string][]string {
-	t.Helper()
-	m, err := NewMatcher(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := map[string][]string{}
-	if _, err := Replay(f, func(r Record) {
-		m.Feed(r.Message, func(h Hit) {
-			if !h.Recovery {
-				out[r.Message] = append(out[r.Message], h.Rule.Reason)
-			}
-		})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func lineCount(t *testing.T, path string) int {

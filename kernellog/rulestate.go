@@ -21,9 +21,9 @@ type ruleState struct {
 	// detail that template filled from the line that raised the rule.
 	template *regexp.Regexp
 	detail   string
-	first  time.Time
-	last   time.Time
-	count  int64
+	first    time.Time
+	last     time.Time
+	count    int64
 
 	tokens    float64
 	refilled  time.Time
