@@ -21,6 +21,7 @@ import (
 // left, and the Event says why. No other action: no fence, nothing for
 // the runtime.
 func TestAGPUFaultTaintsAndEvictsOnlyThePodsUsingAGPU(t *testing.T) {
+	shipped := shippedPolicy(t)
 	clk := testclock.NewFakeClock(t0)
 	yes := true
 	pod := func(name string, mods ...func(*corev1.Pod)) *corev1.Pod {
@@ -38,7 +39,7 @@ func TestAGPUFaultTaintsAndEvictsOnlyThePodsUsingAGPU(t *testing.T) {
 	claims := func(p *corev1.Pod) {
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
 	}
-	c, cs := newTestController(t, DefaultPolicy(), clk, node("gpu-1", "GPUUnavailable", corev1.ConditionTrue, t0, t0))
+	c, cs := newTestController(t, shipped, clk, node("gpu-1", "GPUUnavailable", corev1.ConditionTrue, t0, t0))
 	c.Pass(context.Background())
 	got, err := cs.CoreV1().Nodes().Get(context.Background(), "gpu-1", metav1.GetOptions{})
 	if err != nil {
@@ -49,7 +50,7 @@ func TestAGPUFaultTaintsAndEvictsOnlyThePodsUsingAGPU(t *testing.T) {
 	}
 
 	n := taintOf(node("gpu-1", "GPUUnavailable", corev1.ConditionTrue, t0, t0), "GPUUnavailable")
-	c, cs = newTestController(t, DefaultPolicy(), clk, n, pod("train", gpus), pod("web"), pod("dra", claims))
+	c, cs = newTestController(t, shipped, clk, n, pod("train", gpus), pod("web"), pod("dra", claims))
 	c.Pass(context.Background())
 	c.evict.wait()
 	if ev := evicted(cs); fmt.Sprint(ev) != "[train]" {
@@ -74,7 +75,7 @@ func TestGPUDegradedTaintsAndEvictsNothing(t *testing.T) {
 	n := node("gpu-1", "GPUDegraded", corev1.ConditionTrue, t0, t0)
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml"}, Spec: corev1.PodSpec{NodeName: "gpu-1",
 		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{GPUResource: resource.MustParse("1")}}}}}}
-	c, cs := newTestController(t, DefaultPolicy(), clk, n, p)
+	c, cs := newTestController(t, shippedPolicy(t), clk, n, p)
 	for range 3 {
 		c.Pass(context.Background())
 		clk.Step(10 * time.Minute)
@@ -87,4 +88,15 @@ func TestGPUDegradedTaintsAndEvictsNothing(t *testing.T) {
 	if ev := evicted(cs); len(ev) != 0 {
 		t.Fatalf("evicted %v for a degraded GPU", ev)
 	}
+}
+
+// shippedPolicy is manifests/overlays/remedy's policy, as
+// hangwatch-remedy loads it.
+func shippedPolicy(t *testing.T) *Policy {
+	t.Helper()
+	p, err := LoadPolicyFile("../manifests/overlays/remedy/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
