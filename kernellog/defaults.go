@@ -11,20 +11,20 @@ var defaultRules []byte
 //go:embed rules/gpu.json
 var gpuRules []byte
 
-// RulePacks are the rule packs shipped beside the default rules, by name,
+// rulePacks are the rule packs shipped beside the default rules, by name,
 // each loaded only when asked for (kernel.rulePacks): gpu, NVIDIA's Xid
 // errors (GPUUnavailable, GPUDegraded and events).
-var RulePacks = map[string][]byte{"gpu": gpuRules}
+var rulePacks = map[string][]byte{"gpu": gpuRules}
 
 // RulePack returns a shipped rule pack by name.
 func RulePack(name string) (*RuleSet, error) {
-	raw, ok := RulePacks[name]
+	raw, ok := rulePacks[name]
 	if !ok {
 		return nil, fmt.Errorf("rule pack %q: there is none of that name (there is gpu)", name)
 	}
 	rs, err := ParseRuleSet(raw)
 	if err != nil {
-		return nil, fmt.Errorf("built-in rule pack %s is invalid: %w", name, err) // caught by TestRulePacksLoad
+		return nil, fmt.Errorf("built-in rule pack %s is invalid: %w", name, err) // caught by TestTheGPUPackOnEveryXidFixture
 	}
 	return rs, nil
 }

@@ -71,7 +71,6 @@ func Promote(sets []*RuleSet, promotions []Promotion) error {
 func promoteIn(sets []*RuleSet, p Promotion) int {
 	n := 0
 	for _, set := range sets {
-		added := false
 		for i := range set.Rules {
 			r := &set.Rules[i]
 			if r.Type != TypeTemporary || r.Reason != p.Reason {
@@ -81,10 +80,9 @@ func promoteIn(sets []*RuleSet, p Promotion) int {
 			if p.QuietWindow > 0 {
 				r.QuietWindow = &Duration{p.QuietWindow}
 			}
-			if !added && n == 0 {
+			if n == 0 { // the first set with such a rule owns the condition
 				set.Conditions = append(set.Conditions, ConditionSpec{Type: p.Condition, Reason: "No" + p.Reason,
 					Message: fmt.Sprintf("no kernel log line of reason %s (an event promoted to this condition)", p.Reason)})
-				added = true
 			}
 			n++
 		}

@@ -27,6 +27,9 @@ func RuleSets(k config.Kernel) ([]*kernellog.RuleSet, error) {
 	promotions := make([]kernellog.Promotion, 0, len(k.PromotedEvents))
 	for _, s := range k.PromotedEvents {
 		p, err := kernellog.ParsePromotion(s)
+		if err == nil && slices.Contains(conditions.KubeletConditionTypes, p.Condition) {
+			err = fmt.Errorf("condition %s is the kubelet's; hangwatch never writes it", p.Condition)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("kernel.promotedEvents %q: %w", s, err)
 		}

@@ -51,6 +51,7 @@ func TestKernelRuleChoicesNameTheFieldAndValue(t *testing.T) {
 		{config.Kernel{RulePacks: []string{"amd"}}, `kernel.rulePacks: rule pack "amd": there is none of that name (there is gpu)`},
 		{config.Kernel{PromotedEvents: []string{"OOMKilling=oom kills"}}, `kernel.promotedEvents "OOMKilling=oom kills": condition "oom kills": must be a CamelCase condition type`},
 		{config.Kernel{PromotedEvents: []string{"OOMKilling/forever"}}, `kernel.promotedEvents "OOMKilling/forever": clearAfter "forever": must be a duration from 1s to 168h0m0s`},
+		{config.Kernel{PromotedEvents: []string{"OOMKilling=Ready"}}, `kernel.promotedEvents "OOMKilling=Ready": condition Ready is the kubelet's; hangwatch never writes it`},
 		{config.Kernel{PromotedEvents: []string{"OOMKiling"}}, `kernel.promotedEvents: promote OOMKiling: no event rule of the kernel rules gives reason OOMKiling`},
 		{config.Kernel{PromotedEvents: []string{"OOMKilling=KernelDeadlock"}}, `kernel.promotedEvents: promote OOMKilling: condition KernelDeadlock is already raised by the kernel rules`},
 	} {
