@@ -62,26 +62,74 @@ as_root() {
 
 # step NAME CMD... runs CMD (under set -e: a failure ends the script) and
 # records how long it took, for step_times.
-STEP_TIMES=() STEP_NAME="" STEP_START=0
+STEP_TIMES=() STEP_NAME="" STEP_START=0 FIRST_STEP_START=""
 step() {
   STEP_NAME=$1 STEP_START=$(date +%s)
+  FIRST_STEP_START=${FIRST_STEP_START:-$STEP_START}
   shift
   "$@"
   STEP_TIMES+=("$STEP_NAME|$(( $(date +%s) - STEP_START ))")
   STEP_NAME=""
 }
 
-# step_times prints each step's time and the total; a step that failed is
-# marked so. Scripts call it on EXIT.
+# step_times prints each step's time and the whole command's, from its
+# first step to now (steps run beside others overlap it); a step that
+# failed is marked so. Scripts call it on EXIT.
 step_times() {
-  local total=0 entry name secs
+  local entry name secs
   [ -n "$STEP_NAME" ] && STEP_TIMES+=("$STEP_NAME (failed)|$(( $(date +%s) - STEP_START ))")
   log "time per step"
   for entry in "${STEP_TIMES[@]}"; do
-    name=${entry%%|*}; secs=${entry##*|}; total=$((total + secs))
+    name=${entry%%|*}; secs=${entry##*|}
     printf '    %-36s %s\n' "$name" "$(fmt_secs "$secs")" >&2
   done
-  printf '    %-36s %s\n' "whole command" "$(fmt_secs "$total")" >&2
+  printf '    %-36s %s\n' "whole command" "$(fmt_secs $(( $(date +%s) - ${FIRST_STEP_START:-$(date +%s)} )))" >&2
+}
+
+# ---- steps beside the others ----
+# beside LOG NAME FUNC [NAME FUNC...] runs the steps FUNC, one after the
+# other, in the background, their output to LOG; each step's time goes to
+# LOG.times. The builds of the parts have no order among them nor with the
+# lint, and a Go build leaves a core idle much of its time (downloads,
+# links), so two lanes of them beside the lint fill both cores on a cold
+# machine; on a warm one every step is a cache check. A background step's
+# exports are lost: the caller runs the same functions again once
+# wait_beside returned, each then a cache check that exports its paths.
+# The lanes run with the run's TMPDIR, so sweep_run_scope kills them when
+# the script ends early.
+BESIDE_PIDS=() BESIDE_LOGS=()
+beside() {
+  local out=$1
+  shift
+  : > "$out.times"
+  (
+    while [ $# -gt 0 ]; do
+      STEP_START=$(date +%s)
+      "$2"
+      echo "$1|$(( $(date +%s) - STEP_START ))" >> "$out.times"
+      shift 2
+    done
+  ) > "$out" 2>&1 &
+  BESIDE_PIDS+=($!) BESIDE_LOGS+=("$out")
+}
+
+# wait_beside waits for the lanes beside started; their steps' times join
+# step_times' list. A lane that failed has its log's end printed, and
+# wait_beside fails once all have ended.
+wait_beside() {
+  local i rc=0 name secs
+  for i in "${!BESIDE_PIDS[@]}"; do
+    if ! wait "${BESIDE_PIDS[$i]}"; then
+      rc=1
+      log "a step beside the others failed; the end of ${BESIDE_LOGS[$i]}:"
+      tail -n 40 "${BESIDE_LOGS[$i]}" >&2
+    fi
+    while IFS='|' read -r name secs; do
+      STEP_TIMES+=("$name (beside)|$secs")
+    done < "${BESIDE_LOGS[$i]}.times"
+  done
+  BESIDE_PIDS=() BESIDE_LOGS=()
+  return "$rc"
 }
 
 fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -290,27 +338,30 @@ ensure_crio() {
   rmdir "$dir.tmp"
 }
 
-# ensure_cached_tool NAME VERSION MODULE_DIR PACKAGE builds a Go tool pinned
-# with its dependencies in MODULE_DIR/go.mod into $HANGWATCH_CACHE/bin/NAME,
-# once per machine and version.
+# ensure_cached_tool NAME VERSION MODULE_DIR PACKAGE [TAGS] builds a Go tool
+# pinned with its dependencies in MODULE_DIR/go.mod into
+# $HANGWATCH_CACHE/bin/NAME, with the build tags TAGS, once per machine and
+# version.
 ensure_cached_tool() {
-  local name=$1 version=$2 dir=$3 pkg=$4
+  local name=$1 version=$2 dir=$3 pkg=$4 tags=${5:-}
   local bin="$HANGWATCH_CACHE/bin/$name" stamp="$HANGWATCH_CACHE/bin/$name.version"
   if [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$version" ]; then return 0; fi
   log "building $name ($version; once, cached in $HANGWATCH_CACHE)"
   mkdir -p "$HANGWATCH_CACHE/bin"
-  (cd "$ROOT/$dir" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$bin.tmp" "$pkg")
+  (cd "$ROOT/$dir" && GOFLAGS=-mod=mod go build -trimpath -tags "$tags" -ldflags "-s -w" -o "$bin.tmp" "$pkg")
   mv "$bin.tmp" "$bin"
   echo "$version" > "$stamp"
 }
 
 # ensure_prometheus builds Prometheus and its promtool from Prometheus' Go
 # module (hack/tools pins it): the alert and dashboard tests run promtool,
-# and the alert path's test runs Prometheus itself.
+# and the alert path's test runs Prometheus itself. Built with Prometheus'
+# own remove_all_sd tag (plugins/plugin_*.go): the tests scrape static
+# targets, and the cloud providers' discovery SDKs are most of its compile.
 ensure_prometheus() {
   export HANGWATCH_PROMTOOL="$HANGWATCH_CACHE/bin/promtool" HANGWATCH_PROMETHEUS="$HANGWATCH_CACHE/bin/prometheus"
-  ensure_cached_tool promtool "$PROMETHEUS_MODULE_VERSION" hack/tools github.com/prometheus/prometheus/cmd/promtool
-  ensure_cached_tool prometheus "$PROMETHEUS_MODULE_VERSION" hack/tools github.com/prometheus/prometheus/cmd/prometheus
+  ensure_cached_tool promtool "$PROMETHEUS_MODULE_VERSION" hack/tools github.com/prometheus/prometheus/cmd/promtool remove_all_sd
+  ensure_cached_tool prometheus "$PROMETHEUS_MODULE_VERSION" hack/tools github.com/prometheus/prometheus/cmd/prometheus remove_all_sd
 }
 
 # ensure_alertmanager builds Alertmanager from its Go module (hack/alertmanager
