@@ -59,6 +59,9 @@ type Options struct {
 	// CLOCK_BOOTTIME (repair.HostBoot). A kernel condition restored True
 	// from before the boot is not held (conditions.EngineOptions.BootTime).
 	SinceBoot func() (time.Duration, error)
+	// PCIDevicesDir is where the GPU inventory counts the GPUs on the PCI
+	// bus (kernel.gpuInventoryFile); empty: gpus.DevicesDir.
+	PCIDevicesDir string
 }
 
 // APIClient is what the agent asks of the API server: the Node and its

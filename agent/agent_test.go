@@ -51,8 +51,8 @@ func startInProcess(t *testing.T, cfg *config.Configuration) *inProcess {
 }
 
 // startInProcessWith is startInProcess of a loaded configuration, with
-// reloads when reload is set.
-func startInProcessWith(t *testing.T, cfg *config.Loaded, reload *Reload) *inProcess {
+// reloads when reload is set; each of more changes the options.
+func startInProcessWith(t *testing.T, cfg *config.Loaded, reload *Reload, more ...func(*Options)) *inProcess {
 	t.Helper()
 	clk := testclock.NewFakeClock(agentT0)
 	p := &inProcess{clk: clk, runtime: &quietRuntime{}, kmsg: &scriptedKmsg{lines: make(chan string, 1), clk: clk}, done: make(chan error, 1)}
@@ -61,14 +61,18 @@ func startInProcessWith(t *testing.T, cfg *config.Loaded, reload *Reload) *inPro
 			RenewTime: &metav1.MicroTime{Time: agentT0}}}
 	p.api = fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, lease)
 	ready := make(chan []string, 1)
-	a, err := New(Options{Config: cfg, Reload: reload, Endpoint: cri.Endpoint{Address: "in-process", Timeout: 2 * time.Second},
+	o := Options{Config: cfg, Reload: reload, Endpoint: cri.Endpoint{Address: "in-process", Timeout: 2 * time.Second},
 		Node: "node-a", Client: clientsetAPI{p.api}, Clock: clk,
 		DialCRI: func(string) (*cri.Conn, error) { return cri.NewConn(p.runtime, p.runtime), nil },
 		OpenKernelLog: func(string, time.Duration, clock.PassiveClock) (kernellog.Source, string, error) {
 			return p.kmsg, "scripted", nil
 		},
 		Cgroup:  memlimit.Files{Root: t.TempDir(), Self: "/nonexistent"}, // no limit: the test process's own is left alone
-		OnReady: func(addrs []string) { ready <- addrs }})
+		OnReady: func(addrs []string) { ready <- addrs }}
+	for _, change := range more {
+		change(&o)
+	}
+	a, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

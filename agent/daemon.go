@@ -113,6 +113,7 @@ func (a *Agent) signals() ([]conditions.Spec, error) {
 			return nil, err
 		}
 		a.kernel.Monitor().SetSilenced(a.cfg.SilencedReasons)
+		a.checkGPUInventory()
 		specs = options.WithKernelSpecs(a.cfg, specs, a.kernel.Monitor().ConditionTypes())
 	}
 	if a.api, err = newAPIReporting(a.o, a.cfg); err != nil {

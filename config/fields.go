@@ -55,6 +55,7 @@ func kernelFields(k *Kernel) []field {
 		{"kernel.kmsgPath", "kmsg-path", "", "kernel log device", &k.KmsgPath},
 		{"kernel.rules", "kernel-rules", "", "kernel rules files in node-problem-detector's system-log-monitor format (repeatable); default: the built-in rules", &k.Rules},
 		{"kernel.rulePacks", "kernel-rule-packs", "", "shipped kernel rule packs loaded beside the rules (repeatable): gpu (NVIDIA Xid errors: GPUUnavailable, GPUDegraded and events)", &k.RulePacks},
+		{"kernel.gpuInventoryFile", "kernel-gpu-inventory-file", "", "a file on the node that remembers the NVIDIA GPUs seen on the PCI bus; a start that finds fewer raises GPUDegraded (reason GPUCountDropped) for the boot; needs the gpu rule pack; empty: no count", &k.GPUInventoryFile},
 		{"kernel.lookback", "kernel-lookback", "", "kernel records older than this at start are skipped", &k.Lookback},
 		{"kernel.promotedEvents", "kernel-promote-event", "", "make a kernel event rule's reason a condition (repeatable): REASON[=CONDITION][/CLEARAFTER], for example XfsError=FilesystemCorrupt or OOMKilling=OOMKills/10m; the condition is REASON when not named, and lasts until the node reboots when no CLEARAFTER is given", &k.PromotedEvents},
 	}

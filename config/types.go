@@ -81,6 +81,10 @@ type Kernel struct {
 	// PromotedEvents turn an event rule of the kernel rules into a
 	// condition: REASON[=CONDITION][/CLEARAFTER] (kernelrules.go).
 	PromotedEvents []string `json:"promotedEvents,omitempty"`
+	// GPUInventoryFile remembers the NVIDIA GPUs seen on the PCI bus; a
+	// start that finds fewer raises GPUDegraded (package gpus). Needs the
+	// gpu rule pack; empty: no count.
+	GPUInventoryFile string `json:"gpuInventoryFile,omitempty"`
 }
 
 // APIServer reaches the API server: who hangwatch is and how hard it may

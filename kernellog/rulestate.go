@@ -21,6 +21,7 @@ type ruleState struct {
 	// detail that template filled from the line that raised the rule.
 	template *regexp.Regexp
 	detail   string
+	fixed    string // a Finding's message, said whole
 	first    time.Time
 	last     time.Time
 	count    int64
@@ -175,6 +176,9 @@ func (rs *ruleState) describe(line string) string {
 
 // message is the condition's message while the rule is active.
 func (rs *ruleState) message() string {
+	if rs.fixed != "" {
+		return rs.fixed
+	}
 	if rs.detail == "" {
 		return RuleMessage(rs.rule, rs.since)
 	}

@@ -372,7 +372,8 @@ func objectsByName(t *testing.T, out []byte) map[string]map[string]any {
 // chart's configuration stays one that `hangwatch config check` accepts,
 // the pack's rules with it.
 func TestHelmChartGPUSwitch(t *testing.T) {
-	raw := dig(renderHelmChart(t, "hangwatch", "--set", "gpu.enabled=true")["ConfigMap/hangwatch-config"], "data", "config.yaml").(string)
+	on := renderHelmChart(t, "hangwatch", "--set", "gpu.enabled=true")
+	raw := dig(on["ConfigMap/hangwatch-config"], "data", "config.yaml").(string)
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	config.AddFlags(fs, config.Default())
 	loaded, err := (&config.Loader{Named: "the chart's config.yaml", Flags: fs}).LoadBytes([]byte(raw))
@@ -381,6 +382,16 @@ func TestHelmChartGPUSwitch(t *testing.T) {
 	}
 	if got := loaded.Kernel.RulePacks; !slices.Equal(got, []string{"gpu"}) {
 		t.Errorf("kernel.rulePacks = %v, want [gpu]", got)
+	}
+	// the GPU inventory: its file in the one directory the agent may write
+	const inventory = "/var/lib/hangwatch/gpu/gpus.json"
+	if got := loaded.Kernel.GPUInventoryFile; got != inventory {
+		t.Errorf("kernel.gpuInventoryFile = %q, want %q", got, inventory)
+	}
+	spec := dig(on["DaemonSet/hangwatch"], "spec", "template", "spec").(map[string]any)
+	mounts := hostPathMounts(spec, spec["containers"].([]any)[0].(map[string]any))
+	if !slices.Contains(mounts, "hostPath /var/lib/hangwatch/gpu rw") {
+		t.Errorf("the agent's hostPath mounts with gpu.enabled: %v, want /var/lib/hangwatch/gpu read-write", mounts)
 	}
 	sets, err := options.RuleSets(loaded.Kernel)
 	if err != nil {
@@ -394,7 +405,7 @@ func TestHelmChartGPUSwitch(t *testing.T) {
 		t.Error(err)
 	}
 	off := dig(renderHelmChart(t, "hangwatch")["ConfigMap/hangwatch-config"], "data", "config.yaml").(string)
-	if strings.Contains(off, "rulePacks") {
+	if strings.Contains(off, "rulePacks") || strings.Contains(off, "gpuInventoryFile") {
 		t.Errorf("the default chart loads a rule pack:\n%s", off)
 	}
 }

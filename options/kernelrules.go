@@ -3,10 +3,12 @@ package options
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/hangwatch/hangwatch/conditions"
 	"github.com/hangwatch/hangwatch/config"
+	"github.com/hangwatch/hangwatch/gpus"
 	"github.com/hangwatch/hangwatch/kernellog"
 )
 
@@ -38,7 +40,26 @@ func RuleSets(k config.Kernel) ([]*kernellog.RuleSet, error) {
 	if err := kernellog.Promote(sets, promotions); err != nil {
 		return nil, fmt.Errorf("kernel.promotedEvents: %w", err)
 	}
-	return sets, nil
+	return sets, checkGPUInventory(k.GPUInventoryFile, sets)
+}
+
+// checkGPUInventory refuses an inventory file that is not an absolute path,
+// or whose condition no rules own.
+func checkGPUInventory(file string, sets []*kernellog.RuleSet) error {
+	if file == "" {
+		return nil
+	}
+	if !filepath.IsAbs(file) {
+		return fmt.Errorf("kernel.gpuInventoryFile %q: must be an absolute path", file)
+	}
+	for _, set := range sets {
+		for _, c := range set.Conditions {
+			if c.Type == gpus.Condition {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("kernel.gpuInventoryFile %q: a missing GPU raises %s, which no kernel rules own: load the gpu rule pack (kernel.rulePacks: [gpu])", file, gpus.Condition)
 }
 
 // ruleFiles loads the rules files; none: the built-in rules.

@@ -54,6 +54,8 @@ func TestKernelRuleChoicesNameTheFieldAndValue(t *testing.T) {
 		{config.Kernel{PromotedEvents: []string{"OOMKilling=Ready"}}, `kernel.promotedEvents "OOMKilling=Ready": condition Ready is the kubelet's; hangwatch never writes it`},
 		{config.Kernel{PromotedEvents: []string{"OOMKiling"}}, `kernel.promotedEvents: promote OOMKiling: no event rule of the kernel rules gives reason OOMKiling`},
 		{config.Kernel{PromotedEvents: []string{"OOMKilling=KernelDeadlock"}}, `kernel.promotedEvents: promote OOMKilling: condition KernelDeadlock is already raised by the kernel rules`},
+		{config.Kernel{GPUInventoryFile: "/var/lib/hangwatch/gpu/gpus.json"}, `kernel.gpuInventoryFile "/var/lib/hangwatch/gpu/gpus.json": a missing GPU raises GPUDegraded, which no kernel rules own: load the gpu rule pack (kernel.rulePacks: [gpu])`},
+		{config.Kernel{RulePacks: []string{"gpu"}, GPUInventoryFile: "gpus.json"}, `kernel.gpuInventoryFile "gpus.json": must be an absolute path`},
 	} {
 		if _, err := RuleSets(tc.k); err == nil || err.Error() != tc.want {
 			t.Errorf("%+v: %v; want %q", tc.k, err, tc.want)

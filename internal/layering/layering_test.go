@@ -21,7 +21,7 @@ var layers = []layer{
 		why: "a leaf imports nothing of the module: observations is what the signals fill and the rules read, internal/ holds helpers"},
 	{name: "mechanisms", pkgs: []string{"apiclient", "httpauth", "nodelink"},
 		why: "a mechanism (the API client's transport, the secure port's authentication, the node link's wire) knows nothing of what uses it"},
-	{name: "the data path", pkgs: []string{"cri", "pleg", "kubeletmetrics", "leases", "kernellog", "podstarts", "conditions", "nodestatus", "repair", "fence", "remedy"},
+	{name: "the data path", pkgs: []string{"cri", "pleg", "kubeletmetrics", "leases", "kernellog", "gpus", "podstarts", "conditions", "nodestatus", "repair", "fence", "remedy"},
 		why: "signals fill observations, conditions judges them, nodestatus writes what it judged, repair, the fence and remedy act on conditions: none of them imports another (but the named pairs), and none reads the configuration"},
 	{name: "configuration", pkgs: []string{"config"},
 		why: "config is the types, their checks and their defaults"},
@@ -50,7 +50,7 @@ var exceptions = []exception{
 }
 
 // nodeSide are the node agent's packages.
-var nodeSide = []string{"cri", "pleg", "kubeletmetrics", "leases", "kernellog", "podstarts", "conditions", "nodestatus", "repair", "fence",
+var nodeSide = []string{"cri", "pleg", "kubeletmetrics", "leases", "kernellog", "gpus", "podstarts", "conditions", "nodestatus", "repair", "fence",
 	"config", "options", "agent", "diag"}
 
 type layer struct {

@@ -3,6 +3,8 @@ package integration
 import (
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +75,40 @@ func TestGPURulePackAsShipped(t *testing.T) {
 	if st, _, _ := d.Condition(t, "GPUUnavailable"); st != "False" {
 		t.Errorf("a userspace Xid line made GPUUnavailable %s", st)
 	}
+}
+
+// TestAGPUMissingFromTheRealPCIBus runs the binary as shipped with the GPU
+// inventory on this machine's real /sys/bus/pci/devices: the file
+// remembers a GPU at an address no machine here has (0000:ff:1f.7), so
+// the start raises GPUDegraded naming it, and the file still remembers it
+// (with any NVIDIA GPU this machine has).
+func TestAGPUMissingFromTheRealPCIBus(t *testing.T) {
+	harness.Parallel(t, harness.LaneSharedContainerd)
+	const gone = "0000:ff:1f.7"
+	inventory := filepath.Join(t.TempDir(), "gpu", "gpus.json")
+	if err := os.MkdirAll(filepath.Dir(inventory), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inventory, []byte(`{"gpus":["`+gone+`"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := hangwatch.SharedContainerd(t)
+	d := hangwatch.StartDaemon(t, c.Endpoint, "--kernel-lookback", "0s", "--kernel-rule-packs", "gpu",
+		"--kernel-gpu-inventory-file", inventory)
+	var reason, message string
+	harness.Eventually(t, 30*time.Second, "GPUDegraded True", func() bool {
+		var st string
+		st, reason, message = d.Condition(t, "GPUDegraded")
+		return st == "True"
+	}, harness.UnlessExited(d))
+	if reason != "GPUCountDropped" || !strings.Contains(message, "missing: "+gone) || !strings.Contains(message, "where 1 were before") {
+		t.Errorf("GPUDegraded: reason %q, message %q", reason, message)
+	}
+	if st, _, _ := d.Condition(t, "GPUUnavailable"); st != "False" {
+		t.Errorf("GPUUnavailable = %s, want False", st)
+	}
+	if b, err := os.ReadFile(inventory); err != nil || !strings.Contains(string(b), gone) {
+		t.Errorf("the inventory after the start: %q, %v; want it to still remember %s", b, err, gone)
+	}
+	t.Logf("GPUDegraded: %s", message)
 }
