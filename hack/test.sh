@@ -35,15 +35,16 @@ log "expected on 2 cores: about 30-40 min from an empty cache (containerd, CRI-O
 APT_PACKAGES+=(qemu-user)   # runs the arm64 image's binary (TestImageRunsAsAContainer)
 step "Debian packages" ensure_packages
 step "Go toolchain" ensure_go
-# The parts build in two lanes beside the lint and the tests' compiling
-# (beside in lib.sh); each step below then finds its part cached and
-# exports where it is.
+# The parts build in a lane beside the lint and the tests' compiling
+# (beside in lib.sh): each go build already uses both cores while it
+# compiles, and the other stream fills its links and downloads. Each step
+# below then finds its part cached and exports where it is.
 mkdir -p "$HANGWATCH_CACHE"
-log "building the parts beside the lint, logs in $HANGWATCH_CACHE/parts-{1,2}.log"
-beside "$HANGWATCH_CACHE/parts-1.log" "Kubernetes binaries" ensure_kube_binaries \
-  "Prometheus and promtool" ensure_prometheus "Alertmanager" ensure_alertmanager
-beside "$HANGWATCH_CACHE/parts-2.log" "containerd" ensure_containerd "containerd (upgrade)" ensure_upgrade_containerd \
-  "CRI-O" ensure_crio "CSI sidecars" ensure_csi "NodeHealthCheck controller" ensure_nhc "helm" ensure_helm
+log "building the parts beside the lint, log in $HANGWATCH_CACHE/parts.log"
+beside "$HANGWATCH_CACHE/parts.log" "Kubernetes binaries" ensure_kube_binaries \
+  "containerd" ensure_containerd "containerd (upgrade)" ensure_upgrade_containerd "CRI-O" ensure_crio \
+  "CSI sidecars" ensure_csi "Prometheus and promtool" ensure_prometheus "NodeHealthCheck controller" ensure_nhc \
+  "Alertmanager" ensure_alertmanager "helm" ensure_helm
 step "golangci-lint" ensure_golangci_lint
 
 lint() {
