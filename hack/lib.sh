@@ -62,74 +62,26 @@ as_root() {
 
 # step NAME CMD... runs CMD (under set -e: a failure ends the script) and
 # records how long it took, for step_times.
-STEP_TIMES=() STEP_NAME="" STEP_START=0 FIRST_STEP_START=""
+STEP_TIMES=() STEP_NAME="" STEP_START=0
 step() {
   STEP_NAME=$1 STEP_START=$(date +%s)
-  FIRST_STEP_START=${FIRST_STEP_START:-$STEP_START}
   shift
   "$@"
   STEP_TIMES+=("$STEP_NAME|$(( $(date +%s) - STEP_START ))")
   STEP_NAME=""
 }
 
-# step_times prints each step's time and the whole command's, from its
-# first step to now (steps run beside others overlap it); a step that
-# failed is marked so. Scripts call it on EXIT.
+# step_times prints each step's time and the total; a step that failed is
+# marked so. Scripts call it on EXIT.
 step_times() {
-  local entry name secs
+  local total=0 entry name secs
   [ -n "$STEP_NAME" ] && STEP_TIMES+=("$STEP_NAME (failed)|$(( $(date +%s) - STEP_START ))")
   log "time per step"
   for entry in "${STEP_TIMES[@]}"; do
-    name=${entry%%|*}; secs=${entry##*|}
+    name=${entry%%|*}; secs=${entry##*|}; total=$((total + secs))
     printf '    %-36s %s\n' "$name" "$(fmt_secs "$secs")" >&2
   done
-  printf '    %-36s %s\n' "whole command" "$(fmt_secs $(( $(date +%s) - ${FIRST_STEP_START:-$(date +%s)} )))" >&2
-}
-
-# ---- steps beside the others ----
-# beside LOG NAME FUNC [NAME FUNC...] runs the steps FUNC, one after the
-# other, in the background, their output to LOG; each step's time goes to
-# LOG.times. The builds of the parts have no order among them nor with the
-# lint, and a Go build leaves a core idle much of its time (downloads,
-# links), so two lanes of them beside the lint fill both cores on a cold
-# machine; on a warm one every step is a cache check. A background step's
-# exports are lost: the caller runs the same functions again once
-# wait_beside returned, each then a cache check that exports its paths.
-# The lanes run with the run's TMPDIR, so sweep_run_scope kills them when
-# the script ends early.
-BESIDE_PIDS=() BESIDE_LOGS=()
-beside() {
-  local out=$1
-  shift
-  : > "$out.times"
-  (
-    while [ $# -gt 0 ]; do
-      STEP_START=$(date +%s)
-      "$2"
-      echo "$1|$(( $(date +%s) - STEP_START ))" >> "$out.times"
-      shift 2
-    done
-  ) > "$out" 2>&1 &
-  BESIDE_PIDS+=($!) BESIDE_LOGS+=("$out")
-}
-
-# wait_beside waits for the lanes beside started; their steps' times join
-# step_times' list. A lane that failed has its log's end printed, and
-# wait_beside fails once all have ended.
-wait_beside() {
-  local i rc=0 name secs
-  for i in "${!BESIDE_PIDS[@]}"; do
-    if ! wait "${BESIDE_PIDS[$i]}"; then
-      rc=1
-      log "a step beside the others failed; the end of ${BESIDE_LOGS[$i]}:"
-      tail -n 40 "${BESIDE_LOGS[$i]}" >&2
-    fi
-    while IFS='|' read -r name secs; do
-      STEP_TIMES+=("$name (beside)|$secs")
-    done < "${BESIDE_LOGS[$i]}.times"
-  done
-  BESIDE_PIDS=() BESIDE_LOGS=()
-  return "$rc"
+  printf '    %-36s %s\n' "whole command" "$(fmt_secs "$total")" >&2
 }
 
 fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }

@@ -35,17 +35,16 @@ log "expected on 2 cores: about 30-40 min from an empty cache (containerd, CRI-O
 APT_PACKAGES+=(qemu-user)   # runs the arm64 image's binary (TestImageRunsAsAContainer)
 step "Debian packages" ensure_packages
 step "Go toolchain" ensure_go
-# The parts build in a lane beside the lint and the tests' compiling
-# (beside in lib.sh): each go build already uses both cores while it
-# compiles, and the other stream fills its links and downloads. Each step
-# below then finds its part cached and exports where it is.
-mkdir -p "$HANGWATCH_CACHE"
-log "building the parts beside the lint, log in $HANGWATCH_CACHE/parts.log"
-beside "$HANGWATCH_CACHE/parts.log" "Kubernetes binaries" ensure_kube_binaries \
-  "containerd" ensure_containerd "containerd (upgrade)" ensure_upgrade_containerd "CRI-O" ensure_crio \
-  "CSI sidecars" ensure_csi "Prometheus and promtool" ensure_prometheus "NodeHealthCheck controller" ensure_nhc \
-  "Alertmanager" ensure_alertmanager "helm" ensure_helm
 step "golangci-lint" ensure_golangci_lint
+step "containerd" ensure_containerd
+step "containerd (upgrade)" ensure_upgrade_containerd
+step "CRI-O" ensure_crio
+step "Kubernetes binaries" ensure_kube_binaries
+step "CSI sidecars" ensure_csi
+step "NodeHealthCheck controller" ensure_nhc
+step "Prometheus and promtool" ensure_prometheus
+step "Alertmanager" ensure_alertmanager
+step "helm" ensure_helm
 
 lint() {
   local unformatted
@@ -60,34 +59,15 @@ lint() {
 step "gofmt, go vet, lint" lint
 step "go build" build_hangwatch
 
-# test_packages: every package but the e2e and bench suites (docs/testing.md).
-test_packages() { go list ./... | grep -v -e /test/e2e -e /test/bench; }
-
-# compile_tests compiles the test packages as go test -race will, without
-# linking or running them (go list -export compiles each into the build
-# cache), while the parts build beside: on a cold machine the tests then
-# start on binaries' links alone, not beside minutes of compiling.
-compile_tests() {
-  log "compiling the tests (go test -race's packages, into the build cache)"
-  go list -race -test -deps -export $(test_packages) > /dev/null
-}
-step "compile the tests" compile_tests
-
-parts() {
-  wait_beside
-  ensure_containerd; ensure_upgrade_containerd; ensure_crio; ensure_kube_binaries; ensure_csi
-  ensure_nhc; ensure_prometheus; ensure_alertmanager; ensure_helm
-}
-step "the parts (built beside)" parts
-
 # run_tests runs go test -json and summarises it: the usual go test output,
 # then each skipped test with its reason and one closing line.
 run_tests() {
   log "go test -race (unit and real-part integration tests; log in $HANGWATCH_CACHE/test.json)"
   go build -o "$HANGWATCH_CACHE/bin/testsummary" ./hack/testsummary
-  # the integration tests run side by side, harness.Parallel limiting how
-  # many at once, so -parallel lets all of them wait for their turn
-  go test -race -count=1 -timeout 50m -parallel 128 -json $(test_packages) 2>&1 \
+  # every package but the e2e and bench suites (docs/testing.md); the
+  # integration tests run side by side, harness.Parallel limiting how many
+  # at once, so -parallel lets all of them wait for their turn
+  go test -race -count=1 -timeout 50m -parallel 128 -json $(go list ./... | grep -v -e /test/e2e -e /test/bench) 2>&1 \
     | tee "$HANGWATCH_CACHE/test.json" | "$HANGWATCH_CACHE/bin/testsummary" "$SUMMARY"
 }
 step "go test" run_tests
