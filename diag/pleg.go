@@ -27,10 +27,10 @@ type plegCheck struct {
 }
 
 // startPLEGCheck scrapes the kubelet (bounded by the scraper's timeout)
-// and emulates one relist (waited for at most timeout), both beside the
-// caller's probe cycles, so a frozen runtime or a hung kubelet costs no
-// extra time. It cannot wait 30 s: an emulated relist still out after
-// timeout is judged stalled, as a hung call is judged Hung after it. A
+// and emulates one relist (waited for at most a tenth more than timeout),
+// both beside the caller's probe cycles, so a frozen runtime or a hung
+// kubelet costs that tenth at most. It cannot wait 30 s: an emulated
+// relist still out after timeout is judged stalled, as a hung call is judged Hung after it. A
 // scraper that could not be built is reported through scrapeErr.
 func startPLEGCheck(ctx context.Context, runtime runtimeapi.RuntimeServiceClient, sc *kubeletmetrics.Scraper, url string, scrapeErr error,
 	timeout time.Duration, clk clock.WithTicker) *plegCheck {
@@ -47,7 +47,12 @@ func startPLEGCheck(ctx context.Context, runtime runtimeapi.RuntimeServiceClient
 	go func() { defer d.done.Done(); d.monitor.ScrapeOnce(ctx) }()
 	go func() {
 		defer d.done.Done()
-		ectx, cancel := context.WithTimeout(ctx, timeout)
+		// A tenth more than timeout: measured from its own start (after
+		// the goroutine's and the relister's lock's moment), a relist
+		// still out at a deadline of exactly timeout could read 1.99s of
+		// 2s and be judged waiting, not stalled (TestDiagFrozenRuntimeIsHung
+		// failed so once on a quiet machine).
+		ectx, cancel := context.WithTimeout(ctx, timeout+timeout/10)
 		defer cancel()
 		d.monitor.EmulateOnce(ectx)
 	}()
