@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/hangwatch/hangwatch/internal/atomicfile"
 )
 
 // Condition is the condition a GPU missing from the bus holds, with
@@ -106,7 +108,7 @@ func Check(file string, now []string) (Result, error) {
 	return res, write(file, Inventory{GPUs: union})
 }
 
-// write replaces the file whole: a temporary file beside it, renamed.
+// write replaces the file whole (atomicfile), making its directory.
 func write(file string, inv Inventory) error {
 	if inv.GPUs == nil {
 		inv.GPUs = []string{}
@@ -118,11 +120,7 @@ func write(file string, inv Inventory) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return fmt.Errorf("writing the GPU inventory: %w", err)
 	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing the GPU inventory: %w", err)
-	}
-	if err := os.Rename(tmp, file); err != nil {
+	if err := atomicfile.Write(file, append(b, '\n')); err != nil {
 		return fmt.Errorf("writing the GPU inventory: %w", err)
 	}
 	return nil

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
+
+	"github.com/hangwatch/hangwatch/internal/atomicfile"
 )
 
 // budgetVersion is the state file's format: 2 counts attempts by boot
@@ -245,7 +246,7 @@ func (b *Budget) rewrite(change func()) error {
 	if err != nil {
 		return fmt.Errorf("repair.stateFile %s: %w", b.path, err)
 	}
-	if err := writeFileAtomic(b.path, raw); err != nil {
+	if err := atomicfile.Write(b.path, raw); err != nil {
 		return fmt.Errorf("repair.stateFile %s: %w", b.path, err)
 	}
 	return nil
@@ -262,26 +263,4 @@ func lockFile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { _ = f.Close() }, nil
-}
-
-// writeFileAtomic writes raw to a temp file beside path, syncs it, and
-// renames it over path.
-func writeFileAtomic(path string, raw []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".repair-*")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(raw); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
