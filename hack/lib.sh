@@ -138,7 +138,7 @@ ensure_golangci_lint() {
   if [ ! -x "$bin" ]; then
     log "building golangci-lint $GOLANGCI_LINT_VERSION (once; cached in $HANGWATCH_CACHE)"
     mkdir -p "$HANGWATCH_CACHE/bin"
-    (cd "$HANGWATCH_CACHE" && GOBIN="$HANGWATCH_CACHE/bin/tmp" GOFLAGS= go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION")
+    (cd "$HANGWATCH_CACHE" && GOBIN="$HANGWATCH_CACHE/bin/tmp" GOFLAGS= go install -trimpath -gcflags "$BUILD_GCFLAGS" -ldflags "-s -w" "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION")
     mv "$HANGWATCH_CACHE/bin/tmp/golangci-lint" "$bin"
     rmdir "$HANGWATCH_CACHE/bin/tmp"
   fi
@@ -157,6 +157,10 @@ hangwatch_version() {
 # BUILD_TAGS are hangwatch's build tags (internal/pins/pins.env says why;
 # test/harness.BuildTags reads the same pin).
 BUILD_TAGS=$(pin BUILD_TAGS)
+# BUILD_GCFLAGS: every binary the scripts build to run is compiled without
+# DWARF (internal/pins/pins.env says why); test/harness builds hangwatch
+# with the same flags as build_hangwatch, so the two share their compiles.
+BUILD_GCFLAGS=$(pin BUILD_GCFLAGS)
 
 # build_hangwatch writes bin/hangwatch, static, with version information.
 # build_hangwatch [GOARCH OUT [MAIN]] builds the static binary (MAIN, default
@@ -172,7 +176,7 @@ build_hangwatch() {
   case "$v" in *-dirty) tree=dirty ;; esac
   major=$(echo "$v" | sed -E 's/^v([0-9]+)\..*/\1/')
   minor=$(echo "$v" | sed -E 's/^v[0-9]+\.([0-9]+).*/\1/')
-  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=${arch:-$(go env GOARCH)} go build -tags "$BUILD_TAGS" -trimpath -o "$out" \
+  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=${arch:-$(go env GOARCH)} go build -tags "$BUILD_TAGS" -trimpath -gcflags "$BUILD_GCFLAGS" -o "$out" \
     -ldflags "-s -w -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=$tree -X $pkg.buildDate=$date" \
     "$main")
 }
@@ -208,7 +212,7 @@ build_kube() {
   done
   for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
   mkdir -p "$dir.tmp"
-  (cd "$ROOT/hack/kube/$version" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w$flags" -o "$dir.tmp/" "${pkgs[@]}")
+  (cd "$ROOT/hack/kube/$version" && GOFLAGS=-mod=mod go build -trimpath -gcflags "$BUILD_GCFLAGS" -ldflags "-s -w$flags" -o "$dir.tmp/" "${pkgs[@]}")
   mkdir -p "$dir"
   for b in "${missing[@]}"; do mv "$dir.tmp/$b" "$dir/$b"; done
   rmdir "$dir.tmp"
@@ -247,7 +251,7 @@ build_containerd() {
   for b in "${missing[@]}"; do pkgs+=("github.com/containerd/containerd/v2/cmd/$b"); done
   local v=github.com/containerd/containerd/v2/version
   mkdir -p "$dir.tmp"
-  (cd "$ROOT/hack/containerd/$version" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+  (cd "$ROOT/hack/containerd/$version" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -gcflags "$BUILD_GCFLAGS" \
     -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w -X $v.Version=$version -X $v.Revision=module" \
     -o "$dir.tmp/" "${pkgs[@]}")
   mkdir -p "$dir"
@@ -276,13 +280,13 @@ ensure_crio() {
   [ -x "$dir/crio" ] && [ -x "$dir/pinns" ] && [ -x "$dir/runc" ] && return 0
   log "building CRI-O $CRIO_VERSION, its pinns and runc $CRIO_RUNC_VERSION (once; cached in $dir)"
   mkdir -p "$dir.tmp"
-  (cd "$ROOT/hack/crio/$CRIO_VERSION" && CGO_ENABLED=1 GOFLAGS=-mod=mod go build -trimpath \
+  (cd "$ROOT/hack/crio/$CRIO_VERSION" && CGO_ENABLED=1 GOFLAGS=-mod=mod go build -trimpath -gcflags "$BUILD_GCFLAGS" \
     -tags "containers_image_ostree_stub containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper btrfs_noversion seccomp" \
     -ldflags "-s -w" -o "$dir.tmp/crio" github.com/cri-o/cri-o/cmd/crio)
   mod=$(cd "$ROOT/hack/crio/$CRIO_VERSION" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/cri-o/cri-o)
   gcc -std=c99 -Os -Wall -Wextra -static -o "$dir.tmp/pinns" "$mod"/pinns/src/*.c
   strip -s "$dir.tmp/pinns"
-  (cd "$ROOT/hack/runc/$CRIO_RUNC_VERSION" && CGO_ENABLED=1 GOFLAGS=-mod=mod go build -trimpath \
+  (cd "$ROOT/hack/runc/$CRIO_RUNC_VERSION" && CGO_ENABLED=1 GOFLAGS=-mod=mod go build -trimpath -gcflags "$BUILD_GCFLAGS" \
     -tags "seccomp urfave_cli_no_docs" -ldflags "-s -w -X main.version=${CRIO_RUNC_VERSION#v}" \
     -o "$dir.tmp/runc" github.com/opencontainers/runc)
   mkdir -p "$dir"
@@ -300,7 +304,7 @@ ensure_cached_tool() {
   if [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$version" ]; then return 0; fi
   log "building $name ($version; once, cached in $HANGWATCH_CACHE)"
   mkdir -p "$HANGWATCH_CACHE/bin"
-  (cd "$ROOT/$dir" && GOFLAGS=-mod=mod go build -trimpath -tags "$tags" -ldflags "-s -w" -o "$bin.tmp" "$pkg")
+  (cd "$ROOT/$dir" && GOFLAGS=-mod=mod go build -trimpath -gcflags "$BUILD_GCFLAGS" -tags "$tags" -ldflags "-s -w" -o "$bin.tmp" "$pkg")
   mv "$bin.tmp" "$bin"
   echo "$version" > "$stamp"
 }
@@ -337,7 +341,7 @@ ensure_alertmanager() {
     echo '<p>This Alertmanager was built by hangwatch'"'"'s tests without its web UI.</p>' > "$copy/ui/app/dist/$ui/index.html"
   done
   mkdir -p "$HANGWATCH_CACHE/bin"
-  (cd "$copy" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin.tmp" ./cmd/alertmanager)
+  (cd "$copy" && CGO_ENABLED=0 go build -trimpath -gcflags "$BUILD_GCFLAGS" -ldflags "-s -w" -o "$bin.tmp" ./cmd/alertmanager)
   mv "$bin.tmp" "$bin" && rm -rf "$copy"
   echo "$ALERTMANAGER_VERSION" > "$stamp"
 }
@@ -363,7 +367,7 @@ ensure_npd() {
     grep -q "$mod $NPD_VERSION" "$ROOT/hack/npd/go.mod" || { echo "hack/npd/go.mod does not pin $mod $NPD_VERSION" >&2; return 1; }
     log "building node-problem-detector $NPD_VERSION (once; cached in $dir)"
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    (cd "$ROOT/hack/npd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    (cd "$ROOT/hack/npd" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -gcflags "$BUILD_GCFLAGS" \
       -ldflags "-s -w -X $mod/pkg/version.version=$NPD_VERSION" \
       -o "$dir.tmp/node-problem-detector" "$mod/cmd/nodeproblemdetector")
     src=$(cd "$ROOT/hack/npd" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$mod")
@@ -387,15 +391,15 @@ ensure_csi() {
   if [ ! -x "$dir/csi-attacher" ] || [ ! -x "$dir/csi-provisioner" ]; then
     log "building the CSI sidecars: external-attacher $CSI_ATTACHER_VERSION, external-provisioner $CSI_PROVISIONER_VERSION (once; cached in $dir)"
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    (cd "$ROOT/hack/csi" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    (cd "$ROOT/hack/csi" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -gcflags "$BUILD_GCFLAGS" \
       -ldflags "-s -w -X main.version=$CSI_ATTACHER_VERSION" -o "$dir.tmp/csi-attacher" \
       github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher)
-    (cd "$ROOT/hack/csi" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    (cd "$ROOT/hack/csi" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -gcflags "$BUILD_GCFLAGS" \
       -ldflags "-s -w -X main.version=$CSI_PROVISIONER_VERSION" -o "$dir.tmp/csi-provisioner" \
       github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner)
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
-  (cd "$ROOT/test/csidriver" && CGO_ENABLED=0 go build -o /dev/null .)
+  (cd "$ROOT/test/csidriver" && CGO_ENABLED=0 go build -trimpath -gcflags "$BUILD_GCFLAGS" -o /dev/null .)
   export HANGWATCH_CSI_BIN="$dir"
 }
 
@@ -414,7 +418,7 @@ ensure_nhc() {
     grep -q "$mod $NHC_VERSION" "$ROOT/hack/nhc/go.mod" || { echo "hack/nhc/go.mod does not pin $mod $NHC_VERSION" >&2; return 1; }
     log "building node-healthcheck-operator $NHC_VERSION (once; cached in $dir)"
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/crd" "$dir.tmp/rbac" "$dir.tmp/webhook"
-    (cd "$ROOT/hack/nhc" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    (cd "$ROOT/hack/nhc" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -gcflags "$BUILD_GCFLAGS" \
       -ldflags "-s -w -X $mod/version.Version=$NHC_VERSION -X $mod/version.GitCommit=$NHC_VERSION" \
       -o "$dir.tmp/node-healthcheck-operator" "$mod/cmd")
     src=$(cd "$ROOT/hack/nhc" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "$mod")

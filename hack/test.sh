@@ -46,15 +46,21 @@ step "Prometheus and promtool" ensure_prometheus
 step "Alertmanager" ensure_alertmanager
 step "helm" ensure_helm
 
+# TEST_FLAGS: one compile of the module and its dependencies, race-built
+# and without DWARF, serves go vet, golangci-lint (it compiles what it loads
+# through go list, so it takes them through GOFLAGS) and go test. From an
+# empty Go cache on 2 cores the three compiled in 438 s with one compile
+# against 644 s with vet's and golangci-lint's own, not race-built.
+TEST_FLAGS=(-race "-gcflags=$BUILD_GCFLAGS")
 lint() {
   local unformatted
   log "gofmt"
   unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
   [ -z "$unformatted" ] || { echo "gofmt needed: $unformatted" >&2; return 1; }
   log "go vet"
-  go vet ./...
+  go vet "${TEST_FLAGS[@]}" ./...
   log "golangci-lint"
-  "$GOLANGCI_LINT" run ./...
+  GOFLAGS="$(go env GOFLAGS) ${TEST_FLAGS[*]}" "$GOLANGCI_LINT" run ./...
 }
 step "gofmt, go vet, lint" lint
 step "go build" build_hangwatch
@@ -67,7 +73,7 @@ run_tests() {
   # every package but the e2e and bench suites (docs/testing.md); the
   # integration tests run side by side, harness.Parallel limiting how many
   # at once, so -parallel lets all of them wait for their turn
-  go test -race -count=1 -timeout 50m -parallel 128 -json $(go list ./... | grep -v -e /test/e2e -e /test/bench) 2>&1 \
+  go test "${TEST_FLAGS[@]}" -count=1 -timeout 50m -parallel 128 -json $(go list ./... | grep -v -e /test/e2e -e /test/bench) 2>&1 \
     | tee "$HANGWATCH_CACHE/test.json" | "$HANGWATCH_CACHE/bin/testsummary" "$SUMMARY"
 }
 step "go test" run_tests

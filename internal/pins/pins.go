@@ -29,6 +29,7 @@ var (
 	CSIProvisionerVersion    = mustGet("CSI_PROVISIONER_VERSION")
 	NHCVersion               = mustGet("NHC_VERSION")
 	BuildTags                = mustGet("BUILD_TAGS")
+	BuildGCFlags             = mustGet("BUILD_GCFLAGS")
 )
 
 // Parse reads KEY=VALUE lines; blank lines and lines that start with #

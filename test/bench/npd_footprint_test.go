@@ -68,7 +68,7 @@ func npdUnderTest(t *testing.T) npdBinary {
 func leanHangwatch(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "hangwatch")
-	build := exec.Command("go", "build", "-tags", harness.BuildTags, "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/hangwatch")
+	build := exec.Command("go", "build", "-tags", harness.BuildTags, "-trimpath", "-gcflags", harness.BuildGCFlags, "-ldflags", "-s -w", "-o", out, "./cmd/hangwatch")
 	build.Dir = harness.ModuleRoot()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := build.CombinedOutput(); err != nil {

@@ -36,7 +36,7 @@ func PauseImageBuilt() (v1.Image, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "pause")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./test/pause")
+	cmd := exec.Command("go", "build", "-trimpath", "-gcflags", BuildGCFlags, "-ldflags=-s -w", "-o", bin, "./test/pause")
 	cmd.Dir = ModuleRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -49,6 +49,10 @@ func PauseImageBuilt() (v1.Image, error) {
 // hack/lib.sh's build_hangwatch does; internal/pins/pins.env names them
 // and says why.
 var BuildTags = pins.BuildTags
+
+// BuildGCFlags are the compiler flags of every binary the scripts and the
+// harness build to run (hack/lib.sh's BUILD_GCFLAGS): no DWARF.
+var BuildGCFlags = pins.BuildGCFlags
 
 // ModuleRoot is the repository root, found from this file's location.
 func ModuleRoot() string {

@@ -150,7 +150,7 @@ func (c *CRIO) Stop() {
 // its path.
 func buildRuncWrapper(dir, runc string) (string, error) {
 	out := filepath.Join(dir, "runc-wrapper")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.runc="+runc, "-o", out, "./test/runcwrap")
+	cmd := exec.Command("go", "build", "-trimpath", "-gcflags", harness.BuildGCFlags, "-ldflags", "-s -w -X main.runc="+runc, "-o", out, "./test/runcwrap")
 	cmd.Dir = harness.ModuleRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -141,7 +141,7 @@ func Sidecars() (string, error) {
 // dir/csidriver and returns its path.
 func BuildDriver(dir string) (string, error) {
 	bin := filepath.Join(dir, "csidriver")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-trimpath", "-gcflags", harness.BuildGCFlags, "-o", bin, ".")
 	cmd.Dir = filepath.Join(harness.ModuleRoot(), "test", "csidriver")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -35,11 +34,7 @@ func RemedyBinary(t *testing.T) string {
 	t.Helper()
 	remedyOnce.Do(func() {
 		remedyBin = filepath.Join(workDir, "hangwatch-remedy")
-		build := exec.Command("go", "build", "-o", remedyBin, "./cmd/hangwatch-remedy")
-		build.Dir = harness.ModuleRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			remedyErr = fmt.Errorf("build hangwatch-remedy: %w\n%s", err, out)
-		}
+		remedyErr = goBuild(remedyBin, "./cmd/hangwatch-remedy")
 	})
 	if remedyErr != nil {
 		t.Fatal(remedyErr)

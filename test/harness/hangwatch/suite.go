@@ -89,7 +89,7 @@ func Main(m *testing.M, o SuiteOptions) int {
 	}
 	defer os.RemoveAll(workDir)
 	HangwatchBin = filepath.Join(workDir, "hangwatch")
-	if err := goBuild(HangwatchBin, "./cmd/hangwatch", "-tags", harness.BuildTags); err != nil {
+	if err := goBuild(HangwatchBin, "./cmd/hangwatch"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -116,11 +116,15 @@ func Main(m *testing.M, o SuiteOptions) int {
 	return m.Run()
 }
 
-// goBuild builds the module's package pkg into out.
-func goBuild(out, pkg string, flags ...string) error {
-	args := append(append([]string{"build"}, flags...), "-o", out, pkg)
-	build := exec.Command("go", args...)
+// goBuild builds the module's package pkg into out as hack/lib.sh's
+// build_hangwatch builds hangwatch: static, -trimpath, hangwatch's build
+// tags and compiler flags. The binaries the tests run are the shipped
+// build, and they reuse the compiles of the test command's `go build`
+// step (only the link differs: no version stamps).
+func goBuild(out, pkg string) error {
+	build := exec.Command("go", "build", "-tags", harness.BuildTags, "-trimpath", "-gcflags", harness.BuildGCFlags, "-o", out, pkg)
 	build.Dir = harness.ModuleRoot()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build %s: %w\n%s", pkg, err, msg)
 	}
