@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,8 +29,10 @@ func TestPodStartProbeSeesAHungSandboxWithNoPodStarting(t *testing.T) {
 	c := containerd.StartT(t, 0, 0)
 	n := startPodStartNodeWith(t, c, "hw-probe", true,
 		"--pod-start-probe", "--pod-start-probe-period", "100ms", "--pod-start-probe-sandbox-image", harness.PauseImage)
-	harness.Eventually(t, 3*time.Minute, "100 probes", func() bool { return probes(n.d) >= 100 },
-		harness.UnlessExited(n.d))
+	// A cold test run, its compiles beside the tests on 2 cores, had not
+	// made 100 in 3 minutes.
+	harness.Eventually(t, 6*time.Minute, "100 probes", func() bool { return probes(n.d) >= 100 },
+		harness.UnlessExited(n.d), harness.Explaining(func() string { return probeResults(n.d) }))
 	before := n.proxy.Held("RunPodSandbox")
 	release := n.proxy.Inject(criproxy.Fault{Method: "RunPodSandbox"})
 	defer release()
@@ -88,6 +92,22 @@ func probes(d *hangwatch.Daemon) float64 {
 		return -1
 	}
 	return harness.MetricValue(text, `hangwatch_pod_start_probes_total{result="ok"}`)
+}
+
+// probeResults is the probe counter's lines of hangwatch's /metrics, for a
+// failure.
+func probeResults(d *hangwatch.Daemon) string {
+	text, err := d.Metrics()
+	if err != nil {
+		return fmt.Sprintf("/metrics: %v", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "hangwatch_pod_start_probe") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // probeSandboxes counts the probe's sandboxes in containerd, asked directly.
