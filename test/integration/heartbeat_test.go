@@ -9,6 +9,7 @@ import (
 	"github.com/hangwatch/hangwatch/test/criproxy"
 	"github.com/hangwatch/hangwatch/test/harness"
 	"github.com/hangwatch/hangwatch/test/harness/hangwatch"
+	"github.com/hangwatch/hangwatch/test/scenarios"
 )
 
 // TestHeartbeatSeesAHangAfterSlowness runs hangwatch with its defaults
@@ -39,7 +40,7 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	// of the timeout for the proxy and the machine's scheduling.
 	slow := proxy.Inject(criproxy.Fault{Method: "ListPodSandbox", Delay: 1200 * time.Millisecond})
 	defer slow()
-	hungFor := slowIsNotHung(t, d, time.Minute)
+	hungFor := scenarios.SlowIsNotHung(t, time.Minute, func() (string, string) { st, reason, _ := d.Condition(t, "RuntimeHung"); return st, reason }, d)
 	if hungFor > 0 {
 		t.Logf("RuntimeHung True for %v of the slow minute: calls the machine's load kept past the timeout", hungFor)
 	}
@@ -66,31 +67,4 @@ func TestHeartbeatSeesAHangAfterSlowness(t *testing.T) {
 	if cleared := time.Since(thawed); cleared > 15*time.Second {
 		t.Errorf("cleared %v after the thaw under load; goal two heartbeat periods (5s), bound 15s", cleared)
 	}
-}
-
-// slowIsNotHung watches RuntimeHung for d of slow calls and returns how
-// long it was True. A judgement that took slow calls for hung would hold it
-// from the first slow heartbeat on; it fails the test past half of d. A
-// call that a saturated machine keeps past the timeout is hung by the rule
-// (a cold test run, with its compiles beside the tests on 2 cores, once
-// made a 1.2s call take more than 2s, and a 1.5s call before that), and
-// holds RuntimeHung only until two heartbeats answer in time: the test
-// measures the load's share rather than failing on one such call.
-func slowIsNotHung(t *testing.T, d *hangwatch.Daemon, span time.Duration) time.Duration {
-	t.Helper()
-	var hungFor time.Duration
-	last := time.Now()
-	until := last.Add(span)
-	harness.Eventually(t, 2*span, "slow ListPodSandbox for "+span.String(), func() bool {
-		now := time.Now()
-		if st, reason, _ := d.Condition(t, "RuntimeHung"); st != "False" {
-			hungFor += now.Sub(last)
-			if hungFor > span/2 {
-				t.Fatalf("slow calls held RuntimeHung (%s) for %v of %v; slow is not hung", reason, hungFor.Round(time.Millisecond), span)
-			}
-		}
-		last = now
-		return now.After(until)
-	}, harness.UnlessExited(d))
-	return hungFor.Round(time.Millisecond)
 }
