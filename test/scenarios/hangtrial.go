@@ -61,10 +61,7 @@ func RunHangTrial(t *testing.T, tr HangTrial) HangSeen {
 		slow := fault
 		slow.Delay = 1500 * time.Millisecond
 		release := proxy.Inject(slow)
-		if hungFor := SlowIsNotHung(t, tr.SlowFor, runtimeHung, d); hungFor > 0 {
-			t.Logf("RuntimeHung True for %v of %v of slow %s: calls the machine's load kept past the timeout", hungFor, tr.SlowFor, tr.Method)
-		}
-		harness.Eventually(t, 30*time.Second, "RuntimeHung False after the slow calls", func() bool { st, _ := runtimeHung(); return st == "False" }, harness.UnlessExited(d))
+		SlowIsNotHung(t, tr.SlowFor, "slow "+tr.Method, runtimeHung, d)
 		defer release()
 		if tr.Ends {
 			return MeasureCadenceBack(t, tr, d, release)
@@ -135,28 +132,31 @@ func FirstContainer(t *testing.T, c *containerd.Containerd) string {
 }
 
 // SlowIsNotHung watches RuntimeHung (runtimeHung's status and reason) for
-// span of slow calls and returns how long it was True. A judgement that
-// took slow calls for hung would hold it from the first slow heartbeat
-// on; it fails the test past half of span. A call that a saturated machine
-// keeps past the timeout is hung by the rule (test runs on 2 cores made
-// 1.2 s and 1.5 s calls take more than 2 s), and holds RuntimeHung only
-// until two heartbeats answer in time: the test measures the load's share
-// rather than failing on one such call.
-func SlowIsNotHung(t *testing.T, span time.Duration, runtimeHung func() (string, string), d harness.Watched) time.Duration {
+// span of slow calls (what names them), then waits for it to be False. A
+// judgement that took slow calls for hung would hold it from the first slow
+// heartbeat on; it fails the test past half of span. A call that a
+// saturated machine keeps past the timeout is hung by the rule (test runs
+// on 2 cores made 1.2 s and 1.5 s calls take more than 2 s), and holds
+// RuntimeHung only until two heartbeats answer in time: the test logs the
+// load's share rather than failing on one such call.
+func SlowIsNotHung(t *testing.T, span time.Duration, what string, runtimeHung func() (string, string), d harness.Watched) {
 	t.Helper()
 	var hungFor time.Duration
 	last := time.Now()
 	until := last.Add(span)
-	harness.Eventually(t, 2*span, "slow calls for "+span.String(), func() bool {
+	harness.Eventually(t, 2*span, what+" for "+span.String(), func() bool {
 		now := time.Now()
 		if st, reason := runtimeHung(); st != "False" {
 			hungFor += now.Sub(last)
 			if hungFor > span/2 {
-				t.Fatalf("slow calls held RuntimeHung (%s) for %v of %v; slow is not hung", reason, hungFor.Round(time.Millisecond), span)
+				t.Fatalf("%s held RuntimeHung (%s) for %v of %v; slow is not hung", what, reason, hungFor.Round(time.Millisecond), span)
 			}
 		}
 		last = now
 		return now.After(until)
 	}, harness.UnlessExited(d))
-	return hungFor.Round(time.Millisecond)
+	if hungFor > 0 {
+		t.Logf("RuntimeHung True for %v of %v of %s: calls the machine's load kept past the timeout", hungFor.Round(time.Millisecond), span, what)
+	}
+	harness.Eventually(t, 30*time.Second, "RuntimeHung False after "+what, func() bool { st, _ := runtimeHung(); return st == "False" }, harness.UnlessExited(d))
 }
