@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -68,11 +67,8 @@ func npdUnderTest(t *testing.T) npdBinary {
 func leanHangwatch(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "hangwatch")
-	build := exec.Command("go", "build", "-tags", harness.BuildTags, "-trimpath", "-gcflags", harness.BuildGCFlags, "-ldflags", "-s -w", "-o", out, "./cmd/hangwatch")
-	build.Dir = harness.ModuleRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build hangwatch: %v\n%s", err, msg)
+	if err := harness.GoBuild(harness.ModuleRoot(), out, "./cmd/hangwatch", "-tags", harness.BuildTags, "-ldflags", "-s -w"); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

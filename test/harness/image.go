@@ -1,9 +1,7 @@
 package harness
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 
@@ -36,11 +34,8 @@ func PauseImageBuilt() (v1.Image, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "pause")
-	cmd := exec.Command("go", "build", "-trimpath", "-gcflags", BuildGCFlags, "-ldflags=-s -w", "-o", bin, "./test/pause")
-	cmd.Dir = ModuleRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build pause binary: %w: %s", err, out)
+	if err := GoBuild(ModuleRoot(), bin, "./test/pause", "-ldflags=-s -w"); err != nil {
+		return nil, err
 	}
 	return ociimage.Build(ociimage.Spec{Binary: bin, Name: "pause"})
 }

@@ -2,10 +2,8 @@ package crio
 
 import (
 	"context"
-	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -150,11 +148,8 @@ func (c *CRIO) Stop() {
 // its path.
 func buildRuncWrapper(dir, runc string) (string, error) {
 	out := filepath.Join(dir, "runc-wrapper")
-	cmd := exec.Command("go", "build", "-trimpath", "-gcflags", harness.BuildGCFlags, "-ldflags", "-s -w -X main.runc="+runc, "-o", out, "./test/runcwrap")
-	cmd.Dir = harness.ModuleRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the runc wrapper: %w: %s", err, b)
+	if err := harness.GoBuild(harness.ModuleRoot(), out, "./test/runcwrap", "-ldflags", "-s -w -X main.runc="+runc); err != nil {
+		return "", err
 	}
 	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -141,11 +140,8 @@ func Sidecars() (string, error) {
 // dir/csidriver and returns its path.
 func BuildDriver(dir string) (string, error) {
 	bin := filepath.Join(dir, "csidriver")
-	cmd := exec.Command("go", "build", "-trimpath", "-gcflags", harness.BuildGCFlags, "-o", bin, ".")
-	cmd.Dir = filepath.Join(harness.ModuleRoot(), "test", "csidriver")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build test/csidriver: %w: %s", err, out)
+	if err := harness.GoBuild(filepath.Join(harness.ModuleRoot(), "test", "csidriver"), bin, "."); err != nil {
+		return "", fmt.Errorf("test/csidriver: %w", err)
 	}
 	return bin, nil
 }

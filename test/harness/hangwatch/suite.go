@@ -3,7 +3,6 @@ package hangwatch
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -122,13 +121,7 @@ func Main(m *testing.M, o SuiteOptions) int {
 // build, and they reuse the compiles of the test command's `go build`
 // step (only the link differs: no version stamps).
 func goBuild(out, pkg string) error {
-	build := exec.Command("go", "build", "-tags", harness.BuildTags, "-trimpath", "-gcflags", harness.BuildGCFlags, "-o", out, pkg)
-	build.Dir = harness.ModuleRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s: %w\n%s", pkg, err, msg)
-	}
-	return nil
+	return harness.GoBuild(harness.ModuleRoot(), out, pkg, "-tags", harness.BuildTags)
 }
 
 // SharedContainerd is one containerd with 20 running containers for the
